@@ -1,0 +1,121 @@
+/**
+ * The capture record, version 1: one JSON object per line of a capture file. Documented in
+ * docs/capture-format.md; this file is the executable form of that document. Readers validate
+ * required fields strictly and keep unknown fields (forward compatible within a major version).
+ */
+import { z } from 'zod';
+
+export const CAPTURE_VERSION = 1;
+
+const tokenIds = z.array(z.number().int().nonnegative());
+const isoTime = z.string().min(1);
+
+export const sessionRecordSchema = z.looseObject({
+  v: z.literal(CAPTURE_VERSION),
+  type: z.literal('session'),
+  id: z.string().min(1),
+  harness: z.string().min(1),
+  argv: z.array(z.string()),
+  cwd: z.string(),
+  started_at: isoTime,
+  polar_version: z.string(),
+  backend: z.looseObject({ kind: z.string(), url: z.string().nullable(), token_exact: z.boolean() }),
+  model: z.string(),
+  task_id: z.string().nullable(),
+  sample: z.number().int().nonnegative().nullable().optional(),
+  meta: z.record(z.string(), z.string()),
+});
+
+export const sessionEndRecordSchema = z.looseObject({
+  v: z.literal(CAPTURE_VERSION),
+  type: z.literal('session_end'),
+  session: z.string().min(1),
+  ended_at: isoTime,
+  duration_ms: z.number().nonnegative(),
+  exit_code: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  calls: z.number().int().nonnegative(),
+  errors: z.number().int().nonnegative(),
+  /** completed: harness exited 0; error: non-zero exit or failed to start; timeout; interrupted */
+  status: z.enum(['completed', 'error', 'timeout', 'interrupted']),
+});
+
+export const callErrorSchema = z.looseObject({
+  kind: z.string(),
+  message: z.string(),
+  status: z.number().int(),
+});
+
+export const callRecordSchema = z.looseObject({
+  v: z.literal(CAPTURE_VERSION),
+  type: z.literal('call'),
+  id: z.string().min(1),
+  session: z.string().min(1),
+  seq: z.number().int().nonnegative(),
+  api: z.enum(['openai-responses', 'anthropic-messages', 'openai-chat', 'anthropic-count-tokens', 'models']),
+  harness: z.string(),
+  stream: z.boolean(),
+  started_at: isoTime,
+  ended_at: isoTime,
+  timings: z.looseObject({
+    ttfb_ms: z.number().nullable(),
+    backend_ms: z.number().nullable(),
+    total_ms: z.number(),
+  }),
+  request: z.looseObject({
+    method: z.string(),
+    path: z.string(),
+    headers: z.record(z.string(), z.string()),
+    body: z.unknown(),
+  }),
+  response: z.looseObject({ status: z.number().int(), body: z.unknown() }),
+  canonical_request: z.unknown().nullable(),
+  backend_request: z.looseObject({ url: z.string(), body: z.unknown() }).nullable(),
+  prompt_token_ids: tokenIds.nullable(),
+  completion_token_ids: tokenIds.nullable(),
+  completion_logprobs: z.array(z.number()).nullable(),
+  finish_reason: z.string().nullable(),
+  usage: z.looseObject({ prompt_tokens: z.number(), completion_tokens: z.number() }).nullable(),
+  token_exact: z.boolean(),
+  warnings: z.array(z.string()),
+  harness_meta: z.record(z.string(), z.unknown()),
+  error: callErrorSchema.nullable(),
+});
+
+export const gradingRecordSchema = z.looseObject({
+  v: z.literal(CAPTURE_VERSION),
+  type: z.literal('grading'),
+  session: z.string().min(1),
+  task_id: z.string(),
+  sample: z.number().int().nonnegative().nullable(),
+  resolved: z.boolean(),
+  reward: z.number(),
+  reason: z.string().nullable(),
+  graded_at: isoTime,
+});
+
+export const captureRecordSchema = z.discriminatedUnion('type', [
+  sessionRecordSchema,
+  sessionEndRecordSchema,
+  callRecordSchema,
+  gradingRecordSchema,
+]);
+
+export type SessionRecord = z.infer<typeof sessionRecordSchema>;
+export type SessionEndRecord = z.infer<typeof sessionEndRecordSchema>;
+export type CallRecord = z.infer<typeof callRecordSchema>;
+export type GradingRecord = z.infer<typeof gradingRecordSchema>;
+export type CaptureRecord = z.infer<typeof captureRecordSchema>;
+
+/** Checks the completion arrays agree with each other; returns the problem or null. */
+export function tokenConsistency(record: CallRecord): string | null {
+  const ids = record.completion_token_ids;
+  const lps = record.completion_logprobs;
+  if (record.token_exact && (record.prompt_token_ids === null || ids === null) && record.error === null) {
+    return 'token_exact is true but prompt_token_ids or completion_token_ids is null';
+  }
+  if (ids !== null && lps !== null && ids.length !== lps.length) {
+    return `completion_logprobs has ${lps.length} entries for ${ids.length} completion_token_ids`;
+  }
+  return null;
+}

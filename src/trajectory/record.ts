@@ -1,0 +1,78 @@
+/**
+ * The trajectory record, version 1: one JSON line per harness session (one GRPO rollout), holding one
+ * or more traces. Written by `polar build`, read by `polar train`. Documented in
+ * docs/trajectory-format.md; this file is the executable form of that document.
+ */
+import { z } from 'zod';
+
+export const TRAJECTORY_VERSION = 1;
+
+export const traceKinds = ['root', 'compaction', 'subagent', 'divergence', 'side'] as const;
+export type TraceKind = (typeof traceKinds)[number];
+
+const tokenIds = z.array(z.number().int().nonnegative());
+
+export const traceSchema = z
+  .looseObject({
+    kind: z.enum(traceKinds),
+    /** the first prompt of the chain (mask 0, not trained) */
+    prompt_ids: tokenIds,
+    /** each call's sampled ids and the interstitial tokens between calls, in order */
+    response_ids: tokenIds,
+    /** 1 = sampled by the policy (trained), 0 = tool output / template glue */
+    loss_mask: z.array(z.union([z.literal(0), z.literal(1)])),
+    /** sampling logprob per response token (0 where mask is 0); null when not token-exact */
+    response_logprobs: z.array(z.number()).nullable(),
+    finish_reason: z.string().nullable(),
+    /** the call ids merged into this trace, in order */
+    calls: z.array(z.string()),
+    token_exact: z.boolean(),
+    /** set when the trace was cut by --max-tokens */
+    truncated: z.boolean().optional(),
+  })
+  .superRefine((trace, ctx) => {
+    if (trace.loss_mask.length !== trace.response_ids.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['loss_mask'],
+        message: `has ${trace.loss_mask.length} entries for ${trace.response_ids.length} response_ids`,
+      });
+    }
+    if (trace.response_logprobs !== null && trace.response_logprobs.length !== trace.response_ids.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['response_logprobs'],
+        message: `has ${trace.response_logprobs.length} entries for ${trace.response_ids.length} response_ids`,
+      });
+    }
+  });
+
+export const trajectoryStatsSchema = z.looseObject({
+  calls: z.number().int().nonnegative(),
+  calls_merged: z.number().int().nonnegative(),
+  chains: z.number().int().nonnegative(),
+  truncations: z.number().int().nonnegative(),
+  spliced_turns: z.number().int().nonnegative(),
+  tokens_trainable: z.number().int().nonnegative(),
+  tokens_total: z.number().int().nonnegative(),
+});
+
+export const trajectoryRecordSchema = z.looseObject({
+  v: z.literal(TRAJECTORY_VERSION),
+  id: z.string().min(1),
+  session: z.string().min(1),
+  task_id: z.string().nullable(),
+  sample: z.number().int().nonnegative().nullable(),
+  group_id: z.string().nullable(),
+  harness: z.string(),
+  model: z.string(),
+  status: z.enum(['completed', 'error', 'timeout', 'truncated']),
+  reward: z.number().nullable(),
+  advantage: z.number().nullable(),
+  traces: z.array(traceSchema).min(1),
+  stats: trajectoryStatsSchema,
+});
+
+export type Trace = z.infer<typeof traceSchema>;
+export type TrajectoryStats = z.infer<typeof trajectoryStatsSchema>;
+export type TrajectoryRecord = z.infer<typeof trajectoryRecordSchema>;
