@@ -91,6 +91,11 @@ export interface CanonicalResponse {
   toolCalls: ToolCall[];
   finishReason: FinishReason;
   usage: Usage;
+  /**
+   * opaque value the proxy minted for this turn; writers emit it where the harness sends it back
+   * untouched (Responses reasoning `encrypted_content`, Anthropic thinking `signature`)
+   */
+  reasoningSignature?: string;
 }
 
 /** Token-level facts of one sampled completion, as the backend returned them. */
