@@ -79,6 +79,8 @@ export const callRecordSchema = z.looseObject({
   token_exact: z.boolean(),
   warnings: z.array(z.string()),
   harness_meta: z.record(z.string(), z.unknown()),
+  /** backend-specific facts: splices, render mismatches, tool parse errors */
+  backend_info: z.record(z.string(), z.unknown()).optional(),
   error: callErrorSchema.nullable(),
 });
 

@@ -96,6 +96,8 @@ export interface CanonicalResponse {
    * untouched (Responses reasoning `encrypted_content`, Anthropic thinking `signature`)
    */
   reasoningSignature?: string;
+  /** the stop sequence that ended the completion (finishReason 'stop'), when the backend says which */
+  stopSequence?: string;
 }
 
 /** Token-level facts of one sampled completion, as the backend returned them. */
@@ -110,7 +112,16 @@ export interface TokenData {
  * start, then any mix of deltas, then exactly one of finish | error.
  */
 export type StreamEvent =
-  | { type: 'start'; id: string; model: string }
+  | {
+      type: 'start';
+      id: string;
+      model: string;
+      /**
+       * the turn's reasoningSignature when the proxy mints it before streaming: writers must put it on
+       * the reasoning/thinking block when that block closes, which is usually before `finish`
+       */
+      reasoningSignature?: string;
+    }
   | { type: 'reasoning-delta'; text: string }
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call-start'; index: number; id: string; name: string }

@@ -1,0 +1,55 @@
+/** The body of `polar capture`: flags in, runCapture, exit code out. */
+import ora, { type Ora } from 'ora';
+import { resolveHarness } from '../harnesses/index.ts';
+import { log } from '../util/log.ts';
+import { backendOptions, defaultOutput, harnessName, parseMeta, parsePositiveInt, parseSeconds } from './options.ts';
+import { exitCodeOf, runCapture } from './run.ts';
+
+export async function captureCommand(command: string[], flags: Record<string, unknown>): Promise<number> {
+  const f = flags as Record<string, string | undefined> & { meta?: string[]; quiet?: boolean; keepRunDir?: boolean; requireTokenIds?: boolean };
+  log.configure({ quiet: Boolean(f.quiet) });
+  const harness = harnessName(f.harness);
+  const backend = backendOptions(f);
+  const profile = resolveHarness(harness, command);
+  const output = f.output ?? defaultOutput(profile.name);
+  const sample = parsePositiveInt('--sample', f.sample);
+  const port = parsePositiveInt('--port', f.port);
+  const maxBody = parsePositiveInt('--max-body', f.maxBody);
+  const timeoutMs = parseSeconds('--timeout', f.timeout);
+  let spinner: Ora | undefined;
+  let calls = 0;
+  let tokens = 0;
+  if (process.stderr.isTTY && !f.quiet && !process.env.CI) {
+    spinner = ora({ text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model})`, stream: process.stderr, discardStdin: false });
+  } else {
+    log.info(`capturing ${profile.name} through ${backend.kind} (${backend.model}) into ${output}`);
+  }
+  const result = await runCapture({
+    command,
+    harness: profile.name,
+    harnessOptions: f.piApi ? { api: f.piApi } : {},
+    backend,
+    model: backend.model,
+    output,
+    ...(f.taskId ? { taskId: f.taskId } : {}),
+    ...(sample !== undefined ? { sample } : {}),
+    meta: parseMeta(f.meta),
+    ...(timeoutMs ? { timeoutMs } : {}),
+    ...(f.host ? { host: f.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(maxBody !== undefined ? { maxBodyBytes: maxBody } : {}),
+    keepRunDir: Boolean(f.keepRunDir),
+    onCall: (record) => {
+      calls++;
+      tokens += record.completion_token_ids?.length ?? 0;
+      if (spinner) spinner.text = `polar: ${calls} calls, ${tokens} sampled tokens → ${output}`;
+      if (record.error) log.debug(`call ${record.seq} failed: ${record.error.message}`);
+    },
+  }).finally(() => spinner?.stop());
+  const summary = `${result.calls} calls (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
+    result.exitCode !== null ? ` with exit code ${result.exitCode}` : result.signal ? ` by ${result.signal}` : ''
+  }`;
+  if (result.errors > 0) log.warn(summary);
+  else log.info(summary);
+  return exitCodeOf(result);
+}

@@ -1,0 +1,228 @@
+/**
+ * `polar capture`: start the proxy, point the harness at it through its profile, run it with stdio passed
+ * through, forward signals, record every call, and exit with the harness's exit code.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execa } from 'execa';
+import { createBackend } from '../backends/index.ts';
+import type { Backend, BackendOptions } from '../backends/types.ts';
+import { EnvironmentError, errorMessage } from '../errors.ts';
+import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
+import { ProxyServer, type ProxySession } from '../proxy/server.ts';
+import { log } from '../util/log.ts';
+import { POLAR_VERSION } from '../version.ts';
+import type { CallRecord, SessionEndRecord, SessionRecord } from './record.ts';
+import { CaptureWriter } from './writer.ts';
+
+export interface CaptureRunOptions {
+  command: string[];
+  harness?: HarnessName;
+  /** profile options, e.g. { api: 'openai-responses' } for Pi */
+  harnessOptions?: Record<string, string>;
+  backend: BackendOptions;
+  /** an already created backend (polar eval reuses one across samples) */
+  backendInstance?: Backend;
+  model: string;
+  output: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  taskId?: string;
+  sample?: number;
+  meta?: Record<string, string>;
+  timeoutMs?: number;
+  stdio?: 'inherit' | 'pipe' | 'ignore';
+  /** stdin for the harness (default: inherited; 'ignore' gives it /dev/null) */
+  stdin?: 'inherit' | 'ignore';
+  quiet?: boolean;
+  host?: string;
+  port?: number;
+  maxBodyBytes?: number;
+  keepRunDir?: boolean;
+  onCall?: (record: CallRecord) => void;
+}
+
+export interface CaptureRunResult {
+  sessionId: string;
+  exitCode: number | null;
+  signal: string | null;
+  status: SessionEndRecord['status'];
+  calls: number;
+  errors: number;
+  output: string;
+  stdout?: string;
+  stderr?: string;
+}
+
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+export async function runCapture(options: CaptureRunOptions): Promise<CaptureRunResult> {
+  if (options.command.length === 0) throw new EnvironmentError('no harness command given', 'usage: polar capture [options] -- <command> [args...]');
+  const profile = resolveHarness(options.harness, options.command);
+  const output = resolve(options.output);
+  const backend = options.backendInstance ?? (await createBackend(options.backend));
+  const ownsBackend = !options.backendInstance;
+  const proxy = new ProxyServer({ host: options.host, port: options.port, maxBodyBytes: options.maxBodyBytes });
+  const runDir = await mkdtemp(join(tmpdir(), 'polar-run-'));
+  const writer = new CaptureWriter(output);
+  const sessionId = `sess_${randomUUID()}`;
+  const key = `polar-${randomBytes(24).toString('hex')}`;
+  const startedAt = new Date();
+  let exitCode: number | null = null;
+  let signal: string | null = null;
+  let status: SessionEndRecord['status'] = 'error';
+  let stdout: string | undefined;
+  let stderr: string | undefined;
+  const session: ProxySession = {
+    id: sessionId,
+    key,
+    harness: profile.name,
+    model: options.model,
+    backend,
+    writer,
+    state: new Map(),
+    seq: 0,
+    calls: 0,
+    errors: 0,
+    callMeta: (h, b) => profile.callMeta(h, b),
+    ...(options.onCall ? { onCall: options.onCall } : {}),
+  };
+  const handlers = new Map<string, () => void>();
+  try {
+    const { url } = await proxy.listen();
+    proxy.addSession(session);
+    const prepared = await profile.prepare({
+      proxyUrl: url,
+      key,
+      model: options.model,
+      runDir,
+      argv: options.command,
+      options: options.harnessOptions ?? {},
+    });
+    const record: SessionRecord = {
+      v: 1,
+      type: 'session',
+      id: sessionId,
+      harness: profile.name,
+      argv: prepared.argv,
+      cwd: resolve(options.cwd ?? process.cwd()),
+      started_at: startedAt.toISOString(),
+      polar_version: POLAR_VERSION,
+      backend: { kind: backend.kind, url: backend.url, token_exact: backend.tokenExact },
+      model: options.model,
+      task_id: options.taskId ?? null,
+      sample: options.sample ?? null,
+      meta: options.meta ?? {},
+      proxy_url: url,
+    };
+    writer.write(record);
+    log.debug(`capture: proxy ${url}, session ${sessionId}, harness ${profile.name}, run dir ${runDir}`);
+    const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+    for (const [name, value] of Object.entries(prepared.env)) {
+      if (value === null) delete env[name];
+      else env[name] = value;
+    }
+    const [file, ...args] = prepared.argv as [string, ...string[]];
+    const stdio = options.stdio ?? 'inherit';
+    const child = execa(file, args, {
+      cwd: options.cwd,
+      env,
+      extendEnv: false,
+      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+      stdout: stdio,
+      stderr: stdio,
+      reject: false,
+      preferLocal: true,
+      localDir: process.cwd(),
+      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
+      killSignal: 'SIGTERM',
+      forceKillAfterDelay: 5000,
+      ...(stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
+    });
+    let interrupted = false;
+    for (const name of FORWARDED) {
+      const handler = () => {
+        interrupted = true;
+        log.debug(`capture: forwarding ${name} to the harness`);
+        child.kill(name);
+      };
+      handlers.set(name, handler);
+      process.on(name, handler);
+    }
+    const result = await child;
+    if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
+      const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
+      throw new EnvironmentError(
+        `could not start the harness \`${file}\`: ${code === 'ENOENT' ? 'command not found' : errorMessage(result.cause)}`,
+        code === 'ENOENT' ? `install it (for example \`npm i -D ${installHint(profile.name)}\`) or check PATH` : undefined,
+      );
+    }
+    exitCode = result.exitCode ?? null;
+    signal = result.signal ?? null;
+    status = result.timedOut ? 'timeout' : interrupted ? 'interrupted' : exitCode === 0 ? 'completed' : 'error';
+    if (stdio === 'pipe') {
+      stdout = String(result.stdout ?? '');
+      stderr = String(result.stderr ?? '');
+    }
+  } finally {
+    for (const [name, handler] of handlers) process.off(name, handler);
+    await proxy.close(2000);
+    proxy.removeSession(key);
+    const endedAt = new Date();
+    const end: SessionEndRecord = {
+      v: 1,
+      type: 'session_end',
+      session: sessionId,
+      ended_at: endedAt.toISOString(),
+      duration_ms: endedAt.getTime() - startedAt.getTime(),
+      exit_code: exitCode,
+      signal,
+      calls: session.calls,
+      errors: session.errors,
+      status,
+      unauthorized_requests: proxy.unauthorized,
+    };
+    try {
+      if (writer.records > 0) writer.write(end);
+    } finally {
+      writer.close();
+      if (ownsBackend) await backend.close();
+      if (!options.keepRunDir) await rm(runDir, { recursive: true, force: true });
+    }
+  }
+  return {
+    sessionId,
+    exitCode,
+    signal,
+    status,
+    calls: session.calls,
+    errors: session.errors,
+    output,
+    ...(stdout !== undefined ? { stdout } : {}),
+    ...(stderr !== undefined ? { stderr } : {}),
+  };
+}
+
+function installHint(harness: string): string {
+  switch (harness) {
+    case 'codex':
+      return '@openai/codex';
+    case 'claude':
+      return '@anthropic-ai/claude-code';
+    case 'pi':
+      return '@mariozechner/pi-coding-agent';
+    default:
+      return '<the agent package>';
+  }
+}
+
+const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+
+/** The exit code polar itself exits with: the harness's, or 128 + signal number like a shell. */
+export function exitCodeOf(result: CaptureRunResult): number {
+  if (result.exitCode !== null) return result.exitCode;
+  if (result.signal) return 128 + (SIGNALS[result.signal] ?? 1);
+  return 1;
+}

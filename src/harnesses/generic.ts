@@ -1,0 +1,27 @@
+/** Any other agent: the conventional OpenAI and Anthropic environment variables point at the proxy. */
+import type { HarnessProfile } from './types.ts';
+
+export const generic: HarnessProfile = {
+  name: 'generic',
+  binaries: [],
+  async prepare({ proxyUrl, key, model, argv }) {
+    return {
+      env: {
+        OPENAI_BASE_URL: `${proxyUrl}/v1`,
+        OPENAI_API_KEY: key,
+        ANTHROPIC_BASE_URL: proxyUrl,
+        ANTHROPIC_API_KEY: key,
+        POLAR_MODEL: model,
+        POLAR_PROXY_URL: proxyUrl,
+      },
+      argv,
+      files: [],
+    };
+  },
+  callMeta() {
+    return {};
+  },
+  promptCommand(prompt) {
+    return [prompt];
+  },
+};

@@ -1,0 +1,83 @@
+/** Canonical events -> Chat Completions SSE for a harness. Stateful; never throws. */
+import type { StreamEvent } from '../canonical.ts';
+import { encodeSse } from '../sse.ts';
+import { toChatFinishReason } from './map-finish-reason.ts';
+
+export function createStreamWriter(ctx: { created: number; includeUsage?: boolean }) {
+  let id = 'chatcmpl';
+  let model = '';
+  let roleSent = false;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    encodeSse({
+      id,
+      object: 'chat.completion.chunk',
+      created: ctx.created,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+  const withRole = (delta: Record<string, unknown>) => {
+    if (roleSent) return delta;
+    roleSent = true;
+    return { role: 'assistant', ...delta };
+  };
+  return {
+    write(event: StreamEvent): string {
+      switch (event.type) {
+        case 'start':
+          id = event.id;
+          model = event.model;
+          return '';
+        case 'reasoning-delta':
+          return chunk(withRole({ reasoning_content: event.text }));
+        case 'text-delta':
+          return chunk(withRole({ content: event.text }));
+        case 'tool-call-start':
+          return chunk(
+            withRole({
+              tool_calls: [
+                { index: event.index, id: event.id, type: 'function', function: { name: event.name, arguments: '' } },
+              ],
+            }),
+          );
+        case 'tool-call-delta':
+          return chunk(withRole({ tool_calls: [{ index: event.index, function: { arguments: event.arguments } }] }));
+        case 'tool-call-end':
+          return '';
+        case 'finish': {
+          const r = event.response;
+          let out = roleSent ? '' : chunk(withRole({ content: '' }));
+          out += chunk({}, toChatFinishReason(r.finishReason));
+          if (ctx.includeUsage) {
+            out += encodeSse({
+              id,
+              object: 'chat.completion.chunk',
+              created: ctx.created,
+              model,
+              choices: [],
+              usage: {
+                prompt_tokens: r.usage.promptTokens,
+                completion_tokens: r.usage.completionTokens,
+                total_tokens: r.usage.promptTokens + r.usage.completionTokens,
+              },
+            });
+          }
+          return out + encodeSse('[DONE]');
+        }
+        case 'error':
+          return encodeSse({ error: { message: event.error.message, type: errorType(event.error.status), code: event.error.kind } });
+        default: {
+          const never: never = event;
+          return never;
+        }
+      }
+    },
+  };
+}
+
+export function errorType(status: number): string {
+  if (status === 400 || status === 413) return 'invalid_request_error';
+  if (status === 401) return 'authentication_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  return 'server_error';
+}

@@ -1,0 +1,279 @@
+/**
+ * A stand-in for a vLLM OpenAI-compatible server, for tests and benchmarks: real HTTP on 127.0.0.1, the
+ * real Qwen3 tokenizer and chat template, and vLLM's token-id contract (>= 0.10.2): with
+ * `return_token_ids: true` the first streamed chunk carries `prompt_token_ids` and every choice delta its
+ * `token_ids`; with `logprobs: true` each chunk's `logprobs.content` has one entry per token. Without the
+ * flags, no ids come back, as with the real server. What it answers is decided by a policy function.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import { qwenTokenizer } from './qwen-tokenizer.ts';
+
+export interface Reply {
+  reasoning?: string;
+  content?: string;
+  toolCalls?: Array<{ name: string; arguments: Record<string, unknown> }>;
+}
+
+export type Policy = (body: ChatBody) => Reply;
+
+export interface ChatBody {
+  model: string;
+  messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[]; tool_call_id?: string; reasoning_content?: string }>;
+  tools?: Array<{ type: string; function: { name: string; parameters?: { properties?: Record<string, unknown> } } }>;
+  stream?: boolean;
+  return_token_ids?: boolean;
+  logprobs?: boolean;
+  chat_template_kwargs?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface StandinCall {
+  body: ChatBody;
+  promptText: string;
+  promptIds: number[];
+  completionIds: number[];
+  logprobs: number[];
+}
+
+export interface Fault {
+  status?: number;
+  /** never answer (for timeout tests) */
+  hang?: boolean;
+  /** answer without token ids even when asked */
+  noTokenIds?: boolean;
+  /** close the connection before answering */
+  reset?: boolean;
+}
+
+export interface Standin {
+  url: string;
+  calls: StandinCall[];
+  /** faults to apply to the next requests, in order */
+  faults: Fault[];
+  close(): Promise<void>;
+}
+
+const SHELL_TOOLS: Record<string, (cmd: string) => Record<string, unknown>> = {
+  exec_command: (cmd) => ({ cmd }),
+  Bash: (cmd) => ({ command: cmd, description: 'Run the command' }),
+  bash: (cmd) => ({ command: cmd }),
+  shell: (cmd) => ({ command: ['bash', '-lc', cmd] }),
+};
+
+function text(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (p as { text?: string }).text ?? '').join('');
+  return '';
+}
+
+/**
+ * The default policy: a user message containing `ECHO <word>` makes it call the harness's shell tool
+ * with `echo <word>`; after a tool result it answers with the result's last non-empty line; otherwise a
+ * plain answer. With thinking on it also "reasons".
+ */
+export const echoPolicy: Policy = (body) => {
+  const last = body.messages.at(-1);
+  const thinking = body.chat_template_kwargs?.enable_thinking !== false;
+  const reasoning = thinking ? 'The user wants a short answer.' : undefined;
+  if (last?.role === 'tool') {
+    const lines = text(last.content).split('\n').map((l) => l.trim()).filter(Boolean);
+    return { ...(reasoning ? { reasoning } : {}), content: `Done. Output: ${lines.at(-1) ?? ''}` };
+  }
+  const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
+  const match = /ECHO (\w+)/.exec(text(lastUser?.content));
+  if (match && body.tools?.length) {
+    for (const [name, args] of Object.entries(SHELL_TOOLS)) {
+      if (body.tools.some((t) => t.function?.name === name)) {
+        return { ...(reasoning ? { reasoning } : {}), toolCalls: [{ name, arguments: args(`echo ${match[1]}`) }] };
+      }
+    }
+  }
+  return { ...(reasoning ? { reasoning } : {}), content: 'Hello from the stand-in.' };
+};
+
+function templateMessages(body: ChatBody): Record<string, unknown>[] {
+  return body.messages.map((m) => {
+    const out: Record<string, unknown> = { role: m.role, content: text(m.content) };
+    if (m.reasoning_content) out.reasoning_content = m.reasoning_content;
+    if (Array.isArray(m.tool_calls)) {
+      // vLLM parses the JSON arguments back into a mapping before templating (the template tojson's it)
+      out.tool_calls = m.tool_calls.map((c) => {
+        const fn = (c as { function: { name: string; arguments: string } }).function;
+        let args: unknown = fn.arguments;
+        try {
+          args = JSON.parse(fn.arguments);
+        } catch {}
+        return { type: 'function', function: { name: fn.name, arguments: args } };
+      });
+    }
+    return out;
+  });
+}
+
+/** Deterministic, valid logprob for a sampled token. */
+export function fakeLogprob(id: number, position: number): number {
+  return -((((id * 31 + position * 7) % 997) + 1) / 500);
+}
+
+async function readJson(req: IncomingMessage): Promise<ChatBody> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
+}
+
+export async function startStandin(options: { policy?: Policy; model?: string; chunkTokens?: number } = {}): Promise<Standin> {
+  const tok = await qwenTokenizer();
+  const policy = options.policy ?? echoPolicy;
+  const calls: StandinCall[] = [];
+  const faults: Fault[] = [];
+  const served = options.model ?? 'Qwen/Qwen3-4B';
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: String(error), type: 'InternalServerError' } }));
+    });
+  });
+  const sockets = new Set<import('node:net').Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/v1/models') {
+      return json(res, 200, { object: 'list', data: [{ id: served, object: 'model', owned_by: 'vllm' }] });
+    }
+    const body = await readJson(req);
+    if (req.method === 'POST' && path === '/tokenize') {
+      const prompt = render(tok, body);
+      const ids = tok.encode(prompt, { add_special_tokens: false });
+      return json(res, 200, { count: ids.length, tokens: ids, max_model_len: 131072 });
+    }
+    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+      return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError' } });
+    }
+    const fault = faults.shift();
+    if (fault?.hang) return; // never answers
+    if (fault?.reset) {
+      req.socket.destroy();
+      return;
+    }
+    if (fault?.status) return json(res, fault.status, { error: { message: `injected ${fault.status}`, type: 'InternalServerError' } });
+    const promptText = render(tok, body);
+    const promptIds = tok.encode(promptText, { add_special_tokens: false });
+    const reply = policy(body);
+    const reasoningText = reply.reasoning ? `<think>\n${reply.reasoning}\n</think>\n\n` : '';
+    const content = reply.content ?? '';
+    const calls_ = (reply.toolCalls ?? []).map(
+      (c) => `<tool_call>\n${JSON.stringify({ name: c.name, arguments: c.arguments })}\n</tool_call>`,
+    );
+    const toolText = calls_.length ? (content ? '\n\n' : '') + calls_.join('\n') : '';
+    const reasoningIds = tok.encode(reasoningText, { add_special_tokens: false });
+    const contentIds = tok.encode(content, { add_special_tokens: false });
+    const toolIds = tok.encode(toolText, { add_special_tokens: false });
+    const eot = [151645];
+    const completionIds = [...reasoningIds, ...contentIds, ...toolIds, ...eot];
+    const logprobs = completionIds.map((id, i) => fakeLogprob(id, i));
+    calls.push({ body, promptText, promptIds, completionIds, logprobs });
+    const giveIds = body.return_token_ids === true && !fault?.noTokenIds;
+    const giveLogprobs = body.logprobs === true;
+    const finish = reply.toolCalls?.length ? 'tool_calls' : 'stop';
+    const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
+      id: `chatcmpl-tool-${calls.length}-${i}`,
+      type: 'function',
+      function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+    }));
+    const id = `chatcmpl-${calls.length}`;
+    const usage = { prompt_tokens: promptIds.length, completion_tokens: completionIds.length, total_tokens: promptIds.length + completionIds.length };
+    const lp = (ids: number[], offset: number) =>
+      giveLogprobs ? { logprobs: { content: ids.map((t, i) => ({ token: tok.decode([t]), logprob: logprobs[offset + i]!, bytes: [], top_logprobs: [] })) } } : {};
+    if (!body.stream) {
+      return json(res, 200, {
+        id,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        ...(giveIds ? { prompt_token_ids: promptIds } : {}),
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: content || null,
+              ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+              tool_calls: toolCalls,
+            },
+            finish_reason: finish,
+            ...(giveIds ? { token_ids: completionIds } : {}),
+            ...lp(completionIds, 0),
+          },
+        ],
+        usage,
+      });
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+    const chunk = (delta: Record<string, unknown>, ids: number[], offset: number, finishReason: string | null = null, extra: Record<string, unknown> = {}) =>
+      send({
+        id,
+        object: 'chat.completion.chunk',
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        ...extra,
+        choices: [{ index: 0, delta, finish_reason: finishReason, ...(giveIds ? { token_ids: ids } : {}), ...lp(ids, offset) }],
+      });
+    chunk({ role: 'assistant', content: '' }, [], 0, null, giveIds ? { prompt_token_ids: promptIds } : {});
+    let offset = 0;
+    if (reasoningIds.length) {
+      chunk({ reasoning_content: reply.reasoning }, reasoningIds, offset);
+      offset += reasoningIds.length;
+    }
+    const step = options.chunkTokens ?? 1;
+    for (let i = 0; i < contentIds.length; i += step) {
+      const ids = contentIds.slice(i, i + step);
+      // decode the text of the delta from the whole content so multi-byte characters stay whole
+      const before = tok.decode(contentIds.slice(0, i));
+      const upto = i + step >= contentIds.length ? content : tok.decode(contentIds.slice(0, i + step));
+      chunk({ content: upto.slice(before.length) }, ids, offset);
+      offset += ids.length;
+    }
+    if (toolCalls.length) {
+      chunk({ tool_calls: toolCalls.map((c, index) => ({ index, ...c })) }, toolIds, offset);
+      offset += toolIds.length;
+    }
+    chunk({}, eot, offset, finish);
+    send({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model, choices: [], usage });
+    res.end('data: [DONE]\n\n');
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    calls,
+    faults,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function render(tok: PreTrainedTokenizer, body: ChatBody): string {
+  return tok.apply_chat_template(templateMessages(body) as never, {
+    tools: body.tools as never,
+    tokenize: false,
+    add_generation_prompt: true,
+    ...(body.chat_template_kwargs ?? {}),
+  }) as string;
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const t = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(t) });
+  res.end(t);
+}
