@@ -101,8 +101,11 @@ export class OpenAICompatibleBackend implements Backend {
       return;
     }
     for (const w of parser.warnings) context.recorder.warn(w);
+    if (!parser.finished) {
+      yield { type: 'error', error: fault('backend_error', 'backend stream ended before a finish_reason (connection lost?)') };
+      return;
+    }
     const done = parser.end();
-    if (!parser.finished) context.recorder.warn('backend stream ended without a finish_reason');
     const problem = this.checkTokens(done.tokens, context);
     if (problem) {
       yield { type: 'error', error: problem };

@@ -235,7 +235,7 @@ export async function startStandin(options: { policy?: Policy; model?: string; c
     for (let i = 0; i < contentIds.length; i += step) {
       const ids = contentIds.slice(i, i + step);
       // decode the text of the delta from the whole content so multi-byte characters stay whole
-      const before = tok.decode(contentIds.slice(0, i));
+      const before = i === 0 ? '' : tok.decode(contentIds.slice(0, i));
       const upto = i + step >= contentIds.length ? content : tok.decode(contentIds.slice(0, i + step));
       chunk({ content: upto.slice(before.length) }, ids, offset);
       offset += ids.length;

@@ -1,0 +1,48 @@
+/** Real Codex CLI (from npm) under `polar capture` with no provider flags of its own. */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { capture } from '../support/capture-run.ts';
+import { type Standin, startStandin } from '../support/vllm-standin.ts';
+import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
+
+const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
+const EXEC = ['codex', 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--ephemeral'];
+
+describe('codex', () => {
+  let standin: Standin;
+  before(async () => {
+    standin = await startStandin();
+  });
+  after(() => standin.close());
+
+  test('plain answer', async () => {
+    const from = standin.calls.length;
+    const r = await capture(BACKEND(standin.url), [...EXEC, 'Say hello']);
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.match(r.stdout, /Hello from the stand-in\./);
+    assert.equal(r.session.harness, 'codex');
+    assert.ok(r.calls.length >= 1);
+    assert.ok(r.calls.every((c) => c.api === 'openai-responses' && c.stream));
+    assert.ok(r.calls.some((c) => c.harness_meta.request_kind === 'turn'), 'codex turn metadata recorded');
+    // Codex's web_search and namespace tools cannot go to a function-only backend: dropped, and said so
+    assert.ok(r.calls[0]!.warnings.some((w) => /web_search/.test(w)), JSON.stringify(r.calls[0]!.warnings));
+    assertTokensMatch(r.calls, standin, from);
+  });
+
+  test('tool call round trip through exec_command', async () => {
+    const from = standin.calls.length;
+    const r = await capture(BACKEND(standin.url), [...EXEC, 'ECHO polarbear']);
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.match(r.stdout, /Done\. Output: polarbear/);
+    assertToolRoundTrip(r.calls, 'polarbear');
+    assertTokensMatch(r.calls, standin, from);
+  });
+
+  test('user flags win over polar defaults', async () => {
+    const r = await capture(BACKEND(standin.url), [...EXEC, '-m', 'my-alias', 'Say hello']);
+    assert.equal(r.exitCode, 0, r.stderr);
+    const body = r.calls[0]!.request.body as { model: string };
+    assert.equal(body.model, 'my-alias', 'codex sent the model the user asked for');
+    assert.equal((r.calls[0]!.backend_request!.body as { model: string }).model, 'Qwen/Qwen3-4B', 'the backend got the served model');
+  });
+});

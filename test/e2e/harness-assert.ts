@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict';
+import type { CallRecord } from '../../src/capture/record.ts';
+import type { Standin } from '../support/vllm-standin.ts';
+
+/** Every call's ids and logprobs are exactly what the stand-in sampled for that request. */
+export function assertTokensMatch(calls: CallRecord[], standin: Standin, from = 0): void {
+  const modelCalls = calls.filter((c) => c.api !== 'anthropic-count-tokens' && c.error === null);
+  assert.equal(modelCalls.length, standin.calls.length - from, 'one call record per backend call');
+  modelCalls.forEach((call, i) => {
+    const served = standin.calls[from + i]!;
+    assert.equal(call.token_exact, true, `call ${i} token_exact`);
+    assert.deepEqual(call.prompt_token_ids, served.promptIds, `call ${i} prompt ids`);
+    assert.deepEqual(call.completion_token_ids, served.completionIds, `call ${i} completion ids`);
+    assert.deepEqual(call.completion_logprobs, served.logprobs, `call ${i} logprobs`);
+    assert.equal(call.completion_logprobs?.length, call.completion_token_ids?.length);
+  });
+}
+
+/** The request after the tool call carries the tool's real output back. */
+export function assertToolRoundTrip(calls: CallRecord[], word: string): void {
+  const modelCalls = calls.filter((c) => c.api !== 'anthropic-count-tokens' && c.error === null);
+  const first = modelCalls.findIndex((c) => c.finish_reason === 'tool_calls');
+  assert.ok(first >= 0, 'a call ended in a tool call');
+  const next = modelCalls[first + 1];
+  assert.ok(next, 'the harness called again after running the tool');
+  const canonical = next.canonical_request as { messages: Array<{ role: string; content: unknown }> };
+  const toolMsg = canonical.messages.find((m) => m.role === 'tool');
+  assert.ok(toolMsg, 'the next request has a tool result');
+  assert.match(JSON.stringify(toolMsg.content), new RegExp(word), 'the tool result holds the echo output');
+}

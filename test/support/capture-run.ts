@@ -1,0 +1,83 @@
+/** Runs the real `polar capture` CLI in a subprocess with a private HOME, and reads back its capture. */
+import { mkdtemp, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { readCapture } from '../../src/capture/reader.ts';
+import type { CallRecord, CaptureRecord, SessionEndRecord, SessionRecord } from '../../src/capture/record.ts';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const POLAR = join(ROOT, 'bin/polar');
+
+export interface CaptureOutcome {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+  records: CaptureRecord[];
+  session: SessionRecord;
+  calls: CallRecord[];
+  end: SessionEndRecord | undefined;
+  file: string;
+  workdir: string;
+}
+
+/** A fresh private home and workspace, so no harness reads or writes the user's own config. */
+export async function privateDirs(): Promise<{ home: string; workdir: string; out: string }> {
+  const base = await mkdtemp(join(tmpdir(), 'polar-test-'));
+  const home = join(base, 'home');
+  const workdir = join(base, 'work');
+  await mkdir(home, { recursive: true });
+  await mkdir(workdir, { recursive: true });
+  return { home, workdir, out: join(base, 'capture.jsonl') };
+}
+
+export function privateEnv(home: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined) continue;
+    if (/^(OPENAI|ANTHROPIC|CODEX|CLAUDE|PI_)/.test(k)) continue;
+    env[k] = v;
+  }
+  return {
+    ...env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_DATA_HOME: join(home, '.local/share'),
+    NO_COLOR: '1',
+    // harness binaries come from this repo's node_modules/.bin
+    PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+  };
+}
+
+export async function capture(polarArgs: string[], harness: string[], options: { timeoutMs?: number } = {}): Promise<CaptureOutcome> {
+  const { home, workdir, out } = await privateDirs();
+  const result = await execa(process.execPath, [POLAR, 'capture', '-o', out, ...polarArgs, '--', ...harness], {
+    cwd: workdir,
+    env: privateEnv(home),
+    extendEnv: false,
+    stdin: 'ignore',
+    reject: false,
+    timeout: options.timeoutMs ?? 120_000,
+  });
+  const records: CaptureRecord[] = [];
+  try {
+    for await (const { record } of readCapture(out)) records.push(record);
+  } catch (error) {
+    throw new Error(`reading ${out} failed: ${(error as Error).message}\nstderr:\n${result.stderr}`);
+  }
+  const session = records.find((r): r is SessionRecord => r.type === 'session');
+  if (!session) throw new Error(`no session record; polar stderr:\n${result.stderr}\nstdout:\n${result.stdout}`);
+  return {
+    exitCode: result.exitCode,
+    stdout: String(result.stdout),
+    stderr: String(result.stderr),
+    records,
+    session,
+    calls: records.filter((r): r is CallRecord => r.type === 'call'),
+    end: records.find((r): r is SessionEndRecord => r.type === 'session_end'),
+    file: out,
+    workdir,
+  };
+}
