@@ -1,0 +1,116 @@
+/** `polar capture` as a process: exit codes, signal forwarding, the generic profile's env, stdout passthrough. */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, describe, test } from 'node:test';
+import { execa } from 'execa';
+import { readCapture } from '../../src/capture/reader.ts';
+import type { CaptureRecord } from '../../src/capture/record.ts';
+import { capture, POLAR, privateDirs, privateEnv } from '../support/capture-run.ts';
+import { type Standin, startStandin } from '../support/vllm-standin.ts';
+
+describe('polar capture process', () => {
+  let standin: Standin;
+  let backend: string[];
+  before(async () => {
+    standin = await startStandin();
+    backend = ['--backend', 'vllm', '--backend-url', standin.url, '--model', 'Qwen/Qwen3-4B'];
+  });
+  after(() => standin.close());
+
+  test('exits with the harness exit code and records it', async () => {
+    const r = await capture([...backend, '--harness', 'generic'], ['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    assert.equal(r.exitCode, 3);
+    assert.equal(r.stdout.trim(), 'out', 'harness stdout passes through untouched, polar writes none');
+    assert.match(r.stderr, /err/);
+    assert.equal(r.end?.exit_code, 3);
+    assert.equal(r.end?.status, 'error');
+  });
+
+  test('generic profile: OPENAI_* env reaches the proxy with the per-run key; session meta recorded', async () => {
+    const script = `
+      const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+        method: 'POST',
+        headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'anything', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      const j = await r.json();
+      console.log(j.choices[0].message.content);
+      const bad = await fetch(process.env.OPENAI_BASE_URL + '/models');
+      console.log('unauth', bad.status);`;
+    const r = await capture([...backend, '--task-id', 'task-1', '--sample', '2', '--meta', 'run=ci', '--meta', 'k=v'], [
+      'node',
+      '--input-type=module',
+      '-e',
+      script,
+    ]);
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.match(r.stdout, /Hello from the stand-in\./);
+    assert.match(r.stdout, /unauth 401/);
+    assert.equal(r.session.harness, 'generic');
+    assert.equal(r.session.task_id, 'task-1');
+    assert.equal(r.session.sample, 2);
+    assert.deepEqual(r.session.meta, { run: 'ci', k: 'v' });
+    assert.equal(r.calls.length, 1);
+    assert.equal(r.calls[0]!.stream, false);
+    assert.equal(r.end?.unauthorized_requests, 1);
+    // the per-run key never lands in the capture
+    const text = await readFile(r.file, 'utf8');
+    assert.doesNotMatch(text, /polar-[0-9a-f]{48}/);
+    assert.match(JSON.stringify(r.calls[0]!.request.headers), /Bearer <redacted>/);
+  });
+
+  test('SIGTERM is forwarded to the harness; the capture is complete up to the last call', async () => {
+    const { home, workdir, out } = await privateDirs();
+    const script = `
+      const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+        method: 'POST',
+        headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      await r.json();
+      process.on('SIGTERM', () => { console.log('harness got SIGTERM'); process.exit(7); });
+      console.log('ready');
+      setInterval(() => {}, 1000);`;
+    const child = execa(process.execPath, [POLAR, 'capture', '-o', out, ...backend, '--', 'node', '--input-type=module', '-e', script], {
+      cwd: workdir,
+      env: privateEnv(home),
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+    });
+    await new Promise<void>((resolve) => {
+      child.stdout!.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) resolve();
+      });
+    });
+    child.kill('SIGTERM');
+    const result = await child;
+    assert.match(String(result.stdout), /harness got SIGTERM/);
+    assert.equal(result.exitCode, 7);
+    const records: CaptureRecord[] = [];
+    for await (const { record } of readCapture(out)) records.push(record);
+    assert.deepEqual(records.map((r) => r.type), ['session', 'call', 'session_end']);
+    const end = records[2] as Extract<CaptureRecord, { type: 'session_end' }>;
+    assert.equal(end.status, 'interrupted');
+    assert.equal(end.exit_code, 7);
+  });
+
+  test('a harness that does not exist: clear one-line error, no stack trace', async () => {
+    const r = await execa(process.execPath, [POLAR, 'capture', ...backend, '-o', '/tmp/polar-none.jsonl', '--', 'no-such-harness-xyz'], {
+      reject: false,
+      stdin: 'ignore',
+    });
+    assert.notEqual(r.exitCode, 0);
+    assert.match(String(r.stderr), /could not start the harness `no-such-harness-xyz`: command not found/);
+    assert.doesNotMatch(String(r.stderr), /at .*\.ts:\d+/);
+  });
+
+  test('bad flag values name the flag', async () => {
+    const r = await execa(process.execPath, [POLAR, 'capture', '--backend', 'nope', '--', 'true'], { reject: false, stdin: 'ignore' });
+    assert.equal(r.exitCode, 2);
+    assert.match(String(r.stderr), /--backend nope is not one of vllm, sglang, openai, tokens, embedded/);
+    const r2 = await execa(process.execPath, [POLAR, 'capture', '--backend', 'vllm', '--model', 'm', '--', 'true'], { reject: false, stdin: 'ignore' });
+    assert.equal(r2.exitCode, 2);
+    assert.match(String(r2.stderr), /needs --backend-url/);
+  });
+});

@@ -1,0 +1,66 @@
+/** An in-process proxy with one session and a capture file, for fault and protocol tests over real HTTP. */
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createBackend } from '../../src/backends/index.ts';
+import type { BackendOptions } from '../../src/backends/types.ts';
+import { readCapture } from '../../src/capture/reader.ts';
+import type { CallRecord } from '../../src/capture/record.ts';
+import { CaptureWriter } from '../../src/capture/writer.ts';
+import { ProxyServer, type ProxySession } from '../../src/proxy/server.ts';
+
+export interface TestProxy {
+  url: string;
+  key: string;
+  file: string;
+  proxy: ProxyServer;
+  session: ProxySession;
+  records(): Promise<CallRecord[]>;
+  close(): Promise<void>;
+}
+
+export async function startProxy(backend: Partial<BackendOptions> & { url: string }, options: { maxBodyBytes?: number } = {}): Promise<TestProxy> {
+  const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
+  const file = join(dir, 'capture.jsonl');
+  const writer = new CaptureWriter(file);
+  const proxy = new ProxyServer({ maxBodyBytes: options.maxBodyBytes });
+  const { url } = await proxy.listen();
+  const key = 'polar-test-key-0123456789abcdef';
+  const session: ProxySession = {
+    id: 'sess_test',
+    key,
+    harness: 'generic',
+    model: 'Qwen/Qwen3-4B',
+    backend: await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend }),
+    writer,
+    state: new Map(),
+    seq: 0,
+    calls: 0,
+    errors: 0,
+  };
+  proxy.addSession(session);
+  return {
+    url,
+    key,
+    file,
+    proxy,
+    session,
+    async records() {
+      const out: CallRecord[] = [];
+      for await (const { record } of readCapture(file)) if (record.type === 'call') out.push(record);
+      return out;
+    },
+    async close() {
+      await proxy.close(1000);
+      writer.close();
+    },
+  };
+}
+
+export function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
