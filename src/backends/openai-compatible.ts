@@ -60,7 +60,9 @@ export class OpenAICompatibleBackend implements Backend {
       },
     );
     const url = `${this.url}/chat/completions`;
-    context.recorder.backendRequest(url, body);
+    // messages and tools are a pure function of canonical_request (buildRequest); recording them again
+    // would triple the size of every call record, so the record points at them instead
+    context.recorder.backendRequest(url, { ...body, messages: '<canonical_request.messages>', tools: body.tools ? '<canonical_request.tools>' : undefined });
     const outcome = await postJson(url, body, { signal: context.signal, timeoutMs: this.timeoutMs, headers: this.headers });
     if (!outcome.ok) {
       yield { type: 'error', error: outcome.fault };
@@ -74,8 +76,10 @@ export class OpenAICompatibleBackend implements Backend {
     const parser = new ChatStreamParser(id, request.model);
     let first = true;
     try {
+      // read to the end of the body even after [DONE]: leaving early cancels the body, and the
+      // HTTP client then closes the keep-alive connection instead of reusing it
       for await (const event of sseEvents(outcome.response)) {
-        if (event.data === '[DONE]') break;
+        if (event.data === '[DONE]') continue;
         let chunk: unknown;
         try {
           chunk = JSON.parse(event.data);

@@ -18,9 +18,13 @@ export class CaptureWriter {
   }
 
   write(record: CaptureRecord | Record<string, unknown>): void {
+    this.writeLine(JSON.stringify(record));
+  }
+
+  /** Appends one already serialised record (no newline inside). */
+  writeLine(json: string): void {
     if (this.fd === null) throw new Error(`capture file ${this.path} is closed`);
-    const line = `${JSON.stringify(record)}\n`;
-    const buffer = Buffer.from(line, 'utf8');
+    const buffer = Buffer.from(`${json}\n`, 'utf8');
     let offset = 0;
     while (offset < buffer.length) offset += writeSync(this.fd, buffer, offset);
     this.records++;

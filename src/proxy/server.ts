@@ -176,6 +176,7 @@ export class ProxyServer {
     try {
       const body = JSON.parse(read.text) as unknown;
       call.requestBody = body;
+      call.rawBody = read.text.trim();
       return { body };
     } catch (error) {
       call.requestBody = read.text.slice(0, 4096);
@@ -226,7 +227,9 @@ export class ProxyServer {
     const head: StreamEvent[] = [];
     let next = await events.next();
     while (!next.done && next.value.type === 'start') {
-      head.push(next.value);
+      // the turn's round-trip key (see token-capture.md): minted before streaming so writers can emit it
+      // with the reasoning block; a backend that splices mints its own
+      head.push({ ...next.value, reasoningSignature: next.value.reasoningSignature ?? `polar.${call.id}` });
       next = await events.next();
     }
     if (next.done) return fail(fault('backend_error', 'backend stream ended before any output'));
@@ -248,11 +251,23 @@ export class ProxyServer {
       });
       res.flushHeaders();
       call.ttfb = performance.now() - call.t0;
+      // events decoded from one network read arrive in one turn of the event loop: cork the socket and
+      // uncork on the next turn, so they leave in one write instead of one syscall per token
+      let corked = false;
       const emit = (event: StreamEvent) => {
         if (event.type === 'finish') final = event.response;
         if (event.type === 'error') streamFault = event.error;
-        const text = writer.write(event);
-        if (text && !res.destroyed) res.write(text);
+        const text = writer.write(event.type === 'finish' ? withSignature(event, head) : event);
+        if (!text || res.destroyed) return;
+        if (!corked) {
+          corked = true;
+          res.cork();
+          setImmediate(() => {
+            corked = false;
+            res.uncork();
+          });
+        }
+        res.write(text);
       };
       for (const event of head) emit(event);
       while (!streamFault && !final) {
@@ -278,6 +293,7 @@ export class ProxyServer {
       }
       call.backendMs = performance.now() - backendStart;
       if (!final) return fail(streamFault ?? fault('backend_error', 'backend stream ended without a finish'));
+      final = (withSignature({ type: 'finish', response: final }, head) as { response: CanonicalResponse }).response;
       const body = protocol.renderResponse(final, { created });
       call.ttfb = performance.now() - call.t0;
       call.response = { status: 200, body };
@@ -344,6 +360,8 @@ class CallInProgress {
   readonly warnings: string[] = [];
   readonly backendInfo: Record<string, unknown> = {};
   requestBody: unknown = null;
+  /** the body text as received, when it parsed as JSON */
+  rawBody: string | null = null;
   bodyBytes = 0;
   stream = false;
   canonical: CanonicalRequest | null = null;
@@ -379,6 +397,19 @@ class CallInProgress {
         this.backendInfo[key] = value;
       },
     };
+  }
+
+  /**
+   * One JSON line for the record. The harness's request body is spliced in as the raw text it arrived
+   * as (it is valid JSON: it parsed) instead of being serialised again, unless it spans lines.
+   */
+  private serialise(record: CallRecord): string {
+    const raw = this.rawBody;
+    if (raw === null || raw.includes('\n') || raw.includes('\r')) return JSON.stringify(record);
+    const line = JSON.stringify({ ...record, request: { ...record.request, body: RAW_BODY } });
+    const at = line.indexOf(RAW_BODY_JSON);
+    if (at < 0) return JSON.stringify(record);
+    return line.slice(0, at) + raw + line.slice(at + RAW_BODY_JSON.length);
   }
 
   finish(session: ProxySession): void {
@@ -421,17 +452,35 @@ class CallInProgress {
       backend_info: this.backendInfo,
       error: this.error,
     };
-    const clean = redactSecrets(record, [session.key]);
     session.calls++;
     if (this.error) session.errors++;
+    // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
+    // a harness echoing its own env), which keeps the hot path to one JSON.stringify
+    let line = this.serialise(record);
+    let clean = record;
+    if (line.includes(session.key)) {
+      clean = redactSecrets(record, [session.key]);
+      line = JSON.stringify(clean);
+    }
     try {
-      session.writer.write(clean);
+      session.writer.writeLine(line);
     } catch (error) {
       log.error(`could not write the call record to ${session.writer.path}: ${(error as Error).message}`);
     }
     session.onCall?.(clean);
   }
 }
+
+function withSignature(event: Extract<StreamEvent, { type: 'finish' }>, head: StreamEvent[]): StreamEvent {
+  const start = head.find((e) => e.type === 'start');
+  const signature = start?.type === 'start' ? start.reasoningSignature : undefined;
+  if (event.response.reasoningSignature || !signature) return event;
+  event.response.reasoningSignature = signature;
+  return event;
+}
+
+const RAW_BODY = '\u0000polar-raw-body\u0000';
+const RAW_BODY_JSON = JSON.stringify(RAW_BODY);
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;

@@ -1,0 +1,43 @@
+/** Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy) or `bare` (http-proxy). */
+import { createServer } from 'node:http';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import httpProxy from 'http-proxy';
+import { createBackend } from '../src/backends/index.ts';
+import { CaptureWriter } from '../src/capture/writer.ts';
+import { ProxyServer } from '../src/proxy/server.ts';
+
+const [kind, backendUrl, key] = process.argv.slice(2) as [string, string, string];
+let url: string;
+if (kind === 'bare') {
+  const proxy = httpProxy.createProxyServer({ target: backendUrl.replace(/\/v1$/, ''), agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 256 }) });
+  const server = createServer((req, res) => proxy.web(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+} else {
+  const dir = await mkdtemp(join(tmpdir(), 'polar-bench-'));
+  const proxy = new ProxyServer();
+  url = (await proxy.listen()).url;
+  proxy.addSession({
+    id: 'sess_bench',
+    key,
+    harness: 'generic',
+    model: 'm',
+    backend: await createBackend({ kind: 'vllm', url: backendUrl, model: 'm' }),
+    writer: new CaptureWriter(join(dir, 'capture.jsonl')),
+    state: new Map(),
+    seq: 0,
+    calls: 0,
+    errors: 0,
+  });
+}
+let peak = 0;
+setInterval(() => {
+  peak = Math.max(peak, process.memoryUsage().rss);
+}, 20).unref();
+process.on('SIGINT', () => process.exit(0));
+process.on('message', (m) => {
+  if (m === 'rss') process.send!({ rss: Math.max(peak, process.memoryUsage().rss) });
+});
+process.send!({ url });

@@ -1,0 +1,132 @@
+/**
+ * Proxy overhead and throughput. Three paths to the same backend, in one run:
+ *   direct  : client -> backend
+ *   bare    : client -> http-proxy (a plain pass-through) -> backend
+ *   polar   : client -> polar's capture proxy (parse, convert, record to a capture file) -> backend
+ * Latency is per call at p50/p99 for a streaming ~100 KB request; throughput at 1, 16 and 64
+ * concurrent streaming sessions. Target: polar p50 overhead < 2 ms beyond bare, zero errors at 64, RSS < 300 MB.
+ */
+import { fork } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { startFastBackend } from './fast-backend.ts';
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+function call(url: string, body: string, headers: Record<string, string>): Promise<{ ok: boolean; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const u = new URL(url);
+    const req = request(
+      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } },
+      (res) => {
+        let tail = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          tail = (tail + d).slice(-64);
+        });
+        res.on('end', () => resolve({ ok: res.statusCode === 200 && tail.includes('[DONE]'), ms: performance.now() - t0 }));
+      },
+    );
+    req.on('error', () => resolve({ ok: false, ms: performance.now() - t0 }));
+    req.end(body);
+  });
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+
+type Child = { url: string; rss(): Promise<number>; kill(): void };
+
+async function startChild(kind: 'polar' | 'bare', backendUrl: string, key: string): Promise<Child> {
+  const child = fork(fileURLToPath(new URL('./proxy-child.ts', import.meta.url)), [kind, backendUrl, key], {
+    execArgv: ['--import', 'tsx', ...(process.env.POLAR_BENCH_PROF && kind === 'polar' ? ['--cpu-prof', '--cpu-prof-dir', process.env.POLAR_BENCH_PROF] : [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (m) => resolve((m as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`${kind} proxy exited with ${code}`)));
+  });
+  return {
+    url,
+    rss: () =>
+      new Promise((resolve) => {
+        child.once('message', (m) => resolve((m as { rss: number }).rss));
+        child.send('rss');
+      }),
+    kill: () => child.kill('SIGINT'),
+  };
+}
+
+export async function benchProxy(): Promise<void> {
+  const iterations = Number(process.env.POLAR_BENCH_PROXY_N ?? 300);
+  const backend = await startFastBackend();
+  const key = 'polar-bench-key-0123456789';
+  // each proxy runs in its own process, as in real use (the harness is another process)
+  const bareChild = await startChild('bare', backend.url, key);
+  const polarChild = await startChild('polar', backend.url, key);
+
+  const body = JSON.stringify({
+    model: 'm',
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'x'.repeat(100 * 1024) },
+    ],
+  });
+  const paths = {
+    direct: { url: `${backend.url}/chat/completions`, headers: {} },
+    bare: { url: `${bareChild.url}/v1/chat/completions`, headers: {} },
+    polar: { url: `${polarChild.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } },
+  } as const;
+
+
+  console.log(`\n## proxy: streaming chat call, ${(Buffer.byteLength(body) / 1024).toFixed(0)} KB request, ${iterations} sequential calls per path`);
+  const lat: Record<string, { p50: number; p99: number }> = {};
+  for (const [name, p] of Object.entries(paths)) {
+    for (let i = 0; i < 30; i++) await call(p.url, body, p.headers); // warm-up
+    const ms: number[] = [];
+    for (let i = 0; i < iterations; i++) ms.push((await call(p.url, body, p.headers)).ms);
+    lat[name] = { p50: pct(ms, 50), p99: pct(ms, 99) };
+  }
+  console.log('| path | p50 ms | p99 ms | p50 vs direct |');
+  console.log('|---|---|---|---|');
+  for (const [name, l] of Object.entries(lat)) {
+    console.log(`| ${name} | ${l.p50.toFixed(3)} | ${l.p99.toFixed(3)} | ${(l.p50 / lat.direct!.p50).toFixed(2)}x |`);
+  }
+  const overhead = lat.polar!.p50 - lat.bare!.p50;
+  console.log(`polar p50 overhead beyond bare pass-through: ${overhead.toFixed(3)} ms (target < 2 ms: ${overhead < 2 ? 'met' : 'NOT met'})`);
+
+  console.log('\n| concurrency | path | calls/s | errors | vs direct |');
+  console.log('|---|---|---|---|---|');
+  for (const concurrency of [1, 16, 64]) {
+    const total = Math.max(64, concurrency * 8);
+    const rates: Record<string, number> = {};
+    for (const [name, p] of Object.entries(paths)) {
+      let errors = 0;
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < total) {
+            next++;
+            if (!(await call(p.url, body, p.headers)).ok) errors++;
+          }
+        }),
+      );
+      rates[name] = total / ((performance.now() - t0) / 1000);
+      console.log(`| ${concurrency} | ${name} | ${rates[name]!.toFixed(0)} | ${errors} | ${(rates[name]! / rates.direct!).toFixed(2)}x |`);
+    }
+  }
+  const rss = await polarChild.rss();
+  console.log(`\npeak RSS of the polar proxy process: ${(rss / 1048576).toFixed(0)} MB (target < 300 MB: ${rss < 300 * 1048576 ? 'met' : 'NOT met'})`);
+  polarChild.kill();
+  bareChild.kill();
+  await backend.close();
+  agent.destroy();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await benchProxy();

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { route } from '../../../src/proxy/protocols.ts';
+import { redactHeaders, redactSecrets } from '../../../src/proxy/redact.ts';
+
+describe('redaction', () => {
+  test('auth headers and key-like headers are redacted, others kept', () => {
+    const out = redactHeaders({
+      authorization: 'Bearer sk-secret',
+      'x-api-key': 'sk-ant-123',
+      cookie: 'a=b',
+      'x-goog-api-key': 'g',
+      'content-type': 'application/json',
+      'x-codex-turn-metadata': '{"request_kind":"turn"}',
+      accept: ['a', 'b'],
+    });
+    assert.equal(out.authorization, 'Bearer <redacted>');
+    assert.equal(out['x-api-key'], '<redacted>');
+    assert.equal(out.cookie, '<redacted>');
+    assert.equal(out['x-goog-api-key'], '<redacted>');
+    assert.equal(out['content-type'], 'application/json');
+    assert.equal(out['x-codex-turn-metadata'], '{"request_kind":"turn"}');
+    assert.equal(out.accept, 'a, b');
+  });
+
+  test('secrets are scrubbed anywhere in a record', () => {
+    const key = 'polar-abcdef0123456789';
+    const out = redactSecrets({ a: [`token ${key} end`], b: { c: key }, n: 3 }, [key]);
+    assert.deepEqual(out, { a: ['token <redacted> end'], b: { c: '<redacted>' }, n: 3 });
+  });
+});
+
+describe('routes', () => {
+  const cases: Array<[string, string, Record<string, string>, string]> = [
+    ['POST', '/v1/responses', {}, 'model-call:openai-responses'],
+    ['POST', '/responses', {}, 'model-call:openai-responses'],
+    ['POST', '/v1/messages?beta=true', {}, 'model-call:anthropic-messages'],
+    ['POST', '/v1/messages/count_tokens?beta=true', {}, 'count-tokens'],
+    ['POST', '/v1/chat/completions', {}, 'model-call:openai-chat'],
+    ['POST', '/chat/completions/', {}, 'model-call:openai-chat'],
+    ['GET', '/v1/models', {}, 'models'],
+    ['GET', '/health', {}, 'health'],
+    ['POST', '/v1/embeddings', {}, 'unknown:openai-chat'],
+    ['POST', '/v1/other', { 'anthropic-version': '2023-06-01' }, 'unknown:anthropic-messages'],
+  ];
+  for (const [method, url, headers, expected] of cases) {
+    test(`${method} ${url}`, () => {
+      const r = route(method, url, headers);
+      assert.equal('api' in r ? `${r.kind}:${r.api}` : r.kind, expected);
+    });
+  }
+});
