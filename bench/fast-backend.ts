@@ -6,12 +6,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export async function startFastBackend(options: { chunks?: number; promptTokens?: number } = {}): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+export async function startFastBackend(
+  options: { chunks?: number; promptTokens?: number } = {},
+): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const chunks = options.chunks ?? 32;
   const prompt = Array.from({ length: options.promptTokens ?? 2000 }, (_, i) => (i * 7919) % 150000);
   const first = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', prompt_token_ids: prompt, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, token_ids: [] }] })}\n\n`;
-  const body = Array.from({ length: chunks }, (_, i) =>
-    `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content: `tok${i} ` }, token_ids: [1000 + i], logprobs: { content: [{ token: `tok${i} `, logprob: -0.5 }] } }] })}\n\n`,
+  const body = Array.from(
+    { length: chunks },
+    (_, i) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content: `tok${i} ` }, token_ids: [1000 + i], logprobs: { content: [{ token: `tok${i} `, logprob: -0.5 }] } }] })}\n\n`,
   ).join('');
   const last =
     `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop', token_ids: [151645], logprobs: { content: [{ token: '', logprob: -0.1 }] } }] })}\n\n` +
@@ -31,6 +35,10 @@ export async function startFastBackend(options: { chunks?: number; promptTokens?
   return {
     url: `http://127.0.0.1:${port}/v1`,
     server,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -1,6 +1,7 @@
 /** Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy) or `bare` (http-proxy). */
-import { createServer } from 'node:http';
+
 import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import httpProxy from 'http-proxy';
@@ -11,7 +12,10 @@ import { ProxyServer } from '../src/proxy/server.ts';
 const [kind, backendUrl, key] = process.argv.slice(2) as [string, string, string];
 let url: string;
 if (kind === 'bare') {
-  const proxy = httpProxy.createProxyServer({ target: backendUrl.replace(/\/v1$/, ''), agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 256 }) });
+  const proxy = httpProxy.createProxyServer({
+    target: backendUrl.replace(/\/v1$/, ''),
+    agent: new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 256 }),
+  });
   const server = createServer((req, res) => proxy.web(req, res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;

@@ -13,19 +13,36 @@ import { startFastBackend } from './fast-backend.ts';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
-function call(url: string, body: string, headers: Record<string, string>): Promise<{ ok: boolean; ms: number }> {
+function call(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ ok: boolean; ms: number }> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     const u = new URL(url);
     const req = request(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...headers,
+        },
+      },
       (res) => {
         let tail = '';
         res.setEncoding('utf8');
         res.on('data', (d: string) => {
           tail = (tail + d).slice(-64);
         });
-        res.on('end', () => resolve({ ok: res.statusCode === 200 && tail.includes('[DONE]'), ms: performance.now() - t0 }));
+        res.on('end', () =>
+          resolve({ ok: res.statusCode === 200 && tail.includes('[DONE]'), ms: performance.now() - t0 }),
+        );
       },
     );
     req.on('error', () => resolve({ ok: false, ms: performance.now() - t0 }));
@@ -42,7 +59,13 @@ type Child = { url: string; rss(): Promise<number>; kill(): void };
 
 async function startChild(kind: 'polar' | 'bare', backendUrl: string, key: string): Promise<Child> {
   const child = fork(fileURLToPath(new URL('./proxy-child.ts', import.meta.url)), [kind, backendUrl, key], {
-    execArgv: ['--import', 'tsx', ...(process.env.POLAR_BENCH_PROF && kind === 'polar' ? ['--cpu-prof', '--cpu-prof-dir', process.env.POLAR_BENCH_PROF] : [])],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.POLAR_BENCH_PROF && kind === 'polar'
+        ? ['--cpu-prof', '--cpu-prof-dir', process.env.POLAR_BENCH_PROF]
+        : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const url = await new Promise<string>((resolve, reject) => {
@@ -83,8 +106,9 @@ export async function benchProxy(): Promise<void> {
     polar: { url: `${polarChild.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } },
   } as const;
 
-
-  console.log(`\n## proxy: streaming chat call, ${(Buffer.byteLength(body) / 1024).toFixed(0)} KB request, ${iterations} sequential calls per path`);
+  console.log(
+    `\n## proxy: streaming chat call, ${(Buffer.byteLength(body) / 1024).toFixed(0)} KB request, ${iterations} sequential calls per path`,
+  );
   const lat: Record<string, { p50: number; p99: number }> = {};
   for (const [name, p] of Object.entries(paths)) {
     for (let i = 0; i < 30; i++) await call(p.url, body, p.headers); // warm-up
@@ -95,10 +119,14 @@ export async function benchProxy(): Promise<void> {
   console.log('| path | p50 ms | p99 ms | p50 vs direct |');
   console.log('|---|---|---|---|');
   for (const [name, l] of Object.entries(lat)) {
-    console.log(`| ${name} | ${l.p50.toFixed(3)} | ${l.p99.toFixed(3)} | ${(l.p50 / lat.direct!.p50).toFixed(2)}x |`);
+    console.log(
+      `| ${name} | ${l.p50.toFixed(3)} | ${l.p99.toFixed(3)} | ${(l.p50 / lat.direct!.p50).toFixed(2)}x |`,
+    );
   }
   const overhead = lat.polar!.p50 - lat.bare!.p50;
-  console.log(`polar p50 overhead beyond bare pass-through: ${overhead.toFixed(3)} ms (target < 2 ms: ${overhead < 2 ? 'met' : 'NOT met'})`);
+  console.log(
+    `polar p50 overhead beyond bare pass-through: ${overhead.toFixed(3)} ms (target < 2 ms: ${overhead < 2 ? 'met' : 'NOT met'})`,
+  );
 
   console.log('\n| concurrency | path | calls/s | errors | vs direct |');
   console.log('|---|---|---|---|---|');
@@ -118,11 +146,15 @@ export async function benchProxy(): Promise<void> {
         }),
       );
       rates[name] = total / ((performance.now() - t0) / 1000);
-      console.log(`| ${concurrency} | ${name} | ${rates[name]!.toFixed(0)} | ${errors} | ${(rates[name]! / rates.direct!).toFixed(2)}x |`);
+      console.log(
+        `| ${concurrency} | ${name} | ${rates[name]!.toFixed(0)} | ${errors} | ${(rates[name]! / rates.direct!).toFixed(2)}x |`,
+      );
     }
   }
   const rss = await polarChild.rss();
-  console.log(`\npeak RSS of the polar proxy process: ${(rss / 1048576).toFixed(0)} MB (target < 300 MB: ${rss < 300 * 1048576 ? 'met' : 'NOT met'})`);
+  console.log(
+    `\npeak RSS of the polar proxy process: ${(rss / 1048576).toFixed(0)} MB (target < 300 MB: ${rss < 300 * 1048576 ? 'met' : 'NOT met'})`,
+  );
   polarChild.kill();
   bareChild.kill();
   await backend.close();

@@ -4,14 +4,20 @@ import { addBackendFlags } from './shared.ts';
 export function defineCapture(program: Command): void {
   const cmd = program
     .command('capture')
-    .description('run a harness behind polar\'s recording proxy and capture every model call with token ids')
+    .description("run a harness behind polar's recording proxy and capture every model call with token ids")
     .argument('<command...>', 'the harness command line, after --')
     .option('--harness <name>', 'codex | claude | pi | generic (default: from the command name)')
-    .option('--pi-api <api>', 'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages')
+    .option(
+      '--pi-api <api>',
+      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    )
     .option('-o, --output <file>', 'capture file (JSONL, appended)', undefined)
     .option('--task-id <id>', 'task id recorded in the session record')
     .option('--sample <n>', 'sample index recorded in the session record')
-    .option('--meta <key=value>', 'extra session metadata (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--meta <key=value>', 'extra session metadata (repeatable)', (v: string, prev: string[] = []) => [
+      ...prev,
+      v,
+    ])
     .option('--host <host>', 'address the proxy binds', '127.0.0.1')
     .option('--port <port>', 'port the proxy binds (default: ephemeral)')
     .option('--max-body <bytes>', 'largest request body accepted', String(64 * 1024 * 1024))

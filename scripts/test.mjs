@@ -31,7 +31,15 @@ if (files.length === 0) {
 const concurrency = process.env.POLAR_TEST_CONCURRENCY ?? '2';
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000', ...flags, ...files.map((f) => relative(root, f))],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-timeout=600000',
+    ...flags,
+    ...files.map((f) => relative(root, f)),
+  ],
   { cwd: root, stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

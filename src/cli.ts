@@ -8,8 +8,8 @@ import { defineCapture } from '../commands/capture.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineTrain } from '../commands/train.ts';
 import { EXIT, PolarError } from './errors.ts';
-import { POLAR_VERSION } from './version.ts';
 import { log } from './util/log.ts';
+import { POLAR_VERSION } from './version.ts';
 
 export function program(): Command {
   const cmd = new Command('polar')

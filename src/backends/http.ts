@@ -13,7 +13,11 @@ export async function postJson(
   try {
     const response = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...options.headers },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...options.headers,
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.any([options.signal, timeout]),
     });
@@ -27,7 +31,12 @@ export async function postJson(
   }
 }
 
-export function transportFault(url: string, error: unknown, timedOut: boolean, timeoutMs: number): ProxyFault {
+export function transportFault(
+  url: string,
+  error: unknown,
+  timedOut: boolean,
+  timeoutMs: number,
+): ProxyFault {
   if (timedOut) return fault('backend_timeout', `backend ${url} did not answer within ${timeoutMs} ms`);
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   const name = (error as Error)?.name;
@@ -43,7 +52,8 @@ export function upstreamFault(url: string, status: number, text: string): ProxyF
   let detail = text.slice(0, 500);
   try {
     const parsed = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
-    detail = (typeof parsed.error === 'string' ? parsed.error : parsed.error?.message) ?? parsed.message ?? detail;
+    detail =
+      (typeof parsed.error === 'string' ? parsed.error : parsed.error?.message) ?? parsed.message ?? detail;
   } catch {}
   if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429) {
     return fault('invalid_request', `backend rejected the request (${status}): ${detail}`, 400);

@@ -5,7 +5,7 @@
  * upstream (text only: records say token_exact false).
  */
 import { randomUUID } from 'node:crypto';
-import { fault, type CanonicalRequest, type StreamEvent } from '../protocols/canonical.ts';
+import { type CanonicalRequest, fault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
 import { postJson, sseEvents, transportFault, trimSlash } from './http.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';
@@ -50,7 +50,9 @@ export class OpenAICompatibleBackend implements Backend {
         stream,
         extra: {
           ...EXTRA[this.kind],
-          ...(this.options.chatTemplateKwargs ? { chat_template_kwargs: this.options.chatTemplateKwargs } : {}),
+          ...(this.options.chatTemplateKwargs
+            ? { chat_template_kwargs: this.options.chatTemplateKwargs }
+            : {}),
         },
         defaults: {
           ...(this.options.temperature !== undefined ? { temperature: this.options.temperature } : {}),
@@ -62,8 +64,16 @@ export class OpenAICompatibleBackend implements Backend {
     const url = `${this.url}/chat/completions`;
     // messages and tools are a pure function of canonical_request (buildRequest); recording them again
     // would triple the size of every call record, so the record points at them instead
-    context.recorder.backendRequest(url, { ...body, messages: '<canonical_request.messages>', tools: body.tools ? '<canonical_request.tools>' : undefined });
-    const outcome = await postJson(url, body, { signal: context.signal, timeoutMs: this.timeoutMs, headers: this.headers });
+    context.recorder.backendRequest(url, {
+      ...body,
+      messages: '<canonical_request.messages>',
+      tools: body.tools ? '<canonical_request.tools>' : undefined,
+    });
+    const outcome = await postJson(url, body, {
+      signal: context.signal,
+      timeoutMs: this.timeoutMs,
+      headers: this.headers,
+    });
     if (!outcome.ok) {
       yield { type: 'error', error: outcome.fault };
       return;
@@ -88,7 +98,10 @@ export class OpenAICompatibleBackend implements Backend {
           continue;
         }
         if ((chunk as { error?: unknown }).error) {
-          yield { type: 'error', error: fault('backend_error', `backend stream error: ${JSON.stringify(chunk).slice(0, 300)}`) };
+          yield {
+            type: 'error',
+            error: fault('backend_error', `backend stream error: ${JSON.stringify(chunk).slice(0, 300)}`),
+          };
           return;
         }
         if (first) {
@@ -106,7 +119,10 @@ export class OpenAICompatibleBackend implements Backend {
     }
     for (const w of parser.warnings) context.recorder.warn(w);
     if (!parser.finished) {
-      yield { type: 'error', error: fault('backend_error', 'backend stream ended before a finish_reason (connection lost?)') };
+      yield {
+        type: 'error',
+        error: fault('backend_error', 'backend stream ended before a finish_reason (connection lost?)'),
+      };
       return;
     }
     const done = parser.end();
@@ -118,12 +134,19 @@ export class OpenAICompatibleBackend implements Backend {
     yield* done.events;
   }
 
-  private async *fromCompletion(response: Response, id: string, context: CallContext): AsyncGenerator<StreamEvent> {
+  private async *fromCompletion(
+    response: Response,
+    id: string,
+    context: CallContext,
+  ): AsyncGenerator<StreamEvent> {
     let raw: unknown;
     try {
       raw = await response.json();
     } catch (error) {
-      yield { type: 'error', error: fault('backend_error', `backend answered non-JSON: ${(error as Error).message}`) };
+      yield {
+        type: 'error',
+        error: fault('backend_error', `backend answered non-JSON: ${(error as Error).message}`),
+      };
       return;
     }
     const done = completionToEvents(raw, id, this.options.model);
@@ -148,7 +171,11 @@ export class OpenAICompatibleBackend implements Backend {
 
   /** Reports token data to the recorder; returns a fault when ids are required but missing. */
   private checkTokens(
-    tokens: { promptTokenIds: number[] | null; completionTokenIds: number[] | null; completionLogprobs: number[] | null },
+    tokens: {
+      promptTokenIds: number[] | null;
+      completionTokenIds: number[] | null;
+      completionLogprobs: number[] | null;
+    },
     context: CallContext,
   ) {
     if (this.kind === 'openai') {
@@ -169,7 +196,10 @@ export class OpenAICompatibleBackend implements Backend {
     return null;
   }
 
-  async countTokens(request: CanonicalRequest, context: CallContext): Promise<{ tokens: number; exact: boolean }> {
+  async countTokens(
+    request: CanonicalRequest,
+    context: CallContext,
+  ): Promise<{ tokens: number; exact: boolean }> {
     if (this.kind === 'vllm') {
       // vLLM serves /tokenize at the server root, beside /v1
       const root = this.url.replace(/\/v1$/, '');

@@ -2,11 +2,23 @@
 import ora, { type Ora } from 'ora';
 import { resolveHarness } from '../harnesses/index.ts';
 import { log } from '../util/log.ts';
-import { backendOptions, defaultOutput, harnessName, parseMeta, parsePositiveInt, parseSeconds } from './options.ts';
+import {
+  backendOptions,
+  defaultOutput,
+  harnessName,
+  parseMeta,
+  parsePositiveInt,
+  parseSeconds,
+} from './options.ts';
 import { exitCodeOf, runCapture } from './run.ts';
 
 export async function captureCommand(command: string[], flags: Record<string, unknown>): Promise<number> {
-  const f = flags as Record<string, string | undefined> & { meta?: string[]; quiet?: boolean; keepRunDir?: boolean; requireTokenIds?: boolean };
+  const f = flags as Record<string, string | undefined> & {
+    meta?: string[];
+    quiet?: boolean;
+    keepRunDir?: boolean;
+    requireTokenIds?: boolean;
+  };
   log.configure({ quiet: Boolean(f.quiet) });
   const harness = harnessName(f.harness);
   const backend = backendOptions(f);
@@ -20,7 +32,11 @@ export async function captureCommand(command: string[], flags: Record<string, un
   let calls = 0;
   let tokens = 0;
   if (process.stderr.isTTY && !f.quiet && !process.env.CI) {
-    spinner = ora({ text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model})`, stream: process.stderr, discardStdin: false });
+    spinner = ora({
+      text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model})`,
+      stream: process.stderr,
+      discardStdin: false,
+    });
   } else {
     log.info(`capturing ${profile.name} through ${backend.kind} (${backend.model}) into ${output}`);
   }
@@ -47,7 +63,11 @@ export async function captureCommand(command: string[], flags: Record<string, un
     },
   }).finally(() => spinner?.stop());
   const summary = `${result.calls} calls (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
-    result.exitCode !== null ? ` with exit code ${result.exitCode}` : result.signal ? ` by ${result.signal}` : ''
+    result.exitCode !== null
+      ? ` with exit code ${result.exitCode}`
+      : result.signal
+        ? ` by ${result.signal}`
+        : ''
   }`;
   if (result.errors > 0) log.warn(summary);
   else log.info(summary);

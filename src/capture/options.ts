@@ -20,7 +20,12 @@ export interface BackendFlags {
 
 export const DEFAULT_EMBEDDED_MODEL = 'onnx-community/Qwen3-0.6B-ONNX';
 
-function number(flag: string, value: string | undefined, check: (n: number) => boolean, what: string): number | undefined {
+function number(
+  flag: string,
+  value: string | undefined,
+  check: (n: number) => boolean,
+  what: string,
+): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isFinite(n) || !check(n)) throw new UsageError(`${flag} ${value}: expected ${what}`);
@@ -34,14 +39,20 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
   }
   const model = flags.model ?? (kind === 'embedded' ? DEFAULT_EMBEDDED_MODEL : undefined);
   if (!model) {
-    throw new UsageError(`--backend ${kind} needs --model (the model name the server serves)`, 'for example --model Qwen/Qwen3.5-4B');
+    throw new UsageError(
+      `--backend ${kind} needs --model (the model name the server serves)`,
+      'for example --model Qwen/Qwen3.5-4B',
+    );
   }
   let chatTemplateKwargs: Record<string, unknown> | undefined;
   if (flags.chatTemplateKwargs) {
     try {
       chatTemplateKwargs = JSON.parse(flags.chatTemplateKwargs) as Record<string, unknown>;
     } catch {
-      throw new UsageError(`--chat-template-kwargs ${flags.chatTemplateKwargs}: not valid JSON`, `for example '{"enable_thinking": false}'`);
+      throw new UsageError(
+        `--chat-template-kwargs ${flags.chatTemplateKwargs}: not valid JSON`,
+        `for example '{"enable_thinking": false}'`,
+      );
     }
   }
   const options: BackendOptions = { kind: kind as BackendOptions['kind'], model };
@@ -54,7 +65,12 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
   if (temperature !== undefined) options.temperature = temperature;
   const topP = number('--top-p', flags.topP, (n) => n > 0 && n <= 1, 'a number in (0, 1]');
   if (topP !== undefined) options.topP = topP;
-  const maxTokens = number('--max-tokens', flags.maxTokens, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
+  const maxTokens = number(
+    '--max-tokens',
+    flags.maxTokens,
+    (n) => Number.isInteger(n) && n > 0,
+    'a positive integer',
+  );
   if (maxTokens !== undefined) options.maxTokens = maxTokens;
   const timeout = number('--backend-timeout', flags.backendTimeout, (n) => n > 0, 'seconds > 0');
   if (timeout !== undefined) options.timeoutMs = timeout * 1000;

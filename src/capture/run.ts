@@ -59,12 +59,20 @@ export interface CaptureRunResult {
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export async function runCapture(options: CaptureRunOptions): Promise<CaptureRunResult> {
-  if (options.command.length === 0) throw new EnvironmentError('no harness command given', 'usage: polar capture [options] -- <command> [args...]');
+  if (options.command.length === 0)
+    throw new EnvironmentError(
+      'no harness command given',
+      'usage: polar capture [options] -- <command> [args...]',
+    );
   const profile = resolveHarness(options.harness, options.command);
   const output = resolve(options.output);
   const backend = options.backendInstance ?? (await createBackend(options.backend));
   const ownsBackend = !options.backendInstance;
-  const proxy = new ProxyServer({ host: options.host, port: options.port, maxBodyBytes: options.maxBodyBytes });
+  const proxy = new ProxyServer({
+    host: options.host,
+    port: options.port,
+    maxBodyBytes: options.maxBodyBytes,
+  });
   const runDir = await mkdtemp(join(tmpdir(), 'polar-run-'));
   const writer = new CaptureWriter(output);
   const sessionId = `sess_${randomUUID()}`;
@@ -156,12 +164,20 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
       throw new EnvironmentError(
         `could not start the harness \`${file}\`: ${code === 'ENOENT' ? 'command not found' : errorMessage(result.cause)}`,
-        code === 'ENOENT' ? `install it (for example \`npm i -D ${installHint(profile.name)}\`) or check PATH` : undefined,
+        code === 'ENOENT'
+          ? `install it (for example \`npm i -D ${installHint(profile.name)}\`) or check PATH`
+          : undefined,
       );
     }
     exitCode = result.exitCode ?? null;
     signal = result.signal ?? null;
-    status = result.timedOut ? 'timeout' : interrupted ? 'interrupted' : exitCode === 0 ? 'completed' : 'error';
+    status = result.timedOut
+      ? 'timeout'
+      : interrupted
+        ? 'interrupted'
+        : exitCode === 0
+          ? 'completed'
+          : 'error';
     if (stdio === 'pipe') {
       stdout = String(result.stdout ?? '');
       stderr = String(result.stderr ?? '');

@@ -42,6 +42,14 @@ export const claude: HarnessProfile = {
     return meta;
   },
   promptCommand(prompt) {
-    return ['claude', '-p', prompt, '--dangerously-skip-permissions', '--output-format', 'stream-json', '--verbose'];
+    return [
+      'claude',
+      '-p',
+      prompt,
+      '--dangerously-skip-permissions',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+    ];
   },
 };

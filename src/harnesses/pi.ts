@@ -25,7 +25,8 @@ export const pi: HarnessProfile = {
       apiKey: 'POLAR_API_KEY',
       models: [{ id: model, name: model, contextWindow: 131072, maxTokens: 8192, reasoning: false }],
     };
-    if (api === 'openai-completions') provider.compat = { supportsDeveloperRole: false, supportsReasoningEffort: false };
+    if (api === 'openai-completions')
+      provider.compat = { supportsDeveloperRole: false, supportsReasoningEffort: false };
     const modelsFile = join(dir, 'models.json');
     const settingsFile = join(dir, 'settings.json');
     await writeFile(modelsFile, JSON.stringify({ providers: { polar: provider } }, null, 2));

@@ -12,7 +12,11 @@ export class ProtocolError extends Error {
   }
 
   static isInstance(value: unknown): value is ProtocolError {
-    return value instanceof Error && (value as { fault?: unknown }).fault !== undefined && value.name === 'ProtocolError';
+    return (
+      value instanceof Error &&
+      (value as { fault?: unknown }).fault !== undefined &&
+      value.name === 'ProtocolError'
+    );
   }
 }
 
@@ -27,7 +31,9 @@ export function issuePath(path: ReadonlyArray<PropertyKey>): string {
 }
 
 /** Turns a failed zod parse of a request body into a ProtocolError naming the first bad field. */
-export function invalidBody(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): ProtocolError {
+export function invalidBody(error: {
+  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>;
+}): ProtocolError {
   const issue = error.issues[0];
   const where = issue ? issuePath(issue.path) : '(body)';
   return new ProtocolError(`${where}: ${issue?.message ?? 'invalid request body'}`);

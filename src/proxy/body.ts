@@ -5,11 +5,16 @@ import { fault, type ProxyFault } from '../protocols/canonical.ts';
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /** Reads a request body up to a limit, decoding gzip/deflate/br. Resolves a fault instead of throwing. */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<{ text: string } | { fault: ProxyFault }> {
+export async function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+): Promise<{ text: string } | { fault: ProxyFault }> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();
-    return { fault: fault('too_large', `request body of ${declared} bytes is over the limit of ${maxBytes} bytes`) };
+    return {
+      fault: fault('too_large', `request body of ${declared} bytes is over the limit of ${maxBytes} bytes`),
+    };
   }
   const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
   let source: NodeJS.ReadableStream = req;
@@ -32,7 +37,9 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
       chunks.push(chunk);
     }
   } catch (error) {
-    return { fault: fault('invalid_request', `could not read the request body: ${(error as Error).message}`) };
+    return {
+      fault: fault('invalid_request', `could not read the request body: ${(error as Error).message}`),
+    };
   }
   return { text: Buffer.concat(chunks).toString('utf8') };
 }

@@ -1,6 +1,13 @@
 /** The front-end wire APIs the proxy serves, behind one interface. */
 import * as anthropic from '../protocols/anthropic-messages/index.ts';
-import type { ApiName, CanonicalRequest, CanonicalResponse, Converted, ProxyFault, StreamEvent } from '../protocols/canonical.ts';
+import type {
+  ApiName,
+  CanonicalRequest,
+  CanonicalResponse,
+  Converted,
+  ProxyFault,
+  StreamEvent,
+} from '../protocols/canonical.ts';
 import * as chat from '../protocols/openai-chat/index.ts';
 import * as responses from '../protocols/openai-responses/index.ts';
 
@@ -31,7 +38,8 @@ export const PROTOCOLS: Record<ApiName, FrontProtocol> = {
     api: 'openai-chat',
     parseRequest: chat.parseRequest,
     renderResponse: chat.renderResponse,
-    createStreamWriter: (ctx) => chat.createStreamWriter({ created: ctx.created, includeUsage: chat.wantsUsage(ctx.body) }),
+    createStreamWriter: (ctx) =>
+      chat.createStreamWriter({ created: ctx.created, includeUsage: chat.wantsUsage(ctx.body) }),
     renderError: chat.renderError,
   },
 };
@@ -49,7 +57,8 @@ export type Route =
 export function route(method: string, url: string, headers: Record<string, unknown>): Route {
   const path = (url.split('?')[0] ?? '/').replace(/\/+$/, '').replace(/^\/v1(?=\/)/, '');
   const anthropicStyle = 'anthropic-version' in headers || 'x-api-key' in headers;
-  const guess: ApiName = path.startsWith('/messages') || anthropicStyle ? 'anthropic-messages' : 'openai-chat';
+  const guess: ApiName =
+    path.startsWith('/messages') || anthropicStyle ? 'anthropic-messages' : 'openai-chat';
   if (method === 'GET' && (path === '/health' || path === '/healthz')) return { kind: 'health' };
   if (method === 'GET' && path === '/models') return { kind: 'models' };
   if (method === 'POST') {

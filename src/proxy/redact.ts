@@ -1,7 +1,10 @@
 /** Removes credentials from what gets recorded: auth headers, API keys, cookies. */
-const SECRET_HEADER = /^(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)$|key|token|secret/i;
+const SECRET_HEADER =
+  /^(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie)$|key|token|secret/i;
 
-export function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+export function redactHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
@@ -23,7 +26,8 @@ export function redactSecrets<T>(value: T, secrets: string[]): T {
   const scrub = (v: unknown): unknown => {
     if (typeof v === 'string') return live.reduce((s, secret) => s.split(secret).join('<redacted>'), v);
     if (Array.isArray(v)) return v.map(scrub);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrub(x)]));
     return v;
   };
   return scrub(value) as T;

@@ -134,11 +134,15 @@ export class ProxyServer {
     const r = route(req.method ?? 'GET', req.url ?? '/', req.headers);
     if (r.kind === 'health') return sendJson(res, 200, { ok: true });
     const session = this.authenticate(req);
-    const protocol = PROTOCOLS[r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'anthropic-messages'];
+    const protocol =
+      PROTOCOLS[r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'anthropic-messages'];
     if (!session) {
       this.unauthorized++;
       req.resume();
-      const f = fault('authentication', 'missing or unknown API key: this proxy only serves the harness polar started');
+      const f = fault(
+        'authentication',
+        'missing or unknown API key: this proxy only serves the harness polar started',
+      );
       const { status, body } = protocol.renderError(f);
       return sendJson(res, status, body);
     }
@@ -148,10 +152,16 @@ export class ProxyServer {
     }
     if (r.kind === 'unknown') {
       req.resume();
-      const { status, body } = protocol.renderError(fault('not_found', `no route for ${req.method} ${req.url}`));
+      const { status, body } = protocol.renderError(
+        fault('not_found', `no route for ${req.method} ${req.url}`),
+      );
       return sendJson(res, status, body);
     }
-    const call = new CallInProgress(session, r.kind === 'count-tokens' ? 'anthropic-count-tokens' : r.api, req);
+    const call = new CallInProgress(
+      session,
+      r.kind === 'count-tokens' ? 'anthropic-count-tokens' : r.api,
+      req,
+    );
     const controller = new AbortController();
     this.controllers.add(controller);
     res.on('close', () => {
@@ -163,13 +173,20 @@ export class ProxyServer {
     } finally {
       this.controllers.delete(controller);
       if (controller.signal.aborted && !call.error) {
-        call.error = { kind: 'client_closed', message: String(controller.signal.reason?.message ?? 'aborted'), status: 499 };
+        call.error = {
+          kind: 'client_closed',
+          message: String(controller.signal.reason?.message ?? 'aborted'),
+          status: 499,
+        };
       }
       call.finish(session);
     }
   }
 
-  private async readJson(call: CallInProgress, req: IncomingMessage): Promise<{ body: unknown } | { fault: ProxyFault }> {
+  private async readJson(
+    call: CallInProgress,
+    req: IncomingMessage,
+  ): Promise<{ body: unknown } | { fault: ProxyFault }> {
     const read = await readBody(req, this.options.maxBodyBytes);
     if ('fault' in read) return read;
     call.bodyBytes = Buffer.byteLength(read.text);
@@ -180,7 +197,9 @@ export class ProxyServer {
       return { body };
     } catch (error) {
       call.requestBody = read.text.slice(0, 4096);
-      return { fault: fault('invalid_request', `request body is not valid JSON: ${(error as Error).message}`) };
+      return {
+        fault: fault('invalid_request', `request body is not valid JSON: ${(error as Error).message}`),
+      };
     }
   }
 
@@ -215,13 +234,15 @@ export class ProxyServer {
     call.canonical = canonical;
     const created = Math.floor(Date.now() / 1000);
     const backendStart = performance.now();
-    const events = session.backend.generate(canonical, {
-      sessionId: session.id,
-      callId: call.id,
-      signal,
-      recorder: call.recorder,
-      sessionState: session.state,
-    })[Symbol.asyncIterator]();
+    const events = session.backend
+      .generate(canonical, {
+        sessionId: session.id,
+        callId: call.id,
+        signal,
+        recorder: call.recorder,
+        sessionState: session.state,
+      })
+      [Symbol.asyncIterator]();
 
     // Decide the status before sending 200: read ahead until the first output (or the end).
     const head: StreamEvent[] = [];
@@ -293,7 +314,8 @@ export class ProxyServer {
       }
       call.backendMs = performance.now() - backendStart;
       if (!final) return fail(streamFault ?? fault('backend_error', 'backend stream ended without a finish'));
-      final = (withSignature({ type: 'finish', response: final }, head) as { response: CanonicalResponse }).response;
+      final = (withSignature({ type: 'finish', response: final }, head) as { response: CanonicalResponse })
+        .response;
       const body = protocol.renderResponse(final, { created });
       call.ttfb = performance.now() - call.t0;
       call.response = { status: 200, body };
@@ -444,7 +466,10 @@ class CallInProgress {
       completion_logprobs: this.tokens.completionLogprobs,
       finish_reason: this.final?.finishReason ?? (this.error ? 'error' : null),
       usage: this.final
-        ? { prompt_tokens: this.final.usage.promptTokens, completion_tokens: this.final.usage.completionTokens }
+        ? {
+            prompt_tokens: this.final.usage.promptTokens,
+            completion_tokens: this.final.usage.completionTokens,
+          }
         : null,
       token_exact: tokenExact,
       warnings: this.warnings,
@@ -486,7 +511,12 @@ function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) {
     res.end();
     return;

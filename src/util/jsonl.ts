@@ -12,7 +12,8 @@ export interface JsonlLine {
 
 /** Streams the non-empty lines of a file (or `-` for stdin) with their line numbers; memory is one line. */
 export async function* readLines(source: string, stdin: Readable = process.stdin): AsyncGenerator<JsonlLine> {
-  const input = source === '-' ? stdin : createReadStream(source, { encoding: 'utf8', highWaterMark: 1 << 20 });
+  const input =
+    source === '-' ? stdin : createReadStream(source, { encoding: 'utf8', highWaterMark: 1 << 20 });
   const rl = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
   let line = 0;
   try {
@@ -24,7 +25,8 @@ export async function* readLines(source: string, stdin: Readable = process.stdin
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new InputError(source, undefined, undefined, 'no such file');
-    if (code === 'EISDIR') throw new InputError(source, undefined, undefined, 'is a directory, not a JSONL file');
+    if (code === 'EISDIR')
+      throw new InputError(source, undefined, undefined, 'is a directory, not a JSONL file');
     throw error;
   } finally {
     rl.close();

@@ -18,7 +18,10 @@ describe('polar capture process', () => {
   after(() => standin.close());
 
   test('exits with the harness exit code and records it', async () => {
-    const r = await capture([...backend, '--harness', 'generic'], ['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    const r = await capture(
+      [...backend, '--harness', 'generic'],
+      ['sh', '-c', 'echo out; echo err >&2; exit 3'],
+    );
     assert.equal(r.exitCode, 3);
     assert.equal(r.stdout.trim(), 'out', 'harness stdout passes through untouched, polar writes none');
     assert.match(r.stderr, /err/);
@@ -37,12 +40,10 @@ describe('polar capture process', () => {
       console.log(j.choices[0].message.content);
       const bad = await fetch(process.env.OPENAI_BASE_URL + '/models');
       console.log('unauth', bad.status);`;
-    const r = await capture([...backend, '--task-id', 'task-1', '--sample', '2', '--meta', 'run=ci', '--meta', 'k=v'], [
-      'node',
-      '--input-type=module',
-      '-e',
-      script,
-    ]);
+    const r = await capture(
+      [...backend, '--task-id', 'task-1', '--sample', '2', '--meta', 'run=ci', '--meta', 'k=v'],
+      ['node', '--input-type=module', '-e', script],
+    );
     assert.equal(r.exitCode, 0, r.stderr);
     assert.match(r.stdout, /Hello from the stand-in\./);
     assert.match(r.stdout, /unauth 401/);
@@ -71,13 +72,17 @@ describe('polar capture process', () => {
       process.on('SIGTERM', () => { console.log('harness got SIGTERM'); process.exit(7); });
       console.log('ready');
       setInterval(() => {}, 1000);`;
-    const child = execa(process.execPath, [POLAR, 'capture', '-o', out, ...backend, '--', 'node', '--input-type=module', '-e', script], {
-      cwd: workdir,
-      env: privateEnv(home),
-      extendEnv: false,
-      reject: false,
-      stdin: 'ignore',
-    });
+    const child = execa(
+      process.execPath,
+      [POLAR, 'capture', '-o', out, ...backend, '--', 'node', '--input-type=module', '-e', script],
+      {
+        cwd: workdir,
+        env: privateEnv(home),
+        extendEnv: false,
+        reject: false,
+        stdin: 'ignore',
+      },
+    );
     await new Promise<void>((resolve) => {
       child.stdout!.on('data', (d: Buffer) => {
         if (d.toString().includes('ready')) resolve();
@@ -89,27 +94,41 @@ describe('polar capture process', () => {
     assert.equal(result.exitCode, 7);
     const records: CaptureRecord[] = [];
     for await (const { record } of readCapture(out)) records.push(record);
-    assert.deepEqual(records.map((r) => r.type), ['session', 'call', 'session_end']);
+    assert.deepEqual(
+      records.map((r) => r.type),
+      ['session', 'call', 'session_end'],
+    );
     const end = records[2] as Extract<CaptureRecord, { type: 'session_end' }>;
     assert.equal(end.status, 'interrupted');
     assert.equal(end.exit_code, 7);
   });
 
   test('a harness that does not exist: clear one-line error, no stack trace', async () => {
-    const r = await execa(process.execPath, [POLAR, 'capture', ...backend, '-o', '/tmp/polar-none.jsonl', '--', 'no-such-harness-xyz'], {
-      reject: false,
-      stdin: 'ignore',
-    });
+    const r = await execa(
+      process.execPath,
+      [POLAR, 'capture', ...backend, '-o', '/tmp/polar-none.jsonl', '--', 'no-such-harness-xyz'],
+      {
+        reject: false,
+        stdin: 'ignore',
+      },
+    );
     assert.notEqual(r.exitCode, 0);
     assert.match(String(r.stderr), /could not start the harness `no-such-harness-xyz`: command not found/);
     assert.doesNotMatch(String(r.stderr), /at .*\.ts:\d+/);
   });
 
   test('bad flag values name the flag', async () => {
-    const r = await execa(process.execPath, [POLAR, 'capture', '--backend', 'nope', '--', 'true'], { reject: false, stdin: 'ignore' });
+    const r = await execa(process.execPath, [POLAR, 'capture', '--backend', 'nope', '--', 'true'], {
+      reject: false,
+      stdin: 'ignore',
+    });
     assert.equal(r.exitCode, 2);
     assert.match(String(r.stderr), /--backend nope is not one of vllm, sglang, openai, tokens, embedded/);
-    const r2 = await execa(process.execPath, [POLAR, 'capture', '--backend', 'vllm', '--model', 'm', '--', 'true'], { reject: false, stdin: 'ignore' });
+    const r2 = await execa(
+      process.execPath,
+      [POLAR, 'capture', '--backend', 'vllm', '--model', 'm', '--', 'true'],
+      { reject: false, stdin: 'ignore' },
+    );
     assert.equal(r2.exitCode, 2);
     assert.match(String(r2.stderr), /needs --backend-url/);
   });

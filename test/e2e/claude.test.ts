@@ -27,7 +27,12 @@ describe('claude', () => {
 
   test('tool call round trip through Bash', async () => {
     const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), ['claude', '-p', 'ECHO polarbear', '--dangerously-skip-permissions']);
+    const r = await capture(BACKEND(standin.url), [
+      'claude',
+      '-p',
+      'ECHO polarbear',
+      '--dangerously-skip-permissions',
+    ]);
     assert.equal(r.exitCode, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /Done\. Output: polarbear/);
     assertToolRoundTrip(r.calls, 'polarbear');

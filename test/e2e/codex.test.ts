@@ -6,7 +6,13 @@ import { type Standin, startStandin } from '../support/vllm-standin.ts';
 import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
 
 const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
-const EXEC = ['codex', 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--ephemeral'];
+const EXEC = [
+  'codex',
+  'exec',
+  '--skip-git-repo-check',
+  '--dangerously-bypass-approvals-and-sandbox',
+  '--ephemeral',
+];
 
 describe('codex', () => {
   let standin: Standin;
@@ -23,9 +29,15 @@ describe('codex', () => {
     assert.equal(r.session.harness, 'codex');
     assert.ok(r.calls.length >= 1);
     assert.ok(r.calls.every((c) => c.api === 'openai-responses' && c.stream));
-    assert.ok(r.calls.some((c) => c.harness_meta.request_kind === 'turn'), 'codex turn metadata recorded');
+    assert.ok(
+      r.calls.some((c) => c.harness_meta.request_kind === 'turn'),
+      'codex turn metadata recorded',
+    );
     // Codex's web_search and namespace tools cannot go to a function-only backend: dropped, and said so
-    assert.ok(r.calls[0]!.warnings.some((w) => /web_search/.test(w)), JSON.stringify(r.calls[0]!.warnings));
+    assert.ok(
+      r.calls[0]!.warnings.some((w) => /web_search/.test(w)),
+      JSON.stringify(r.calls[0]!.warnings),
+    );
     assertTokensMatch(r.calls, standin, from);
   });
 
@@ -43,6 +55,10 @@ describe('codex', () => {
     assert.equal(r.exitCode, 0, r.stderr);
     const body = r.calls[0]!.request.body as { model: string };
     assert.equal(body.model, 'my-alias', 'codex sent the model the user asked for');
-    assert.equal((r.calls[0]!.backend_request!.body as { model: string }).model, 'Qwen/Qwen3-4B', 'the backend got the served model');
+    assert.equal(
+      (r.calls[0]!.backend_request!.body as { model: string }).model,
+      'Qwen/Qwen3-4B',
+      'the backend got the served model',
+    );
   });
 });

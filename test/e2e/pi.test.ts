@@ -16,7 +16,10 @@ for (const api of ['openai-completions', 'openai-responses', 'anthropic-messages
     after(() => standin.close());
 
     test('plain answer', async () => {
-      const r = await capture(['--backend', 'vllm', '--backend-url', standin.url, '--model', MODEL, '--pi-api', api], ['pi', '-p', 'Say hello']);
+      const r = await capture(
+        ['--backend', 'vllm', '--backend-url', standin.url, '--model', MODEL, '--pi-api', api],
+        ['pi', '-p', 'Say hello'],
+      );
       assert.equal(r.exitCode, 0, r.stderr);
       assert.match(r.stdout, /Hello from the stand-in\./);
       assert.equal(r.session.harness, 'pi');
@@ -29,12 +32,18 @@ for (const api of ['openai-completions', 'openai-responses', 'anthropic-messages
 
     test('tool call round trip', async () => {
       const from = standin.calls.length;
-      const r = await capture(['--backend', 'vllm', '--backend-url', standin.url, '--model', MODEL, '--pi-api', api], ['pi', '-p', 'ECHO polarbear']);
+      const r = await capture(
+        ['--backend', 'vllm', '--backend-url', standin.url, '--model', MODEL, '--pi-api', api],
+        ['pi', '-p', 'ECHO polarbear'],
+      );
       assert.equal(r.exitCode, 0, r.stderr);
       assert.match(r.stdout, /Done\. Output: polarbear/);
       assertToolRoundTrip(r.calls, 'polarbear');
       assertTokensMatch(r.calls, standin, from);
-      assert.ok(r.calls.every((c) => c.stream), 'pi always streams');
+      assert.ok(
+        r.calls.every((c) => c.stream),
+        'pi always streams',
+      );
     });
   });
 }

@@ -1,5 +1,5 @@
 /** Runs the real `polar capture` CLI in a subprocess with a private HOME, and reads back its capture. */
-import { mkdtemp, mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,16 +51,24 @@ export function privateEnv(home: string): Record<string, string> {
   };
 }
 
-export async function capture(polarArgs: string[], harness: string[], options: { timeoutMs?: number } = {}): Promise<CaptureOutcome> {
+export async function capture(
+  polarArgs: string[],
+  harness: string[],
+  options: { timeoutMs?: number } = {},
+): Promise<CaptureOutcome> {
   const { home, workdir, out } = await privateDirs();
-  const result = await execa(process.execPath, [POLAR, 'capture', '-o', out, ...polarArgs, '--', ...harness], {
-    cwd: workdir,
-    env: privateEnv(home),
-    extendEnv: false,
-    stdin: 'ignore',
-    reject: false,
-    timeout: options.timeoutMs ?? 120_000,
-  });
+  const result = await execa(
+    process.execPath,
+    [POLAR, 'capture', '-o', out, ...polarArgs, '--', ...harness],
+    {
+      cwd: workdir,
+      env: privateEnv(home),
+      extendEnv: false,
+      stdin: 'ignore',
+      reject: false,
+      timeout: options.timeoutMs ?? 120_000,
+    },
+  );
   const records: CaptureRecord[] = [];
   try {
     for await (const { record } of readCapture(out)) records.push(record);
@@ -68,7 +76,8 @@ export async function capture(polarArgs: string[], harness: string[], options: {
     throw new Error(`reading ${out} failed: ${(error as Error).message}\nstderr:\n${result.stderr}`);
   }
   const session = records.find((r): r is SessionRecord => r.type === 'session');
-  if (!session) throw new Error(`no session record; polar stderr:\n${result.stderr}\nstdout:\n${result.stdout}`);
+  if (!session)
+    throw new Error(`no session record; polar stderr:\n${result.stderr}\nstdout:\n${result.stdout}`);
   return {
     exitCode: result.exitCode,
     stdout: String(result.stdout),

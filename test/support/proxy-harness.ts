@@ -19,7 +19,10 @@ export interface TestProxy {
   close(): Promise<void>;
 }
 
-export async function startProxy(backend: Partial<BackendOptions> & { url: string }, options: { maxBodyBytes?: number } = {}): Promise<TestProxy> {
+export async function startProxy(
+  backend: Partial<BackendOptions> & { url: string },
+  options: { maxBodyBytes?: number } = {},
+): Promise<TestProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
   const file = join(dir, 'capture.jsonl');
   const writer = new CaptureWriter(file);
@@ -57,7 +60,12 @@ export async function startProxy(backend: Partial<BackendOptions> & { url: strin
   };
 }
 
-export function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+export function post(
+  url: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(`${url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },

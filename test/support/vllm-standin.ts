@@ -20,8 +20,17 @@ export type Policy = (body: ChatBody) => Reply;
 
 export interface ChatBody {
   model: string;
-  messages: Array<{ role: string; content?: unknown; tool_calls?: unknown[]; tool_call_id?: string; reasoning_content?: string }>;
-  tools?: Array<{ type: string; function: { name: string; parameters?: { properties?: Record<string, unknown> } } }>;
+  messages: Array<{
+    role: string;
+    content?: unknown;
+    tool_calls?: unknown[];
+    tool_call_id?: string;
+    reasoning_content?: string;
+  }>;
+  tools?: Array<{
+    type: string;
+    function: { name: string; parameters?: { properties?: Record<string, unknown> } };
+  }>;
   stream?: boolean;
   return_token_ids?: boolean;
   logprobs?: boolean;
@@ -78,7 +87,10 @@ export const echoPolicy: Policy = (body) => {
   const thinking = body.chat_template_kwargs?.enable_thinking !== false;
   const reasoning = thinking ? 'The user wants a short answer.' : undefined;
   if (last?.role === 'tool') {
-    const lines = text(last.content).split('\n').map((l) => l.trim()).filter(Boolean);
+    const lines = text(last.content)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     return { ...(reasoning ? { reasoning } : {}), content: `Done. Output: ${lines.at(-1) ?? ''}` };
   }
   const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
@@ -86,7 +98,10 @@ export const echoPolicy: Policy = (body) => {
   if (match && body.tools?.length) {
     for (const [name, args] of Object.entries(SHELL_TOOLS)) {
       if (body.tools.some((t) => t.function?.name === name)) {
-        return { ...(reasoning ? { reasoning } : {}), toolCalls: [{ name, arguments: args(`echo ${match[1]}`) }] };
+        return {
+          ...(reasoning ? { reasoning } : {}),
+          toolCalls: [{ name, arguments: args(`echo ${match[1]}`) }],
+        };
       }
     }
   }
@@ -123,7 +138,9 @@ async function readJson(req: IncomingMessage): Promise<ChatBody> {
   return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
 }
 
-export async function startStandin(options: { policy?: Policy; model?: string; chunkTokens?: number } = {}): Promise<Standin> {
+export async function startStandin(
+  options: { policy?: Policy; model?: string; chunkTokens?: number } = {},
+): Promise<Standin> {
   const tok = await qwenTokenizer();
   const policy = options.policy ?? echoPolicy;
   const calls: StandinCall[] = [];
@@ -161,7 +178,10 @@ export async function startStandin(options: { policy?: Policy; model?: string; c
       req.socket.destroy();
       return;
     }
-    if (fault?.status) return json(res, fault.status, { error: { message: `injected ${fault.status}`, type: 'InternalServerError' } });
+    if (fault?.status)
+      return json(res, fault.status, {
+        error: { message: `injected ${fault.status}`, type: 'InternalServerError' },
+      });
     const promptText = render(tok, body);
     const promptIds = tok.encode(promptText, { add_special_tokens: false });
     const reply = policy(body);
@@ -187,9 +207,24 @@ export async function startStandin(options: { policy?: Policy; model?: string; c
       function: { name: c.name, arguments: JSON.stringify(c.arguments) },
     }));
     const id = `chatcmpl-${calls.length}`;
-    const usage = { prompt_tokens: promptIds.length, completion_tokens: completionIds.length, total_tokens: promptIds.length + completionIds.length };
+    const usage = {
+      prompt_tokens: promptIds.length,
+      completion_tokens: completionIds.length,
+      total_tokens: promptIds.length + completionIds.length,
+    };
     const lp = (ids: number[], offset: number) =>
-      giveLogprobs ? { logprobs: { content: ids.map((t, i) => ({ token: tok.decode([t]), logprob: logprobs[offset + i]!, bytes: [], top_logprobs: [] })) } } : {};
+      giveLogprobs
+        ? {
+            logprobs: {
+              content: ids.map((t, i) => ({
+                token: tok.decode([t]),
+                logprob: logprobs[offset + i]!,
+                bytes: [],
+                top_logprobs: [],
+              })),
+            },
+          }
+        : {};
     if (!body.stream) {
       return json(res, 200, {
         id,
@@ -216,14 +251,28 @@ export async function startStandin(options: { policy?: Policy; model?: string; c
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-    const chunk = (delta: Record<string, unknown>, ids: number[], offset: number, finishReason: string | null = null, extra: Record<string, unknown> = {}) =>
+    const chunk = (
+      delta: Record<string, unknown>,
+      ids: number[],
+      offset: number,
+      finishReason: string | null = null,
+      extra: Record<string, unknown> = {},
+    ) =>
       send({
         id,
         object: 'chat.completion.chunk',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
         ...extra,
-        choices: [{ index: 0, delta, finish_reason: finishReason, ...(giveIds ? { token_ids: ids } : {}), ...lp(ids, offset) }],
+        choices: [
+          {
+            index: 0,
+            delta,
+            finish_reason: finishReason,
+            ...(giveIds ? { token_ids: ids } : {}),
+            ...lp(ids, offset),
+          },
+        ],
       });
     chunk({ role: 'assistant', content: '' }, [], 0, null, giveIds ? { prompt_token_ids: promptIds } : {});
     let offset = 0;
@@ -245,7 +294,14 @@ export async function startStandin(options: { policy?: Policy; model?: string; c
       offset += toolIds.length;
     }
     chunk({}, eot, offset, finish);
-    send({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model, choices: [], usage });
+    send({
+      id,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [],
+      usage,
+    });
     res.end('data: [DONE]\n\n');
   }
 

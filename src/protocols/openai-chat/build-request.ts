@@ -7,11 +7,14 @@ function chatMessage(m: CanonicalMessage): Record<string, unknown> {
       return { role: 'system', content: m.content };
     case 'user': {
       const onlyText = m.content.every((p) => p.type === 'text');
-      if (onlyText) return { role: 'user', content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+      if (onlyText)
+        return { role: 'user', content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
       return {
         role: 'user',
         content: m.content.map((p) =>
-          p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: p.url } },
+          p.type === 'text'
+            ? { type: 'text', text: p.text }
+            : { type: 'image_url', image_url: { url: p.url } },
         ),
       };
     }
@@ -57,7 +60,9 @@ export function buildRequest(req: CanonicalRequest, options: BuildOptions): Reco
     }));
     if (req.toolChoice) {
       body.tool_choice =
-        typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
+        typeof req.toolChoice === 'string'
+          ? req.toolChoice
+          : { type: 'function', function: { name: req.toolChoice.name } };
     }
     if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
   }

@@ -43,7 +43,10 @@ export const requestSchema = z.looseObject({
   messages: z.array(messageSchema),
   tools: z.array(toolSchema).nullish(),
   tool_choice: z
-    .union([z.enum(['auto', 'none', 'required']), z.looseObject({ function: z.looseObject({ name: z.string() }) })])
+    .union([
+      z.enum(['auto', 'none', 'required']),
+      z.looseObject({ function: z.looseObject({ name: z.string() }) }),
+    ])
     .nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   max_tokens: z.number().int().positive().nullish(),
@@ -119,12 +122,16 @@ export const completionSchema = z.looseObject({
         .looseObject({ content: z.array(z.looseObject({ logprob: z.number() })).nullish() })
         .nullish(),
       meta_info: z
-        .looseObject({ output_token_logprobs: z.array(z.tuple([z.number(), z.number().int()]).rest(z.unknown())).nullish() })
+        .looseObject({
+          output_token_logprobs: z.array(z.tuple([z.number(), z.number().int()]).rest(z.unknown())).nullish(),
+        })
         .nullish(),
     }),
   ),
   meta_info: z
-    .looseObject({ output_token_logprobs: z.array(z.tuple([z.number(), z.number().int()]).rest(z.unknown())).nullish() })
+    .looseObject({
+      output_token_logprobs: z.array(z.tuple([z.number(), z.number().int()]).rest(z.unknown())).nullish(),
+    })
     .nullish(),
   usage: z.looseObject({ prompt_tokens: z.number(), completion_tokens: z.number() }).nullish(),
 });

@@ -58,8 +58,7 @@ export function parseRequest(body: unknown): Converted<CanonicalRequest> {
           })),
         };
       }
-      case 'tool':
-      case 'function':
+      default:
         return {
           role: 'tool',
           toolCallId: m.tool_call_id ?? m.name ?? '',

@@ -40,7 +40,9 @@ export class ChatStreamParser {
       // the full (permissive) schema only for chunks the fast check does not recognise
       const parsed = chunkSchema.safeParse(raw);
       if (!parsed.success) {
-        this.warnings.push(`backend sent a chunk that is not a chat completion chunk: ${JSON.stringify(raw).slice(0, 200)}`);
+        this.warnings.push(
+          `backend sent a chunk that is not a chat completion chunk: ${JSON.stringify(raw).slice(0, 200)}`,
+        );
         return events;
       }
       chunk = parsed.data;
@@ -54,8 +56,15 @@ export class ChatStreamParser {
     }
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
-      if (choice.token_ids) (this.completionIds ??= []).push(...choice.token_ids);
-      for (const lp of choice.logprobs?.content ?? []) (this.logprobs ??= []).push(lp.logprob);
+      if (choice.token_ids) {
+        this.completionIds ??= [];
+        this.completionIds.push(...choice.token_ids);
+      }
+      const lps = choice.logprobs?.content;
+      if (lps) {
+        this.logprobs ??= [];
+        for (const lp of lps) this.logprobs.push(lp.logprob);
+      }
       const delta = choice.delta;
       const reasoning = delta?.reasoning_content ?? delta?.reasoning;
       if (reasoning) {
@@ -148,16 +157,25 @@ export function completionToEvents(
   }
   const meta = choice?.meta_info?.output_token_logprobs ?? c.meta_info?.output_token_logprobs ?? null;
   const completionTokenIds = choice?.token_ids ?? (meta ? meta.map((e) => e[1]) : null);
-  const completionLogprobs = choice?.logprobs?.content?.map((e) => e.logprob) ?? (meta ? meta.map((e) => e[0]) : null);
+  const completionLogprobs =
+    choice?.logprobs?.content?.map((e) => e.logprob) ?? (meta ? meta.map((e) => e[0]) : null);
   const promptTokenIds = c.prompt_token_ids ?? choice?.prompt_token_ids ?? null;
-  if (c.usage) response.usage = { promptTokens: c.usage.prompt_tokens, completionTokens: c.usage.completion_tokens };
+  if (c.usage)
+    response.usage = { promptTokens: c.usage.prompt_tokens, completionTokens: c.usage.completion_tokens };
   events.push({ type: 'finish', response });
-  return { events, response, tokens: { promptTokenIds, completionTokenIds, completionLogprobs }, warnings: [] };
+  return {
+    events,
+    response,
+    tokens: { promptTokenIds, completionTokenIds, completionLogprobs },
+    warnings: [],
+  };
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const optStr = (v: unknown) => v === undefined || v === null || typeof v === 'string';
-const optInts = (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.every(Number.isInteger));
+const optInts = (v: unknown) =>
+  v === undefined || v === null || (Array.isArray(v) && v.every(Number.isInteger));
 
 /**
  * The hot path: a hand-written check of exactly the fields the parser reads, for the common chunk
@@ -167,7 +185,12 @@ const optInts = (v: unknown) => v === undefined || v === null || (Array.isArray(
 function isPlainChunk(raw: unknown): raw is ChatChunk {
   if (!isObj(raw) || !optInts(raw.prompt_token_ids)) return false;
   if (raw.usage !== undefined && raw.usage !== null) {
-    if (!isObj(raw.usage) || typeof raw.usage.prompt_tokens !== 'number' || typeof raw.usage.completion_tokens !== 'number') return false;
+    if (
+      !isObj(raw.usage) ||
+      typeof raw.usage.prompt_tokens !== 'number' ||
+      typeof raw.usage.completion_tokens !== 'number'
+    )
+      return false;
   }
   if (raw.choices === undefined || raw.choices === null) return true;
   if (!Array.isArray(raw.choices)) return false;
@@ -176,7 +199,13 @@ function isPlainChunk(raw: unknown): raw is ChatChunk {
     if (choice.index !== undefined && choice.index !== null && !Number.isInteger(choice.index)) return false;
     const delta = choice.delta;
     if (delta !== undefined && delta !== null) {
-      if (!isObj(delta) || !optStr(delta.content) || !optStr(delta.reasoning_content) || !optStr(delta.reasoning)) return false;
+      if (
+        !isObj(delta) ||
+        !optStr(delta.content) ||
+        !optStr(delta.reasoning_content) ||
+        !optStr(delta.reasoning)
+      )
+        return false;
       if (delta.tool_calls !== undefined && delta.tool_calls !== null) return false; // rare: full schema
     }
     const lp = choice.logprobs;
@@ -184,7 +213,8 @@ function isPlainChunk(raw: unknown): raw is ChatChunk {
       if (!isObj(lp)) return false;
       const content = lp.content;
       if (content !== undefined && content !== null) {
-        if (!Array.isArray(content) || !content.every((e) => isObj(e) && typeof e.logprob === 'number')) return false;
+        if (!Array.isArray(content) || !content.every((e) => isObj(e) && typeof e.logprob === 'number'))
+          return false;
       }
     }
   }

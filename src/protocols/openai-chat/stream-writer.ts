@@ -35,12 +35,19 @@ export function createStreamWriter(ctx: { created: number; includeUsage?: boolea
           return chunk(
             withRole({
               tool_calls: [
-                { index: event.index, id: event.id, type: 'function', function: { name: event.name, arguments: '' } },
+                {
+                  index: event.index,
+                  id: event.id,
+                  type: 'function',
+                  function: { name: event.name, arguments: '' },
+                },
               ],
             }),
           );
         case 'tool-call-delta':
-          return chunk(withRole({ tool_calls: [{ index: event.index, function: { arguments: event.arguments } }] }));
+          return chunk(
+            withRole({ tool_calls: [{ index: event.index, function: { arguments: event.arguments } }] }),
+          );
         case 'tool-call-end':
           return '';
         case 'finish': {
@@ -64,7 +71,13 @@ export function createStreamWriter(ctx: { created: number; includeUsage?: boolea
           return out + encodeSse('[DONE]');
         }
         case 'error':
-          return encodeSse({ error: { message: event.error.message, type: errorType(event.error.status), code: event.error.kind } });
+          return encodeSse({
+            error: {
+              message: event.error.message,
+              type: errorType(event.error.status),
+              code: event.error.kind,
+            },
+          });
         default: {
           const never: never = event;
           return never;

@@ -8,12 +8,37 @@ import { resolveHarness } from '../../../src/harnesses/index.ts';
 describe('backend options', () => {
   const ok: Array<[Record<string, string | boolean>, Record<string, unknown>]> = [
     [{}, { kind: 'embedded', model: 'onnx-community/Qwen3-0.6B-ONNX' }],
-    [{ backendUrl: 'http://h/v1', model: 'm' }, { kind: 'vllm', url: 'http://h/v1', model: 'm' }],
-    [{ backend: 'sglang', backendUrl: 'http://h/v1', model: 'm', backendTimeout: '5' }, { kind: 'sglang', url: 'http://h/v1', model: 'm', timeoutMs: 5000 }],
-    [{ backend: 'openai', backendUrl: 'u', model: 'm', requireTokenIds: false }, { kind: 'openai', url: 'u', model: 'm', requireTokenIds: false }],
     [
-      { backend: 'tokens', backendUrl: 'u', model: 'm', chatTemplateKwargs: '{"enable_thinking":false}', temperature: '0.7', topP: '0.9', maxTokens: '64' },
-      { kind: 'tokens', url: 'u', model: 'm', chatTemplateKwargs: { enable_thinking: false }, temperature: 0.7, topP: 0.9, maxTokens: 64 },
+      { backendUrl: 'http://h/v1', model: 'm' },
+      { kind: 'vllm', url: 'http://h/v1', model: 'm' },
+    ],
+    [
+      { backend: 'sglang', backendUrl: 'http://h/v1', model: 'm', backendTimeout: '5' },
+      { kind: 'sglang', url: 'http://h/v1', model: 'm', timeoutMs: 5000 },
+    ],
+    [
+      { backend: 'openai', backendUrl: 'u', model: 'm', requireTokenIds: false },
+      { kind: 'openai', url: 'u', model: 'm', requireTokenIds: false },
+    ],
+    [
+      {
+        backend: 'tokens',
+        backendUrl: 'u',
+        model: 'm',
+        chatTemplateKwargs: '{"enable_thinking":false}',
+        temperature: '0.7',
+        topP: '0.9',
+        maxTokens: '64',
+      },
+      {
+        kind: 'tokens',
+        url: 'u',
+        model: 'm',
+        chatTemplateKwargs: { enable_thinking: false },
+        temperature: 0.7,
+        topP: 0.9,
+        maxTokens: 64,
+      },
     ],
   ];
   for (const [flags, expected] of ok) {
@@ -37,7 +62,10 @@ describe('backend options', () => {
   ];
   for (const [flags, message] of bad) {
     test(`rejects ${JSON.stringify(flags)}`, () => {
-      assert.throws(() => backendOptions(flags), (e: unknown) => e instanceof UsageError && message.test(e.message));
+      assert.throws(
+        () => backendOptions(flags),
+        (e: unknown) => e instanceof UsageError && message.test(e.message),
+      );
     });
   }
   test('meta pairs', () => {
@@ -45,7 +73,10 @@ describe('backend options', () => {
     assert.throws(() => parseMeta(['nokey']), /--meta nokey: expected key=value/);
   });
   test('default output names the harness', () => {
-    assert.equal(defaultOutput('codex', new Date('2026-01-02T03:04:05.678Z')), 'polar-captures/2026-01-02T03-04-05-678Z-codex.jsonl');
+    assert.equal(
+      defaultOutput('codex', new Date('2026-01-02T03:04:05.678Z')),
+      'polar-captures/2026-01-02T03-04-05-678Z-codex.jsonl',
+    );
   });
 });
 
@@ -61,5 +92,6 @@ describe('harness detection', () => {
   for (const [argv, name, expected] of cases) {
     test(`${argv.join(' ')} -> ${expected}`, () => assert.equal(resolveHarness(name, argv).name, expected));
   }
-  test('unknown --harness is a usage error', () => assert.throws(() => resolveHarness('gemini', ['x']), /--harness gemini is not one of/));
+  test('unknown --harness is a usage error', () =>
+    assert.throws(() => resolveHarness('gemini', ['x']), /--harness gemini is not one of/));
 });

@@ -37,7 +37,13 @@ describe('harness profiles', () => {
     assert.equal(p.env.ANTHROPIC_BASE_URL, 'http://127.0.0.1:4321');
     assert.equal(p.env.ANTHROPIC_AUTH_TOKEN, 'polar-key');
     assert.equal(p.env.ANTHROPIC_API_KEY, null, 'a user key is removed so the per-run token is used');
-    for (const k of ['ANTHROPIC_MODEL', 'ANTHROPIC_DEFAULT_HAIKU_MODEL', 'ANTHROPIC_DEFAULT_SONNET_MODEL', 'ANTHROPIC_DEFAULT_OPUS_MODEL', 'CLAUDE_CODE_SUBAGENT_MODEL']) {
+    for (const k of [
+      'ANTHROPIC_MODEL',
+      'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+      'ANTHROPIC_DEFAULT_SONNET_MODEL',
+      'ANTHROPIC_DEFAULT_OPUS_MODEL',
+      'CLAUDE_CODE_SUBAGENT_MODEL',
+    ]) {
       assert.equal(p.env[k], 'Qwen/Qwen3-4B', k);
     }
     assert.equal(p.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, '1');
@@ -53,7 +59,10 @@ describe('harness profiles', () => {
       const models = JSON.parse(await readFile(join(dir, 'models.json'), 'utf8'));
       const settings = JSON.parse(await readFile(join(dir, 'settings.json'), 'utf8'));
       assert.equal(models.providers.polar.api, api);
-      assert.equal(models.providers.polar.baseUrl, api === 'anthropic-messages' ? 'http://127.0.0.1:4321' : 'http://127.0.0.1:4321/v1');
+      assert.equal(
+        models.providers.polar.baseUrl,
+        api === 'anthropic-messages' ? 'http://127.0.0.1:4321' : 'http://127.0.0.1:4321/v1',
+      );
       assert.equal(models.providers.polar.apiKey, 'POLAR_API_KEY');
       assert.deepEqual(settings, { defaultProvider: 'polar', defaultModel: 'Qwen/Qwen3-4B' });
       assert.equal(p.env.PI_OFFLINE, '1');
@@ -74,7 +83,10 @@ describe('harness profiles', () => {
 
   test('codex call meta from x-codex-turn-metadata', () => {
     const meta = HARNESSES.codex.callMeta(
-      { 'session-id': 't1', 'x-codex-turn-metadata': JSON.stringify({ request_kind: 'compaction', turn_id: 'u' }) },
+      {
+        'session-id': 't1',
+        'x-codex-turn-metadata': JSON.stringify({ request_kind: 'compaction', turn_id: 'u' }),
+      },
       {},
     );
     assert.deepEqual(meta, { thread_id: 't1', request_kind: 'compaction', turn_id: 'u' });

@@ -6,9 +6,31 @@ import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const tools = {
-  chat: [{ type: 'function', function: { name: 'bash', description: 'run', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }],
-  responses: [{ type: 'function', name: 'bash', description: 'run', parameters: { type: 'object', properties: { command: { type: 'string' } } } }],
-  anthropic: [{ name: 'bash', description: 'run', input_schema: { type: 'object', properties: { command: { type: 'string' } } } }],
+  chat: [
+    {
+      type: 'function',
+      function: {
+        name: 'bash',
+        description: 'run',
+        parameters: { type: 'object', properties: { command: { type: 'string' } } },
+      },
+    },
+  ],
+  responses: [
+    {
+      type: 'function',
+      name: 'bash',
+      description: 'run',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+    },
+  ],
+  anthropic: [
+    {
+      name: 'bash',
+      description: 'run',
+      input_schema: { type: 'object', properties: { command: { type: 'string' } } },
+    },
+  ],
 };
 
 describe('front-end APIs through the proxy', () => {
@@ -25,11 +47,23 @@ describe('front-end APIs through the proxy', () => {
   });
 
   test('chat completions, non-streaming tool call', async () => {
-    const r = await post(p.url, '/v1/chat/completions', { model: 'x', messages: [{ role: 'user', content: 'ECHO hi' }], tools: tools.chat }, auth());
+    const r = await post(
+      p.url,
+      '/v1/chat/completions',
+      { model: 'x', messages: [{ role: 'user', content: 'ECHO hi' }], tools: tools.chat },
+      auth(),
+    );
     assert.equal(r.status, 200);
-    const body = (await r.json()) as { choices: Array<{ finish_reason: string; message: { tool_calls: Array<{ function: { name: string; arguments: string } }> } }> };
+    const body = (await r.json()) as {
+      choices: Array<{
+        finish_reason: string;
+        message: { tool_calls: Array<{ function: { name: string; arguments: string } }> };
+      }>;
+    };
     assert.equal(body.choices[0]!.finish_reason, 'tool_calls');
-    assert.deepEqual(JSON.parse(body.choices[0]!.message.tool_calls[0]!.function.arguments), { command: 'echo hi' });
+    assert.deepEqual(JSON.parse(body.choices[0]!.message.tool_calls[0]!.function.arguments), {
+      command: 'echo hi',
+    });
     const rec = (await p.records()).at(-1)!;
     assert.equal(rec.stream, false);
     assert.equal(rec.token_exact, true);
@@ -39,14 +73,26 @@ describe('front-end APIs through the proxy', () => {
   test('responses, non-streaming and streaming', async () => {
     const r = await post(p.url, '/v1/responses', { model: 'x', input: 'Say hi' }, auth());
     assert.equal(r.status, 200);
-    const body = (await r.json()) as { object: string; status: string; output: Array<{ type: string; content?: Array<{ text: string }> }> };
+    const body = (await r.json()) as {
+      object: string;
+      status: string;
+      output: Array<{ type: string; content?: Array<{ text: string }> }>;
+    };
     assert.equal(body.object, 'response');
     assert.equal(body.status, 'completed');
     const message = body.output.find((o) => o.type === 'message');
     assert.equal(message?.content?.[0]?.text, 'Hello from the stand-in.');
-    assert.ok(body.output.some((o) => o.type === 'reasoning'), 'reasoning item returned');
+    assert.ok(
+      body.output.some((o) => o.type === 'reasoning'),
+      'reasoning item returned',
+    );
 
-    const s = await post(p.url, '/v1/responses', { model: 'x', input: 'ECHO hi', tools: tools.responses, stream: true }, auth());
+    const s = await post(
+      p.url,
+      '/v1/responses',
+      { model: 'x', input: 'ECHO hi', tools: tools.responses, stream: true },
+      auth(),
+    );
     assert.equal(s.status, 200);
     assert.match(s.headers.get('content-type') ?? '', /text\/event-stream/);
     const types = decodeSse(await s.text()).map((e) => e.event);
@@ -61,16 +107,40 @@ describe('front-end APIs through the proxy', () => {
       { role: 'user', content: 'Say hi' },
       { role: 'system', content: 'Be brief.' },
     ];
-    const r = await post(p.url, '/v1/messages?beta=true', { model: 'claude-sonnet', max_tokens: 64, messages }, { ...auth(), 'anthropic-version': '2023-06-01' });
+    const r = await post(
+      p.url,
+      '/v1/messages?beta=true',
+      { model: 'claude-sonnet', max_tokens: 64, messages },
+      { ...auth(), 'anthropic-version': '2023-06-01' },
+    );
     assert.equal(r.status, 200, await r.clone().text());
-    const body = (await r.json()) as { type: string; content: Array<{ type: string; text?: string }>; stop_reason: string };
+    const body = (await r.json()) as {
+      type: string;
+      content: Array<{ type: string; text?: string }>;
+      stop_reason: string;
+    };
     assert.equal(body.type, 'message');
     assert.equal(body.stop_reason, 'end_turn');
     assert.equal(body.content.find((c) => c.type === 'text')?.text, 'Hello from the stand-in.');
     const served = standin.calls.at(-1)!;
-    assert.match(served.promptText, /<\|im_start\|>system\nBe brief\.<\|im_end\|>/, 'mid-conversation system reached the template');
+    assert.match(
+      served.promptText,
+      /<\|im_start\|>system\nBe brief\.<\|im_end\|>/,
+      'mid-conversation system reached the template',
+    );
 
-    const s = await post(p.url, '/v1/messages', { model: 'claude-sonnet', max_tokens: 64, messages: [{ role: 'user', content: 'ECHO hi' }], tools: tools.anthropic, stream: true }, auth());
+    const s = await post(
+      p.url,
+      '/v1/messages',
+      {
+        model: 'claude-sonnet',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'ECHO hi' }],
+        tools: tools.anthropic,
+        stream: true,
+      },
+      auth(),
+    );
     const events = decodeSse(await s.text());
     const types = events.map((e) => e.event);
     assert.equal(types[0], 'message_start');
@@ -80,7 +150,12 @@ describe('front-end APIs through the proxy', () => {
   });
 
   test('count_tokens uses the server tokenizer', async () => {
-    const r = await post(p.url, '/v1/messages/count_tokens?beta=true', { model: 'x', messages: [{ role: 'user', content: 'hello there' }] }, auth());
+    const r = await post(
+      p.url,
+      '/v1/messages/count_tokens?beta=true',
+      { model: 'x', messages: [{ role: 'user', content: 'hello there' }] },
+      auth(),
+    );
     assert.equal(r.status, 200);
     const body = (await r.json()) as { input_tokens: number };
     assert.ok(body.input_tokens > 3 && body.input_tokens < 30, String(body.input_tokens));
@@ -91,8 +166,13 @@ describe('front-end APIs through the proxy', () => {
 
   test('/v1/models lists the served model in either shape', async () => {
     const r = await fetch(`${p.url}/v1/models`, { headers: auth() });
-    assert.deepEqual(((await r.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id), ['Qwen/Qwen3-4B']);
-    const a = await fetch(`${p.url}/v1/models`, { headers: { 'x-api-key': p.key, 'anthropic-version': '2023-06-01' } });
+    assert.deepEqual(
+      ((await r.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id),
+      ['Qwen/Qwen3-4B'],
+    );
+    const a = await fetch(`${p.url}/v1/models`, {
+      headers: { 'x-api-key': p.key, 'anthropic-version': '2023-06-01' },
+    });
     const body = (await a.json()) as { data: Array<{ type: string }>; has_more: boolean };
     assert.equal(body.data[0]!.type, 'model');
     assert.equal(body.has_more, false);
@@ -103,7 +183,12 @@ describe('front-end APIs through the proxy', () => {
     const n = 12;
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) =>
-        post(p.url, '/v1/chat/completions', { model: 'x', stream: true, messages: [{ role: 'user', content: `hi ${i}` }] }, auth()).then((r) => r.text()),
+        post(
+          p.url,
+          '/v1/chat/completions',
+          { model: 'x', stream: true, messages: [{ role: 'user', content: `hi ${i}` }] },
+          auth(),
+        ).then((r) => r.text()),
       ),
     );
     assert.ok(results.every((t) => t.includes('[DONE]')));
@@ -111,7 +196,11 @@ describe('front-end APIs through the proxy', () => {
     assert.equal(recs.length, n);
     assert.equal(new Set(recs.map((r) => r.id)).size, n);
     for (const rec of recs) {
-      const served = standin.calls.find((c) => c.promptIds.length === rec.prompt_token_ids?.length && c.promptText.includes(JSON.stringify(rec.canonical_request).match(/hi \d+/)![0]));
+      const served = standin.calls.find(
+        (c) =>
+          c.promptIds.length === rec.prompt_token_ids?.length &&
+          c.promptText.includes(JSON.stringify(rec.canonical_request).match(/hi \d+/)![0]),
+      );
       assert.ok(served, 'the record matches the call the backend served');
       assert.deepEqual(rec.completion_token_ids, served.completionIds);
     }

@@ -29,7 +29,10 @@ describe('proxy faults', () => {
     const r1 = await post(p.url, '/v1/chat/completions', chatBody());
     assert.equal(r1.status, 401);
     assert.equal(((await r1.json()) as { error: { type: string } }).error.type, 'authentication_error');
-    const r2 = await post(p.url, '/v1/messages', anthropicBody, { 'x-api-key': 'wrong', 'anthropic-version': '2023-06-01' });
+    const r2 = await post(p.url, '/v1/messages', anthropicBody, {
+      'x-api-key': 'wrong',
+      'anthropic-version': '2023-06-01',
+    });
     assert.equal(r2.status, 401);
     const b2 = (await r2.json()) as { type: string; error: { type: string } };
     assert.equal(b2.type, 'error');
@@ -50,7 +53,12 @@ describe('proxy faults', () => {
   });
 
   test('schema-invalid body names the field (anthropic shape)', async () => {
-    const r = await post(p.url, '/v1/messages', { model: 'x', messages: 'nope' }, { ...auth(), 'anthropic-version': '2023-06-01' });
+    const r = await post(
+      p.url,
+      '/v1/messages',
+      { model: 'x', messages: 'nope' },
+      { ...auth(), 'anthropic-version': '2023-06-01' },
+    );
     assert.equal(r.status, 400);
     const body = (await r.json()) as { type: string; error: { type: string; message: string } };
     assert.equal(body.error.type, 'invalid_request_error');
@@ -116,7 +124,12 @@ describe('proxy faults', () => {
     const port = await freePort();
     const q = await startProxy({ url: `http://127.0.0.1:${port}/v1` });
     try {
-      const r = await post(q.url, '/v1/responses', { ...responsesBody, stream: true }, { authorization: `Bearer ${q.key}` });
+      const r = await post(
+        q.url,
+        '/v1/responses',
+        { ...responsesBody, stream: true },
+        { authorization: `Bearer ${q.key}` },
+      );
       assert.equal(r.status, 502);
       const body = (await r.json()) as { error: { message: string } };
       assert.match(body.error.message, /unreachable/);
@@ -137,7 +150,11 @@ describe('proxy faults', () => {
     assert.equal(last.token_exact, true);
     assert.deepEqual(last.completion_token_ids, standin.calls.at(-1)!.completionIds);
     const seqs = records.map((x) => x.seq);
-    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'seq increases');
+    assert.deepEqual(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+      'seq increases',
+    );
   });
 });
 
