@@ -14,7 +14,8 @@ export function foldResponses(evts: Event[]) {
     assert.equal(e.data.sequence_number, i, `sequence_number of event ${i}`);
     assert.equal(finalType, undefined, `no event after ${finalType}`);
     const itemId = e.data.item_id as string | undefined;
-    if (itemId !== undefined) assert.ok(open.has(itemId), `${e.type} for ${itemId} comes after output_item.added`);
+    if (itemId !== undefined)
+      assert.ok(open.has(itemId), `${e.type} for ${itemId} comes after output_item.added`);
     switch (e.type) {
       case 'response.output_item.added': {
         const item = e.data.item as Obj;
@@ -43,7 +44,8 @@ export function foldResponses(evts: Event[]) {
         assert.equal(e.data.output_index, done.length, 'items finish in output order');
         if (item.type === 'function_call') assert.equal(item.arguments, acc.args);
         if (item.type === 'message') assert.equal(((item.content as Obj[])[0] as Obj).text, acc.text);
-        if (item.type === 'reasoning') assert.equal(((item.summary as Obj[])[0] as Obj | undefined)?.text ?? '', acc.text);
+        if (item.type === 'reasoning')
+          assert.equal(((item.summary as Obj[])[0] as Obj | undefined)?.text ?? '', acc.text);
         open.delete(item.id as string);
         done.push(item);
         break;
@@ -62,7 +64,7 @@ export function foldResponses(evts: Event[]) {
 }
 
 /** Anthropic (Claude Code/Pi): the Anthropic SDK's accumulation of a Message from its events. */
-export function foldAnthropic(evts: Event[]) {
+export function foldAnthropic(evts: Event[]): { message: Obj; error: Obj | undefined } {
   let message: Obj | undefined;
   const json = new Map<number, string>();
   let openIndex: number | undefined;
@@ -70,7 +72,7 @@ export function foldAnthropic(evts: Event[]) {
   for (const e of evts) {
     assert.ok(!stopped, 'nothing after message_stop');
     if (e.type === 'ping') continue;
-    if (e.type === 'error') return { message, error: e.data.error as Obj };
+    if (e.type === 'error') return { message: message ?? {}, error: e.data.error as Obj };
     if (e.type === 'message_start') {
       assert.equal(message, undefined, 'one message_start');
       message = structuredClone(e.data.message as Obj);
@@ -91,9 +93,11 @@ export function foldAnthropic(evts: Event[]) {
         const block = content[index]!;
         const d = e.data.delta as Obj;
         if (d.type === 'text_delta') block.text = (block.text as string) + (d.text as string);
-        else if (d.type === 'thinking_delta') block.thinking = (block.thinking as string) + (d.thinking as string);
+        else if (d.type === 'thinking_delta')
+          block.thinking = (block.thinking as string) + (d.thinking as string);
         else if (d.type === 'signature_delta') block.signature = d.signature;
-        else if (d.type === 'input_json_delta') json.set(index, (json.get(index) ?? '') + (d.partial_json as string));
+        else if (d.type === 'input_json_delta')
+          json.set(index, (json.get(index) ?? '') + (d.partial_json as string));
         else assert.fail(`unknown delta ${String(d.type)}`);
         break;
       }

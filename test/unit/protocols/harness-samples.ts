@@ -24,12 +24,20 @@ const schemaOf = (params: string[]) => ({
   properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])),
 });
 
-type Reduced = { type?: string; name: string | null; params?: string[]; tools?: string[] } & Record<string, unknown>;
+type Reduced = { type?: string; name: string | null; params?: string[]; tools?: string[] } & Record<
+  string,
+  unknown
+>;
 
 function expandTool(t: Reduced, api: 'responses' | 'anthropic'): unknown {
   const { params, tools, ...rest } = t;
   if (t.type === 'namespace') {
-    const sub = (tools ?? []).map((name) => ({ type: 'function', name, description: `${name} tool`, parameters: schemaOf([]) }));
+    const sub = (tools ?? []).map((name) => ({
+      type: 'function',
+      name,
+      description: `${name} tool`,
+      parameters: schemaOf([]),
+    }));
     return { ...rest, description: `${t.name} tools`, tools: sub };
   }
   if (!params) return rest;
@@ -39,7 +47,10 @@ function expandTool(t: Reduced, api: 'responses' | 'anthropic'): unknown {
 }
 
 export function loadSample(name: string): Sample {
-  const json = JSON.parse(readFileSync(new URL(name, DIR), 'utf8')) as { body: Record<string, unknown>; response: string };
+  const json = JSON.parse(readFileSync(new URL(name, DIR), 'utf8')) as {
+    body: Record<string, unknown>;
+    response: string;
+  };
   const api = name.startsWith('claude') || name.startsWith('pi-anthropic') ? 'anthropic' : 'responses';
   const reduced = (json.body.tools as { tools?: Reduced[] } | undefined)?.tools;
   const body = { ...json.body, ...(reduced ? { tools: reduced.map((t) => expandTool(t, api)) } : {}) };
