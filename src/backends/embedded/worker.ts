@@ -1,0 +1,174 @@
+/**
+ * The embedded engine's worker thread: loads a causal LM with Transformers.js (onnxruntime-node) and
+ * generates with polar's own sampler, streaming ids and logprobs back. Runs in a worker so that
+ * `session.run`, a blocking native call, never stalls the proxy's event loop.
+ *
+ * Generation drives Transformers.js's `generate()` (it owns the KV cache for every architecture) with
+ * a logits processor that draws the token itself (sampling.ts) and masks every other logit, so the
+ * library's greedy pick is polar's sample. Abort is a flag in shared memory, read by a stopping
+ * criterion between steps.
+ */
+import { parentPort } from 'node:worker_threads';
+import {
+  AutoModelForCausalLM,
+  env,
+  LogitsProcessor,
+  StoppingCriteria,
+  Tensor,
+} from '@huggingface/transformers';
+import { sampleToken, seededRandom } from './sampling.ts';
+
+export interface InitMessage {
+  type: 'init';
+  source: string;
+  local: boolean;
+  allowRemote: boolean;
+  dtype: string;
+  device: string;
+  threads: number;
+  cacheDir?: string;
+}
+
+export interface GenerateMessage {
+  type: 'generate';
+  id: number;
+  promptIds: number[];
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  topK?: number;
+  seed: number;
+  stopTokenIds: number[];
+  abort: SharedArrayBuffer;
+}
+
+export type WorkerReply =
+  | { type: 'ready'; device: string; warnings: string[] }
+  | { type: 'init-error'; message: string }
+  | { type: 'tokens'; id: number; ids: number[]; logprobs: number[] }
+  | { type: 'done'; id: number; finishReason: 'stop' | 'length' }
+  | { type: 'error'; id: number; message: string };
+
+type Model = Awaited<ReturnType<typeof AutoModelForCausalLM.from_pretrained>>;
+
+const port = parentPort!;
+let model: Model | null = null;
+
+function post(message: WorkerReply): void {
+  port.postMessage(message);
+}
+
+class PolarSampler extends LogitsProcessor {
+  constructor(
+    private readonly message: GenerateMessage,
+    private readonly random: () => number,
+    private readonly onToken: (id: number, logprob: number) => void,
+  ) {
+    super();
+  }
+
+  override _call(_inputIds: bigint[][], logits: Tensor): Tensor {
+    const data = logits.data as Float32Array;
+    const { id, logprob } = sampleToken(data, this.message, this.random);
+    this.onToken(id, logprob);
+    data.fill(Number.NEGATIVE_INFINITY);
+    data[id] = 0;
+    return logits;
+  }
+}
+
+class AbortCriteria extends StoppingCriteria {
+  constructor(private readonly flag: Int32Array) {
+    super();
+  }
+  override _call(inputIds: number[][]): boolean[] {
+    const stop = Atomics.load(this.flag, 0) !== 0;
+    return inputIds.map(() => stop);
+  }
+}
+
+async function init(message: InitMessage): Promise<void> {
+  env.allowRemoteModels = message.allowRemote && !message.local;
+  if (message.cacheDir) env.cacheDir = message.cacheDir;
+  const warnings: string[] = [];
+  const load = (device: string) =>
+    AutoModelForCausalLM.from_pretrained(message.source, {
+      local_files_only: message.local,
+      dtype: message.dtype as never,
+      device: device as never,
+      session_options: { intraOpNumThreads: message.threads, interOpNumThreads: 1 } as never,
+    });
+  let device = message.device;
+  try {
+    model = await load(device);
+  } catch (error) {
+    if (device === 'cpu') throw error;
+    warnings.push(`could not load on ${device} (${(error as Error).message}); using the CPU`);
+    device = 'cpu';
+    model = await load(device);
+  }
+  post({ type: 'ready', device, warnings });
+}
+
+async function generate(message: GenerateMessage): Promise<void> {
+  if (!model) throw new Error('model not loaded');
+  const flag = new Int32Array(message.abort);
+  const stops = new Set(message.stopTokenIds);
+  const sampled: number[] = [];
+  const logprobs: number[] = [];
+  let pending: { ids: number[]; logprobs: number[] } = { ids: [], logprobs: [] };
+  const sampler = new PolarSampler(message, seededRandom(message.seed), (id, lp) => {
+    sampled.push(id);
+    logprobs.push(lp);
+    pending.ids.push(id);
+    pending.logprobs.push(lp);
+  });
+  const streamer = {
+    first: true,
+    put(_value: bigint[][]) {
+      if (this.first) {
+        this.first = false;
+        return;
+      }
+      if (pending.ids.length > 0) {
+        post({ type: 'tokens', id: message.id, ...pending });
+        pending = { ids: [], logprobs: [] };
+      }
+    },
+    end() {},
+  };
+  const n = message.promptIds.length;
+  const inputIds = new Tensor('int64', BigInt64Array.from(message.promptIds, BigInt), [1, n]);
+  const attention = new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
+  await model.generate({
+    input_ids: inputIds,
+    attention_mask: attention,
+    max_new_tokens: message.maxTokens,
+    do_sample: false,
+    num_beams: 1,
+    repetition_penalty: 1.0,
+    no_repeat_ngram_size: 0,
+    min_new_tokens: null,
+    eos_token_id: message.stopTokenIds,
+    logits_processor: [sampler],
+    stopping_criteria: [new AbortCriteria(flag)],
+    streamer,
+  } as never);
+  if (pending.ids.length > 0) post({ type: 'tokens', id: message.id, ...pending });
+  const last = sampled[sampled.length - 1];
+  post({
+    type: 'done',
+    id: message.id,
+    finishReason: last !== undefined && stops.has(last) ? 'stop' : 'length',
+  });
+}
+
+port.on('message', (message: InitMessage | GenerateMessage) => {
+  if (message.type === 'init') {
+    init(message).catch((error: unknown) => post({ type: 'init-error', message: (error as Error).message }));
+  } else if (message.type === 'generate') {
+    generate(message).catch((error: unknown) =>
+      post({ type: 'error', id: message.id, message: (error as Error).message }),
+    );
+  }
+});

@@ -1,0 +1,284 @@
+/**
+ * The token-in/token-out seam shared by `--backend tokens` (vLLM /v1/completions, SGLang /generate)
+ * and `--backend embedded` (in-process Transformers.js): prompt ids in, sampled ids and their
+ * logprobs out. Prompt rendering, splicing and output parsing sit above it (src/backends/tokens.ts),
+ * once for both.
+ */
+import type { ProxyFault } from '../protocols/canonical.ts';
+import { fault } from '../protocols/canonical.ts';
+import { SseDecoder } from '../protocols/sse.ts';
+import type { CallRecorder } from './types.ts';
+
+export interface GenerateParams {
+  promptIds: number[];
+  maxTokens: number;
+  /** 0 means greedy */
+  temperature: number;
+  topP: number;
+  topK?: number;
+  seed?: number;
+  stopTokenIds: number[];
+  /** stop strings (passed to servers that take them; the embedded engine ignores them) */
+  stop?: string[];
+}
+
+export interface TokenChunk {
+  ids: number[];
+  /** logprob of each sampled id under the sampling distribution; null where the server gave none */
+  logprobs: (number | null)[];
+}
+
+export interface GenerateOutcome {
+  finishReason: 'stop' | 'length';
+  /** the prompt ids the server says it used, when it tells */
+  serverPromptIds: number[] | null;
+}
+
+export interface GeneratorContext {
+  signal: AbortSignal;
+  recorder: CallRecorder;
+}
+
+export interface TokenGenerator {
+  readonly kind: string;
+  readonly url: string | null;
+  /** model name sent to the server */
+  readonly model: string;
+  generate(params: GenerateParams, context: GeneratorContext): AsyncGenerator<TokenChunk, GenerateOutcome>;
+  close(): Promise<void>;
+}
+
+/** A fault a generator raises; the backend turns it into the stream's `error` event. */
+export class GeneratorFault extends Error {
+  readonly fault: ProxyFault;
+  constructor(kind: ProxyFault['kind'], message: string) {
+    super(message);
+    this.fault = fault(kind, message);
+  }
+}
+
+export type CompletionServer = 'vllm' | 'sglang';
+
+/** Strips a trailing slash and a trailing `/v1` so both `http://h:8000` and `http://h:8000/v1` work. */
+export function serverBase(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
+}
+
+/** HTTP token generator for vLLM (/v1/completions, streamed) and SGLang (/generate). */
+export class HttpCompletions implements TokenGenerator {
+  readonly kind: string;
+  readonly url: string;
+  private readonly base: string;
+
+  constructor(
+    readonly server: CompletionServer,
+    url: string,
+    readonly model: string,
+    private readonly options: { apiKey?: string; timeoutMs?: number } = {},
+  ) {
+    this.kind = server;
+    this.base = serverBase(url);
+    this.url = server === 'vllm' ? `${this.base}/v1/completions` : `${this.base}/generate`;
+  }
+
+  async close(): Promise<void> {}
+
+  async *generate(
+    params: GenerateParams,
+    context: GeneratorContext,
+  ): AsyncGenerator<TokenChunk, GenerateOutcome> {
+    const body = this.server === 'vllm' ? this.vllmBody(params) : this.sglangBody(params);
+    context.recorder.backendRequest(this.url, body);
+    const timeoutMs = this.options.timeoutMs ?? 600_000;
+    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
+    let response: Response;
+    try {
+      response = await fetch(this.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+        },
+        body: JSON.stringify(body),
+        signal,
+      });
+    } catch (error) {
+      throw this.transportFault(error, signal, timeoutMs);
+    }
+    if (!response.ok) {
+      const text = await response.text().catch(() => '');
+      throw new GeneratorFault(
+        'backend_error',
+        `${this.url} answered ${response.status}: ${text.slice(0, 500)}`,
+      );
+    }
+    try {
+      if (this.server === 'vllm') return yield* this.readVllm(response);
+      return yield* this.readSglang(response);
+    } catch (error) {
+      if (error instanceof GeneratorFault) throw error;
+      throw this.transportFault(error, signal, timeoutMs);
+    }
+  }
+
+  private transportFault(error: unknown, signal: AbortSignal, timeoutMs: number): GeneratorFault {
+    if (signal.aborted) {
+      const reason = signal.reason as { name?: string } | undefined;
+      if (reason?.name === 'TimeoutError') {
+        return new GeneratorFault('backend_timeout', `${this.url} did not finish within ${timeoutMs} ms`);
+      }
+      return new GeneratorFault('backend_error', 'the call was cancelled');
+    }
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const detail = cause?.code ?? cause?.message ?? (error as Error).message;
+    return new GeneratorFault('backend_unreachable', `cannot reach ${this.url}: ${detail}`);
+  }
+
+  private vllmBody(params: GenerateParams): Record<string, unknown> {
+    return {
+      model: this.model,
+      prompt: params.promptIds,
+      max_tokens: params.maxTokens,
+      temperature: params.temperature,
+      top_p: params.topP,
+      ...(params.topK !== undefined ? { top_k: params.topK } : {}),
+      ...(params.seed !== undefined ? { seed: params.seed } : {}),
+      ...(params.stop?.length ? { stop: params.stop } : {}),
+      stop_token_ids: params.stopTokenIds,
+      logprobs: 1,
+      return_token_ids: true,
+      skip_special_tokens: false,
+      stream: true,
+    };
+  }
+
+  private sglangBody(params: GenerateParams): Record<string, unknown> {
+    return {
+      input_ids: params.promptIds,
+      sampling_params: {
+        max_new_tokens: params.maxTokens,
+        temperature: params.temperature,
+        top_p: params.topP,
+        ...(params.topK !== undefined ? { top_k: params.topK } : {}),
+        ...(params.stop?.length ? { stop: params.stop } : {}),
+        stop_token_ids: params.stopTokenIds,
+        skip_special_tokens: false,
+      },
+      ...(params.seed !== undefined ? { sampling_seed: params.seed } : {}),
+      return_logprob: true,
+      stream: false,
+    };
+  }
+
+  private async *readVllm(response: Response): AsyncGenerator<TokenChunk, GenerateOutcome> {
+    if (!response.body) throw new GeneratorFault('backend_error', `${this.url} sent no body`);
+    const decoder = new SseDecoder();
+    const text = new TextDecoder();
+    let serverPromptIds: number[] | null = null;
+    let finishReason: 'stop' | 'length' | null = null;
+    let done = false;
+    const handle = function* (this: HttpCompletions, data: string): Generator<TokenChunk> {
+      if (data.trim() === '[DONE]') {
+        done = true;
+        return;
+      }
+      let chunk: VllmChunk;
+      try {
+        chunk = JSON.parse(data) as VllmChunk;
+      } catch {
+        throw new GeneratorFault('backend_error', `${this.url} sent a stream event that is not JSON`);
+      }
+      if (chunk.error)
+        throw new GeneratorFault('backend_error', `${this.url}: ${chunk.error.message ?? 'error'}`);
+      const choice = chunk.choices?.[0];
+      const promptIds = chunk.prompt_token_ids ?? choice?.prompt_token_ids;
+      if (Array.isArray(promptIds)) serverPromptIds = promptIds;
+      if (!choice) return;
+      const ids = choice.token_ids ?? idsFromTokens(choice.logprobs?.tokens);
+      if (!ids) {
+        if (choice.text) {
+          throw new GeneratorFault(
+            'backend_no_token_ids',
+            `${this.url} returned text without token ids (vLLM >= 0.10.2 with return_token_ids is needed)`,
+          );
+        }
+      } else if (ids.length > 0) {
+        const lps = choice.logprobs?.token_logprobs ?? [];
+        yield { ids, logprobs: ids.map((_, i) => (typeof lps[i] === 'number' ? (lps[i] as number) : null)) };
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
+    };
+    for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
+      for (const event of decoder.push(text.decode(bytes, { stream: true })))
+        yield* handle.call(this, event.data);
+    }
+    for (const event of decoder.flush()) yield* handle.call(this, event.data);
+    if (!done && finishReason === null) {
+      throw new GeneratorFault('backend_error', `${this.url} closed the stream before it finished`);
+    }
+    return { finishReason: finishReason ?? 'stop', serverPromptIds };
+  }
+
+  private async *readSglang(response: Response): AsyncGenerator<TokenChunk, GenerateOutcome> {
+    let body: SglangResponse;
+    try {
+      body = (await response.json()) as SglangResponse;
+    } catch {
+      throw new GeneratorFault('backend_error', `${this.url} answered with a body that is not JSON`);
+    }
+    const entry = Array.isArray(body) ? body[0] : body;
+    const triples = entry?.meta_info?.output_token_logprobs;
+    let ids: number[] | undefined;
+    let logprobs: (number | null)[] = [];
+    if (Array.isArray(triples)) {
+      ids = triples.map((t) => Number(t[1]));
+      logprobs = triples.map((t) => (typeof t[0] === 'number' ? t[0] : null));
+    } else if (Array.isArray(entry?.output_ids)) {
+      ids = entry.output_ids;
+      logprobs = ids.map(() => null);
+    }
+    if (!ids) {
+      throw new GeneratorFault(
+        'backend_no_token_ids',
+        `${this.url} returned no output_token_logprobs (return_logprob)`,
+      );
+    }
+    if (ids.length > 0) yield { ids, logprobs };
+    const finish = entry?.meta_info?.finish_reason;
+    const type = typeof finish === 'string' ? finish : finish?.type;
+    return { finishReason: type === 'length' ? 'length' : 'stop', serverPromptIds: null };
+  }
+}
+
+function idsFromTokens(tokens: unknown): number[] | undefined {
+  if (!Array.isArray(tokens) || tokens.length === 0) return undefined;
+  const ids: number[] = [];
+  for (const token of tokens) {
+    const m = typeof token === 'string' ? /^token_id:(\d+)$/.exec(token) : null;
+    if (!m) return undefined;
+    ids.push(Number(m[1]));
+  }
+  return ids;
+}
+
+interface VllmChunk {
+  error?: { message?: string };
+  prompt_token_ids?: number[];
+  choices?: {
+    text?: string;
+    token_ids?: number[];
+    prompt_token_ids?: number[];
+    finish_reason?: string | null;
+    logprobs?: { token_logprobs?: (number | null)[]; tokens?: string[] } | null;
+  }[];
+}
+
+type SglangEntry = {
+  text?: string;
+  output_ids?: number[];
+  meta_info?: {
+    output_token_logprobs?: [number | null, number, string | null][];
+    finish_reason?: string | { type?: string } | null;
+  };
+};
+type SglangResponse = SglangEntry | SglangEntry[];

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AutoModelForCausalLM, env, Tensor } from '@huggingface/transformers';
+import { buildTinyModel, makeTinyModel } from '../../../scripts/make-tiny-model.ts';
+import { createEmbeddedBackend } from '../../../src/backends/embedded/index.ts';
+import type { TokenBackend } from '../../../src/backends/tokens.ts';
+import type { Backend } from '../../../src/backends/types.ts';
+import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
+import { collect, context, isPrefix, recorder } from './support.ts';
+
+let dir: string;
+let backend: Backend;
+
+before(async () => {
+  dir = makeTinyModel(mkdtempSync(join(tmpdir(), 'polar-tiny-')));
+  backend = await createEmbeddedBackend({
+    kind: 'embedded',
+    model: dir,
+    embedded: { threads: 1, allowRemote: false },
+  });
+});
+after(async () => {
+  await backend?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const req = (text: string, extra: Partial<CanonicalRequest> = {}): CanonicalRequest => ({
+  model: 'tiny',
+  messages: [{ role: 'user', content: [{ type: 'text', text }] }],
+  tools: [],
+  stream: true,
+  maxTokens: 16,
+  temperature: 0,
+  ...extra,
+});
+
+async function run(request: CanonicalRequest, state = new Map<string, unknown>(), callId = 'c') {
+  const rec = recorder();
+  const out = await collect(backend.generate(request, context(callId, state, rec.recorder)));
+  return { ...out, recorded: rec.recorded };
+}
+
+/** logprob of each completion token by a cache-free forward pass over each prefix */
+async function rescore(prompt: number[], completion: number[], temperature: number): Promise<number[]> {
+  env.allowRemoteModels = false;
+  const model = await AutoModelForCausalLM.from_pretrained(dir, { local_files_only: true, dtype: 'fp32' });
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < completion.length; i++) {
+      const seq = [...prompt, ...completion.slice(0, i)];
+      const input_ids = new Tensor('int64', BigInt64Array.from(seq, BigInt), [1, seq.length]);
+      const attention_mask = new Tensor('int64', new BigInt64Array(seq.length).fill(1n), [1, seq.length]);
+      const { logits } = (await model({ input_ids, attention_mask })) as { logits: Tensor };
+      const row = logits.data as Float32Array;
+      let max = Number.NEGATIVE_INFINITY;
+      for (const v of row) if (v / temperature > max) max = v / temperature;
+      let sum = 0;
+      for (const v of row) sum += Math.exp(v / temperature - max);
+      out.push(row[completion[i]!]! / temperature - max - Math.log(sum));
+    }
+  } finally {
+    await model.dispose();
+  }
+  return out;
+}
+
+describe('embedded backend on the tiny random model (offline)', () => {
+  it('builds the same model bytes from the same seed', () => {
+    const bytes = readFileSync(join(dir, 'onnx', 'model.onnx'));
+    assert.ok(Buffer.from(buildTinyModel(151669)).equals(bytes));
+    assert.ok(!Buffer.from(buildTinyModel(151669, { seed: 7 })).equals(bytes));
+  });
+
+  it('answers end to end with ids and logprobs consistent with the model (greedy)', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const { events, response, recorded } = await run(req('Say something.'));
+    clearInterval(timer);
+    assert.equal(events[0]!.type, 'start');
+    assert.ok(response, JSON.stringify(events.at(-1)));
+    const ids = recorded.tokens!.completionTokenIds!;
+    const lps = recorded.tokens!.completionLogprobs!;
+    assert.ok(ids.length > 0 && ids.length <= 16);
+    assert.equal(lps.length, ids.length);
+    assert.ok(lps.every((lp) => lp <= 0 && Number.isFinite(lp)));
+    assert.equal(response.usage.completionTokens, ids.length);
+    // the event loop kept running while the worker generated
+    assert.ok(ticks > 0);
+    const again = await run(req('Say something.'));
+    assert.deepEqual(again.recorded.tokens!.completionTokenIds, ids);
+    const scored = await rescore(recorded.tokens!.promptTokenIds!, ids, 1);
+    for (const [i, s] of scored.entries())
+      assert.ok(Math.abs(s - lps[i]!) < 1e-3, `token ${i}: ${s} vs ${lps[i]}`);
+  });
+
+  it('samples reproducibly with a seed, logprobs under the sampling distribution', async () => {
+    const b = backend as TokenBackend;
+    const prompt = (await b.countTokens(req('hi'), context('x', new Map(), recorder().recorder))).tokens;
+    assert.ok(prompt > 0);
+    const sample = async (seed: number) => {
+      const chunks: { ids: number[]; logprobs: (number | null)[] }[] = [];
+      const gen = b.generator.generate(
+        {
+          promptIds: b.prepare(req('hi'), context('x', new Map(), recorder().recorder)).ids,
+          maxTokens: 8,
+          temperature: 0.7,
+          topP: 1,
+          seed,
+          stopTokenIds: [],
+        },
+        { signal: new AbortController().signal, recorder: recorder().recorder },
+      );
+      for (let r = await gen.next(); !r.done; r = await gen.next()) chunks.push(r.value);
+      return { ids: chunks.flatMap((c) => c.ids), logprobs: chunks.flatMap((c) => c.logprobs) as number[] };
+    };
+    const a = await sample(11);
+    const c = await sample(11);
+    assert.deepEqual(a, c);
+    assert.equal(a.ids.length, 8);
+    const promptIds = b.prepare(req('hi'), context('x', new Map(), recorder().recorder)).ids;
+    const scored = await rescore(promptIds, a.ids, 0.7);
+    for (const [i, s] of scored.entries()) {
+      assert.ok(Math.abs(s - a.logprobs[i]!) < 1e-3, `token ${i}: ${s} vs ${a.logprobs[i]}`);
+    }
+  });
+
+  it('shares splicing with the tokens backend: the second call extends the first', async () => {
+    const state = new Map<string, unknown>();
+    const first = await run(req('one'), state, 'e1');
+    const messages = [
+      ...req('one').messages,
+      { role: 'assistant' as const, content: first.response!.content, toolCalls: [] },
+      { role: 'user' as const, content: [{ type: 'text' as const, text: 'two' }] },
+    ];
+    const second = await run(req('two', { messages }), state, 'e2');
+    const t1 = first.recorded.tokens!;
+    assert.ok(
+      isPrefix([...t1.promptTokenIds!, ...t1.completionTokenIds!], second.recorded.tokens!.promptTokenIds!),
+    );
+    assert.equal((second.recorded.info.splices as unknown[]).length, 1);
+  });
+
+  it('stops when the call is aborted', async () => {
+    const controller = new AbortController();
+    const rec = recorder();
+    const events = [];
+    const ctx = { ...context('ab', new Map(), rec.recorder), signal: controller.signal };
+    for await (const e of backend.generate(req('x', { maxTokens: 100000 }), ctx)) {
+      events.push(e);
+      if (events.length === 2) controller.abort();
+    }
+    const last = events.at(-1)!;
+    assert.equal(last.type, 'error');
+    assert.match(last.type === 'error' ? last.error.message : '', /cancelled/);
+    // the engine is free again afterwards
+    const next = await run(req('y', { maxTokens: 2 }));
+    assert.ok(next.response);
+  });
+});
