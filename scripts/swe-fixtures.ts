@@ -1,0 +1,198 @@
+/**
+ * Builds the mini SWE-bench fixture (fixtures/swe/): one git repository per fixtures/swe/src/<owner>/<name>
+ * tree, committed once with a fixed author, committer and date so base_commit is the same on every
+ * machine, into fixtures/swe/repos/ (ignored by git: nested repositories cannot be committed). With
+ * --write it also regenerates fixtures/swe/mini.jsonl from fixtures/swe/tasks/<id>/ (meta.json, fix/
+ * = files after the gold fix, tests/ = test files after the test patch), diffing with git.
+ *
+ *   node --import tsx scripts/swe-fixtures.ts            build repos, check mini.jsonl is current
+ *   node --import tsx scripts/swe-fixtures.ts --write    build repos, rewrite mini.jsonl
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/swe');
+const DATE = '2025-01-01T00:00:00Z';
+// an empty global config polar owns (never /dev/null: `git config --global` would replace it)
+const GLOBAL_CONFIG = join(mkdtempSync(join(tmpdir(), 'polar-fixture-gitconfig-')), 'gitconfig');
+writeFileSync(GLOBAL_CONFIG, '');
+
+function git(cwd: string, args: string[], input?: string): string {
+  return execFileSync('git', args, {
+    cwd,
+    input,
+    encoding: 'utf8',
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: cwd,
+      GIT_CONFIG_GLOBAL: GLOBAL_CONFIG,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 'polar fixtures',
+      GIT_AUTHOR_EMAIL: 'fixtures@polar.invalid',
+      GIT_COMMITTER_NAME: 'polar fixtures',
+      GIT_COMMITTER_EMAIL: 'fixtures@polar.invalid',
+      GIT_AUTHOR_DATE: DATE,
+      GIT_COMMITTER_DATE: DATE,
+      TZ: 'UTC',
+    },
+  });
+}
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    if (name === '__pycache__' || name.endsWith('.pyc') || name === 'node_modules') continue;
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...walk(full));
+    else out.push(full);
+  }
+  return out;
+}
+
+/** Copies a tree file by file (fixed 0644 modes, no caches) into `to`. */
+function copyTree(from: string, to: string): void {
+  for (const file of walk(from)) {
+    const target = join(to, relative(from, file));
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, readFileSync(file), { mode: 0o644 });
+  }
+}
+
+function repoNames(root = ROOT): string[] {
+  const src = join(root, 'src');
+  return readdirSync(src)
+    .sort()
+    .flatMap((owner) =>
+      readdirSync(join(src, owner))
+        .sort()
+        .map((name) => `${owner}/${name}`),
+    );
+}
+
+/** Builds one repository at its base state; returns its HEAD (the base_commit). */
+function buildRepo(repo: string, root: string, reposDir: string): string {
+  const target = join(reposDir, ...repo.split('/'));
+  const tmp = mkdtempSync(join(tmpdir(), 'polar-fixture-'));
+  try {
+    git(tmp, ['init', '-q', '-b', 'main']);
+    copyTree(join(root, 'src', ...repo.split('/')), tmp);
+    git(tmp, ['add', '-A']);
+    git(tmp, ['commit', '-q', '--no-gpg-sign', '-m', `${repo}: base`]);
+    const head = git(tmp, ['rev-parse', 'HEAD']).trim();
+    if (existsSync(target) && existsSync(join(target, '.git'))) {
+      try {
+        if (git(target, ['rev-parse', 'HEAD']).trim() === head) return head;
+      } catch {
+        // broken: rebuilt below
+      }
+    }
+    rmSync(target, { recursive: true, force: true });
+    mkdirSync(dirname(target), { recursive: true });
+    cpSync(tmp, target, { recursive: true });
+    return head;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Builds every fixture repository into `reposDir` (default fixtures/swe/repos); idempotent. */
+export function ensureFixtureRepos(
+  options: { root?: string; reposDir?: string } = {},
+): Record<string, string> {
+  const root = options.root ?? ROOT;
+  const reposDir = options.reposDir ?? join(root, 'repos');
+  const heads: Record<string, string> = {};
+  for (const repo of repoNames(root)) heads[repo] = buildRepo(repo, root, reposDir);
+  return heads;
+}
+
+function diffAfter(repoDir: string, overlay: string): string {
+  const tmp = mkdtempSync(join(tmpdir(), 'polar-fixture-diff-'));
+  try {
+    git(tmp, ['clone', '-q', repoDir, 'r']);
+    const work = join(tmp, 'r');
+    copyTree(overlay, work);
+    git(work, ['add', '-A']);
+    return git(work, ['diff', '--cached', '--no-color', '--no-ext-diff', 'HEAD']);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** The dataset rows, computed from the task folders. */
+export function generateRows(
+  options: { root?: string; reposDir?: string } = {},
+): Array<Record<string, unknown>> {
+  const root = options.root ?? ROOT;
+  const reposDir = options.reposDir ?? join(root, 'repos');
+  const heads = ensureFixtureRepos({ root, reposDir });
+  const rows: Array<Record<string, unknown>> = [];
+  for (const id of readdirSync(join(root, 'tasks')).sort(
+    (a, b) => Number(a.split('-').pop()) - Number(b.split('-').pop()),
+  )) {
+    const dir = join(root, 'tasks', id);
+    const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as Record<string, unknown>;
+    const repo = meta.repo as string;
+    const repoDir = join(reposDir, ...repo.split('/'));
+    rows.push({
+      repo,
+      instance_id: id,
+      base_commit: heads[repo],
+      patch: diffAfter(repoDir, join(dir, 'fix')),
+      test_patch: diffAfter(repoDir, join(dir, 'tests')),
+      problem_statement: meta.problem_statement,
+      hints_text: meta.hints_text ?? '',
+      created_at: meta.created_at,
+      version: meta.version,
+      // as in the published datasets: JSON-encoded lists inside strings
+      FAIL_TO_PASS: JSON.stringify(meta.FAIL_TO_PASS),
+      PASS_TO_PASS: JSON.stringify(meta.PASS_TO_PASS),
+      environment_setup_commit: heads[repo],
+      difficulty: meta.difficulty ?? '',
+      test_cmd: meta.test_cmd,
+      log_parser: meta.log_parser,
+    });
+  }
+  return rows;
+}
+
+export const MINI_DATASET = join(ROOT, 'mini.jsonl');
+export const FIXTURE_REPOS = join(ROOT, 'repos');
+
+function main(argv: string[]): number {
+  const rows = generateRows();
+  const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  if (argv.includes('--write')) {
+    writeFileSync(MINI_DATASET, text);
+    process.stderr.write(`wrote ${MINI_DATASET} (${rows.length} tasks)\n`);
+    return 0;
+  }
+  const current = existsSync(MINI_DATASET) ? readFileSync(MINI_DATASET, 'utf8') : '';
+  if (current !== text) {
+    process.stderr.write(
+      `${MINI_DATASET} is out of date: run node --import tsx scripts/swe-fixtures.ts --write\n`,
+    );
+    return 1;
+  }
+  process.stderr.write(
+    `fixture repos built in ${FIXTURE_REPOS}; ${MINI_DATASET} is current (${rows.length} tasks)\n`,
+  );
+  return 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  process.exitCode = main(process.argv.slice(2));

@@ -1,0 +1,302 @@
+/**
+ * Agents: what works on an instance before its patch is taken. `gold` applies the instance's own fix
+ * and `empty` changes nothing (both validate an environment: gold must resolve, empty must not);
+ * `predictions` applies patches from an existing predictions file (grading someone else's run);
+ * a harness agent runs Codex / Claude Code / Pi / a generic command under `polar capture` through
+ * runCapture (src/capture/run.ts), which records every model call into the sample's capture file.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BackendOptions } from '../backends/types.ts';
+import type { SweInstance } from './dataset.ts';
+import { applyPatch } from './patch.ts';
+import type { InstanceEnv } from './runtime/types.ts';
+
+export type HarnessName = 'codex' | 'claude' | 'pi' | 'generic';
+export const HARNESSES: readonly HarnessName[] = ['codex', 'claude', 'pi', 'generic'];
+
+export interface AgentContext {
+  instance: SweInstance;
+  sample: number;
+  env: InstanceEnv;
+  timeoutMs: number;
+  /** where the capture of this sample goes (harness agents only) */
+  capturePath: string;
+  /** extra facts for the capture's session meta */
+  meta: Record<string, string>;
+}
+
+export interface AgentOutcome {
+  status: 'completed' | 'error' | 'timeout' | 'interrupted';
+  /** the capture file, when the agent produced one */
+  capture: string | null;
+  sessionId: string | null;
+  calls: number;
+  error: string | null;
+  /** the patch to grade as it is, instead of taking the diff of the environment (predictions) */
+  patch?: string;
+}
+
+export interface Agent {
+  readonly name: string;
+  /** false for gold/empty/predictions: nothing untrusted runs */
+  readonly runsUntrustedCode: boolean;
+  /** model_name_or_path in predictions.jsonl */
+  readonly modelName: string;
+  run(context: AgentContext): Promise<AgentOutcome>;
+}
+
+const ok = (): AgentOutcome => ({
+  status: 'completed',
+  capture: null,
+  sessionId: null,
+  calls: 0,
+  error: null,
+});
+
+export class GoldAgent implements Agent {
+  readonly name = 'gold';
+  readonly runsUntrustedCode = false;
+  readonly modelName = 'gold';
+  async run({ env, instance }: AgentContext): Promise<AgentOutcome> {
+    const applied = await applyPatch(env, instance.patch, 'polar-gold.diff');
+    if (applied.applied) return ok();
+    return {
+      ...ok(),
+      status: 'error',
+      error: `gold patch does not apply: ${applied.output.trim().slice(-300)}`,
+    };
+  }
+}
+
+export class EmptyAgent implements Agent {
+  readonly name = 'empty';
+  readonly runsUntrustedCode = false;
+  readonly modelName = 'empty';
+  async run(): Promise<AgentOutcome> {
+    return ok();
+  }
+}
+
+/** Applies `model_patch` from a predictions file (instance id -> patch); a missing instance gives an empty patch. */
+export class PredictionsAgent implements Agent {
+  readonly name = 'predictions';
+  readonly runsUntrustedCode = false;
+  constructor(
+    private readonly patches: Map<string, string>,
+    readonly modelName: string,
+  ) {}
+  async run({ instance }: AgentContext): Promise<AgentOutcome> {
+    // graded as given, like the official harness: a patch that does not apply is reported as such
+    return { ...ok(), patch: this.patches.get(instance.instance_id) ?? '' };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// harness agents
+
+/** Options of runCapture in src/capture/run.ts (declared here so this file type-checks without it). */
+export interface RunCaptureOptions {
+  command: string[];
+  harness?: HarnessName;
+  backend: BackendOptions;
+  model: string;
+  output: string;
+  cwd: string;
+  env?: Record<string, string>;
+  taskId?: string;
+  sample?: number;
+  meta?: Record<string, string>;
+  timeoutMs?: number;
+  stdio?: 'inherit' | 'pipe' | 'ignore';
+  quiet?: boolean;
+}
+
+export interface RunCaptureResult {
+  sessionId: string;
+  exitCode: number | null;
+  signal: string | null;
+  status: 'completed' | 'error' | 'timeout' | 'interrupted';
+  calls: number;
+  errors: number;
+  output: string;
+}
+
+export type RunCapture = (options: RunCaptureOptions) => Promise<RunCaptureResult>;
+
+/** Loads runCapture lazily (the capture module pulls in the proxy and backends). */
+export async function loadRunCapture(): Promise<RunCapture> {
+  const path = '../capture/run.ts';
+  const mod = (await import(path)) as { runCapture?: RunCapture };
+  if (typeof mod.runCapture !== 'function') throw new Error('src/capture/run.ts does not export runCapture');
+  return mod.runCapture;
+}
+
+/** What the agent is told. Mirrors mini-swe-agent's framing: the issue, the repo root, non-test changes. */
+export const PROMPT_TEMPLATES: Record<HarnessName, string> = {
+  codex: `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+The repository is checked out at {{workdir}} (your current directory, the repository root).
+Make the smallest changes to non-test files in this repository so that the behaviour described in
+<pr_description> is fixed. Do not modify or add test files. Do not ask for confirmation; when the fix
+is in place, stop.`,
+  claude: `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+You are in the root of the repository at {{workdir}}. Edit non-test source files so the issue in
+<pr_description> is resolved. Do not change or add tests, and do not commit. Finish when the fix is done.`,
+  pi: `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
+is fixed; leave the tests alone. Stop when you are done.`,
+  generic: `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
+is fixed; leave the tests alone.`,
+};
+
+export function renderPrompt(template: string, instance: SweInstance, workdir: string): string {
+  const values: Record<string, string> = {
+    problem_statement: instance.problem_statement.trim(),
+    workdir,
+    instance_id: instance.instance_id,
+    repo: instance.repo,
+    hints_text: instance.hints_text,
+  };
+  return template.replace(/\{\{(\w+)\}\}/g, (m, key: string) => values[key] ?? m);
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const NODE_MODULES = resolve(HERE, '../../node_modules');
+
+/** The harness packages polar ships with, as entry scripts (runnable with node, mountable into containers). */
+export const HARNESS_ENTRY: Record<Exclude<HarnessName, 'generic'>, string> = {
+  codex: '@openai/codex/bin/codex.js',
+  claude: '@anthropic-ai/claude-code/cli-wrapper.cjs',
+  pi: '@mariozechner/pi-coding-agent/dist/cli.js',
+};
+
+/** Where polar mounts node and its node_modules inside containers. */
+export const CONTAINER_NODE = '/polar/bin/node';
+export const CONTAINER_MODULES = '/polar/node_modules';
+
+/** The non-interactive command line for a harness with the prompt. */
+export function harnessArgv(
+  harness: HarnessName,
+  prompt: string,
+  placement: 'host' | 'container',
+  generic?: string[],
+): string[] {
+  if (harness === 'generic') {
+    if (!generic || generic.length === 0) throw new Error('the generic harness needs --agent-cmd');
+    return generic.map((a) => a.replaceAll('{prompt}', prompt));
+  }
+  const entry = HARNESS_ENTRY[harness];
+  const launcher =
+    placement === 'container'
+      ? [CONTAINER_NODE, `${CONTAINER_MODULES}/${entry}`]
+      : existsSync(join(NODE_MODULES, entry))
+        ? [process.execPath, join(NODE_MODULES, entry)]
+        : [harness];
+  switch (harness) {
+    case 'codex':
+      return [
+        ...launcher,
+        'exec',
+        '--skip-git-repo-check',
+        '--dangerously-bypass-approvals-and-sandbox',
+        prompt,
+      ];
+    case 'claude':
+      return [...launcher, '-p', '--dangerously-skip-permissions', prompt];
+    case 'pi':
+      return [...launcher, '-p', '--no-session', prompt];
+  }
+}
+
+/** Variables a harness inside a container must see (docker exec -e NAME passes the host value). */
+export const PASS_ENV = [
+  'OPENAI_BASE_URL',
+  'OPENAI_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_AUTH_TOKEN',
+  'CODEX_HOME',
+  'PI_CODING_AGENT_DIR',
+  'POLAR_SESSION',
+  'POLAR_PROMPT',
+  'HOME',
+];
+
+export interface HarnessAgentOptions {
+  harness: HarnessName;
+  backend: BackendOptions;
+  model: string;
+  /** container or host placement of the harness process */
+  placement: 'host' | 'container';
+  /** argv template for the generic harness ({prompt} is replaced) */
+  genericCommand?: string[];
+  promptTemplate?: string;
+  /** injected in tests; default: loadRunCapture() */
+  runCapture?: RunCapture;
+  env?: Record<string, string>;
+}
+
+export class HarnessAgent implements Agent {
+  readonly runsUntrustedCode = true;
+  readonly name: string;
+  readonly modelName: string;
+
+  constructor(private readonly options: HarnessAgentOptions) {
+    this.name = options.harness;
+    this.modelName = options.model;
+  }
+
+  async run(context: AgentContext): Promise<AgentOutcome> {
+    const { env, instance } = context;
+    const template = this.options.promptTemplate ?? PROMPT_TEMPLATES[this.options.harness];
+    const prompt = renderPrompt(template, instance, env.workdir);
+    const argv = harnessArgv(
+      this.options.harness,
+      prompt,
+      this.options.placement,
+      this.options.genericCommand,
+    );
+    const { command, cwd } = env.hostCommand(argv, PASS_ENV);
+    const runCapture = this.options.runCapture ?? (await loadRunCapture());
+    try {
+      const r = await runCapture({
+        command,
+        harness: this.options.harness,
+        backend: this.options.backend,
+        model: this.options.model,
+        output: context.capturePath,
+        cwd,
+        env: { ...this.options.env, POLAR_PROMPT: prompt },
+        taskId: instance.instance_id,
+        sample: context.sample,
+        meta: { ...context.meta, instance_id: instance.instance_id, repo: instance.repo },
+        timeoutMs: context.timeoutMs,
+        stdio: 'pipe',
+        quiet: true,
+      });
+      return {
+        status: r.status,
+        capture: r.output,
+        sessionId: r.sessionId,
+        calls: r.calls,
+        error: r.status === 'completed' ? null : `harness ${r.status} (exit ${r.exitCode ?? r.signal})`,
+      };
+    } catch (error) {
+      return { status: 'error', capture: null, sessionId: null, calls: 0, error: (error as Error).message };
+    }
+  }
+}

@@ -1,0 +1,371 @@
+/**
+ * SWE-bench datasets: local .jsonl / .json / .parquet in the SWE-bench schema (4.x fields, plus 5.x
+ * image / eval_script / log_parser when present, plus polar's test_cmd for other datasets), or a hub
+ * id (`princeton-nlp/SWE-bench_Verified`) fetched through the Hugging Face datasets-server parquet
+ * listing. FAIL_TO_PASS / PASS_TO_PASS arrive as JSON-encoded strings and are decoded here.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { extname, join } from 'node:path';
+import { z } from 'zod';
+import { InputError, UsageError } from '../errors.ts';
+import { log } from '../util/log.ts';
+
+export interface SweInstance {
+  instance_id: string;
+  repo: string;
+  base_commit: string;
+  patch: string;
+  test_patch: string;
+  problem_statement: string;
+  hints_text: string;
+  created_at: string;
+  version: string;
+  FAIL_TO_PASS: string[];
+  PASS_TO_PASS: string[];
+  environment_setup_commit?: string;
+  difficulty?: string;
+  /** 5.x: the instance image */
+  image?: string;
+  /** 5.x: the full evaluation script (reset, apply test_patch, markers, test command) */
+  eval_script?: string;
+  /** 5.x, or polar: the log parser name */
+  log_parser?: string;
+  eval_type?: string;
+  /** polar: the test command for datasets outside the 12 Verified repositories */
+  test_cmd?: string;
+}
+
+const optionalText = z
+  .union([z.string(), z.null(), z.undefined()])
+  .transform((v) => (v === null || v === undefined || v === '' ? undefined : v));
+
+const testList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
+
+const rowSchema = z.looseObject({
+  instance_id: z.string().min(1),
+  repo: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'must be owner/name'),
+  base_commit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash'),
+  patch: z.string(),
+  test_patch: z.string(),
+  problem_statement: z.string(),
+  hints_text: optionalText,
+  created_at: optionalText,
+  version: z.union([z.string(), z.number()]).optional().nullable(),
+  FAIL_TO_PASS: testList,
+  PASS_TO_PASS: testList,
+  environment_setup_commit: optionalText,
+  difficulty: optionalText,
+  image: optionalText,
+  image_name: optionalText,
+  eval_script: optionalText,
+  log_parser: optionalText,
+  eval_type: optionalText,
+  test_cmd: optionalText,
+});
+
+function decodeTests(value: unknown, fail: (problem: string) => never): string[] {
+  if (value === null || value === undefined || value === '') return [];
+  if (Array.isArray(value)) return value;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value as string);
+  } catch {
+    fail('not a JSON-encoded list of test ids');
+  }
+  if (!Array.isArray(parsed) || !parsed.every((t) => typeof t === 'string')) {
+    fail('must decode to a list of strings');
+  }
+  return parsed as string[];
+}
+
+/** Normalises values parquet readers hand back (bigint, Date, typed arrays) to JSON-ish ones. */
+function plain(value: unknown): unknown {
+  if (typeof value === 'bigint') return String(value);
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(plain);
+  return value;
+}
+
+/** Validates one row; errors name the file, the row, the instance and the field. */
+export function parseRow(source: string, line: number | undefined, raw: unknown): SweInstance {
+  const row =
+    typeof raw === 'object' && raw !== null
+      ? Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, plain(v)]))
+      : raw;
+  const id =
+    typeof row === 'object' &&
+    row !== null &&
+    typeof (row as { instance_id?: unknown }).instance_id === 'string'
+      ? (row as { instance_id: string }).instance_id
+      : '(no instance_id)';
+  const parsed = rowSchema.safeParse(row);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.map(String).join('.') || '(row)';
+    throw new InputError(
+      source,
+      line,
+      field,
+      `instance ${id}: ${issue.message}`,
+      'rows need the SWE-bench fields: instance_id, repo, base_commit, patch, test_patch, problem_statement, FAIL_TO_PASS, PASS_TO_PASS',
+    );
+  }
+  const r = parsed.data;
+  const failOn = (field: string) => (problem: string) => {
+    throw new InputError(source, line, field, `instance ${id}: ${problem}`);
+  };
+  const instance: SweInstance = {
+    instance_id: r.instance_id,
+    repo: r.repo,
+    base_commit: r.base_commit,
+    patch: r.patch,
+    test_patch: r.test_patch,
+    problem_statement: r.problem_statement,
+    hints_text: r.hints_text ?? '',
+    created_at: r.created_at ?? '',
+    version: r.version === null || r.version === undefined ? '' : String(r.version),
+    FAIL_TO_PASS: decodeTests(r.FAIL_TO_PASS, failOn('FAIL_TO_PASS')),
+    PASS_TO_PASS: decodeTests(r.PASS_TO_PASS, failOn('PASS_TO_PASS')),
+  };
+  const optional = {
+    environment_setup_commit: r.environment_setup_commit,
+    difficulty: r.difficulty,
+    image: r.image ?? r.image_name,
+    eval_script: r.eval_script,
+    log_parser: r.log_parser,
+    eval_type: r.eval_type,
+    test_cmd: r.test_cmd,
+  };
+  for (const [k, v] of Object.entries(optional))
+    if (v !== undefined) (instance as unknown as Record<string, unknown>)[k] = v;
+  if (instance.FAIL_TO_PASS.length === 0 && !instance.eval_script) {
+    throw new InputError(
+      source,
+      line,
+      'FAIL_TO_PASS',
+      `instance ${id}: empty; nothing would show the fix works`,
+    );
+  }
+  return instance;
+}
+
+async function readParquetRows(buffer: ArrayBuffer): Promise<unknown[]> {
+  const { parquetReadObjects } = await import('hyparquet');
+  return parquetReadObjects({ file: buffer });
+}
+
+function toArrayBuffer(data: Buffer): ArrayBuffer {
+  return data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
+}
+
+/** Reads and validates a local dataset file. */
+export async function loadLocalDataset(path: string): Promise<SweInstance[]> {
+  const ext = extname(path).toLowerCase();
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new InputError(path, undefined, undefined, code === 'EISDIR' ? 'is a directory' : 'cannot be read');
+  }
+  const rows: Array<{ line: number | undefined; value: unknown }> = [];
+  if (ext === '.parquet') {
+    let values: unknown[];
+    try {
+      values = await readParquetRows(toArrayBuffer(data));
+    } catch (error) {
+      throw new InputError(
+        path,
+        undefined,
+        undefined,
+        `not a readable parquet file (${(error as Error).message})`,
+      );
+    }
+    values.forEach((value, i) => {
+      rows.push({ line: i + 1, value });
+    });
+  } else if (ext === '.json') {
+    let value: unknown;
+    try {
+      value = JSON.parse(data.toString('utf8'));
+    } catch (error) {
+      throw new InputError(path, undefined, undefined, `not valid JSON (${(error as Error).message})`);
+    }
+    if (!Array.isArray(value))
+      throw new InputError(path, undefined, undefined, 'must be a JSON array of instances');
+    value.forEach((v, i) => {
+      rows.push({ line: i + 1, value: v });
+    });
+  } else if (ext === '.jsonl' || ext === '.ndjson') {
+    const text = data.toString('utf8').split('\n');
+    text.forEach((lineText, i) => {
+      if (lineText.trim() === '') return;
+      try {
+        rows.push({ line: i + 1, value: JSON.parse(lineText) });
+      } catch (error) {
+        throw new InputError(path, i + 1, undefined, `not valid JSON (${(error as Error).message})`);
+      }
+    });
+  } else {
+    throw new InputError(
+      path,
+      undefined,
+      undefined,
+      `unknown dataset format "${ext}"`,
+      'use .jsonl, .json or .parquet',
+    );
+  }
+  const seen = new Set<string>();
+  return rows.map(({ line, value }) => {
+    const instance = parseRow(path, line, value);
+    if (seen.has(instance.instance_id)) {
+      throw new InputError(path, line, 'instance_id', `instance ${instance.instance_id}: appears twice`);
+    }
+    seen.add(instance.instance_id);
+    return instance;
+  });
+}
+
+export interface HubOptions {
+  split?: string;
+  /** injected for tests; defaults to the global fetch */
+  fetch?: typeof fetch;
+  /** datasets-server base URL (default https://datasets-server.huggingface.co, or POLAR_HF_DATASETS_SERVER) */
+  endpoint?: string;
+  /** where downloaded parquet files are kept (default ~/.cache/polar/datasets, or POLAR_CACHE_DIR) */
+  cacheDir?: string;
+  token?: string;
+}
+
+const HUB_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
+
+export function isHubId(spec: string): boolean {
+  return HUB_ID.test(spec) && !existsSync(spec) && !/\.(jsonl|json|parquet|ndjson)$/i.test(spec);
+}
+
+const parquetListing = z.looseObject({
+  parquet_files: z.array(
+    z.looseObject({ split: z.string(), url: z.string(), filename: z.string().optional() }),
+  ),
+});
+
+/** Lists a hub dataset's parquet files for one split and downloads them (cached), then reads them. */
+export async function loadHubDataset(id: string, options: HubOptions = {}): Promise<SweInstance[]> {
+  const split = options.split ?? 'test';
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const endpoint = (
+    options.endpoint ??
+    process.env.POLAR_HF_DATASETS_SERVER ??
+    'https://datasets-server.huggingface.co'
+  ).replace(/\/$/, '');
+  const cacheRoot =
+    options.cacheDir ?? process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar', 'datasets');
+  const token = options.token ?? process.env.HF_TOKEN;
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const cacheDir = join(cacheRoot, id.replace('/', '__'), split);
+  const listUrl = `${endpoint}/parquet?dataset=${encodeURIComponent(id)}`;
+  let listing: z.infer<typeof parquetListing>;
+  try {
+    const response = await doFetch(listUrl, { headers });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    listing = parquetListing.parse(await response.json());
+  } catch (error) {
+    throw new InputError(
+      id,
+      undefined,
+      undefined,
+      `cannot list the dataset's parquet files at ${listUrl} (${(error as Error).message})`,
+      'check the id and the network, or download the parquet file and pass its path',
+    );
+  }
+  const files = listing.parquet_files.filter((f) => f.split === split);
+  if (files.length === 0) {
+    const splits = [...new Set(listing.parquet_files.map((f) => f.split))].join(', ') || 'none';
+    throw new UsageError(
+      `dataset ${id} has no split "${split}" (splits: ${splits})`,
+      'choose one with --split',
+    );
+  }
+  await mkdir(cacheDir, { recursive: true });
+  const all: SweInstance[] = [];
+  for (const [i, file] of files.entries()) {
+    const name = file.filename ?? `${i}.parquet`;
+    const local = join(cacheDir, name);
+    if (!existsSync(local)) {
+      log.info(`downloading ${id} ${split} (${name})`);
+      const response = await doFetch(file.url, { headers });
+      if (!response.ok) {
+        throw new InputError(
+          id,
+          undefined,
+          undefined,
+          `download of ${file.url} failed: HTTP ${response.status}`,
+        );
+      }
+      const body = Buffer.from(await response.arrayBuffer());
+      const tmp = `${local}.${process.pid}.tmp`;
+      await writeFile(tmp, body);
+      await rename(tmp, local);
+    }
+    all.push(...(await loadLocalDataset(local)));
+  }
+  return all;
+}
+
+export async function loadDataset(spec: string, options: HubOptions = {}): Promise<SweInstance[]> {
+  if (isHubId(spec)) return loadHubDataset(spec, options);
+  if (!existsSync(spec)) {
+    throw new InputError(
+      spec,
+      undefined,
+      undefined,
+      'no such file',
+      'give a .jsonl/.json/.parquet path or a hub id (owner/name)',
+    );
+  }
+  return loadLocalDataset(spec);
+}
+
+export interface Selection {
+  instances?: string[];
+  limit?: number;
+  /** 1-based shard index and count */
+  shard?: { index: number; count: number };
+}
+
+export function parseShard(text: string): { index: number; count: number } {
+  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const index = m ? Number(m[1]) : Number.NaN;
+  const count = m ? Number(m[2]) : Number.NaN;
+  if (!m || count < 1 || index < 1 || index > count) {
+    throw new UsageError(
+      `--shard ${text}: expected i/n with 1 <= i <= n`,
+      'for example --shard 2/4 runs the second of four shards',
+    );
+  }
+  return { index, count };
+}
+
+/** --instances, then --shard (round robin, so shards get a mix of repositories), then --limit. */
+export function selectInstances(all: SweInstance[], selection: Selection): SweInstance[] {
+  let chosen = all;
+  if (selection.instances && selection.instances.length > 0) {
+    const byId = new Map(all.map((i) => [i.instance_id, i]));
+    const missing = selection.instances.filter((id) => !byId.has(id));
+    if (missing.length > 0) {
+      throw new UsageError(
+        `--instances: not in the dataset: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
+      );
+    }
+    const wanted = new Set(selection.instances);
+    chosen = all.filter((i) => wanted.has(i.instance_id));
+  }
+  if (selection.shard) {
+    const { index, count } = selection.shard;
+    chosen = chosen.filter((_, i) => i % count === index - 1);
+  }
+  if (selection.limit !== undefined) chosen = chosen.slice(0, selection.limit);
+  return chosen;
+}

@@ -1,0 +1,123 @@
+/**
+ * Runs a command as the leader of its own process group, so a timeout kills the whole tree (a test
+ * runner and the workers it forked, a harness and its tool subprocesses), not only the direct child.
+ */
+import { execa } from 'execa';
+
+export interface ExecOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** written to stdin, which is then closed; stdin is ignored otherwise */
+  input?: string;
+  /** kill the process tree after this many ms (SIGTERM, then SIGKILL after `graceMs`) */
+  timeoutMs?: number;
+  graceMs?: number;
+  /** replace the environment instead of extending process.env */
+  extendEnv?: boolean;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  /** stdout and stderr interleaved */
+  output: string;
+  timedOut: boolean;
+  durationMs: number;
+  /** set when the command could not be started at all (ENOENT, EACCES) */
+  spawnError?: string;
+}
+
+const liveGroups = new Set<number>();
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is already gone
+  }
+}
+
+/** Kills every process tree started through execTree that is still running (used on SIGINT). */
+export function killAllTrees(signal: NodeJS.Signals = 'SIGKILL'): void {
+  for (const pid of liveGroups) killGroup(pid, signal);
+}
+
+process.once('exit', () => killAllTrees('SIGKILL'));
+
+export async function execTree(
+  file: string,
+  args: readonly string[],
+  options: ExecOptions = {},
+): Promise<ExecResult> {
+  const started = performance.now();
+  const env: Record<string, string | undefined> = {
+    ...(options.extendEnv === false ? {} : process.env),
+    ...options.env,
+  };
+  // a test runner polar itself runs under must not leak into the commands it runs (node --test would
+  // think it is nested and run nothing)
+  delete env.NODE_TEST_CONTEXT;
+  const child = execa(file, args, {
+    cwd: options.cwd,
+    env,
+    extendEnv: false,
+    detached: true,
+    cleanup: true,
+    reject: false,
+    all: true,
+    stripFinalNewline: false,
+    stdin: options.input === undefined ? 'ignore' : 'pipe',
+    input: options.input,
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: options.graceMs ?? 2000,
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  const pid = child.pid;
+  if (pid !== undefined) liveGroups.add(pid);
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  let forceTimer: NodeJS.Timeout | undefined;
+  if (options.timeoutMs !== undefined && options.timeoutMs > 0 && pid !== undefined) {
+    timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(pid, 'SIGTERM');
+      forceTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), options.graceMs ?? 2000);
+      forceTimer.unref();
+    }, options.timeoutMs);
+  }
+  const result = await child;
+  if (timer) clearTimeout(timer);
+  if (forceTimer) clearTimeout(forceTimer);
+  if (pid !== undefined) {
+    // the leader exited; make sure nothing it left behind in its group survives
+    killGroup(pid, 'SIGKILL');
+    liveGroups.delete(pid);
+  }
+  const spawnFailed = result.failed && result.exitCode === undefined && result.signal === undefined;
+  return {
+    exitCode: result.exitCode ?? null,
+    signal: result.signal ?? null,
+    output: typeof result.all === 'string' ? result.all : '',
+    timedOut,
+    durationMs: performance.now() - started,
+    ...(spawnFailed ? { spawnError: result.shortMessage ?? 'could not start' } : {}),
+  };
+}
+
+/**
+ * A git environment independent of the user's config (no global excludes or hooks, fixed identity).
+ * `globalConfig` must be a regular file polar owns: `git config --global` run by anything under this
+ * environment writes to it by replacing it, which must never be /dev/null.
+ */
+export function gitEnv(globalConfig: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    GIT_CONFIG_GLOBAL: globalConfig,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_AUTHOR_NAME: 'polar',
+    GIT_AUTHOR_EMAIL: 'polar@localhost',
+    GIT_COMMITTER_NAME: 'polar',
+    GIT_COMMITTER_EMAIL: 'polar@localhost',
+    ...extra,
+  };
+}

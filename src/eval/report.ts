@@ -1,0 +1,177 @@
+/**
+ * The run's report: pass@1 as the mean over samples (a_j = resolved in sample j / instances) with its
+ * standard deviation and standard error, unbiased pass@k, outcome counts, per-repository rates, and
+ * polar's own overhead per sample (wall time minus the agent and the tests).
+ */
+import type { GradeStatus } from './grade.ts';
+
+export interface ResultLine {
+  instance_id: string;
+  repo: string;
+  sample: number;
+  status: GradeStatus;
+  resolved: boolean;
+  reward: number;
+  reason: string | null;
+  suspicious: boolean;
+  durations_ms: { total: number; agent: number; tests: number; overhead: number; [k: string]: number };
+  [key: string]: unknown;
+}
+
+export interface Report {
+  dataset: string;
+  agent: string;
+  model: string;
+  runtime: string;
+  instances: number;
+  samples: number;
+  total: number;
+  counts: Record<GradeStatus, number>;
+  pass_at_1: { mean: number; std: number; sem: number; per_sample: number[] };
+  pass_at_k: Record<string, number>;
+  per_repo: Record<string, { instances: number; samples: number; resolved: number; rate: number }>;
+  suspicious: number;
+  overhead_ms: { mean: number; max: number };
+  errors: Array<{ instance_id: string; sample: number; reason: string | null }>;
+  created_at: string;
+}
+
+function binom(n: number, k: number): number {
+  if (k < 0 || k > n) return 0;
+  let r = 1;
+  for (let i = 1; i <= k; i++) r = (r * (n - k + i)) / i;
+  return r;
+}
+
+/** Unbiased pass@k for one instance with n samples and c successes: 1 - C(n-c, k) / C(n, k). */
+export function passAtK(n: number, c: number, k: number): number {
+  if (n - c < k) return 1;
+  return 1 - binom(n - c, k) / binom(n, k);
+}
+
+export function meanStd(values: number[]): { mean: number; std: number; sem: number } {
+  if (values.length === 0) return { mean: 0, std: 0, sem: 0 };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  if (values.length === 1) return { mean, std: 0, sem: 0 };
+  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / (values.length - 1);
+  const std = Math.sqrt(variance);
+  return { mean, std, sem: std / Math.sqrt(values.length) };
+}
+
+export function buildReport(
+  results: ResultLine[],
+  context: {
+    dataset: string;
+    agent: string;
+    model: string;
+    runtime: string;
+    instances: string[];
+    samples: number;
+  },
+): Report {
+  const counts: Record<GradeStatus, number> = { resolved: 0, unresolved: 0, empty_patch: 0, error: 0 };
+  for (const r of results) counts[r.status]++;
+  const n = context.instances.length;
+  const perSample: number[] = [];
+  for (let j = 0; j < context.samples; j++) {
+    const resolved = results.filter((r) => r.sample === j && r.resolved).length;
+    perSample.push(n === 0 ? 0 : resolved / n);
+  }
+  const byInstance = new Map<string, { n: number; c: number }>();
+  for (const r of results) {
+    const e = byInstance.get(r.instance_id) ?? { n: 0, c: 0 };
+    e.n++;
+    if (r.resolved) e.c++;
+    byInstance.set(r.instance_id, e);
+  }
+  const passK: Record<string, number> = {};
+  const ks = [...new Set([1, 2, 4, 8, 16, 32, context.samples].filter((k) => k <= context.samples))].sort(
+    (a, b) => a - b,
+  );
+  for (const k of ks) {
+    let sum = 0;
+    for (const id of context.instances) {
+      const e = byInstance.get(id);
+      // samples never run count as failures
+      sum += e ? passAtK(Math.max(e.n, context.samples), e.c, k) : 0;
+    }
+    passK[String(k)] = n === 0 ? 0 : sum / n;
+  }
+  const perRepo: Report['per_repo'] = {};
+  for (const r of results) {
+    const e = perRepo[r.repo] ?? { instances: 0, samples: 0, resolved: 0, rate: 0 };
+    e.samples++;
+    if (r.resolved) e.resolved++;
+    perRepo[r.repo] = e;
+  }
+  const repoInstances = new Map<string, Set<string>>();
+  for (const r of results) {
+    const set = repoInstances.get(r.repo) ?? new Set();
+    set.add(r.instance_id);
+    repoInstances.set(r.repo, set);
+  }
+  for (const [repo, e] of Object.entries(perRepo)) {
+    e.instances = repoInstances.get(repo)?.size ?? 0;
+    e.rate = e.samples === 0 ? 0 : e.resolved / e.samples;
+  }
+  const overheads = results.map((r) => r.durations_ms.overhead).filter((v) => Number.isFinite(v));
+  return {
+    dataset: context.dataset,
+    agent: context.agent,
+    model: context.model,
+    runtime: context.runtime,
+    instances: n,
+    samples: context.samples,
+    total: results.length,
+    counts,
+    pass_at_1: { ...meanStd(perSample), per_sample: perSample },
+    pass_at_k: passK,
+    per_repo: Object.fromEntries(Object.entries(perRepo).sort(([a], [b]) => a.localeCompare(b))),
+    suspicious: results.filter((r) => r.suspicious).length,
+    overhead_ms: {
+      mean: overheads.length ? overheads.reduce((a, b) => a + b, 0) / overheads.length : 0,
+      max: overheads.length ? Math.max(...overheads) : 0,
+    },
+    errors: results
+      .filter((r) => r.status === 'error')
+      .map((r) => ({ instance_id: r.instance_id, sample: r.sample, reason: r.reason })),
+    created_at: new Date().toISOString(),
+  };
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+export function formatReport(report: Report): string {
+  const p = report.pass_at_1;
+  const out: string[] = [];
+  out.push(
+    `polar eval: ${report.dataset} — agent ${report.agent}, model ${report.model}, runtime ${report.runtime}`,
+  );
+  out.push(
+    `pass@1  ${pct(p.mean)}${report.samples > 1 ? ` ± ${pct(p.std)} (std over ${report.samples} samples, sem ${pct(p.sem)})` : ''}`,
+  );
+  for (const [k, v] of Object.entries(report.pass_at_k)) if (k !== '1') out.push(`pass@${k}  ${pct(v)}`);
+  const c = report.counts;
+  out.push(
+    `samples ${report.total} of ${report.instances * report.samples}: resolved ${c.resolved}, unresolved ${c.unresolved}, empty patch ${c.empty_patch}, error ${c.error}${report.suspicious ? `, suspicious ${report.suspicious}` : ''}`,
+  );
+  const repos = Object.entries(report.per_repo);
+  if (repos.length > 0) {
+    const width = Math.max(10, ...repos.map(([r]) => r.length));
+    out.push('');
+    out.push(`${'repository'.padEnd(width)}  instances  resolved  rate`);
+    for (const [repo, e] of repos) {
+      out.push(
+        `${repo.padEnd(width)}  ${String(e.instances).padStart(9)}  ${`${e.resolved}/${e.samples}`.padStart(8)}  ${pct(e.rate).padStart(6)}`,
+      );
+    }
+  }
+  if (report.errors.length > 0) {
+    out.push('');
+    out.push('errors:');
+    for (const e of report.errors.slice(0, 10)) out.push(`  ${e.instance_id} s${e.sample}: ${e.reason}`);
+    if (report.errors.length > 10)
+      out.push(`  ... and ${report.errors.length - 10} more (see results.jsonl)`);
+  }
+  return out.join('\n');
+}

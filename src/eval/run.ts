@@ -1,0 +1,303 @@
+/**
+ * The orchestrator: for every (instance, sample) run the agent in a fresh environment, take its patch,
+ * grade it in another fresh environment, append a grading record to the capture, and write the run's
+ * files. A bounded pool runs samples concurrently; one sample's failure is recorded as an `error`
+ * result and never stops the run; --resume skips samples already graded; whole files are written
+ * atomically (temp + rename) and results.jsonl grows one complete line at a time.
+ */
+import { existsSync } from 'node:fs';
+import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
+import { log } from '../util/log.ts';
+import type { Agent, AgentOutcome } from './agents.ts';
+import type { SweInstance } from './dataset.ts';
+import { killAllTrees } from './exec.ts';
+import { type GradeResult, gradePatch } from './grade.ts';
+import { extractPatch } from './patch.ts';
+import { buildReport, type Report, type ResultLine } from './report.ts';
+import type { Runtime } from './runtime/types.ts';
+
+export interface EvalOptions {
+  instances: SweInstance[];
+  agent: Agent;
+  runtime: Runtime;
+  out: string;
+  samples: number;
+  concurrency: number;
+  agentTimeoutMs: number;
+  testTimeoutMs: number;
+  resume: boolean;
+  /** label for the report */
+  dataset: string;
+  /** 'polar' grades each sample itself; 'none' stops after the patch (the official harness grades later) */
+  grade?: 'polar' | 'none';
+  progress?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface EvalOutcome {
+  report: Report;
+  results: ResultLine[];
+  interrupted: boolean;
+}
+
+export async function writeAtomic(path: string, content: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  await writeFile(tmp, content);
+  await rename(tmp, path);
+}
+
+export function sampleKey(instanceId: string, sample: number): string {
+  return `${instanceId}__s${sample}`;
+}
+
+/** Reads results.jsonl, ignoring a torn last line; keeps the latest line per sample. */
+export async function readResults(path: string): Promise<Map<string, ResultLine>> {
+  const map = new Map<string, ResultLine>();
+  if (!existsSync(path)) return map;
+  for (const text of (await readFile(path, 'utf8')).split('\n')) {
+    if (text.trim() === '') continue;
+    try {
+      const r = JSON.parse(text) as ResultLine;
+      if (typeof r.instance_id === 'string' && typeof r.sample === 'number')
+        map.set(sampleKey(r.instance_id, r.sample), r);
+    } catch {
+      // a line cut by a crash: the sample is run again
+    }
+  }
+  return map;
+}
+
+class Progress {
+  private done = 0;
+  private resolved = 0;
+  private readonly started = performance.now();
+  private readonly tty = Boolean(process.stderr.isTTY);
+
+  constructor(
+    private readonly total: number,
+    private readonly enabled: boolean,
+  ) {}
+
+  tick(line: ResultLine): void {
+    this.done++;
+    if (line.resolved) this.resolved++;
+    if (!this.enabled) return;
+    const elapsed = (performance.now() - this.started) / 1000;
+    const eta = this.done === 0 ? 0 : (elapsed / this.done) * (this.total - this.done);
+    const fmt = (s: number) =>
+      s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
+    const summary = `${this.done}/${this.total} done, ${this.resolved} resolved, ETA ${fmt(eta)}`;
+    if (this.tty) {
+      const width = 24;
+      const filled = Math.round((this.done / Math.max(1, this.total)) * width);
+      process.stderr.write(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${summary}`);
+      if (this.done === this.total) process.stderr.write('\n');
+    } else {
+      log.info(
+        `[${summary}] ${line.instance_id} s${line.sample}: ${line.status}${line.reason ? ` (${line.reason})` : ''}`,
+      );
+    }
+  }
+}
+
+async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
+  const record: GradingRecord & Record<string, unknown> = {
+    v: CAPTURE_VERSION,
+    type: 'grading',
+    session: sessionId,
+    task_id: line.instance_id,
+    sample: line.sample,
+    resolved: line.resolved,
+    reward: line.reward,
+    reason: line.reason,
+    graded_at: new Date().toISOString(),
+    status: line.status,
+    suspicious: line.suspicious,
+  };
+  await appendFile(capture, `${JSON.stringify(record)}\n`);
+}
+
+async function runSample(
+  options: EvalOptions,
+  instance: SweInstance,
+  sample: number,
+  dirs: { captures: string; patches: string; logs: string },
+): Promise<ResultLine> {
+  const key = sampleKey(instance.instance_id, sample);
+  const t0 = performance.now();
+  const capturePath = join(dirs.captures, `${key}.jsonl`);
+  let agentMs = 0;
+  let agent: AgentOutcome = { status: 'error', capture: null, sessionId: null, calls: 0, error: null };
+  let patch = '';
+  let grade: GradeResult | null = null;
+  let failure: string | null = null;
+  try {
+    const env = await options.runtime.prepare(instance, 'agent');
+    try {
+      const ta = performance.now();
+      agent = await options.agent.run({
+        instance,
+        sample,
+        env,
+        timeoutMs: options.agentTimeoutMs,
+        capturePath,
+        meta: { dataset: options.dataset, runtime: options.runtime.kind },
+      });
+      agentMs = performance.now() - ta;
+      if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
+      else if (agent.patch !== undefined) patch = agent.patch;
+      else {
+        const extracted = await extractPatch(env, instance.base_commit);
+        if (extracted.error) failure = extracted.error;
+        patch = extracted.patch;
+      }
+    } finally {
+      await env.dispose().catch(() => {});
+    }
+    await writeAtomic(join(dirs.patches, `${key}.diff`), patch);
+    if (failure === null && options.grade !== 'none') {
+      grade = await gradePatch(options.runtime, instance, patch, { testTimeoutMs: options.testTimeoutMs });
+      if (grade.log) await writeAtomic(join(dirs.logs, `${key}.test.log`), grade.log);
+    }
+  } catch (error) {
+    failure = (error as Error).message;
+  }
+  const total = performance.now() - t0;
+  const testsMs = grade?.durations_ms.tests ?? 0;
+  const status = failure !== null ? 'error' : (grade?.status ?? 'unresolved');
+  const line: ResultLine = {
+    instance_id: instance.instance_id,
+    repo: instance.repo,
+    sample,
+    status,
+    resolved: status === 'resolved',
+    reward: status === 'resolved' ? 1 : 0,
+    reason: failure ?? grade?.reason ?? (options.grade === 'none' ? 'not graded' : null),
+    suspicious: grade?.suspicious ?? false,
+    agent: { name: options.agent.name, status: agent.status, error: agent.error, calls: agent.calls },
+    apply_method: grade?.apply_method ?? null,
+    fail_to_pass: grade?.fail_to_pass ?? null,
+    pass_to_pass: grade?.pass_to_pass ?? null,
+    test_exit_code: grade?.test_exit_code ?? null,
+    durations_ms: {
+      total,
+      agent: agentMs,
+      tests: testsMs,
+      overhead: total - agentMs - testsMs,
+      grade_setup: grade?.durations_ms.setup ?? 0,
+      apply: grade?.durations_ms.apply ?? 0,
+      parse: grade?.durations_ms.parse ?? 0,
+    },
+    capture: agent.capture && existsSync(agent.capture) ? agent.capture : null,
+    patch_file: join(dirs.patches, `${key}.diff`),
+    model_name_or_path: options.agent.modelName,
+    model_patch_bytes: Buffer.byteLength(patch),
+    finished_at: new Date().toISOString(),
+  };
+  if (line.capture && agent.sessionId) {
+    await appendGrading(line.capture as string, agent.sessionId, line).catch((error) =>
+      log.warn(`${key}: cannot append the grading record to ${line.capture}: ${(error as Error).message}`),
+    );
+  }
+  return line;
+}
+
+/** predictions.jsonl (sample 0) and, with several samples, predictions/sample-<j>.jsonl. */
+async function writePredictions(
+  out: string,
+  options: EvalOptions,
+  results: Map<string, ResultLine>,
+): Promise<void> {
+  for (let j = 0; j < options.samples; j++) {
+    const lines: string[] = [];
+    for (const instance of options.instances) {
+      const r = results.get(sampleKey(instance.instance_id, j));
+      if (!r) continue;
+      const patchFile = String(r.patch_file ?? '');
+      const patch = patchFile && existsSync(patchFile) ? await readFile(patchFile, 'utf8') : '';
+      lines.push(
+        JSON.stringify({
+          instance_id: instance.instance_id,
+          model_name_or_path: options.agent.modelName,
+          model_patch: patch,
+        }),
+      );
+    }
+    const body = lines.length ? `${lines.join('\n')}\n` : '';
+    if (j === 0) await writeAtomic(join(out, 'predictions.jsonl'), body);
+    if (options.samples > 1) {
+      await mkdir(join(out, 'predictions'), { recursive: true });
+      await writeAtomic(join(out, 'predictions', `sample-${j}.jsonl`), body);
+    }
+  }
+}
+
+export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
+  const out = resolve(options.out);
+  const dirs = { captures: join(out, 'captures'), patches: join(out, 'patches'), logs: join(out, 'logs') };
+  for (const d of [out, ...Object.values(dirs)]) await mkdir(d, { recursive: true });
+  const resultsPath = join(out, 'results.jsonl');
+  const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
+  // errored samples are run again on resume; rewrite the file without them so each sample has one line
+  const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
+  if (options.resume && kept.size !== previous.size) {
+    await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
+  } else if (!options.resume) {
+    await writeAtomic(resultsPath, '');
+  }
+  const jobs: Array<{ instance: SweInstance; sample: number }> = [];
+  for (let j = 0; j < options.samples; j++) {
+    for (const instance of options.instances) {
+      if (!kept.has(sampleKey(instance.instance_id, j))) jobs.push({ instance, sample: j });
+    }
+  }
+  if (options.resume && kept.size > 0)
+    log.info(`resume: ${kept.size} samples already graded, ${jobs.length} to run`);
+  const results = new Map(kept);
+  const progress = new Progress(jobs.length, options.progress ?? true);
+  let writeChain = Promise.resolve();
+  let next = 0;
+  let interrupted = false;
+  const onAbort = () => {
+    interrupted = true;
+    killAllTrees('SIGTERM');
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const worker = async () => {
+    while (!interrupted) {
+      const job = jobs[next++];
+      if (!job) return;
+      const line = await runSample(options, job.instance, job.sample, dirs);
+      if (interrupted) return; // a sample cut short by the interrupt is not recorded: resume runs it again
+      results.set(sampleKey(line.instance_id, line.sample), line);
+      writeChain = writeChain.then(() => appendFile(resultsPath, `${JSON.stringify(line)}\n`));
+      await writeChain;
+      progress.tick(line);
+    }
+  };
+  const width = Math.max(1, Math.min(options.concurrency, jobs.length || 1));
+  await Promise.all(Array.from({ length: width }, worker));
+  options.signal?.removeEventListener('abort', onAbort);
+  await writeChain;
+
+  const ordered: ResultLine[] = [];
+  for (let j = 0; j < options.samples; j++) {
+    for (const instance of options.instances) {
+      const r = results.get(sampleKey(instance.instance_id, j));
+      if (r) ordered.push(r);
+    }
+  }
+  await writePredictions(out, options, results);
+  const report = buildReport(ordered, {
+    dataset: options.dataset,
+    agent: options.agent.name,
+    model: options.agent.modelName,
+    runtime: options.runtime.kind,
+    instances: options.instances.map((i) => i.instance_id),
+    samples: options.samples,
+  });
+  await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  return { report, results: ordered, interrupted };
+}

@@ -1,0 +1,121 @@
+/**
+ * The local runtime: a fresh copy of DIR/<owner>/<name> at base_commit in a temp dir, commands run on
+ * this machine with no isolation. The copy shares objects with the source (`git clone --shared`), so
+ * it costs a checkout, not a copy of history; branches, tags and the remote are removed so the agent
+ * does not see commits after base_commit through refs (the objects stay reachable by hash: this is a
+ * convenience runtime for trusted agents, not a sandbox).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { EnvironmentError } from '../../errors.ts';
+import type { SweInstance } from '../dataset.ts';
+import { execTree, gitEnv } from '../exec.ts';
+import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
+
+export interface LocalRuntimeOptions {
+  /** where DIR/<owner>/<name> git repositories live */
+  reposDir: string;
+  /** parent of the temp dirs (default os.tmpdir()) */
+  tmpRoot?: string;
+  /** keep the temp dirs (debugging) */
+  keep?: boolean;
+  /** extra environment for every command */
+  env?: Record<string, string>;
+}
+
+export class LocalRuntime implements Runtime {
+  readonly kind = 'local';
+  readonly isolated = false;
+  readonly options: LocalRuntimeOptions;
+
+  constructor(options: LocalRuntimeOptions) {
+    this.options = { ...options, reposDir: resolve(options.reposDir) };
+  }
+
+  repoPath(repo: string): string {
+    return join(this.options.reposDir, ...repo.split('/'));
+  }
+
+  async check(instances: SweInstance[]): Promise<void> {
+    const missing = [...new Set(instances.map((i) => i.repo))].filter((r) => !existsSync(this.repoPath(r)));
+    if (missing.length > 0) {
+      throw new EnvironmentError(
+        `local runtime: no repository for ${missing.slice(0, 3).join(', ')} under ${this.options.reposDir}`,
+        'pass --repos DIR with DIR/<owner>/<name> git repositories (for the fixtures: node --import tsx scripts/swe-fixtures.ts)',
+      );
+    }
+  }
+
+  async prepare(instance: SweInstance, _purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+    const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-eval-'));
+    const workdir = join(root, 'repo');
+    const source = this.repoPath(instance.repo);
+    const gitconfig = join(root, 'gitconfig');
+    await writeFile(gitconfig, '');
+    const script = [
+      'set -e',
+      'git clone -q --shared --no-checkout "$1" "$2"',
+      'cd "$2"',
+      'git checkout -q --detach "$3"',
+      'git remote remove origin',
+      'git for-each-ref --format="delete %(refname)" refs/heads refs/tags | git update-ref --stdin',
+    ].join('\n');
+    const result = await execTree('bash', ['-c', script, 'prepare', source, workdir, instance.base_commit], {
+      env: gitEnv(gitconfig),
+      timeoutMs: 120_000,
+    });
+    if (result.exitCode !== 0) {
+      await rm(root, { recursive: true, force: true });
+      throw new RuntimeError(
+        `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
+      );
+    }
+    return new LocalEnv(root, workdir, this.options);
+  }
+}
+
+class LocalEnv implements InstanceEnv {
+  readonly scratch: string;
+
+  constructor(
+    private readonly root: string,
+    readonly workdir: string,
+    private readonly options: LocalRuntimeOptions,
+  ) {
+    this.scratch = root;
+  }
+
+  exec(script: string, options: EnvExecOptions = {}) {
+    return execTree('bash', ['-c', script], {
+      cwd: this.workdir,
+      env: {
+        ...gitEnv(join(this.root, 'gitconfig')),
+        PYTHONDONTWRITEBYTECODE: '1',
+        ...this.options.env,
+        ...options.env,
+      },
+      timeoutMs: options.timeoutMs,
+      input: options.input,
+    });
+  }
+
+  async writeFile(path: string, content: string): Promise<void> {
+    const target = isAbsolute(path) ? path : join(this.workdir, path);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, content);
+  }
+
+  hostCommand(argv: string[]): { command: string[]; cwd: string } {
+    return { command: argv, cwd: this.workdir };
+  }
+
+  reachHost(url: string): string {
+    return url;
+  }
+
+  async dispose(): Promise<void> {
+    if (!this.options.keep) await rm(this.root, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The runtime seam: where an instance's repository lives while an agent works on it and while it is
+ * graded. Each `prepare` gives a fresh environment at base_commit; everything else (agents, patch
+ * extraction, grading) talks to it only through InstanceEnv, so a new runtime (apptainer, a remote
+ * sandbox) is one new file.
+ */
+import type { SweInstance } from '../dataset.ts';
+import type { ExecResult } from '../exec.ts';
+
+export interface EnvExecOptions {
+  /** kill the whole process tree after this many ms */
+  timeoutMs?: number;
+  env?: Record<string, string>;
+  input?: string;
+}
+
+export interface InstanceEnv {
+  /** the repository root as commands inside the environment see it (/testbed in containers) */
+  readonly workdir: string;
+  /** a directory inside the environment, outside the repository, for patch files */
+  readonly scratch: string;
+  /** runs a bash script with workdir as its working directory */
+  exec(script: string, options?: EnvExecOptions): Promise<ExecResult>;
+  /** writes a file (path relative to workdir, or absolute inside the environment) */
+  writeFile(path: string, content: string): Promise<void>;
+  /**
+   * How to start a host-side command line (a harness under `polar capture`) so it runs inside this
+   * environment: the argv to spawn on the host and the host cwd to spawn it in. `passEnv` names the
+   * variables (proxy URL, API key) the harness must see inside.
+   */
+  hostCommand(argv: string[], passEnv: string[]): { command: string[]; cwd: string };
+  /** how a URL on the host (the capture proxy) is reached from inside */
+  reachHost(url: string): string;
+  dispose(): Promise<void>;
+}
+
+export interface Runtime {
+  readonly kind: string;
+  /** false when agents run directly on this machine */
+  readonly isolated: boolean;
+  /** verifies the runtime can be used at all (engine reachable, repos dir present); throws EnvironmentError */
+  check(instances: SweInstance[]): Promise<void>;
+  /** a fresh environment at the instance's base_commit */
+  prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv>;
+}
+
+export class RuntimeError extends Error {}

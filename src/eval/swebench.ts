@@ -1,0 +1,111 @@
+/**
+ * --grader swebench: the official harness grades the predictions polar's agents produced
+ * (`python -m swebench.harness.run_evaluation`, docker required), then polar reads its report
+ * (`<model>.<run_id>.json` with resolved_ids / unresolved_ids / empty_patch_ids / error_ids).
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { EnvironmentError } from '../errors.ts';
+import type { Agent } from './agents.ts';
+import type { SweInstance } from './dataset.ts';
+import { execTree } from './exec.ts';
+import type { GradeStatus } from './grade.ts';
+import { buildReport } from './report.ts';
+import type { EvalOutcome } from './run.ts';
+import { writeAtomic } from './run.ts';
+import type { Runtime } from './runtime/types.ts';
+
+export function swebenchArgs(
+  dataset: string,
+  predictions: string,
+  runId: string,
+  workers: number,
+  ids: string[],
+): string[] {
+  return [
+    '-m',
+    'swebench.harness.run_evaluation',
+    '--dataset_name',
+    dataset,
+    '--predictions_path',
+    predictions,
+    '--max_workers',
+    String(workers),
+    '--run_id',
+    runId,
+    '--instance_ids',
+    ...ids,
+  ];
+}
+
+export async function runSwebenchGrader(
+  outcome: EvalOutcome,
+  context: {
+    out: string;
+    dataset: string;
+    concurrency: number;
+    instances: SweInstance[];
+    agent: Agent;
+    runtime: Runtime;
+    samples: number;
+  },
+): Promise<EvalOutcome> {
+  const python = process.env.POLAR_PYTHON ?? 'python3';
+  const probe = await execTree(python, ['-c', 'import swebench, sys; print(swebench.__version__)'], {
+    timeoutMs: 60_000,
+  });
+  if (probe.exitCode !== 0) {
+    throw new EnvironmentError(
+      '--grader swebench: the swebench package is not installed',
+      `install it (pip install swebench) for ${python}, or use --grader polar`,
+    );
+  }
+  const out = resolve(context.out);
+  const results = outcome.results.map((r) => ({ ...r }));
+  for (let j = 0; j < context.samples; j++) {
+    const predictions =
+      context.samples > 1 ? join(out, 'predictions', `sample-${j}.jsonl`) : join(out, 'predictions.jsonl');
+    // a fresh run id per run: the harness silently reuses cached results for a known run_id
+    const runId = `polar-${Date.now().toString(36)}-s${j}`;
+    const ids = results.filter((r) => r.sample === j).map((r) => r.instance_id);
+    const run = await execTree(
+      python,
+      swebenchArgs(context.dataset, predictions, runId, context.concurrency, ids),
+      { cwd: out },
+    );
+    const reportPath = join(out, `${context.agent.modelName.replaceAll('/', '__')}.${runId}.json`);
+    if (run.exitCode !== 0 || !existsSync(reportPath)) {
+      throw new EnvironmentError(
+        `swebench.harness.run_evaluation failed (exit ${run.exitCode}): ${run.output.trim().split('\n').slice(-3).join(' | ')}`,
+      );
+    }
+    const official = JSON.parse(await readFile(reportPath, 'utf8')) as Record<string, string[] | undefined>;
+    const statusOf = (id: string): GradeStatus =>
+      official.resolved_ids?.includes(id)
+        ? 'resolved'
+        : official.empty_patch_ids?.includes(id)
+          ? 'empty_patch'
+          : official.error_ids?.includes(id)
+            ? 'error'
+            : 'unresolved';
+    for (const r of results.filter((x) => x.sample === j)) {
+      r.status = statusOf(r.instance_id);
+      r.resolved = r.status === 'resolved';
+      r.reward = r.resolved ? 1 : 0;
+      r.reason = r.resolved ? null : `swebench: ${r.status}`;
+      r.grader = 'swebench';
+    }
+  }
+  await writeAtomic(join(out, 'results.jsonl'), results.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  const report = buildReport(results, {
+    dataset: context.dataset,
+    agent: context.agent.name,
+    model: context.agent.modelName,
+    runtime: context.runtime.kind,
+    instances: context.instances.map((i) => i.instance_id),
+    samples: context.samples,
+  });
+  await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  return { ...outcome, report, results };
+}

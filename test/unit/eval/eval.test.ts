@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, test } from 'node:test';
+import { gradingRecordSchema } from '../../../src/capture/record.ts';
+import { HarnessAgent, type RunCapture } from '../../../src/eval/agents.ts';
+import { loadDataset } from '../../../src/eval/dataset.ts';
+import { gradePatch } from '../../../src/eval/grade.ts';
+import { runEval } from '../../../src/eval/run.ts';
+import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
+import {
+  fixtures,
+  gitHead,
+  MINI,
+  makePatch,
+  miniRows,
+  PYTEST_SKIP,
+  polar,
+  REPOS,
+  runnableIds,
+} from './helpers.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'polar-evaltest-'));
+const ids = () => runnableIds().join(',');
+const readJsonl = (p: string) =>
+  readFileSync(p, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+
+before(() => fixtures());
+
+test('fixture repos are built with the base_commit the dataset names', () => {
+  for (const row of miniRows()) assert.equal(gitHead(join(REPOS, String(row.repo))), row.base_commit);
+});
+
+test('--agent gold resolves 100% (exit 0, official predictions format)', () => {
+  const out = join(tmp, 'gold');
+  const r = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--agent',
+    'gold',
+    '--runtime',
+    'local',
+    '--out',
+    out,
+    '--concurrency',
+    '4',
+    '--instances',
+    ids(),
+    '--json',
+    '--fail-under',
+    '1',
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.pass_at_1.mean, 1);
+  assert.equal(report.counts.resolved, runnableIds().length);
+  assert.match(r.stderr, /without isolation/);
+  const preds = readJsonl(join(out, 'predictions.jsonl'));
+  assert.deepEqual(Object.keys(preds[0]).sort(), ['instance_id', 'model_name_or_path', 'model_patch']);
+  assert.ok(preds.every((p) => p.model_patch.startsWith('diff --git')));
+  const results = readJsonl(join(out, 'results.jsonl'));
+  assert.ok(results.every((x) => x.resolved === true && x.reward === 1 && x.reason === null));
+});
+
+test('--agent empty: 0%, empty patches, --fail-under exits 5', () => {
+  const out = join(tmp, 'empty');
+  const r = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--agent',
+    'empty',
+    '--runtime',
+    'local',
+    '--out',
+    out,
+    '--json',
+    '--fail-under',
+    '0.25',
+    '--samples',
+    '2',
+  ]);
+  assert.equal(r.code, 5, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.pass_at_1.mean, 0);
+  assert.equal(report.counts.empty_patch, 16);
+  assert.deepEqual(report.pass_at_1.per_sample, [0, 0]);
+});
+
+test(
+  'every FAIL_TO_PASS fails before the fix (a no-op patch), and PASS_TO_PASS pass',
+  { skip: PYTEST_SKIP },
+  async () => {
+    const runtime = new LocalRuntime({ reposDir: REPOS });
+    for (const instance of await loadDataset(MINI)) {
+      const noop =
+        'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n' +
+        '-# ' +
+        instance.repo.split('/')[1] +
+        '\n+# ' +
+        instance.repo.split('/')[1] +
+        ' (edited)\n';
+      const g = await gradePatch(runtime, instance, noop, { testTimeoutMs: 60_000 });
+      assert.equal(g.status, 'unresolved', `${instance.instance_id}: ${g.reason} ${g.log.slice(-500)}`);
+      assert.deepEqual(g.fail_to_pass.failed, instance.FAIL_TO_PASS, instance.instance_id);
+      assert.deepEqual(g.pass_to_pass.failed, [], instance.instance_id);
+    }
+  },
+);
+
+test('predictions: a P2P-breaking patch, a patch that does not apply, and a hanging test', async () => {
+  const rows = miniRows();
+  const js5 = rows.find((r) => r.instance_id === 'polar-fixtures__jsutil-5')!;
+  const js6 = rows.find((r) => r.instance_id === 'polar-fixtures__jsutil-6')!;
+  const qs7 = rows.find((r) => r.instance_id === 'polar-fixtures__qs-lite-7')!;
+  // fixes the tail but breaks "chunk rejects a bad size"
+  const breakingPatch = makePatch('polar-fixtures/jsutil', {
+    'src/chunk.js': (t) =>
+      t
+        .replace('throw new RangeError', 'throw new TypeError')
+        .replace('i + size <= items.length', 'i < items.length'),
+  });
+  assert.match(breakingPatch, /TypeError/);
+  const hanging = String(js6.patch).replace(
+    'for (let i = start; step > 0 ? i < stop : i > stop; i += step)',
+    'for (let i = start; ; i += 0)',
+  );
+  const preds = [
+    { instance_id: js5.instance_id, model_name_or_path: 'm', model_patch: breakingPatch },
+    { instance_id: js6.instance_id, model_name_or_path: 'm', model_patch: hanging },
+    {
+      instance_id: qs7.instance_id,
+      model_name_or_path: 'm',
+      model_patch: String(qs7.patch).replaceAll('decodeURIComponent(text)', 'decodeURIComponent(txt)'),
+    },
+  ];
+  const file = join(tmp, 'preds.jsonl');
+  writeFileSync(file, preds.map((p) => JSON.stringify(p)).join('\n'));
+  const out = join(tmp, 'preds-out');
+  const r = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--agent',
+    'predictions',
+    '--predictions',
+    file,
+    '--runtime',
+    'local',
+    '--out',
+    out,
+    '--instances',
+    preds.map((p) => p.instance_id).join(','),
+    '--test-timeout',
+    '3',
+    '--json',
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  const results = new Map(readJsonl(join(out, 'results.jsonl')).map((x) => [x.instance_id, x]));
+  const a = results.get(js5.instance_id)!;
+  assert.equal(a.status, 'unresolved');
+  assert.deepEqual(a.pass_to_pass.failed, ['chunk rejects a bad size']);
+  assert.match(a.reason, /PASS_TO_PASS/);
+  const b = results.get(js6.instance_id)!;
+  assert.equal(b.status, 'unresolved');
+  assert.match(b.reason, /timed out after 3s/);
+  const c = results.get(qs7.instance_id)!;
+  assert.equal(c.status, 'unresolved');
+  assert.equal(c.reason, 'patch does not apply');
+});
+
+test('--resume skips graded samples; a harness on local needs --allow-unsandboxed', () => {
+  const out = join(tmp, 'resume');
+  const first = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--agent',
+    'gold',
+    '--runtime',
+    'local',
+    '--out',
+    out,
+    '--instances',
+    'polar-fixtures__jsutil-5',
+    '-q',
+  ]);
+  assert.equal(first.code, 0, first.stderr);
+  const second = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--agent',
+    'gold',
+    '--runtime',
+    'local',
+    '--out',
+    out,
+    '--instances',
+    'polar-fixtures__jsutil-5,polar-fixtures__jsutil-6',
+    '--resume',
+    '--json',
+  ]);
+  assert.equal(second.code, 0, second.stderr);
+  assert.match(second.stderr, /1 samples already graded, 1 to run/);
+  assert.equal(readJsonl(join(out, 'results.jsonl')).length, 2);
+  assert.equal(JSON.parse(second.stdout).counts.resolved, 2);
+  const refused = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--harness',
+    'pi',
+    '--model',
+    'm',
+    '--runtime',
+    'local',
+    '--out',
+    join(tmp, 'refused'),
+  ]);
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /--allow-unsandboxed/);
+});
+
+test('harness agent seam: runCapture runs in the instance env, the capture gets a grading record', async () => {
+  const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === 'polar-fixtures__jsutil-5');
+  const seen: Array<{ cwd: string; taskId?: string; sample?: number }> = [];
+  // stands in for src/capture/run.ts: writes a session record and makes the gold change in cwd
+  const fake: RunCapture = async (o) => {
+    seen.push({ cwd: o.cwd, taskId: o.taskId, sample: o.sample });
+    writeFileSync(o.output, `${JSON.stringify({ v: 1, type: 'session', id: 'sess-1' })}\n`);
+    const gold = String(instance!.patch);
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('git', ['apply', '-'], { cwd: o.cwd, input: gold });
+    writeFileSync(join(o.cwd, '.pi-junk'), 'x');
+    return {
+      sessionId: 'sess-1',
+      exitCode: 0,
+      signal: null,
+      status: 'completed',
+      calls: 3,
+      errors: 0,
+      output: o.output,
+    };
+  };
+  const agent = new HarnessAgent({
+    harness: 'pi',
+    backend: { kind: 'embedded', model: 'm' },
+    model: 'm',
+    placement: 'host',
+    runCapture: fake,
+  });
+  const out = join(tmp, 'harness');
+  const { report, results } = await runEval({
+    instances: [instance!],
+    agent,
+    runtime: new LocalRuntime({ reposDir: REPOS }),
+    out,
+    samples: 1,
+    concurrency: 1,
+    agentTimeoutMs: 60_000,
+    testTimeoutMs: 60_000,
+    resume: false,
+    dataset: 'mini',
+    progress: false,
+  });
+  assert.equal(report.counts.resolved, 1);
+  assert.equal(seen[0]!.taskId, instance!.instance_id);
+  assert.match(seen[0]!.cwd, /polar-eval-/);
+  const capture = String(results[0]!.capture);
+  const lines = readJsonl(capture);
+  const grading = gradingRecordSchema.parse(lines.at(-1));
+  assert.equal(grading.resolved, true);
+  assert.equal(grading.reward, 1);
+  assert.equal(grading.session, 'sess-1');
+  assert.ok(readdirSync(join(out, 'captures')).length === 1);
+});

@@ -1,0 +1,59 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { join, resolve } from 'node:path';
+import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
+
+export const ROOT = resolve(import.meta.dirname, '../../..');
+export const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');
+export const REPOS = join(ROOT, 'fixtures/swe/repos');
+
+let built = false;
+export function fixtures(): void {
+  if (!built) ensureFixtureRepos();
+  built = true;
+}
+
+export const hasPytest =
+  spawnSync('python3', ['-m', 'pytest', '--version'], { stdio: 'ignore' }).status === 0;
+export const PYTEST_SKIP = hasPytest
+  ? false
+  : 'python3 -m pytest is not available (apt-get install -y python3-pytest)';
+
+export function miniRows(): Array<Record<string, unknown>> {
+  return readFileSync(MINI, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+/** Instance ids to run: all 8 when pytest is there, else the JS ones. */
+export function runnableIds(): string[] {
+  return miniRows()
+    .filter((r) => hasPytest || String(r.test_cmd).startsWith('node'))
+    .map((r) => String(r.instance_id));
+}
+
+export function polar(args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/polar'), ...args], { cwd: ROOT, encoding: 'utf8' });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function gitHead(dir: string): string {
+  return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+}
+
+/** A patch made with git: clone the fixture repo, edit files, diff. */
+export function makePatch(repo: string, edits: Record<string, (old: string) => string>): string {
+  const { mkdtempSync, writeFileSync: write, rmSync } = fs;
+  const dir = mkdtempSync(join(os.tmpdir(), 'polar-mkpatch-'));
+  try {
+    execFileSync('git', ['clone', '-q', join(REPOS, repo), dir]);
+    for (const [file, edit] of Object.entries(edits))
+      write(join(dir, file), edit(readFileSync(join(dir, file), 'utf8')));
+    return execFileSync('git', ['diff', '--no-color'], { cwd: dir, encoding: 'utf8' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
