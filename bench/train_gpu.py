@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""GRPO training-step benchmark: polar's trainer against a naive padded, unchunked baseline.
+
+On the GPU machine (torch 2.x + transformers), one command:
+
+    python3 bench/train_gpu.py                 # Qwen3-architecture model from a config, random weights,
+                                               # sequences up to 16k tokens; writes bench/out/train_gpu.json
+
+On a CPU (CI, no transformers) it proves the script works at tiny sizes with polar's plain-torch model:
+
+    /usr/bin/python3 bench/train_gpu.py --tiny
+
+Both sides run the same rollouts (half of every sequence is mask-0 prompt/tool tokens) through one
+optimiser step of the same loss:
+- polar: the real trainer (polar_train.trainer.Trainer): sequences packed into --micro-batch-tokens budgets
+  without padding, head applied only to the trained positions, logprobs in chunks (no [T x V] logits),
+  gradient checkpointing, bf16 autocast.
+- naive: sequences padded to the longest in a micro-batch of --naive-batch, full [B, T, V] logits and
+  log_softmax, masked token-mean loss (the same gradient checkpointing and autocast, so the difference is
+  padding and the logits). An out-of-memory baseline is reported as such.
+
+Reported per side: real (non-padding) tokens/s, peak GPU memory, MFU = 6 * params * tokens/s (plus the
+attention term 12 * layers * hidden * mean context) / peak bf16 FLOP/s (--peak-tflops, guessed from the
+device name; omitted on CPU). Ratios polar/naive are printed from the same run.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src", "train", "worker"))
+
+import torch  # noqa: E402
+
+from polar_train.trainer import Trainer  # noqa: E402
+
+PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tiny", action="store_true", help="CPU-sized run with polar's plain-torch model")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    p.add_argument("--seq-len", type=int, default=16384, help="longest sequence (tokens)")
+    p.add_argument("--num-seqs", type=int, default=8, help="rollouts in the step")
+    p.add_argument("--micro-batch-tokens", type=int, default=None, help="polar token budget (default: seq-len)")
+    p.add_argument("--naive-batch", type=int, default=2, help="sequences per padded naive micro-batch")
+    p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=28)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--kv-heads", type=int, default=8)
+    p.add_argument("--intermediate", type=int, default=3072)
+    p.add_argument("--vocab", type=int, default=151936)
+    p.add_argument("--steps", type=int, default=2, help="measured steps (after one warm-up step)")
+    p.add_argument("--peak-tflops", type=float, default=None)
+    p.add_argument("--skip-naive", action="store_true")
+    p.add_argument("--out", default=os.path.join(HERE, "out", "train_gpu.json"))
+    args = p.parse_args(argv)
+    if args.tiny:
+        args.seq_len = min(args.seq_len, 256)
+        args.num_seqs = min(args.num_seqs, 6)
+        args.hidden, args.layers, args.heads, args.kv_heads, args.intermediate, args.vocab = 32, 2, 2, 2, 128, 512
+        args.steps = 1
+    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    args.micro_batch_tokens = args.micro_batch_tokens or args.seq_len
+    return args
+
+
+def build_model(args, device):
+    """A Qwen3-architecture model from a config with random weights (transformers), else polar's tiny model."""
+    try:
+        if args.tiny:
+            raise ImportError
+        from transformers import Qwen3Config, Qwen3ForCausalLM  # type: ignore
+
+        from polar_train.model import HFPolicy
+
+        cfg = Qwen3Config(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
+                          num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
+                          intermediate_size=args.intermediate, max_position_embeddings=max(32768, args.seq_len),
+                          tie_word_embeddings=True, use_cache=False)
+        torch.manual_seed(0)
+        model = Qwen3ForCausalLM(cfg)
+        return HFPolicy(model, "random-qwen3").to(device), "qwen3-random"
+    except ImportError:
+        from polar_train.model import TinyCausalLM, TinyPolicy
+
+        lm = TinyCausalLM(vocab=args.vocab, dim=args.hidden, layers=args.layers, heads=args.heads,
+                          max_pos=max(4096, args.seq_len), seed=0)
+        return TinyPolicy(lm, "tiny-random").to(device), "polar-tiny"
+
+
+def make_rollouts(args, path):
+    rng = random.Random(0)
+    lengths = []
+    with open(path, "w") as fh:
+        for i in range(args.num_seqs):
+            n = args.seq_len if i == 0 else rng.randint(args.seq_len // 4, args.seq_len)
+            lengths.append(n)
+            prompt = [rng.randrange(args.vocab) for _ in range(n // 4)]
+            resp = [rng.randrange(args.vocab) for _ in range(n - len(prompt))]
+            # alternating sampled turns and tool output: half of the response is trained
+            block = max(1, len(resp) // 8)
+            mask = [1 if (j // block) % 2 == 0 else 0 for j in range(len(resp))]
+            lps = [-1.0 if m else 0.0 for m in mask]
+            rec = {"v": 1, "id": "r%d" % i, "session": "s%d" % i, "task_id": "t", "sample": i, "group_id": "t",
+                   "harness": "bench", "model": "random", "status": "completed", "reward": float(i % 2),
+                   "advantage": None, "stats": {},
+                   "traces": [{"kind": "root", "prompt_ids": prompt, "response_ids": resp, "loss_mask": mask,
+                               "response_logprobs": lps, "finish_reason": "stop", "calls": ["c"], "token_exact": True}]}
+            fh.write(json.dumps(rec) + "\n")
+    return lengths
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_mem(device):
+    return torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else None
+
+
+def bench_polar(args, policy, traj, device):
+    cfg = {"trajectories": traj, "model": "bench", "out": tempfile.mkdtemp(prefix="polar-bench-"),
+           "device": device.type, "lr": 1e-6, "batch_rollouts": args.num_seqs, "max_steps": 1 + args.steps,
+           "micro_batch_tokens": args.micro_batch_tokens, "save_every": 0, "tis": True,
+           "gradient_checkpointing": True, "bf16": device.type == "cuda"}
+    events = []
+    t = Trainer(cfg, events.append, policy=policy)
+    t.setup()
+    t.save = lambda: None  # no checkpoint in a benchmark
+    times = []
+    orig_prepare = t.prepare
+
+    def timed_prepare(rollouts):
+        sync(device)
+        times.append(time.time())
+        return orig_prepare(rollouts)
+
+    t.prepare = timed_prepare
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    t.train()
+    sync(device)
+    times.append(time.time())
+    steps = [e for e in events if e.get("event") == "step"]
+    measured = steps[1:] or steps
+    secs = [b - a for a, b in zip(times[:-1], times[1:])][1:] or [times[-1] - times[0]]
+    tokens = measured[0]["tokens"]
+    return {"tokens": tokens, "seconds": sum(secs) / len(secs), "tokens_per_s": tokens / (sum(secs) / len(secs)),
+            "peak_mem_gb": peak_mem(device), "loss": measured[-1]["loss"]}, t
+
+
+def bench_naive(args, policy, trainer, device):
+    """Padded batches, full logits, log_softmax over [B, T, V]; one optimiser step per step."""
+    samples = [s for r in trainer.rollouts for s in r.samples]
+    opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
+    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if device.type == "cuda" else None
+    total_trained = sum(len(s.sel_tgt) for s in samples)
+    real_tokens = sum(s.length for s in samples)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        for i in range(0, len(samples), args.naive_batch):
+            group = samples[i : i + args.naive_batch]
+            t = max(s.length for s in group)
+            ids = torch.zeros(len(group), t, dtype=torch.long)
+            att = torch.zeros(len(group), t, dtype=torch.long)
+            tmask = torch.zeros(len(group), t, dtype=torch.float32)
+            tgt = torch.zeros(len(group), t, dtype=torch.long)
+            adv = torch.zeros(len(group), 1)
+            for b, s in enumerate(group):
+                ids[b, : s.length] = torch.tensor(s.input_ids)
+                att[b, : s.length] = 1
+                tmask[b, s.sel_pos] = 1.0
+                tgt[b, s.sel_pos] = torch.tensor(s.sel_tgt)
+                adv[b] = s.advantage
+            ids, att, tmask, tgt, adv = (x.to(device) for x in (ids, att, tmask, tgt, adv))
+            ctx = autocast if autocast is not None else _Null()
+            with ctx:
+                logits = full_logits(policy, ids, att)
+            logp_all = torch.log_softmax(logits.float(), dim=-1)  # the whole [B, T, V] matrix
+            logp = logp_all.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+            ratio = torch.exp(logp - logp.detach())
+            loss = -(adv * ratio * tmask).sum() / total_trained
+            loss.backward()
+        opt.step()
+
+    step()  # warm-up
+    sync(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    secs = []
+    for _ in range(args.steps):
+        t0 = time.time()
+        step()
+        sync(device)
+        secs.append(time.time() - t0)
+    sec = sum(secs) / len(secs)
+    return {"tokens": real_tokens, "seconds": sec, "tokens_per_s": real_tokens / sec, "peak_mem_gb": peak_mem(device)}
+
+
+def full_logits(policy, ids, att):
+    if policy.kind == "hf":
+        return policy.model(input_ids=ids, attention_mask=att, use_cache=False).logits
+    outs = []
+    for b in range(ids.shape[0]):  # the tiny model has no batch dimension: one padded row at a time
+        outs.append(policy.lm.logits(ids[b]))
+    return torch.stack(outs)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def flops_per_token(args, n_params, mean_ctx):
+    return 6.0 * n_params + 12.0 * args.layers * args.hidden * mean_ctx
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    device = torch.device(args.device)
+    policy, kind = build_model(args, device)
+    if device.type == "cuda" or policy.kind == "hf":
+        policy.enable_gradient_checkpointing()
+    n_params = sum(p.numel() for p in policy.parameters())
+    tmp = tempfile.mkdtemp(prefix="polar-bench-data-")
+    traj = os.path.join(tmp, "traj.jsonl")
+    lengths = make_rollouts(args, traj)
+    mean_ctx = sum(n * n / 2 for n in lengths) / sum(lengths)
+    peak = args.peak_tflops
+    if peak is None and device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        peak = next((v for k, v in PEAK_TFLOPS.items() if k in name), None)
+    fpt = flops_per_token(args, n_params, mean_ctx)
+
+    polar, trainer = bench_polar(args, policy, traj, device)
+    result = {"model": kind, "params": n_params, "device": str(device),
+              "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+              "torch": torch.__version__, "seq_len": args.seq_len, "num_seqs": args.num_seqs,
+              "lengths": lengths, "peak_tflops": peak, "polar": polar}
+    if not args.skip_naive:
+        try:
+            result["naive"] = bench_naive(args, policy, trainer, device)
+        except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
+            if "out of memory" not in str(exc).lower():
+                raise
+            result["naive"] = {"oom": True, "error": str(exc).split("\n")[0]}
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    for side in ("polar", "naive"):
+        r = result.get(side)
+        if r and "tokens_per_s" in r:
+            r["mfu"] = (fpt * r["tokens_per_s"] / (peak * 1e12)) if peak else None
+    if "naive" in result and "tokens_per_s" in result["naive"]:
+        result["speedup"] = polar["tokens_per_s"] / result["naive"]["tokens_per_s"]
+        if polar["peak_mem_gb"] and result["naive"]["peak_mem_gb"]:
+            result["memory_ratio"] = polar["peak_mem_gb"] / result["naive"]["peak_mem_gb"]
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=2)
+
+    def show(name, r):
+        if r is None:
+            return
+        if r.get("oom"):
+            print("  %-6s out of memory" % name)
+            return
+        mem = "%.1f GiB" % r["peak_mem_gb"] if r["peak_mem_gb"] is not None else "-"
+        mfu = "%.1f%%" % (100 * r["mfu"]) if r.get("mfu") is not None else "-"
+        print("  %-6s %10.0f tok/s   peak %-10s MFU %s" % (name, r["tokens_per_s"], mem, mfu))
+
+    print("train step: %s (%.1fM params) on %s, %d sequences up to %d tokens"
+          % (kind, n_params / 1e6, result["device_name"], args.num_seqs, args.seq_len))
+    show("polar", polar)
+    show("naive", result.get("naive"))
+    if "speedup" in result:
+        print("  polar/naive: %.2fx tokens/s%s" % (result["speedup"], (", %.2fx memory" % result["memory_ratio"])
+                                                    if "memory_ratio" in result else ""))
+    print("  written to %s" % args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+/**
+ * `polar train`: resolves the config, validates the trajectories (before any GPU time is spent), checks
+ * the Python environment, writes <out>/config.json, launches the PyTorch worker (python -m polar_train, or
+ * torchrun for --gpus N > 1) with execa, and turns its JSON-lines events into progress and typed errors.
+ */
+import { createWriteStream, existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { PolarError, UsageError } from '../errors.ts';
+import { log } from '../util/log.ts';
+import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
+import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
+import { TrainProgress } from './progress.ts';
+import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
+
+/** The Python package lives beside this file: src/train/worker/polar_train. */
+export const WORKER_DIR = fileURLToPath(new URL('./worker', import.meta.url));
+
+export interface WorkerCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** python -m polar_train --config FILE, or the same under torchrun (FSDP data parallel) for gpus > 1. */
+export function workerCommand(options: {
+  python: string;
+  configPath: string;
+  gpus: number;
+  workerDir?: string;
+  pythonPath?: string | undefined;
+}): WorkerCommand {
+  const dir = options.workerDir ?? WORKER_DIR;
+  const env = {
+    PYTHONPATH: options.pythonPath ? `${dir}:${options.pythonPath}` : dir,
+    PYTHONUNBUFFERED: '1',
+    PYTHONDONTWRITEBYTECODE: '1',
+  };
+  const worker = ['-m', 'polar_train', '--config', options.configPath];
+  if (options.gpus <= 1) return { file: options.python, args: worker, env };
+  return {
+    file: options.python,
+    args: [
+      '-m',
+      'torch.distributed.run',
+      '--standalone',
+      '--nnodes=1',
+      `--nproc_per_node=${options.gpus}`,
+      ...worker,
+    ],
+    env,
+  };
+}
+
+export interface WorkerOutcome {
+  exitCode: number | undefined;
+  signal: string | undefined;
+  error: Record<string, unknown> | undefined;
+  done: Record<string, unknown> | undefined;
+  stderrTail: string[];
+}
+
+/** Runs the worker, feeding each JSON event to onEvent; stderr (and stray stdout) goes to logPath. */
+export async function runWorker(
+  cmd: WorkerCommand,
+  onEvent: (event: Record<string, unknown>) => void,
+  logPath: string,
+): Promise<WorkerOutcome> {
+  const logFile = createWriteStream(logPath, { flags: 'a' });
+  const child = execa(cmd.file, cmd.args, {
+    env: cmd.env,
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const tail: string[] = [];
+  const outcome: WorkerOutcome = {
+    exitCode: undefined,
+    signal: undefined,
+    error: undefined,
+    done: undefined,
+    stderrTail: tail,
+  };
+  const readOut = (async () => {
+    if (!child.stdout) return;
+    for await (const line of createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY })) {
+      let event: Record<string, unknown> | undefined;
+      if (line.startsWith('{')) {
+        try {
+          event = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          event = undefined;
+        }
+      }
+      if (!event || typeof event.event !== 'string') {
+        logFile.write(`${line}\n`);
+        continue;
+      }
+      if (event.event === 'error') {
+        outcome.error ??= event; // under torchrun every rank may report; the first one wins
+        if (typeof event.traceback === 'string') logFile.write(event.traceback);
+        continue;
+      }
+      if (event.event === 'done') outcome.done = event;
+      onEvent(event);
+    }
+  })();
+  const readErr = (async () => {
+    if (!child.stderr) return;
+    for await (const line of createInterface({ input: child.stderr, crlfDelay: Number.POSITIVE_INFINITY })) {
+      logFile.write(`${line}\n`);
+      if (line.trim() === '') continue;
+      tail.push(line);
+      if (tail.length > 20) tail.shift();
+    }
+  })();
+  const result = await child;
+  await Promise.all([readOut, readErr]);
+  await new Promise<void>((done) => logFile.end(done));
+  outcome.exitCode = result.exitCode;
+  outcome.signal = result.signal;
+  if (result.exitCode === undefined && result.signal === undefined && result.failed) {
+    // the command itself could not start
+    tail.push(result.shortMessage ?? 'the worker could not be started');
+  }
+  return outcome;
+}
+
+/** Maps a worker outcome to success or one clear error. */
+export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: string }): PolarError | undefined {
+  if (o.error) {
+    const message = String(o.error.message ?? 'unknown error');
+    if (o.error.kind === 'non_finite') {
+      return new PolarError(`training stopped: ${message}`, {
+        hint: `resume from the last good checkpoint with --resume ${ctx.out} (lower --lr or check the data first)`,
+      });
+    }
+    return new PolarError(`training worker failed: ${message}`, {
+      hint: `worker log with the Python traceback: ${ctx.logPath}`,
+    });
+  }
+  if (o.exitCode !== 0) {
+    const how = o.signal
+      ? `killed by ${o.signal}`
+      : o.exitCode === undefined
+        ? 'did not start'
+        : `exit code ${o.exitCode}`;
+    const last = o.stderrTail.at(-1) ?? 'no output';
+    return new PolarError(`training worker crashed (${how}): ${last}`, {
+      hint: `full worker log: ${ctx.logPath}`,
+    });
+  }
+  if (!o.done)
+    return new PolarError('training worker exited without finishing', { hint: `worker log: ${ctx.logPath}` });
+  return undefined;
+}
+
+export interface TrainRequest {
+  trajectories: string;
+  out: string;
+  resume?: string | undefined;
+  configFile?: string | undefined;
+  flags: Partial<Record<keyof TrainOptions, unknown>>;
+  python?: string | undefined;
+  json?: boolean;
+}
+
+export interface TrainResult {
+  config: ResolvedTrainConfig;
+  configPath: string;
+  metricsPath: string;
+  checkpoint: string | null;
+  steps: number;
+  data: TrajectorySummary;
+}
+
+export interface TrainDeps {
+  probe?: Prober;
+  progress?: TrainProgress;
+}
+
+/** The checkpoint a --resume directory points at (its own step dir, or the one named by its latest file). */
+async function checkpointMeta(dir: string): Promise<{ model_kind?: string; base_model?: string }> {
+  if (!existsSync(dir)) throw new UsageError(`--resume ${dir}: no such directory`);
+  let step = dir;
+  if (!existsSync(join(dir, 'trainer_state.pt')) && existsSync(join(dir, 'latest'))) {
+    step = join(dir, (await readFile(join(dir, 'latest'), 'utf8')).trim());
+  }
+  const metaPath = join(step, 'polar_checkpoint.json');
+  if (!existsSync(join(step, 'trainer_state.pt')) || !existsSync(metaPath)) {
+    throw new UsageError(
+      `--resume ${dir}: not a polar checkpoint (no latest file and no trainer_state.pt)`,
+      'pass the --out directory of an earlier run, or one of its step-N directories',
+    );
+  }
+  return JSON.parse(await readFile(metaPath, 'utf8'));
+}
+
+export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise<TrainResult> {
+  const file = req.configFile ? await readUserConfig(req.configFile) : undefined;
+  const resume = req.resume ? resolve(req.resume) : undefined;
+  const flags = { ...req.flags };
+  if (typeof flags.model === 'string' && existsSync(flags.model)) flags.model = resolve(flags.model);
+  const config = resolveTrainConfig({
+    trajectories: resolve(req.trajectories),
+    out: resolve(req.out),
+    resume,
+    file,
+    flags,
+  });
+  const resumed = resume ? await checkpointMeta(resume) : undefined;
+
+  // 1. the data, before any GPU time is spent
+  const data = await checkTrajectories(config.trajectories, {
+    requireLogprobs: config.tis,
+    maxTraceTokens: config.micro_batch_tokens,
+  });
+  if (config.loss_agg === 'dr-grpo' && config.loss_norm_tokens === null) {
+    config.loss_norm_tokens = Math.max(1, data.maxTrainedPerRollout);
+  }
+  log.debug(`trajectories: ${JSON.stringify(data)}`);
+
+  // 2. the environment
+  const probe: PythonProbe = await findPython(
+    req.python ?? process.env.POLAR_PYTHON,
+    deps.probe ?? probePython,
+  );
+  const modelSpec = resumed?.base_model ?? config.model;
+  const hfModel = resumed
+    ? resumed.model_kind === 'hf'
+    : !modelSpec.startsWith('tiny:') && !existsSync(join(modelSpec, 'polar_tiny.json'));
+  checkEnvironment(probe, { device: config.device, gpus: config.gpus, lora: config.lora, hfModel });
+
+  // 3. the resolved config, then the worker
+  await mkdir(config.out, { recursive: true });
+  const configPath = join(config.out, 'config.json');
+  const environment = {
+    python: probe.executable,
+    torch: probe.torch,
+    transformers: probe.transformers,
+    peft: probe.peft,
+    safetensors: probe.safetensors,
+    cuda_devices: probe.cuda_devices,
+  };
+  await writeFile(configPath, `${JSON.stringify({ ...config, environment }, null, 2)}\n`);
+  const cmd = workerCommand({
+    python: probe.python,
+    configPath,
+    gpus: config.gpus,
+    pythonPath: process.env.PYTHONPATH,
+  });
+  const logPath = join(config.out, 'worker.log');
+  const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
+  progress.start(
+    `training ${config.model} on ${data.rollouts} rollouts (${data.traces} traces, ${data.trainedTokens} trained tokens), ` +
+      `device ${config.device}${config.gpus > 1 ? ` x${config.gpus}` : ''}, torch ${probe.torch}`,
+  );
+  const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
+  const error = workerError(outcome, { logPath, out: config.out });
+  if (error) {
+    progress.stop(false);
+    if (outcome.error?.traceback) log.debug(String(outcome.error.traceback));
+    throw error;
+  }
+  const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
+  const steps = Number(outcome.done?.steps ?? 0);
+  progress.stop(true, `done: ${steps} steps, checkpoint ${checkpoint ?? '(none)'}`);
+  return { config, configPath, metricsPath: join(config.out, 'metrics.jsonl'), checkpoint, steps, data };
+}

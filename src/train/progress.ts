@@ -1,0 +1,129 @@
+/**
+ * Shows the worker's progress: on a TTY an ora spinner with a bar and the latest step's metrics; otherwise
+ * (CI, pipes) one plain line per step on stderr. `--json` forwards every worker event to stdout instead.
+ */
+import ora, { type Ora } from 'ora';
+import { log } from '../util/log.ts';
+
+export interface StepEvent {
+  event: 'step';
+  step: number;
+  total_steps: number;
+  loss?: number | null;
+  kl?: number | null;
+  clip_frac?: number | null;
+  entropy?: number | null;
+  grad_norm?: number | null;
+  tokens_per_s?: number | null;
+  gpu_mem_gb?: number | null;
+  tis_mean?: number | null;
+  lr?: number | null;
+}
+
+const fmt = (v: number | null | undefined, digits = 4): string =>
+  v === null || v === undefined || !Number.isFinite(v)
+    ? '-'
+    : Math.abs(v) >= 1e4
+      ? v.toExponential(2)
+      : v.toFixed(digits);
+
+const compact = (v: number | null | undefined): string => {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '-';
+  if (v >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
+  if (v >= 1e3) return `${(v / 1e3).toFixed(1)}k`;
+  return v.toFixed(0);
+};
+
+export function progressBar(done: number, total: number, width = 20): string {
+  const frac = total > 0 ? Math.min(1, Math.max(0, done / total)) : 0;
+  const full = Math.round(frac * width);
+  return `[${'#'.repeat(full)}${'-'.repeat(width - full)}]`;
+}
+
+/** One line of per-step metrics: loss, KL, clip fraction, entropy, grad norm, tokens/s, GPU memory. */
+export function formatStep(e: StepEvent): string {
+  const mem = e.gpu_mem_gb === null || e.gpu_mem_gb === undefined ? '-' : `${e.gpu_mem_gb.toFixed(1)}G`;
+  return [
+    `step ${e.step}/${e.total_steps}`,
+    `loss ${fmt(e.loss)}`,
+    `kl ${fmt(e.kl)}`,
+    `clip ${fmt(e.clip_frac, 3)}`,
+    `ent ${fmt(e.entropy, 3)}`,
+    `gnorm ${fmt(e.grad_norm, 3)}`,
+    `tok/s ${compact(e.tokens_per_s)}`,
+    `mem ${mem}`,
+  ].join('  ');
+}
+
+/** Keeps the spinner on one terminal line (ora redraws by counting wrapped lines). */
+function fit(text: string): string {
+  const width = (process.stderr.columns ?? 80) - 3;
+  return text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text;
+}
+
+export interface ProgressOptions {
+  tty?: boolean;
+  json?: boolean;
+  stdout?: NodeJS.WritableStream;
+}
+
+export class TrainProgress {
+  private spinner: Ora | undefined;
+  private readonly tty: boolean;
+  private readonly json: boolean;
+  private readonly stdout: NodeJS.WritableStream;
+
+  constructor(options: ProgressOptions = {}) {
+    // a spinner needs a real terminal width (a pty without one makes ora redraw endlessly)
+    this.tty = options.tty ?? (Boolean(process.stderr.isTTY) && (process.stderr.columns ?? 0) >= 40);
+    this.json = options.json ?? false;
+    this.stdout = options.stdout ?? process.stdout;
+  }
+
+  start(text: string): void {
+    if (this.json) return;
+    if (this.tty && !log.quiet) this.spinner = ora({ text: fit(text), stream: process.stderr }).start();
+    else log.info(text);
+  }
+
+  event(e: Record<string, unknown>): void {
+    if (this.json) {
+      this.stdout.write(`${JSON.stringify(e)}\n`);
+      return;
+    }
+    switch (e.event) {
+      case 'step': {
+        const s = e as unknown as StepEvent;
+        const line = formatStep(s);
+        if (this.spinner) this.spinner.text = fit(`${progressBar(s.step, s.total_steps)} ${line}`);
+        else log.info(line);
+        break;
+      }
+      case 'checkpoint':
+        this.say(`checkpoint ${String(e.path)} (${String(e.format)})`);
+        break;
+      case 'log':
+        this.say(String(e.message));
+        break;
+      default:
+        break;
+    }
+  }
+
+  private say(message: string): void {
+    if (this.spinner) {
+      const text = this.spinner.text;
+      this.spinner.stop();
+      log.info(message);
+      this.spinner.start(text);
+    } else log.info(message);
+  }
+
+  stop(ok: boolean, text?: string): void {
+    if (this.spinner) {
+      if (ok) this.spinner.succeed(text);
+      else this.spinner.fail(text);
+      this.spinner = undefined;
+    } else if (text && !this.json && ok) log.info(text);
+  }
+}

@@ -1,0 +1,559 @@
+"""The GRPO loop: batches of rollouts, old/ref logprobs, PPO epochs over mini-batches, AdamW with warm-up
+and constant/cosine schedule, gradient clipping, NaN guard, atomic checkpoints and resume.
+
+Vocabulary: a *step* is one batch of `batch_rollouts` rollouts; each step runs `ppo_epochs` passes over
+its `mini_batches` mini-batches, one optimiser *update* per mini-batch; a mini-batch is packed into
+micro-batches of at most `micro_batch_tokens` tokens whose gradients accumulate.
+"""
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import time
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from . import data as D
+from .loss import aggregation_weights, policy_loss, tis_weights
+from .model import CHECKPOINT_META, load_policy, torch_load
+
+STATE_FILE = "trainer_state.pt"
+LATEST = "latest"
+CONFIG_COPY = "polar_train_config.json"
+
+
+class NonFiniteError(RuntimeError):
+    kind = "non_finite"
+
+
+class ConfigError(ValueError):
+    kind = "config"
+
+
+DEFAULTS = {
+    "resume": None,
+    "device": "cuda",
+    "lora": False,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.0,
+    "lora_target_modules": "all-linear",
+    "lr": 1e-6,
+    "min_lr_ratio": 0.0,
+    "warmup_steps": 0,
+    "schedule": "constant",
+    "weight_decay": 0.1,
+    "adam_betas": [0.9, 0.98],
+    "adam_eps": 1e-8,
+    "grad_clip": 1.0,
+    "epochs": 1,
+    "max_steps": None,
+    "batch_rollouts": 144,
+    "mini_batches": 1,
+    "ppo_epochs": 1,
+    "shuffle": True,
+    "clip_low": 0.2,
+    "clip_high": 0.28,
+    "loss_agg": "token-mean",
+    "loss_norm_tokens": None,
+    "advantage": "rloo",
+    "tis": True,
+    "tis_cap": 2.0,
+    "kl_coef": 0.0,
+    "micro_batch_tokens": 16384,
+    "logprob_chunk": 1024,
+    "bf16": None,
+    "gradient_checkpointing": True,
+    "save_every": 10,
+    "seed": 0,
+    "debug_inject_nan_step": None,
+}
+
+
+def resolve(config: dict) -> dict:
+    cfg = dict(DEFAULTS)
+    cfg.update({k: v for k, v in config.items() if v is not None or k not in DEFAULTS})
+    for key in ("trajectories", "out"):
+        if not cfg.get(key):
+            raise ConfigError("config: %s is required" % key)
+    if not cfg.get("model") and not cfg.get("resume"):
+        raise ConfigError("config: model is required (or resume)")
+    if cfg["bf16"] is None:
+        cfg["bf16"] = cfg["device"] == "cuda"
+    return cfg
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
+    def f(update: int) -> float:
+        if warmup > 0 and update < warmup:
+            return (update + 1) / warmup
+        if schedule == "constant":
+            return 1.0
+        if schedule == "cosine":
+            span = max(1, total - warmup)
+            progress = min(1.0, (update - warmup) / span)
+            return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+        raise ConfigError("unknown schedule %r (constant, cosine)" % schedule)
+
+    return f
+
+
+def resolve_resume_dir(resume: str) -> str:
+    """--resume ckpt/ (reads ckpt/latest) or --resume ckpt/step-3."""
+    if os.path.exists(os.path.join(resume, STATE_FILE)):
+        return resume
+    latest = os.path.join(resume, LATEST)
+    if os.path.exists(latest):
+        with open(latest) as fh:
+            name = fh.read().strip()
+        path = os.path.join(resume, name)
+        if os.path.exists(os.path.join(path, STATE_FILE)):
+            return path
+    raise ConfigError("resume: %s holds no checkpoint (no %s and no %s file)" % (resume, STATE_FILE, LATEST))
+
+
+class Trainer:
+    def __init__(self, config: dict, emit: Callable[[dict], None], policy=None):
+        """`policy`: an already built model (benchmarks); otherwise `config["model"]` is loaded."""
+        self._given_policy = policy
+        self.cfg = resolve(config)
+        self.emit = emit
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.dist = self.world > 1
+        self.device = self._device()
+        self.last_checkpoint: Optional[str] = None
+        self.global_step = 0
+        self.updates = 0
+        self.metrics_path = os.path.join(self.cfg["out"], "metrics.jsonl")
+
+    # ------------------------------------------------------------------ setup
+
+    def _device(self) -> torch.device:
+        if self.cfg["device"] == "cpu":
+            return torch.device("cpu")
+        if not torch.cuda.is_available():
+            raise ConfigError("device cuda requested but torch.cuda.is_available() is false; use device cpu")
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+
+    def log(self, message: str, **extra) -> None:
+        if self.rank == 0:
+            self.emit(dict({"event": "log", "message": message}, **extra))
+
+    def setup(self) -> None:
+        cfg = self.cfg
+        torch.manual_seed(cfg["seed"])
+        random.seed(cfg["seed"])
+        if self.dist:
+            import torch.distributed as dist
+
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+        os.makedirs(cfg["out"], exist_ok=True)
+        self.resume_dir = resolve_resume_dir(cfg["resume"]) if cfg["resume"] else None
+        resume_meta = None
+        if self.resume_dir:
+            with open(os.path.join(self.resume_dir, CHECKPOINT_META)) as fh:
+                resume_meta = json.load(fh)
+        # model: a resumed run restores its weights from the checkpoint (LoRA: base + saved adapter)
+        spec = cfg["model"]
+        if resume_meta is not None:
+            spec = resume_meta["base_model"] if resume_meta.get("lora") else self.resume_dir
+            if cfg.get("model") and os.path.abspath(cfg["model"]) != os.path.abspath(spec):
+                self.log("resume: loading the model from %s (not %s)" % (spec, cfg["model"]))
+        self.base_model = resume_meta["base_model"] if resume_meta else cfg["model"]
+        if self._given_policy is not None:
+            self.policy = self._given_policy.to(self.device)
+        else:
+            self.policy = load_policy(spec, self.device, cfg["lora"])
+        if cfg["lora"]:
+            if self.policy.kind == "tiny":
+                self.policy.enable_lora(cfg["lora_r"], cfg["lora_alpha"], cfg["seed"])
+            else:
+                self.policy.enable_lora(cfg["lora_r"], cfg["lora_alpha"], cfg["lora_target_modules"], cfg["lora_dropout"])
+            self.policy.to(self.device)
+        if cfg["gradient_checkpointing"]:
+            self.policy.enable_gradient_checkpointing()
+        self.ref_policy = None
+        if cfg["kl_coef"] and not cfg["lora"]:
+            # full fine-tune: the reference is a frozen copy of the starting model
+            self.ref_policy = load_policy(self.base_model, self.device, False,
+                                          torch.bfloat16 if self.device.type == "cuda" else None)
+            self.ref_policy.eval()
+            for p in self.ref_policy.parameters():
+                p.requires_grad_(False)
+
+        # data
+        records = D.read_records(cfg["trajectories"])
+        self.rollouts = D.build_rollouts(records, cfg["advantage"], cfg["tis"], self.policy.vocab_size)
+        if cfg["loss_agg"] == "dr-grpo" and not cfg["loss_norm_tokens"]:
+            cfg["loss_norm_tokens"] = max(1, D.max_trained_tokens_per_rollout(self.rollouts))
+        self.data_sha = file_sha256(cfg["trajectories"])
+        n = len(self.rollouts)
+        self.batch = max(1, min(cfg["batch_rollouts"], n))
+        self.steps_per_epoch = math.ceil(n / self.batch)
+        self.total_steps = cfg["max_steps"] or self.steps_per_epoch * cfg["epochs"]
+        self.updates_per_step = cfg["ppo_epochs"] * min(cfg["mini_batches"], self.batch)
+
+        self.model = self.policy
+        if self.dist:
+            self.model = self._wrap_fsdp(self.policy)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if not params:
+            raise ConfigError("the model has no trainable parameters")
+        self.params = params
+        self.opt = torch.optim.AdamW(params, lr=cfg["lr"], betas=tuple(cfg["adam_betas"]), eps=cfg["adam_eps"],
+                                     weight_decay=cfg["weight_decay"])
+        total_updates = self.total_steps * self.updates_per_step
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lr_lambda(cfg["schedule"], cfg["warmup_steps"], total_updates, cfg["min_lr_ratio"]))
+        self.data_step = 0
+        if self.resume_dir:
+            self._restore(self.resume_dir)
+        self.log("training %d rollouts (%d traces) for %d steps of %d rollouts; %d updates per step"
+                 % (n, sum(len(r.samples) for r in self.rollouts), self.total_steps, self.batch, self.updates_per_step),
+                 model=self.policy.kind, device=str(self.device), world_size=self.world,
+                 loss_norm_tokens=cfg["loss_norm_tokens"])
+
+    def _wrap_fsdp(self, policy):  # pragma: no cover - multi-GPU only, cannot run in CI
+        import functools
+
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import MixedPrecision
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+        inner = policy.inner if policy.kind == "hf" else None
+        layer_names = set(getattr(inner, "_no_split_modules", None) or [])
+        classes = {type(m) for m in policy.modules() if type(m).__name__ in layer_names}
+        wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=classes) if classes else None
+        mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if self.cfg["bf16"] else None
+        return FSDP(policy, auto_wrap_policy=wrap, mixed_precision=mp, device_id=self.device, use_orig_params=True)
+
+    # ------------------------------------------------------------------ forward helpers
+
+    def _autocast(self):
+        if self.cfg["bf16"]:
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return _Null()
+
+    def _forward(self, model, mb: D.MicroBatch, grad: bool):
+        dev = self.device
+        with torch.set_grad_enabled(grad), self._autocast():
+            return model(mb.input_ids.to(dev), mb.position_ids.to(dev), mb.seg_lens, mb.sel_pos.to(dev),
+                         mb.sel_tgt.to(dev), self.cfg["logprob_chunk"])
+
+    def _rank_share(self, micros: List[D.MicroBatch]) -> List[D.MicroBatch]:
+        if not self.dist:
+            return micros
+        mine = micros[self.rank :: self.world]
+        need = math.ceil(len(micros) / self.world)
+        while len(mine) < need:  # equal forward counts on every rank (FSDP collectives); zero weight
+            dummy = D.MicroBatch(micros[0].samples)
+            dummy.old_logp = micros[0].old_logp
+            dummy.ref_logp = micros[0].ref_logp
+            dummy.tis = micros[0].tis
+            dummy.weights = torch.zeros_like(micros[0].weights)
+            mine.append(dummy)
+        return mine
+
+    # ------------------------------------------------------------------ the loop
+
+    def batch_rollouts(self, data_step: int) -> List[D.Rollout]:
+        data_epoch, pos = divmod(data_step, self.steps_per_epoch)
+        order = D.epoch_order(len(self.rollouts), self.cfg["seed"], data_epoch, self.cfg["shuffle"])
+        return [self.rollouts[i] for i in order[pos * self.batch : (pos + 1) * self.batch]]
+
+    def prepare(self, rollouts: List[D.Rollout]) -> List[List[D.MicroBatch]]:
+        cfg = self.cfg
+        minis = []
+        for group in D.split_mini_batches(rollouts, cfg["mini_batches"]):
+            micros = D.pack([s for r in group for s in r.samples], cfg["micro_batch_tokens"])
+            ridx = torch.cat([m.rollout_index for m in micros])
+            w = aggregation_weights(ridx, cfg["loss_agg"], cfg["loss_norm_tokens"])
+            off = 0
+            for m in micros:
+                m.weights = w[off : off + m.trained_tokens]
+                off += m.trained_tokens
+            minis.append(micros)
+        return minis
+
+    def train(self) -> dict:
+        cfg = self.cfg
+        summary = {}
+        while self.data_step < self.total_steps:
+            t0 = time.time()
+            if self.device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(self.device)
+            minis = self.prepare(self.batch_rollouts(self.data_step))
+            step_no = self.global_step + 1
+            # pi_old and pi_ref before any update. The first mini-batch's pi_old is its own first forward
+            # (the weights have not moved yet), so on-policy training (1 epoch, 1 mini-batch) costs no extra pass.
+            self.model.eval()
+            for i, micros in enumerate(minis):
+                for mb in self._rank_share(micros):
+                    if i > 0:
+                        mb.old_logp = self._forward(self.model, mb, False)[0].float()
+                    if cfg["kl_coef"]:
+                        if self.ref_policy is not None:
+                            mb.ref_logp = self._forward(self.ref_policy, mb, False)[0].float()
+                        else:
+                            with self.policy.reference():
+                                mb.ref_logp = self._forward(self.model, mb, False)[0].float()
+            self.model.train()
+            acc = _Acc()
+            for epoch in range(cfg["ppo_epochs"]):
+                order = list(range(len(minis)))
+                if epoch > 0 and cfg["shuffle"]:
+                    random.Random(cfg["seed"] * 7919 + step_no * 31 + epoch).shuffle(order)
+                for mi in order:
+                    self._update(minis[mi], step_no, acc)
+            step_time = time.time() - t0
+            tokens = sum(m.tokens for micros in minis for m in micros)
+            trained = sum(m.trained_tokens for micros in minis for m in micros)
+            metrics = acc.result()
+            metrics.update({
+                "event": "step",
+                "step": step_no,
+                "total_steps": self.global_step - self.data_step + self.total_steps,
+                "updates": self.updates,
+                "lr": self.sched.get_last_lr()[0],
+                "rollouts": sum(1 for _ in self.batch_rollouts(self.data_step)),
+                "tokens": tokens,
+                "trained_tokens": trained,
+                "tokens_per_s": tokens * cfg["ppo_epochs"] / max(step_time, 1e-9),
+                "step_time_s": step_time,
+                "gpu_mem_gb": (torch.cuda.max_memory_allocated(self.device) / 2 ** 30) if self.device.type == "cuda" else None,
+            })
+            self.global_step += 1
+            self.data_step += 1
+            if self.rank == 0:
+                with open(self.metrics_path, "a") as fh:
+                    fh.write(json.dumps(metrics) + "\n")
+                self.emit(metrics)
+            last = self.data_step >= self.total_steps
+            if last or (cfg["save_every"] and self.global_step % cfg["save_every"] == 0):
+                self.save()
+            summary = metrics
+        return summary
+
+    def _update(self, micros: List[D.MicroBatch], step_no: int, acc: "_Acc") -> None:
+        cfg = self.cfg
+        self.opt.zero_grad(set_to_none=True)
+        scale = float(self.world)  # FSDP averages gradients over ranks; weights already normalise globally
+        for k, mb in enumerate(self._rank_share(micros)):
+            logp, entropy = self._forward(self.model, mb, True)
+            logp = logp.float()
+            if mb.old_logp is None:
+                mb.old_logp = logp.detach()
+            dev = logp.device
+            if cfg["tis"] and mb.sampling_logp is not None:
+                if mb.tis is None:
+                    mb.tis = tis_weights(mb.old_logp, mb.sampling_logp.to(dev), cfg["tis_cap"])
+                tis = mb.tis
+            else:
+                tis = None
+            weights = mb.weights.to(dev)
+            loss, m = policy_loss(logp, mb.old_logp.to(dev), mb.advantages.to(dev), weights, cfg["clip_low"],
+                                  cfg["clip_high"], tis, None if mb.ref_logp is None else mb.ref_logp.to(dev),
+                                  cfg["kl_coef"])
+            if cfg["debug_inject_nan_step"] is not None and step_no == int(cfg["debug_inject_nan_step"]):
+                loss = loss * float("nan")
+            if not torch.isfinite(loss):
+                self._non_finite("loss", step_no, k)
+            if loss.requires_grad:  # a micro-batch without trained tokens has nothing to back-propagate
+                (loss * scale).backward()
+            acc.add_micro(loss, m, entropy, tis)
+        if cfg["grad_clip"] and cfg["grad_clip"] > 0:
+            if self.dist:
+                gnorm = self.model.clip_grad_norm_(cfg["grad_clip"])
+            else:
+                gnorm = torch.nn.utils.clip_grad_norm_(self.params, cfg["grad_clip"])
+        else:
+            norms = [p.grad.detach().norm() for p in self.params if p.grad is not None]
+            gnorm = torch.norm(torch.stack(norms)) if norms else torch.tensor(0.0)
+        if not torch.isfinite(gnorm):
+            self._non_finite("gradient norm", step_no, None)
+        self.opt.step()
+        self.sched.step()
+        self.updates += 1
+        acc.add_update(float(gnorm))
+
+    def _non_finite(self, what: str, step_no: int, micro: Optional[int]) -> None:
+        self.opt.zero_grad(set_to_none=True)
+        where = "step %d (update %d%s)" % (step_no, self.updates + 1, "" if micro is None else ", micro-batch %d" % micro)
+        kept = ("last good checkpoint: %s" % self.last_checkpoint) if self.last_checkpoint else "no checkpoint was written in this run"
+        raise NonFiniteError("non-finite %s at %s; the update was not applied and training stopped; %s"
+                             % (what, where, kept))
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save(self) -> str:
+        cfg = self.cfg
+        name = "step-%d" % self.global_step
+        final = os.path.join(cfg["out"], name)
+        model_state = None
+        optim_state = self.opt.state_dict()
+        if self.dist:  # pragma: no cover - multi-GPU only
+            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            with FSDP.state_dict_type(self.model, StateDictType.FULL_STATE_DICT,
+                                      FullStateDictConfig(offload_to_cpu=True, rank0_only=True)):
+                full = self.model.state_dict()
+            model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
+            optim_state = FSDP.optim_state_dict(self.model, self.opt)
+        if self.rank == 0:
+            tmp = os.path.join(cfg["out"], ".tmp-%s-%d" % (name, os.getpid()))
+            if os.path.exists(tmp):
+                shutil.rmtree(tmp)
+            os.makedirs(tmp)
+            if self.policy.kind == "hf":
+                fmt = self.policy.save_pretrained(tmp, state_dict=model_state)
+            else:
+                fmt = self.policy.save_pretrained(tmp)
+            state = {
+                "global_step": self.global_step,
+                "data_step": self.data_step,
+                "updates": self.updates,
+                "optimizer": optim_state,
+                "scheduler": self.sched.state_dict(),
+                "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
+                "trainable": self.policy.trainable_state() if cfg["lora"] else None,
+                "data_sha256": self.data_sha,
+            }
+            torch.save(state, os.path.join(tmp, STATE_FILE))
+            meta = {
+                "polar_checkpoint": 1,
+                "step": self.global_step,
+                "data_step": self.data_step,
+                "updates": self.updates,
+                "format": fmt,
+                "model_kind": self.policy.kind,
+                "base_model": self.base_model,
+                "lora": bool(cfg["lora"]),
+                "trajectories": cfg["trajectories"],
+                "data_sha256": self.data_sha,
+                "torch": torch.__version__,
+            }
+            with open(os.path.join(tmp, CHECKPOINT_META), "w") as fh:
+                json.dump(meta, fh, indent=2)
+            with open(os.path.join(tmp, CONFIG_COPY), "w") as fh:
+                json.dump(cfg, fh, indent=2)
+            if os.path.exists(final):  # a re-run of the same step: replace it
+                old = final + ".old-%d" % os.getpid()
+                os.rename(final, old)
+                os.rename(tmp, final)
+                shutil.rmtree(old)
+            else:
+                os.rename(tmp, final)
+            latest_tmp = os.path.join(cfg["out"], ".latest-%d" % os.getpid())
+            with open(latest_tmp, "w") as fh:
+                fh.write(name + "\n")
+            os.replace(latest_tmp, os.path.join(cfg["out"], LATEST))
+            self.emit({"event": "checkpoint", "step": self.global_step, "path": final, "format": fmt})
+        if self.dist:  # pragma: no cover
+            import torch.distributed as dist
+
+            dist.barrier()
+        self.last_checkpoint = final
+        return final
+
+    def _restore(self, directory: str) -> None:
+        state = torch_load(os.path.join(directory, STATE_FILE))
+        if state.get("trainable") is not None:
+            self.policy.load_trainable_state(state["trainable"])
+        if self.dist:  # pragma: no cover
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            self.opt.load_state_dict(FSDP.optim_state_dict_to_load(self.model, self.opt, state["optimizer"]))
+        else:
+            self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+        if state.get("cuda_rng") is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.global_step = state["global_step"]
+        self.updates = state["updates"]
+        if state.get("data_sha256") == self.data_sha:
+            self.data_step = state["data_step"]
+            self.log("resumed from %s at step %d (data position %d of %d)"
+                     % (directory, self.global_step, self.data_step, self.total_steps))
+        else:
+            self.data_step = 0
+            self.log("resumed model, optimiser and scheduler from %s at step %d; new trajectory file, "
+                     "starting its data from the beginning" % (directory, self.global_step))
+        self.last_checkpoint = directory
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Acc:
+    """Averages per-step metrics over micro-batches and updates."""
+
+    def __init__(self):
+        self.loss = 0.0
+        self.pg = 0.0
+        self.n_updates_loss = 0
+        self.tokens = 0.0
+        self.clip_low = 0.0
+        self.clip_high = 0.0
+        self.ratio = 0.0
+        self.kl = 0.0
+        self.entropy = 0.0
+        self.tis = 0.0
+        self.tis_tokens = 0.0
+        self.gnorms: List[float] = []
+        self._update_loss = 0.0
+
+    def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis) -> None:
+        self.loss += float(loss)
+        self.pg += float(m["pg_loss"])
+        n = float(m["tokens"])
+        self.tokens += n
+        self.clip_low += float(m["clip_low_count"])
+        self.clip_high += float(m["clip_high_count"])
+        self.ratio += float(m["ratio_sum"])
+        self.kl += float(m["kl_sum"])
+        self.entropy += float(entropy.sum())
+        if tis is not None:
+            self.tis += float(tis.sum())
+            self.tis_tokens += float(tis.shape[0])
+
+    def add_update(self, gnorm: float) -> None:
+        self.gnorms.append(gnorm)
+
+    def result(self) -> dict:
+        u = max(1, len(self.gnorms))
+        t = max(1.0, self.tokens)
+        return {
+            "loss": self.loss / u,
+            "pg_loss": self.pg / u,
+            "kl": self.kl / t,
+            "clip_frac": (self.clip_low + self.clip_high) / t,
+            "clip_frac_low": self.clip_low / t,
+            "clip_frac_high": self.clip_high / t,
+            "ratio_mean": self.ratio / t,
+            "entropy": self.entropy / t,
+            "tis_mean": (self.tis / self.tis_tokens) if self.tis_tokens else None,
+            "grad_norm": sum(self.gnorms) / u,
+            "grad_norm_max": max(self.gnorms) if self.gnorms else None,
+        }

@@ -1,0 +1,240 @@
+import io
+import json
+import os
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+import torch
+
+import helpers
+from helpers import record, trace
+from polar_train import __main__ as entry
+from polar_train import data as D
+from polar_train.model import load_policy
+from polar_train.trainer import NonFiniteError, Trainer
+
+
+def seq_logprob(policy, rec):
+    recs = [dict(rec, _line=1)]
+    (r,) = D.build_rollouts(recs, "rloo", False, policy.vocab_size)
+    mb = D.MicroBatch(r.samples)
+    with torch.no_grad():
+        lp, _ = policy(mb.input_ids, mb.position_ids, mb.seg_lens, mb.sel_pos, mb.sel_tgt, 8)
+    return float(lp.sum())
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = self._tmp.name
+        self.events = []
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def run_trainer(self, records, **cfg):
+        path = helpers.write_jsonl(os.path.join(self.dir, "traj.jsonl"), records)
+        config = {"trajectories": path, "model": helpers.TINY, "out": os.path.join(self.dir, "out"),
+                  "device": "cpu", "lr": 2e-2, "weight_decay": 0.0, "save_every": 0, "batch_rollouts": 8}
+        config.update(cfg)
+        t = Trainer(config, self.events.append)
+        t.setup()
+        t.train()
+        return t
+
+
+class Learning(Base):
+    def test_positive_advantage_rises_negative_falls(self):
+        recs = helpers.random_records(n_groups=2, group_size=4, logprobs=False)
+        before = load_policy(helpers.TINY, torch.device("cpu"), False)
+        start = [seq_logprob(before, r) for r in recs]
+        t = self.run_trainer(recs, epochs=4, tis=False, ppo_epochs=2, mini_batches=2)
+        end = [seq_logprob(t.policy, r) for r in recs]
+        adv = D.compute_advantages([dict(r, _line=1) for r in recs], "rloo")
+        for a, s, e in zip(adv, start, end):
+            if a > 0:
+                self.assertGreater(e, s)
+            else:
+                self.assertLess(e, s)
+        steps = [e for e in self.events if e["event"] == "step"]
+        self.assertEqual(len(steps), 4)
+        for key in ("loss", "kl", "clip_frac", "entropy", "grad_norm", "tokens_per_s", "lr"):
+            self.assertIn(key, steps[0])
+        self.assertGreater(steps[-1]["ratio_mean"], 0)
+        with open(os.path.join(self.dir, "out", "metrics.jsonl")) as fh:
+            self.assertEqual(len(fh.readlines()), 4)
+
+    def test_ratio_is_one_on_policy_and_moves_with_epochs_and_mini_batches(self):
+        recs = helpers.random_records(n_groups=2, group_size=4)
+        self.run_trainer(recs, out=os.path.join(self.dir, "a"), epochs=2)
+        on = [e for e in self.events if e["event"] == "step"]
+        self.assertTrue(all(abs(e["ratio_mean"] - 1.0) < 1e-6 and e["clip_frac"] == 0.0 for e in on))
+        self.events.clear()
+        self.run_trainer(recs, out=os.path.join(self.dir, "b"), ppo_epochs=4, mini_batches=2, lr=0.1, grad_clip=0)
+        off = [e for e in self.events if e["event"] == "step"]
+        self.assertEqual(off[0]["updates"], 8)
+        self.assertGreater(abs(off[0]["ratio_mean"] - 1.0), 1e-3)
+        self.assertGreater(off[0]["clip_frac"], 0.0)
+
+    def test_multi_trace_rollout_weights_sum_once_per_rollout(self):
+        recs = [record("a", [trace([1, 2], [3, 4, 5], [1, 1, 1]), trace([1, 2], [6, 7], [1, 1], kind="compaction")], reward=1.0),
+                record("b", [trace([1, 2], [3, 9], [1, 1])], reward=0.0)]
+        path = helpers.write_jsonl(os.path.join(self.dir, "t.jsonl"), recs)
+        t = Trainer({"trajectories": path, "model": helpers.TINY, "out": os.path.join(self.dir, "o"), "device": "cpu",
+                     "tis": False, "loss_agg": "seq-mean-token-mean", "micro_batch_tokens": 6}, self.events.append)
+        t.setup()
+        (micros,) = t.prepare(t.rollouts)
+        self.assertGreater(len(micros), 1)  # the traces are spread over micro-batches
+        per_rollout = {}
+        for m in micros:
+            for r, w in zip(m.rollout_index.tolist(), m.weights.tolist()):
+                per_rollout[r] = per_rollout.get(r, 0.0) + w
+        self.assertAlmostEqual(per_rollout[0], 0.5, places=6)
+        self.assertAlmostEqual(per_rollout[1], 0.5, places=6)
+        advs = {m_adv for m in micros for m_adv, r in zip(m.advantages.tolist(), m.rollout_index.tolist()) if r == 0}
+        self.assertEqual(advs, {1.0})  # RLOO in a group of two: 1 - 0
+
+    def test_mask_zero_tokens_get_zero_gradient(self):
+        # the head is applied to trained positions only: every other position gets exactly zero gradient
+        # from the loss, and changing a mask-0 token changes nothing before it
+        recs = helpers.random_records(n_groups=1, group_size=2, logprobs=False)
+        recs2 = json.loads(json.dumps(recs))
+        for r in recs2:
+            tr = r["traces"][0]
+            tr["response_ids"] = [t if m else (t + 1) % 32 for t, m in zip(tr["response_ids"], tr["loss_mask"])]
+        grads = []
+        for rs in (recs, recs2):
+            policy = load_policy(helpers.TINY, torch.device("cpu"), False)
+            (mb,) = D.pack([s for r in D.build_rollouts([dict(x, _line=1) for x in rs], "rloo", False, 32) for s in r.samples], 999)
+            # gradient w.r.t. the hidden state at every position
+            h = policy.lm.hidden(mb.input_ids, mb.position_ids, mb.seg_lens).detach().requires_grad_(True)
+            from polar_train.loss import chunked_logprobs, policy_loss
+
+            lp, _ = chunked_logprobs(h[mb.sel_pos], policy.lm.head_weight, mb.sel_tgt, 3)
+            loss, _ = policy_loss(lp, lp.detach(), mb.advantages, torch.full_like(lp, 1 / lp.shape[0]))
+            loss.backward()
+            trained = set(mb.sel_pos.tolist())
+            other = [i for i in range(h.shape[0]) if i not in trained]
+            self.assertTrue(torch.equal(h.grad[other], torch.zeros_like(h.grad[other])))
+            self.assertGreater(float(h.grad[sorted(trained)].abs().sum()), 0.0)
+            grads.append(h.grad[sorted(trained)].clone())
+        # the trained positions see the same context and targets in both files: identical gradients
+        self.assertTrue(torch.equal(grads[0][:3], grads[1][:3]))
+
+    def test_gradient_checkpointing_and_bf16_autocast_run(self):
+        recs = helpers.random_records(n_groups=1, group_size=4, logprobs=False)
+        t1 = self.run_trainer(recs, tis=False, gradient_checkpointing=False, out=os.path.join(self.dir, "a"))
+        t2 = self.run_trainer(recs, tis=False, gradient_checkpointing=True, out=os.path.join(self.dir, "b"))
+        for p1, p2 in zip(t1.policy.parameters(), t2.policy.parameters()):
+            self.assertTrue(torch.allclose(p1, p2, atol=1e-6))
+        t3 = self.run_trainer(recs, tis=False, bf16=True, out=os.path.join(self.dir, "c"))
+        self.assertTrue(all(torch.isfinite(p).all() for p in t3.policy.parameters()))
+
+
+class Checkpoints(Base):
+    def test_resume_matches_an_uninterrupted_run(self):
+        recs = helpers.random_records(n_groups=2, group_size=4)
+        common = dict(batch_rollouts=2, epochs=1, ppo_epochs=2, mini_batches=2, schedule="cosine", warmup_steps=2)
+        ck = os.path.join(self.dir, "full")
+        full = self.run_trainer(recs, out=ck, save_every=1, **common)
+        self.assertEqual(full.global_step, 4)
+        with open(os.path.join(ck, "latest")) as fh:
+            self.assertEqual(fh.read().strip(), "step-4")
+        self.assertFalse([n for n in os.listdir(ck) if n.startswith(".")])
+        # as if the run had died after step 2: resume from step-2 into a fresh directory
+        out2 = os.path.join(self.dir, "resumed")
+        resumed = self.run_trainer(recs, out=out2, resume=os.path.join(ck, "step-2"), **common)
+        self.assertEqual(resumed.global_step, 4)
+        self.assertEqual(sorted(n for n in os.listdir(out2) if n.startswith("step-")), ["step-4"])
+        for a, b in zip(full.policy.state_dict().values(), resumed.policy.state_dict().values()):
+            self.assertTrue(torch.allclose(a, b, atol=1e-6))
+        self.assertEqual(full.sched.get_last_lr(), resumed.sched.get_last_lr())
+        self.assertEqual(full.updates, resumed.updates)
+        with open(os.path.join(out2, "step-4", "polar_checkpoint.json")) as fh:
+            meta = json.load(fh)
+        self.assertEqual(meta["format"], "safetensors" if _has("safetensors") else "torch")
+        self.assertEqual(meta["step"], 4)
+        # the checkpoint loads as a plain model with the trained weights
+        loaded = load_policy(os.path.join(out2, "step-4"), torch.device("cpu"), False)
+        for a, b in zip(loaded.state_dict().values(), resumed.policy.state_dict().values()):
+            self.assertTrue(torch.equal(a, b))
+        # a resumed run whose data position is at the end trains nothing more
+        again = self.run_trainer(recs, out=out2, resume=out2, **common)
+        self.assertEqual(again.global_step, 4)
+
+    def test_lora_resume_and_merged_checkpoint(self):
+        recs = helpers.random_records(n_groups=2, group_size=4)
+        common = dict(lora=True, lora_r=4, batch_rollouts=4, kl_coef=0.1, lr=5e-2)
+        full = self.run_trainer(recs, out=os.path.join(self.dir, "full"), **common)
+        base = load_policy(helpers.TINY, torch.device("cpu"), False)
+        base_w = dict(base.named_parameters())
+        # the base stays frozen; only the adapters moved
+        for name, p in full.policy.named_parameters():
+            if "lora_" not in name:
+                self.assertFalse(p.requires_grad)
+        ck = os.path.join(self.dir, "part")
+        self.run_trainer(recs, out=ck, max_steps=1, **common)
+        resumed = self.run_trainer(recs, out=ck, resume=ck, **common)
+        for (n, a), b in zip(full.policy.named_parameters(), resumed.policy.parameters()):
+            self.assertTrue(torch.allclose(a, b, atol=1e-6), n)
+        merged = load_policy(os.path.join(ck, "step-2"), torch.device("cpu"), False)
+        rec = recs[0]
+        self.assertAlmostEqual(seq_logprob(merged, rec), seq_logprob(resumed.policy, rec), places=4)
+        self.assertNotAlmostEqual(seq_logprob(merged, rec), seq_logprob(base, rec), places=4)
+        with resumed.policy.reference():  # adapters off = the frozen base = the KL reference
+            self.assertAlmostEqual(seq_logprob(resumed.policy, rec), seq_logprob(base, rec), places=5)
+        self.assertTrue(base_w)
+
+    def test_nan_stops_the_step_and_keeps_the_last_good_checkpoint(self):
+        recs = helpers.random_records(n_groups=2, group_size=4)
+        out = os.path.join(self.dir, "out")
+        with self.assertRaises(NonFiniteError) as ctx:
+            self.run_trainer(recs, out=out, batch_rollouts=2, save_every=1, debug_inject_nan_step=3)
+        msg = str(ctx.exception)
+        self.assertIn("non-finite loss at step 3", msg)
+        self.assertIn(os.path.join(out, "step-2"), msg)
+        self.assertEqual(sorted(n for n in os.listdir(out) if n.startswith("step-")), ["step-1", "step-2"])
+        with open(os.path.join(out, "latest")) as fh:
+            self.assertEqual(fh.read().strip(), "step-2")
+        self.assertFalse([n for n in os.listdir(out) if n.startswith(".")])
+        # the kept checkpoint resumes
+        t = self.run_trainer(recs, out=out, resume=out, batch_rollouts=2, max_steps=3)
+        self.assertEqual(t.global_step, 3)
+
+
+class Entry(Base):
+    def run_main(self, config):
+        path = os.path.join(self.dir, "config.json")
+        with open(path, "w") as fh:
+            json.dump(config, fh)
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            code = entry.main(["--config", path])
+        return code, [json.loads(line) for line in buf.getvalue().splitlines()]
+
+    def test_events_and_exit_codes(self):
+        traj = helpers.write_jsonl(os.path.join(self.dir, "t.jsonl"), helpers.random_records(n_groups=1))
+        base = {"trajectories": traj, "model": helpers.TINY, "out": os.path.join(self.dir, "o"), "device": "cpu"}
+        code, events = self.run_main(base)
+        self.assertEqual(code, 0)
+        self.assertEqual([e["event"] for e in events][-2:], ["checkpoint", "done"])
+        code, events = self.run_main(dict(base, model="tiny:vocab=8"))
+        self.assertEqual(code, 1)
+        self.assertEqual(events[-1]["event"], "error")
+        self.assertIn("outside the model's vocabulary", events[-1]["message"])
+        code, events = self.run_main(dict(base, debug_inject_nan_step=1))
+        self.assertEqual(code, 3)
+        self.assertEqual(events[-1]["kind"], "non_finite")
+
+
+def _has(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+if __name__ == "__main__":
+    unittest.main()
