@@ -1,12 +1,33 @@
 import type { Command } from 'commander';
-import { PolarError } from '../src/errors.ts';
+import type { RawBuildOptions } from '../src/trajectory/run.ts';
 
 export function defineBuild(program: Command): void {
   program
     .command('build')
-    .description('(not yet implemented: see the project issues)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new PolarError('polar build is not implemented yet');
+    .description('rebuild captures into token-exact GRPO trajectories (docs/trajectory-format.md)')
+    .argument('<inputs...>', 'capture files, directories (scanned for *.jsonl) or - for stdin')
+    .option('-o, --output <file>', 'write trajectories to FILE (default: stdout)')
+    .option('--format <format>', 'polar (trajectory records) or verl (one row per trace)', 'polar')
+    .option('--rewards <file>', 'JSONL of {session, reward} or {task_id, sample, reward}')
+    .option('--group-by <key>', 'GRPO groups: task_id, none, or meta:KEY of the session record', 'task_id')
+    .option('--advantage <kind>', 'grpo, dr-grpo, rloo or none', 'grpo')
+    .option('--drop-uniform-groups', 'drop groups whose rewards are all equal', false)
+    .option('--max-tokens <n>', 'longest trace kept (prompt + response tokens)')
+    .option('--overlong <mode>', 'over --max-tokens: truncate the trace, or drop the trajectory', 'truncate')
+    .option('--exclude-kind <kinds>', 'drop traces of these kinds (root,compaction,subagent,divergence,side)')
+    .option(
+      '--require-token-exact',
+      'drop sessions with any call lacking server token ids or logprobs',
+      false,
+    )
+    .option('--skip-invalid', 'skip (and count) malformed or schema-invalid lines instead of failing', false)
+    .option('--eot-id <ids>', 'end-of-turn token ids, comma-separated', '151645,151643')
+    .option('--splice', 'also merge turns whose assistant part the chat template re-rendered', false)
+    .option('--stats', 'print the report on stdout and write no trajectories', false)
+    .option('--json', 'the report as JSON', false)
+    .option('-q, --quiet', 'no report on stderr', false)
+    .action(async (inputs: string[], options: RawBuildOptions) => {
+      const { runBuild } = await import('../src/trajectory/run.ts');
+      await runBuild(inputs, options);
     });
 }

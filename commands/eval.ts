@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import { addBackendFlags } from './shared.ts';
 
 export function defineEval(program: Command): void {
-  program
+  const cmd = program
     .command('eval')
     .description('score an agent on a SWE-bench-style dataset (pass@1), or produce graded training rollouts')
     .requiredOption(
@@ -14,13 +15,6 @@ export function defineEval(program: Command): void {
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
     .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')
-    .option(
-      '--backend <kind>',
-      'inference backend for the harness: vllm, sglang, openai, tokens, embedded',
-      'vllm',
-    )
-    .option('--backend-url <url>', 'inference server URL')
-    .option('--model <name>', 'model name or checkpoint path')
     .option('--runtime <kind>', 'local, docker or podman', 'docker')
     .option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories', 'fixtures/swe/repos')
     .option('--image <template>', 'container image override ({instance_id} is replaced)')
@@ -39,9 +33,9 @@ export function defineEval(program: Command): void {
     .option('--json', 'print the report as JSON on stdout')
     .option('--fail-under <fraction>', 'exit 5 when pass@1 is below this')
     .option('--keep-envs', 'keep the local runtime temp dirs (debugging)')
-    .option('-q, --quiet', 'no progress output')
-    .action(async (options) => {
-      const { evalCommand } = await import('../src/eval/command.ts');
-      process.exitCode = await evalCommand(options);
-    });
+    .option('-q, --quiet', 'no progress output');
+  addBackendFlags(cmd).action(async (options) => {
+    const { evalCommand } = await import('../src/eval/command.ts');
+    process.exitCode = await evalCommand(options);
+  });
 }

@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BackendOptions } from '../backends/types.ts';
+import type { Backend, BackendOptions } from '../backends/types.ts';
 import type { SweInstance } from './dataset.ts';
 import { applyPatch } from './patch.ts';
 import type { InstanceEnv } from './runtime/types.ts';
@@ -45,6 +45,8 @@ export interface Agent {
   /** model_name_or_path in predictions.jsonl */
   readonly modelName: string;
   run(context: AgentContext): Promise<AgentOutcome>;
+  /** releases what the agent holds across samples (the backend) */
+  close?(): Promise<void>;
 }
 
 const ok = (): AgentOutcome => ({
@@ -99,6 +101,7 @@ export class PredictionsAgent implements Agent {
 /** Options of runCapture in src/capture/run.ts (declared here so this file type-checks without it). */
 export interface RunCaptureOptions {
   command: string[];
+  backendInstance?: Backend;
   harness?: HarnessName;
   backend: BackendOptions;
   model: string;
@@ -247,6 +250,8 @@ export interface HarnessAgentOptions {
   promptTemplate?: string;
   /** injected in tests; default: loadRunCapture() */
   runCapture?: RunCapture;
+  /** creates the backend once for all samples (an embedded model loads once); default: createBackend */
+  createBackend?: (options: BackendOptions) => Promise<Backend>;
   env?: Record<string, string>;
 }
 
@@ -254,6 +259,7 @@ export class HarnessAgent implements Agent {
   readonly runsUntrustedCode = true;
   readonly name: string;
   readonly modelName: string;
+  private backend: Promise<Backend> | undefined;
 
   constructor(private readonly options: HarnessAgentOptions) {
     this.name = options.harness;
@@ -273,7 +279,12 @@ export class HarnessAgent implements Agent {
     const { command, cwd } = env.hostCommand(argv, PASS_ENV);
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
     try {
+      this.backend ??= (this.options.createBackend ?? (await import('../backends/index.ts')).createBackend)(
+        this.options.backend,
+      );
+      const backendInstance = await this.backend;
       const r = await runCapture({
+        backendInstance,
         command,
         harness: this.options.harness,
         backend: this.options.backend,
@@ -298,5 +309,10 @@ export class HarnessAgent implements Agent {
     } catch (error) {
       return { status: 'error', capture: null, sessionId: null, calls: 0, error: (error as Error).message };
     }
+  }
+
+  async close(): Promise<void> {
+    const backend = await this.backend?.catch(() => undefined);
+    await backend?.close();
   }
 }

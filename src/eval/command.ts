@@ -1,7 +1,8 @@
 /** `polar eval`: option checking, wiring of dataset, runtime, agent and orchestrator, exit codes. */
+
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { BackendOptions } from '../backends/types.ts';
+import { type BackendFlags, backendOptions } from '../capture/options.ts';
 import { EnvironmentError, EXIT, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import {
@@ -151,16 +152,11 @@ export async function evalCommand(o: EvalCliOptions): Promise<number> {
     const { patches, model } = await readPredictions(o.predictions);
     agent = new PredictionsAgent(patches, model);
   } else {
-    if (!o.model) throw new UsageError(`--harness ${agentName} needs --model`);
-    const backend: BackendOptions = {
-      kind: (o.backend ?? 'vllm') as BackendOptions['kind'],
-      model: o.model,
-      ...(o.backendUrl ? { url: o.backendUrl } : {}),
-    };
+    const backend = backendOptions(o as BackendFlags);
     agent = new HarnessAgent({
       harness: agentName as HarnessName,
       backend,
-      model: o.model,
+      model: backend.model,
       placement: runtime.isolated ? 'container' : 'host',
       ...(o.agentCmd
         ? { genericCommand: ['bash', '-c', o.agentCmd.replaceAll('{prompt}', '"$POLAR_PROMPT"')] }
@@ -220,6 +216,7 @@ export async function evalCommand(o: EvalCliOptions): Promise<number> {
       });
   } finally {
     process.removeListener('SIGINT', onSigint);
+    await agent.close?.();
   }
   const { report } = outcome;
   if (o.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -29,6 +29,16 @@ export const traceSchema = z
     token_exact: z.boolean(),
     /** set when the trace was cut by --max-tokens */
     truncated: z.boolean().optional(),
+    /** kind divergence: index in traces[] of the trace it branched from (absent if that was filtered out) */
+    parent: z.number().int().nonnegative().optional(),
+    /** kind divergence: number of leading tokens shared with the parent's prompt_ids + response_ids */
+    diverged_at: z.number().int().nonnegative().optional(),
+    /** set when a later call of the same conversation no longer matched this chain: it ends here */
+    cut: z.literal('divergence').optional(),
+    /** set on the first trace of the root conversation after a compaction call */
+    after_compaction: z.literal(true).optional(),
+    /** turns joined by splicing (build --splice), when any */
+    spliced_turns: z.number().int().nonnegative().optional(),
   })
   .superRefine((trace, ctx) => {
     if (trace.loss_mask.length !== trace.response_ids.length) {

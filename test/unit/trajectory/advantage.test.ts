@@ -1,14 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { GRPO_EPS, groupAdvantages, isUniform, mean, stdUnbiased } from '../../../src/trajectory/advantage.ts';
+import {
+  GRPO_EPS,
+  groupAdvantages,
+  isUniform,
+  mean,
+  stdUnbiased,
+} from '../../../src/trajectory/advantage.ts';
 
 const close = (a: number, b: number): boolean => Math.abs(a - b) < 1e-9;
 
 describe('advantages', () => {
   it('grpo: mean-centred, divided by the unbiased std plus eps', () => {
     const adv = groupAdvantages([1, 0, 0, 0], 'grpo') as number[];
-    const sd = Math.sqrt(((0.75 ** 2) + 3 * 0.25 ** 2) / 3);
+    const sd = Math.sqrt((0.75 ** 2 + 3 * 0.25 ** 2) / 3);
     assert.ok(close(adv[0]!, 0.75 / (sd + GRPO_EPS)));
     assert.ok(close(adv[1]!, -0.25 / (sd + GRPO_EPS)));
   });
@@ -37,16 +43,19 @@ describe('advantages', () => {
 
   it('property: grpo and dr-grpo advantages sum to 0; rloo = G/(G-1) * dr-grpo', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: -10, max: 10, noNaN: true }), { minLength: 2, maxLength: 32 }), (r) => {
-        const dr = groupAdvantages(r, 'dr-grpo') as number[];
-        const g = groupAdvantages(r, 'grpo') as number[];
-        const l = groupAdvantages(r, 'rloo') as number[];
-        const n = r.length;
-        assert.ok(Math.abs(dr.reduce((a, b) => a + b, 0)) < 1e-8);
-        assert.ok(Math.abs(g.reduce((a, b) => a + b, 0)) < 1e-6 * (1 + 1 / (stdUnbiased(r) + GRPO_EPS)));
-        l.forEach((x, i) => assert.ok(Math.abs(x - (n / (n - 1)) * dr[i]!) < 1e-8));
-        assert.ok(Number.isFinite(mean(r)));
-      }),
+      fc.property(
+        fc.array(fc.double({ min: -10, max: 10, noNaN: true }), { minLength: 2, maxLength: 32 }),
+        (r) => {
+          const dr = groupAdvantages(r, 'dr-grpo') as number[];
+          const g = groupAdvantages(r, 'grpo') as number[];
+          const l = groupAdvantages(r, 'rloo') as number[];
+          const n = r.length;
+          assert.ok(Math.abs(dr.reduce((a, b) => a + b, 0)) < 1e-8);
+          assert.ok(Math.abs(g.reduce((a, b) => a + b, 0)) < 1e-6 * (1 + 1 / (stdUnbiased(r) + GRPO_EPS)));
+          for (const [i, x] of l.entries()) assert.ok(Math.abs(x - (n / (n - 1)) * dr[i]!) < 1e-8);
+          assert.ok(Number.isFinite(mean(r)));
+        },
+      ),
     );
   });
 });

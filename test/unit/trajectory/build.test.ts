@@ -100,7 +100,12 @@ describe('polar build pipeline', () => {
         ]),
       );
       const { out, stats } = await buildFrom(
-        [...oneCall('a', 't', 0), ...oneCall('b', 't', 1), ...oneCall('c', 't', 2, 1), ...oneCall('d', 't', 3)],
+        [
+          ...oneCall('a', 't', 0),
+          ...oneCall('b', 't', 1),
+          ...oneCall('c', 't', 2, 1),
+          ...oneCall('d', 't', 3),
+        ],
         { rewards, advantage: 'none' },
       );
       assert.deepEqual(
@@ -217,7 +222,10 @@ describe('polar build pipeline', () => {
     });
     const noSeq = call('a', { prompt: SYS, completion: [1] }) as Record<string, unknown>;
     delete noSeq.seq;
-    await assert.rejects(buildFrom([session('a'), noSeq]), (e: InputError) => e.field === 'seq' && e.line === 2);
+    await assert.rejects(
+      buildFrom([session('a'), noSeq]),
+      (e: InputError) => e.field === 'seq' && e.line === 2,
+    );
     const mismatch = call('a', { prompt: SYS, completion: [1, 2], logprobs: [-1] });
     await assert.rejects(
       buildFrom([session('a'), mismatch]),
@@ -291,7 +299,10 @@ describe('polar build pipeline', () => {
   });
 
   it('with no output computes the report only', async () => {
-    const stats = await buildTrajectories({ inputs: [await tempCapture(oneCall('a', 't', 0, 1))], output: null });
+    const stats = await buildTrajectories({
+      inputs: [await tempCapture(oneCall('a', 't', 0, 1))],
+      output: null,
+    });
     assert.equal(stats.trajectories_written, 1);
     assert.equal(stats.tokens_trainable, 2);
     assert.equal(stats.tokens_total, SYS.length + 2);

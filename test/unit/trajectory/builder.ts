@@ -6,7 +6,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import type { CallRecord, GradingRecord, SessionEndRecord, SessionRecord } from '../../../src/capture/record.ts';
+import type {
+  CallRecord,
+  GradingRecord,
+  SessionEndRecord,
+  SessionRecord,
+} from '../../../src/capture/record.ts';
 import { type BuildOptions, buildTrajectories } from '../../../src/trajectory/build.ts';
 import type { BuildStats } from '../../../src/trajectory/stats.ts';
 
@@ -51,7 +56,11 @@ export function call(sessionId: string, spec: CallSpec): CallRecord {
   counter++;
   const completion = spec.completion;
   const logprobs =
-    spec.logprobs !== undefined ? spec.logprobs : completion === null ? null : completion.map((_, i) => -(i + 1) / 10);
+    spec.logprobs !== undefined
+      ? spec.logprobs
+      : completion === null
+        ? null
+        : completion.map((_, i) => -(i + 1) / 10);
   return {
     v: 1,
     type: 'call',

@@ -116,7 +116,9 @@ function checkInvariants(calls: readonly MergeCall[], traces: readonly MergedTra
       for (const c of members) {
         assert.deepEqual(seq.slice(0, c.prompt.length), [...c.prompt]);
         assert.ok(c.prompt.length >= offset, 'each call extends the previous call of its trace');
-        assert.deepEqual(seq.slice(c.prompt.length, c.prompt.length + c.completion.length), [...c.completion]);
+        assert.deepEqual(seq.slice(c.prompt.length, c.prompt.length + c.completion.length), [
+          ...c.completion,
+        ]);
         offset = c.prompt.length + c.completion.length;
       }
     }
@@ -171,10 +173,12 @@ describe('prefix merging properties', () => {
         ];
         const { out } = await buildFrom(records);
         assert.equal(out.length, 1);
-        const traces = (out[0] as { traces: (MergedTrace & { spliced_turns?: number })[] }).traces.map((t) => ({
-          ...t,
-          spliced_turns: t.spliced_turns ?? 0,
-        }));
+        const traces = (out[0] as { traces: (MergedTrace & { spliced_turns?: number })[] }).traces.map(
+          (t) => ({
+            ...t,
+            spliced_turns: t.spliced_turns ?? 0,
+          }),
+        );
         checkInvariants(calls, traces, true);
       }),
       { numRuns: 40 },

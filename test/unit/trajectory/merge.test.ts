@@ -80,12 +80,13 @@ describe('prefix merging', () => {
   it('EOT missing from the sampled ids (stop token stripped): the EOT in the next prompt is mask-0 glue', async () => {
     const c1 = [100, 101]; // no EOT: the server stripped the stop token
     const next = [...SYS, ...c1, EOT, 300, 301];
-    const { out } = await buildFrom([
+    const { out, stats } = await buildFrom([
       session('s'),
       call('s', { prompt: SYS, completion: c1 }),
       call('s', { prompt: next, completion: [102, EOT] }),
       sessionEnd('s'),
     ]);
+    assert.equal(stats.notes['EOT not in sampled ids, taken from next prompt as glue'], 1);
     const t = (out[0] as Out).traces[0]!;
     assert.deepEqual(t.response_ids, [100, 101, EOT, 300, 301, 102, EOT]);
     assert.deepEqual(t.loss_mask, [1, 1, 0, 0, 0, 1, 1]);
@@ -94,7 +95,7 @@ describe('prefix merging', () => {
 
   it('EOT present in the sampled ids: it is trained (mask 1) and not duplicated from the next prompt', async () => {
     const c1 = [100, EOT];
-    const { out } = await buildFrom([
+    const { out, stats } = await buildFrom([
       session('s'),
       call('s', { prompt: SYS, completion: c1 }),
       call('s', { prompt: [...SYS, ...c1, 300], completion: [102] }),
@@ -104,6 +105,7 @@ describe('prefix merging', () => {
     assert.deepEqual(t.response_ids, [100, EOT, 300, 102]);
     assert.deepEqual(t.loss_mask, [1, 1, 0, 1]);
     assert.equal(t.response_ids.filter((x) => x === EOT).length, 1);
+    assert.deepEqual(stats.notes, {});
   });
 
   it('a session whose last call stopped on length is status truncated', async () => {
@@ -140,6 +142,11 @@ describe('prefix merging', () => {
     const dropped = await buildFrom(records, { maxTokens: 12, maxTokensMode: 'drop' });
     assert.equal(dropped.out.length, 0);
     assert.equal(dropped.stats.sessions_skipped['over --max-tokens (drop)'], 1);
+
+    const tiny = await buildFrom(records, { maxTokens: SYS.length });
+    assert.equal(tiny.out.length, 0);
+    assert.equal(tiny.stats.traces_dropped['prompt over --max-tokens'], 1);
+    assert.equal(tiny.stats.sessions_skipped['no traces left after filters'], 1);
 
     const fits = await buildFrom(records, { maxTokens: 14 });
     assert.equal((fits.out[0] as Out).traces[0]!.truncated, undefined);
@@ -227,7 +234,12 @@ describe('prefix merging', () => {
     });
     // two chains where one is a prefix of the other (a subagent forked from the same system prompt)
     const r = mergeCalls(
-      [mk('a', [1, 2], [3]), mk('b', [1, 2, 3, 4], [5]), mk('side', [1, 2, 9], [7]), mk('c', [1, 2, 3, 4, 5, 6], [8])],
+      [
+        mk('a', [1, 2], [3]),
+        mk('b', [1, 2, 3, 4], [5]),
+        mk('side', [1, 2, 9], [7]),
+        mk('c', [1, 2, 3, 4, 5, 6], [8]),
+      ],
       { eotIds: [EOT], splice: false },
     );
     assert.deepEqual(

@@ -1,0 +1,302 @@
+/**
+ * Prefix merging: rebuilds the sampling calls of one session into traces (chains), token-exactly.
+ * Pure: no I/O, no options beyond the EOT ids and the splice switch. The rule is documented in
+ * docs/trajectory-format.md ("How calls become traces"); the idea follows Polar's prefix_merging builder
+ * as described in shared/reference/token-capture.md (longest open chain whose tokens are a prefix of the
+ * new prompt; interstitials are mask 0; sampled ids are never re-tokenized).
+ */
+import type { TraceKind } from './record.ts';
+
+/** The fields of one capture call that merging needs (already validated, usable: ids present, no error). */
+export interface MergeCall {
+  id: string;
+  seq: number;
+  prompt: readonly number[];
+  completion: readonly number[];
+  /** one logprob per completion id, or null when the server gave none */
+  logprobs: readonly number[] | null;
+  tokenExact: boolean;
+  finishReason: string | null;
+  /** harness_meta.request_kind (Codex: turn | compaction | prewarm), or null */
+  requestKind: string | null;
+  /** harness_meta.trace_kind when the capture names the kind itself, or null */
+  traceKind: string | null;
+}
+
+export interface MergeOptions {
+  /** end-of-turn ids (ChatML/Qwen: 151645 <|im_end|>, 151643 <|endoftext|>) */
+  eotIds: readonly number[];
+  /**
+   * Also join a call whose prompt extends the chain's last *prompt* but not its sampled ids (the template
+   * re-rendered the assistant turn): the re-rendered turn, up to its first EOT, is replaced by the sampled
+   * ids. Off by default: exact matching only.
+   */
+  splice: boolean;
+}
+
+export interface MergedTrace {
+  kind: TraceKind;
+  prompt_ids: number[];
+  response_ids: number[];
+  loss_mask: (0 | 1)[];
+  response_logprobs: number[] | null;
+  finish_reason: string | null;
+  calls: string[];
+  token_exact: boolean;
+  /** for kind divergence: index (in this session's traces) of the trace it branched from */
+  parent?: number;
+  /** for kind divergence: length of the token prefix shared with the parent's sequence */
+  diverged_at?: number;
+  /** set when a later call of this chain's conversation no longer matched it (the chain ends here) */
+  cut?: 'divergence';
+  /** set on the first trace started after a compaction call (the conversation resumed from a summary) */
+  after_compaction?: true;
+  /** number of turns of this trace joined by splicing (only with MergeOptions.splice) */
+  spliced_turns: number;
+}
+
+export interface MergeStats {
+  /** calls merged into traces (every usable call lands in exactly one trace) */
+  calls: number;
+  /** calls that extended an existing chain (the rest started a trace) */
+  calls_merged: number;
+  chains: number;
+  /** chains cut because a later call of their conversation diverged */
+  truncations: number;
+  spliced_turns: number;
+  /** turns whose sampled ids lacked an EOT that the next prompt then had (the server stripped the stop
+   * token): that EOT is mask-0 glue, not trained */
+  eot_from_prompt: number;
+  /** traces started by kind */
+  kinds: Record<TraceKind, number>;
+}
+
+export interface MergeResult {
+  traces: MergedTrace[];
+  stats: MergeStats;
+}
+
+/** request_kind values (harness_meta) whose call never extends a chain, and the kind its trace gets. */
+const OWN_TRACE_KINDS: Record<string, TraceKind> = {
+  compaction: 'compaction',
+  prewarm: 'side',
+  side: 'side',
+  title: 'side',
+  summary: 'side',
+  subagent: 'subagent',
+};
+
+const KNOWN_KINDS = new Set<string>(['root', 'compaction', 'subagent', 'divergence', 'side']);
+
+interface Chain {
+  trace: MergedTrace;
+  index: number;
+  /** total length of prompt_ids + response_ids */
+  length: number;
+  lastPrompt: readonly number[];
+  lastCompletion: readonly number[];
+}
+
+/** Token i of a chain's full sequence (prompt then response). */
+function tokenAt(chain: Chain, i: number): number {
+  const p = chain.trace.prompt_ids;
+  return i < p.length ? p[i]! : chain.trace.response_ids[i - p.length]!;
+}
+
+/** Whether the chain's whole sequence is a prefix of `ids`. */
+function chainIsPrefix(chain: Chain, ids: readonly number[]): boolean {
+  if (chain.length > ids.length) return false;
+  const p = chain.trace.prompt_ids;
+  const r = chain.trace.response_ids;
+  // compare from the end of each part first: mismatches are usually late (the newest turn)
+  for (let i = r.length - 1; i >= 0; i--) if (r[i] !== ids[p.length + i]) return false;
+  for (let i = p.length - 1; i >= 0; i--) if (p[i] !== ids[i]) return false;
+  return true;
+}
+
+function isPrefix(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length > b.length) return false;
+  for (let i = a.length - 1; i >= 0; i--) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function commonPrefix(chain: Chain, ids: readonly number[]): number {
+  const n = Math.min(chain.length, ids.length);
+  let i = 0;
+  while (i < n && tokenAt(chain, i) === ids[i]) i++;
+  return i;
+}
+
+function pushAll<T>(target: T[], source: readonly T[], from = 0): void {
+  for (let i = from; i < source.length; i++) target.push(source[i]!);
+}
+
+function appendGlue(chain: Chain, ids: readonly number[], from: number): void {
+  const t = chain.trace;
+  pushAll(t.response_ids, ids, from);
+  const mask = t.loss_mask;
+  for (let i = from; i < ids.length; i++) mask.push(0);
+  const lps = t.response_logprobs;
+  if (lps !== null) for (let i = from; i < ids.length; i++) lps.push(0);
+  chain.length += ids.length - from;
+}
+
+function appendSampled(chain: Chain, call: MergeCall): void {
+  const t = chain.trace;
+  delete t.cut;
+  pushAll(t.response_ids, call.completion);
+  for (let i = 0; i < call.completion.length; i++) t.loss_mask.push(1);
+  if (call.logprobs === null) t.response_logprobs = null;
+  else if (t.response_logprobs !== null) pushAll(t.response_logprobs, call.logprobs);
+  chain.length += call.completion.length;
+  t.calls.push(call.id);
+  t.finish_reason = call.finishReason;
+  t.token_exact = t.token_exact && call.tokenExact && call.logprobs !== null;
+  chain.lastPrompt = call.prompt;
+  chain.lastCompletion = call.completion;
+}
+
+function emptyKinds(): Record<TraceKind, number> {
+  return { root: 0, compaction: 0, subagent: 0, divergence: 0, side: 0 };
+}
+
+/**
+ * Merges the usable calls of one session, in the order given (the caller sorts by seq), into traces.
+ * Every call lands in exactly one trace; traces are in the order they were started.
+ */
+export function mergeCalls(calls: readonly MergeCall[], options: MergeOptions): MergeResult {
+  const eot = new Set(options.eotIds);
+  const chains: Chain[] = [];
+  const stats: MergeStats = {
+    calls: 0,
+    calls_merged: 0,
+    chains: 0,
+    truncations: 0,
+    spliced_turns: 0,
+    eot_from_prompt: 0,
+    kinds: emptyKinds(),
+  };
+
+  const start = (call: MergeCall, kind: TraceKind, extra: Partial<MergedTrace> = {}): Chain => {
+    const trace: MergedTrace = {
+      kind,
+      prompt_ids: call.prompt.slice(),
+      response_ids: [],
+      loss_mask: [],
+      response_logprobs: [],
+      finish_reason: null,
+      calls: [],
+      token_exact: true,
+      spliced_turns: 0,
+      ...extra,
+    };
+    const chain: Chain = {
+      trace,
+      index: chains.length,
+      length: call.prompt.length,
+      lastPrompt: call.prompt,
+      lastCompletion: [],
+    };
+    appendSampled(chain, call);
+    chains.push(chain);
+    stats.chains++;
+    stats.kinds[kind]++;
+    return chain;
+  };
+
+  let afterCompaction = false;
+  for (const call of calls) {
+    stats.calls++;
+    const forced = call.traceKind && KNOWN_KINDS.has(call.traceKind) ? (call.traceKind as TraceKind) : null;
+    const own = forced ?? (call.requestKind ? OWN_TRACE_KINDS[call.requestKind] : undefined);
+    // side calls (compaction summaries, prewarm, titles) never extend a chain and are never extended
+    if (own !== undefined && own !== 'root') {
+      start(call, own);
+      if (own === 'compaction') afterCompaction = true;
+      continue;
+    }
+    const resumed = afterCompaction;
+    afterCompaction = false;
+
+    // 1. exact: the longest open chain whose whole sequence is a prefix of this prompt
+    let best: Chain | null = null;
+    for (const chain of chains) {
+      if (isSideKind(chain.trace.kind)) continue;
+      if ((best === null || chain.length > best.length) && chainIsPrefix(chain, call.prompt)) best = chain;
+    }
+    if (best !== null) {
+      const last = best.lastCompletion[best.lastCompletion.length - 1];
+      const first = call.prompt[best.length];
+      if (first !== undefined && eot.has(first) && (last === undefined || !eot.has(last)))
+        stats.eot_from_prompt++;
+      appendGlue(best, call.prompt, best.length);
+      appendSampled(best, call);
+      stats.calls_merged++;
+      continue;
+    }
+
+    // 2. splice: the chain's last prompt is a prefix, the re-rendered assistant turn differs from what
+    // was sampled; replace it (up to its first EOT) by the sampled ids
+    if (options.splice) {
+      let spliced: { chain: Chain; from: number } | null = null;
+      for (const chain of chains) {
+        if (isSideKind(chain.trace.kind)) continue;
+        if (spliced !== null && chain.lastPrompt.length <= spliced.chain.lastPrompt.length) continue;
+        if (!isPrefix(chain.lastPrompt, call.prompt)) continue;
+        let k = chain.lastPrompt.length;
+        while (k < call.prompt.length && !eot.has(call.prompt[k]!)) k++;
+        if (k >= call.prompt.length) continue;
+        const last = chain.lastCompletion[chain.lastCompletion.length - 1];
+        const sampledEot = last !== undefined && eot.has(last);
+        spliced = { chain, from: sampledEot ? k + 1 : k };
+      }
+      if (spliced !== null) {
+        appendGlue(spliced.chain, call.prompt, spliced.from);
+        appendSampled(spliced.chain, call);
+        spliced.chain.trace.spliced_turns++;
+        stats.spliced_turns++;
+        stats.calls_merged++;
+        continue;
+      }
+    }
+
+    // 3. a new trace: root, divergence of an open chain, or an independent conversation (subagent)
+    if (forced === 'root' || chains.length === 0) {
+      start(call, 'root');
+      continue;
+    }
+    if (resumed) {
+      // the first turn after a compaction: the root conversation, resumed from the summary
+      start(call, 'root', { after_compaction: true });
+      continue;
+    }
+    let parent: Chain | null = null;
+    let shared = 0;
+    for (const chain of chains) {
+      if (isSideKind(chain.trace.kind)) continue;
+      const n = commonPrefix(chain, call.prompt);
+      if (n > shared) {
+        shared = n;
+        parent = chain;
+      }
+    }
+    if (parent !== null && shared >= parent.trace.prompt_ids.length && shared > 0) {
+      // same conversation (the first prompt is shared), broken inside the responses: cut the parent here
+      // (if a later call extends the parent after all, the branch was a fork and the cut is undone)
+      parent.trace.cut = 'divergence';
+      start(call, 'divergence', { parent: parent.index, diverged_at: shared });
+    } else if (!chains.some((c) => !isSideKind(c.trace.kind))) {
+      // only side traces so far (e.g. a prewarm call first): this is the main conversation
+      start(call, 'root');
+    } else {
+      start(call, 'subagent');
+    }
+  }
+
+  stats.truncations = chains.filter((c) => c.trace.cut !== undefined).length;
+  return { traces: chains.map((c) => c.trace), stats };
+}
+
+function isSideKind(kind: TraceKind): boolean {
+  return kind === 'compaction' || kind === 'side';
+}

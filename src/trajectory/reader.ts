@@ -1,0 +1,74 @@
+/**
+ * Reads trajectory files (the `polar` format of `polar build`), validating each line against the
+ * trajectory record v1 and failing with file:line and the field. Used by `polar train`.
+ */
+import type { Readable } from 'node:stream';
+import { firstIssue } from '../capture/reader.ts';
+import { InputError } from '../errors.ts';
+import { parseJsonLine, readLines } from '../util/jsonl.ts';
+import { TRAJECTORY_VERSION, type TrajectoryRecord, trajectoryRecordSchema } from './record.ts';
+
+export interface ReadTrajectoriesOptions {
+  /** skip invalid lines (reporting each through onInvalid) instead of failing */
+  skipInvalid?: boolean;
+  onInvalid?: (error: InputError) => void;
+  stdin?: Readable;
+}
+
+export interface LocatedTrajectory {
+  record: TrajectoryRecord;
+  source: string;
+  line: number;
+}
+
+const HINT = 'see docs/trajectory-format.md; write trajectories with `polar build` (--format polar)';
+
+/** Validates one parsed JSON value as a trajectory record; throws InputError naming file:line and field. */
+export function validateTrajectory(source: string, line: number, value: unknown): TrajectoryRecord {
+  if (typeof value === 'object' && value !== null) {
+    const v = (value as { v?: unknown }).v;
+    if (typeof v === 'number' && v !== TRAJECTORY_VERSION) {
+      throw new InputError(
+        source,
+        line,
+        'v',
+        `trajectory format version ${v} is not supported (this polar reads version ${TRAJECTORY_VERSION})`,
+        'rebuild the trajectories with this version of polar',
+      );
+    }
+    if (Array.isArray((value as { input_ids?: unknown }).input_ids)) {
+      throw new InputError(
+        source,
+        line,
+        undefined,
+        'this is a verl-format row, not a polar trajectory',
+        HINT,
+      );
+    }
+  }
+  const parsed = trajectoryRecordSchema.safeParse(value);
+  if (!parsed.success) {
+    const { field, message } = firstIssue(parsed.error);
+    throw new InputError(source, line, field, message, HINT);
+  }
+  return parsed.data;
+}
+
+/** Streams validated trajectory records from a file or `-` (stdin). */
+export async function* readTrajectories(
+  source: string,
+  options: ReadTrajectoriesOptions = {},
+): AsyncGenerator<LocatedTrajectory> {
+  for await (const line of readLines(source, options.stdin)) {
+    try {
+      const record = validateTrajectory(source, line.line, parseJsonLine(source, line));
+      yield { record, source, line: line.line };
+    } catch (error) {
+      if (options.skipInvalid && error instanceof InputError) {
+        options.onInvalid?.(error);
+        continue;
+      }
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The report of one `polar build` run. Nothing is dropped silently: every skipped line, call, trace,
+ * session or group is counted here under its reason. Printed as text on stderr (or stdout with --stats),
+ * or as JSON with --json.
+ */
+import type { TraceKind } from './record.ts';
+
+export type Reasons = Record<string, number>;
+
+export interface BuildStats {
+  inputs: number;
+  lines: number;
+  /** lines skipped under --skip-invalid, by reason */
+  lines_skipped: Reasons;
+  /** session records seen */
+  sessions: number;
+  trajectories_written: number;
+  traces_written: number;
+  sessions_skipped: Reasons;
+  /** call records seen */
+  calls: number;
+  /** calls placed into a trace */
+  calls_used: number;
+  /** calls that extended an existing chain (calls_used minus the calls that started a trace) */
+  calls_merged: number;
+  calls_skipped: Reasons;
+  /** traces started, by kind, before filters */
+  chains: number;
+  kinds: Record<TraceKind, number>;
+  traces_dropped: Reasons;
+  truncations: Reasons;
+  spliced_turns: number;
+  status: Reasons;
+  /** irregularities that were handled without dropping anything (out-of-order seq, no session_end, ...) */
+  notes: Reasons;
+  rewards: { capture: number; file: number; missing: number };
+  groups: number;
+  groups_dropped_uniform: number;
+  groups_without_reward: number;
+  /** written trajectories only */
+  tokens_trainable: number;
+  tokens_total: number;
+}
+
+export function emptyStats(): BuildStats {
+  return {
+    inputs: 0,
+    lines: 0,
+    lines_skipped: {},
+    sessions: 0,
+    trajectories_written: 0,
+    traces_written: 0,
+    sessions_skipped: {},
+    calls: 0,
+    calls_used: 0,
+    calls_merged: 0,
+    calls_skipped: {},
+    chains: 0,
+    kinds: { root: 0, compaction: 0, subagent: 0, divergence: 0, side: 0 },
+    traces_dropped: {},
+    truncations: {},
+    spliced_turns: 0,
+    status: {},
+    notes: {},
+    rewards: { capture: 0, file: 0, missing: 0 },
+    groups: 0,
+    groups_dropped_uniform: 0,
+    groups_without_reward: 0,
+    tokens_trainable: 0,
+    tokens_total: 0,
+  };
+}
+
+export function count(reasons: Reasons, reason: string, n = 1): void {
+  reasons[reason] = (reasons[reason] ?? 0) + n;
+}
+
+function total(reasons: Reasons): number {
+  let s = 0;
+  for (const v of Object.values(reasons)) s += v;
+  return s;
+}
+
+function list(reasons: Reasons): string {
+  const entries = Object.entries(reasons).filter(([, n]) => n > 0);
+  if (entries.length === 0) return 'none';
+  return entries.map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
+const pct = (a: number, b: number): string => (b === 0 ? '-' : `${((100 * a) / b).toFixed(1)}%`);
+const num = (n: number): string => n.toLocaleString('en-US');
+
+/** The human-readable report, one fact per line. */
+export function formatStats(s: BuildStats): string {
+  const sessionsBuilt = s.sessions - total(s.sessions_skipped);
+  const lines = [
+    `polar build: ${num(s.sessions)} sessions, ${num(s.calls)} calls -> ${num(s.trajectories_written)} trajectories, ${num(s.traces_written)} traces`,
+    `  calls merged into a chain  ${num(s.calls_merged)} of ${num(s.calls_used)} used (${pct(s.calls_merged, s.calls_used)}); ${num(s.calls)} seen`,
+    `  chains per session         ${sessionsBuilt > 0 ? (s.chains / sessionsBuilt).toFixed(2) : '-'} (${num(s.chains)} chains: ${list(s.kinds)})`,
+    `  truncations                ${list(s.truncations)}`,
+    `  spliced turns              ${num(s.spliced_turns)}`,
+    `  tokens                     ${num(s.tokens_trainable)} trainable of ${num(s.tokens_total)} (${pct(s.tokens_trainable, s.tokens_total)})`,
+    `  status                     ${list(s.status)}`,
+    `  rewards                    capture ${s.rewards.capture}, file ${s.rewards.file}, missing ${s.rewards.missing}`,
+    `  groups                     ${num(s.groups)} (dropped as uniform ${s.groups_dropped_uniform}, without reward ${s.groups_without_reward})`,
+    `  skipped lines              ${list(s.lines_skipped)}`,
+    `  skipped calls              ${list(s.calls_skipped)}`,
+    `  skipped sessions           ${list(s.sessions_skipped)}`,
+    `  dropped traces             ${list(s.traces_dropped)}`,
+    `  notes                      ${list(s.notes)}`,
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,107 @@
+/**
+ * `polar build` as a user runs it: node bin/polar on temp files; stdout JSONL, stderr report, exit codes.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { readTrajectories } from '../../../src/trajectory/reader.ts';
+import { call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const bin = join(root, 'bin', 'polar');
+
+function polar(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 64 << 20 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+const SYS = ids(1, 6);
+const capture = (id: string, sample: number, reward: number): unknown[] => [
+  session(id, { sample }),
+  call(id, { prompt: SYS, completion: [100, EOT] }),
+  call(id, { prompt: [...SYS, 100, EOT, 300], completion: [101 + sample, EOT] }),
+  sessionEnd(id),
+  grading(id, reward, { sample }),
+];
+
+describe('polar build (CLI)', () => {
+  let dir = '';
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'polar-build-cli-'));
+    await writeFile(join(dir, 'a.jsonl'), jsonl(capture('a', 0, 1)));
+    await writeFile(join(dir, 'b.jsonl'), jsonl(capture('b', 1, 0)));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads files and directories, writes JSONL to stdout and the report to stderr', async () => {
+    const r = await polar(['build', dir, '--advantage', 'rloo']);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => [l.session, l.reward, l.advantage]),
+      [
+        ['a', 1, 1],
+        ['b', 0, -1],
+      ],
+    );
+    assert.match(r.stderr, /2 sessions, 4 calls -> 2 trajectories/);
+    assert.match(r.stderr, /calls merged into a chain\s+2 of 4/);
+  });
+
+  it('-o writes a file that readTrajectories accepts; stdin with - works; --stats --json prints only the report', async () => {
+    const out = join(dir, 'traj.jsonl');
+    const text =
+      (await readFile(join(dir, 'a.jsonl'), 'utf8')) + (await readFile(join(dir, 'b.jsonl'), 'utf8'));
+    const r = await polar(['build', '-', '-o', out, '-q'], text);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '');
+    const read = [];
+    for await (const t of readTrajectories(out)) read.push(t.record.session);
+    assert.deepEqual(read, ['a', 'b']);
+
+    const s = await polar(['build', join(dir, 'a.jsonl'), '--stats', '--json']);
+    assert.equal(s.code, 0, s.stderr);
+    const stats = JSON.parse(s.stdout);
+    assert.equal(stats.trajectories_written, 1);
+    assert.equal(stats.tokens_trainable, 4);
+  });
+
+  it('a bad line fails with exit code 3 and file:line; --skip-invalid counts it; a bad option exits 2', async () => {
+    const bad = join(dir, 'bad.jsonl');
+    const good = jsonl(capture('c', 0, 1)).split('\n');
+    good.splice(2, 0, '{"v":1,"type":"call"');
+    await writeFile(bad, good.join('\n'));
+    const r = await polar(['build', bad]);
+    assert.equal(r.code, 3);
+    assert.match(r.stderr, /bad\.jsonl:3: not valid JSON/);
+    assert.equal(r.stdout, '');
+
+    const s = await polar(['build', bad, '--skip-invalid']);
+    assert.equal(s.code, 0, s.stderr);
+    assert.match(s.stderr, /skipped lines\s+invalid JSON 1/);
+    assert.equal(s.stdout.trim().split('\n').length, 1);
+
+    const u = await polar(['build', bad, '--advantage', 'ppo']);
+    assert.equal(u.code, 2);
+    assert.match(u.stderr, /--advantage: 'ppo' is not one of grpo, dr-grpo, rloo, none/);
+  });
+});
