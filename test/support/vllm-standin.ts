@@ -138,8 +138,44 @@ async function readJson(req: IncomingMessage): Promise<ChatBody> {
   return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
 }
 
+/** JSON as Jinja's `tojson` (Python's json.dumps) writes it: `{"a": 1, "b": [1, 2]}`. */
+export function pyJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(pyJson).join(', ')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`)
+      .join(', ')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * A ChatML template that renders history exactly as a model samples it (no reasoning dropped, tool calls
+ * in tojson form), so a session through it is append-only token for token: for tests of what a
+ * well-behaved server gives. The real Qwen3 template (the default) is not, which is what the tokens
+ * backend exists for.
+ */
+export const APPEND_ONLY_TEMPLATE = [
+  "{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + messages[0].content }}",
+  "{%- if tools %}{{- '\\n\\n# Tools\\n<tools>' }}{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}{{- '\\n</tools>' }}{%- endif %}",
+  "{{- '<|im_end|>\\n' }}",
+  "{%- elif tools %}{{- '<|im_start|>system\\n# Tools\\n<tools>' }}{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}{{- '\\n</tools><|im_end|>\\n' }}{%- endif %}",
+  '{%- for message in messages %}',
+  "{%- if message.role == 'system' and loop.first %}",
+  "{%- elif message.role == 'tool' %}{{- '<|im_start|>user\\n<tool_response>\\n' + message.content + '\\n</tool_response><|im_end|>\\n' }}",
+  "{%- elif message.role == 'assistant' %}{{- '<|im_start|>assistant\\n' + message.content }}",
+  '{%- if message.tool_calls %}{%- for tc in message.tool_calls %}',
+  "{%- if (loop.first and message.content) or (not loop.first) %}{{- '\\n' }}{%- endif %}",
+  "{{- '<tool_call>\\n' }}{{- {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}{{- '\\n</tool_call>' }}",
+  '{%- endfor %}{%- endif %}',
+  "{{- '<|im_end|>\\n' }}",
+  "{%- else %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}",
+  '{%- endfor %}',
+  "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}",
+].join('');
+
 export async function startStandin(
-  options: { policy?: Policy; model?: string; chunkTokens?: number } = {},
+  options: { policy?: Policy; model?: string; chunkTokens?: number; chatTemplate?: string } = {},
 ): Promise<Standin> {
   const tok = await qwenTokenizer();
   const policy = options.policy ?? echoPolicy;
@@ -182,15 +218,15 @@ export async function startStandin(
       return json(res, fault.status, {
         error: { message: `injected ${fault.status}`, type: 'InternalServerError' },
       });
-    const promptText = render(tok, body);
+    const promptText = render(tok, body, options.chatTemplate);
     const promptIds = tok.encode(promptText, { add_special_tokens: false });
     const reply = policy(body);
     const reasoningText = reply.reasoning ? `<think>\n${reply.reasoning}\n</think>\n\n` : '';
     const content = reply.content ?? '';
-    const calls_ = (reply.toolCalls ?? []).map(
-      (c) => `<tool_call>\n${JSON.stringify({ name: c.name, arguments: c.arguments })}\n</tool_call>`,
-    );
-    const toolText = calls_.length ? (content ? '\n\n' : '') + calls_.join('\n') : '';
+    // the model writes tool calls the way the template renders them (Python-style tojson), as a
+    // model trained on that template does
+    const calls_ = (reply.toolCalls ?? []).map((c) => `<tool_call>\n${pyJson({ name: c.name, arguments: c.arguments })}\n</tool_call>`);
+    const toolText = calls_.length ? (content ? '\n' : '') + calls_.join('\n') : '';
     const reasoningIds = tok.encode(reasoningText, { add_special_tokens: false });
     const contentIds = tok.encode(content, { add_special_tokens: false });
     const toolIds = tok.encode(toolText, { add_special_tokens: false });
@@ -319,8 +355,9 @@ export async function startStandin(
   };
 }
 
-function render(tok: PreTrainedTokenizer, body: ChatBody): string {
+function render(tok: PreTrainedTokenizer, body: ChatBody, chatTemplate?: string): string {
   return tok.apply_chat_template(templateMessages(body) as never, {
+    ...(chatTemplate ? { chat_template: chatTemplate } : {}),
     tools: body.tools as never,
     tokenize: false,
     add_generation_prompt: true,
