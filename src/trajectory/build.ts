@@ -86,6 +86,16 @@ interface Summary {
   tokensTotal: number;
 }
 
+/** Files found by scanning a directory (not named by the user): non-capture JSONL there is skipped. */
+const discovered = new Set<string>();
+
+/** Whether a parsed first line looks like a capture record at all (any version, any capture type). */
+function captureShaped(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { v, type } = value as { v?: unknown; type?: unknown };
+  return typeof v === 'number' && ['session', 'call', 'session_end', 'grading'].includes(String(type));
+}
+
 /** Expands the inputs: directories to their *.jsonl files (sorted, recursive); `-` stays. */
 export async function expandInputs(inputs: readonly string[]): Promise<string[]> {
   const out: string[] = [];
@@ -109,6 +119,7 @@ export async function expandInputs(inputs: readonly string[]): Promise<string[]>
       .filter((e) => e.isFile() && e.name.endsWith('.jsonl'))
       .map((e) => join(e.parentPath ?? (e as { path?: string }).path ?? input, e.name))
       .sort();
+    for (const file of files) discovered.add(file);
     out.push(...files);
   }
   return out;
@@ -355,7 +366,23 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
 
   try {
     for (const source of inputs) {
+      let first = true;
       for await (const line of readLines(source, options.stdin)) {
+        if (first) {
+          first = false;
+          // a directory holds other JSONL too (polar eval's results.jsonl, predictions.jsonl): a scanned
+          // file whose first line is not a capture record is skipped as a whole, and counted
+          if (discovered.has(source)) {
+            let value: unknown;
+            try {
+              value = JSON.parse(line.text);
+            } catch {}
+            if (!captureShaped(value)) {
+              count(stats.files_skipped, 'not a capture file (found in a directory)');
+              break;
+            }
+          }
+        }
         stats.lines++;
         let record: ReturnType<typeof validateCaptureValue>;
         try {

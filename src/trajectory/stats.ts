@@ -12,6 +12,8 @@ export interface BuildStats {
   lines: number;
   /** lines skipped under --skip-invalid, by reason */
   lines_skipped: Reasons;
+  /** whole files skipped (non-capture JSONL found while scanning a directory) */
+  files_skipped: Reasons;
   /** session records seen */
   sessions: number;
   trajectories_written: number;
@@ -47,6 +49,7 @@ export function emptyStats(): BuildStats {
     inputs: 0,
     lines: 0,
     lines_skipped: {},
+    files_skipped: {},
     sessions: 0,
     trajectories_written: 0,
     traces_written: 0,
@@ -104,6 +107,7 @@ export function formatStats(s: BuildStats): string {
     `  rewards                    capture ${s.rewards.capture}, file ${s.rewards.file}, missing ${s.rewards.missing}`,
     `  groups                     ${num(s.groups)} (dropped as uniform ${s.groups_dropped_uniform}, without reward ${s.groups_without_reward})`,
     `  skipped lines              ${list(s.lines_skipped)}`,
+    `  skipped files              ${list(s.files_skipped)}`,
     `  skipped calls              ${list(s.calls_skipped)}`,
     `  skipped sessions           ${list(s.sessions_skipped)}`,
     `  dropped traces             ${list(s.traces_dropped)}`,

@@ -1,0 +1,75 @@
+/**
+ * `polar eval` with a real harness: Pi runs one fixture task under polar's capture proxy (local runtime),
+ * the stand-in model "fixes" it through Pi's bash tool, polar takes the diff, grades it, and appends a
+ * grading record to the capture, so `polar build` yields a rewarded trajectory with no extra step.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { execa } from 'execa';
+import { readCapture } from '../../src/capture/reader.ts';
+import type { CaptureRecord } from '../../src/capture/record.ts';
+import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
+import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { type Standin, startStandin } from '../support/vllm-standin.ts';
+
+const TASK = 'polar-fixtures__jsutil-5';
+
+describe('polar eval with Pi', () => {
+  let standin: Standin;
+  let goldPatch: string;
+  before(async () => {
+    ensureFixtureRepos();
+    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    goldPatch = rows.find((r) => r.instance_id === TASK).patch;
+    standin = await startStandin({
+      policy: (body) => {
+        if (body.messages.at(-1)?.role === 'tool') return { content: 'The fix is in place.' };
+        const b64 = Buffer.from(goldPatch).toString('base64');
+        return { toolCalls: [{ name: 'bash', arguments: { command: `echo ${b64} | base64 -d | git apply` } }] };
+      },
+    });
+  });
+  after(() => standin.close());
+
+  test('one task end to end: capture with a grading record, resolved, and it builds with its reward', async () => {
+    const { home, workdir } = await privateDirs();
+    const out = join(workdir, 'eval-out');
+    const r = await execa(
+      process.execPath,
+      [
+        POLAR, 'eval', '--dataset', join(ROOT, 'fixtures/swe/mini.jsonl'), '--instances', TASK,
+        '--agent', 'pi', '--runtime', 'local', '--allow-unsandboxed', '--repos', join(ROOT, 'fixtures/swe/repos'),
+        '--backend', 'vllm', '--backend-url', standin.url, '--model', 'Qwen/Qwen3-4B', '--out', out, '--json', '--quiet',
+      ],
+      { cwd: workdir, env: privateEnv(home), extendEnv: false, reject: false, stdin: 'ignore', timeout: 240_000 },
+    );
+    assert.equal(r.exitCode, 0, String(r.stderr));
+    const report = JSON.parse(String(r.stdout));
+    assert.equal(report.pass_at_1.mean, 1);
+    const results = (await readFile(join(out, 'results.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    assert.equal(results.length, 1);
+    assert.equal(results[0].resolved, true);
+    const captureFile = results[0].capture as string;
+    assert.ok(captureFile, 'the result names its capture file');
+    const records: CaptureRecord[] = [];
+    for await (const { record } of readCapture(captureFile)) records.push(record);
+    const types = records.map((x) => x.type);
+    assert.equal(types[0], 'session');
+    assert.ok(types.filter((t) => t === 'call').length >= 2, 'tool call and final answer');
+    assert.equal(types.at(-1), 'grading');
+    const grading = records.at(-1) as Extract<CaptureRecord, { type: 'grading' }>;
+    assert.equal(grading.resolved, true);
+    assert.equal(grading.reward, 1);
+    assert.equal(grading.task_id, TASK);
+
+    // the eval folder builds straight into rewarded trajectories
+    const built = await execa(process.execPath, [POLAR, 'build', out], { reject: false, stdin: 'ignore' });
+    assert.equal(built.exitCode, 0, String(built.stderr));
+    const trajectories = String(built.stdout).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    assert.equal(trajectories.length, 1);
+    assert.equal(trajectories[0].reward, 1);
+    assert.equal(trajectories[0].task_id, TASK);
+  });
+});
