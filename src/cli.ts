@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineEval } from '../commands/eval.ts';
+import { defineServe } from '../commands/serve.ts';
 import { defineTrain } from '../commands/train.ts';
 import { EXIT, PolarError } from './errors.ts';
 import { log } from './util/log.ts';
@@ -23,6 +24,7 @@ export function program(): Command {
   defineBuild(cmd);
   defineTrain(cmd);
   defineEval(cmd);
+  defineServe(cmd);
   return cmd;
 }
 

@@ -2,7 +2,6 @@
  * `polar capture`: start the proxy, point the harness at it through its profile, run it with stdio passed
  * through, forward signals, record every call, and exit with the harness's exit code.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,11 +10,10 @@ import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { EnvironmentError, errorMessage } from '../errors.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
-import { ProxyServer, type ProxySession } from '../proxy/server.ts';
+import { ProxyServer } from '../proxy/server.ts';
 import { log } from '../util/log.ts';
-import { POLAR_VERSION } from '../version.ts';
-import type { CallRecord, SessionEndRecord, SessionRecord } from './record.ts';
-import { CaptureWriter } from './writer.ts';
+import type { CallRecord, SessionEndRecord } from './record.ts';
+import { openSession } from './session.ts';
 
 export interface CaptureRunOptions {
   command: string[];
@@ -74,59 +72,40 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     maxBodyBytes: options.maxBodyBytes,
   });
   const runDir = await mkdtemp(join(tmpdir(), 'polar-run-'));
-  const writer = new CaptureWriter(output);
-  const sessionId = `sess_${randomUUID()}`;
-  const key = `polar-${randomBytes(24).toString('hex')}`;
-  const startedAt = new Date();
+  const cwd = resolve(options.cwd ?? process.cwd());
   let exitCode: number | null = null;
   let signal: string | null = null;
   let status: SessionEndRecord['status'] = 'error';
   let stdout: string | undefined;
   let stderr: string | undefined;
-  const session: ProxySession = {
-    id: sessionId,
-    key,
-    harness: profile.name,
-    model: options.model,
-    backend,
-    writer,
-    state: new Map(),
-    seq: 0,
-    calls: 0,
-    errors: 0,
-    callMeta: (h, b) => profile.callMeta(h, b),
-    ...(options.onCall ? { onCall: options.onCall } : {}),
-  };
   const handlers = new Map<string, () => void>();
+  const { url } = await proxy.listen();
+  const capture = openSession({
+    profile,
+    backend,
+    model: options.model,
+    output,
+    argv: options.command,
+    cwd,
+    proxyUrl: url,
+    ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
+    ...(options.sample !== undefined ? { sample: options.sample } : {}),
+    ...(options.meta ? { meta: options.meta } : {}),
+    ...(options.onCall ? { onCall: options.onCall } : {}),
+  });
+  const session = capture.proxy;
   try {
-    const { url } = await proxy.listen();
     proxy.addSession(session);
     const prepared = await profile.prepare({
       proxyUrl: url,
-      key,
+      key: session.key,
       model: options.model,
       runDir,
       argv: options.command,
       options: options.harnessOptions ?? {},
     });
-    const record: SessionRecord = {
-      v: 1,
-      type: 'session',
-      id: sessionId,
-      harness: profile.name,
-      argv: prepared.argv,
-      cwd: resolve(options.cwd ?? process.cwd()),
-      started_at: startedAt.toISOString(),
-      polar_version: POLAR_VERSION,
-      backend: { kind: backend.kind, url: backend.url, token_exact: backend.tokenExact },
-      model: options.model,
-      task_id: options.taskId ?? null,
-      sample: options.sample ?? null,
-      meta: options.meta ?? {},
-      proxy_url: url,
-    };
-    writer.write(record);
-    log.debug(`capture: proxy ${url}, session ${sessionId}, harness ${profile.name}, run dir ${runDir}`);
+    capture.begin(prepared.argv);
+    log.debug(`capture: proxy ${url}, session ${session.id}, harness ${profile.name}, run dir ${runDir}`);
     const env: Record<string, string | undefined> = { ...process.env, ...options.env };
     for (const [name, value] of Object.entries(prepared.env)) {
       if (value === null) delete env[name];
@@ -185,31 +164,16 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
   } finally {
     for (const [name, handler] of handlers) process.off(name, handler);
     await proxy.close(2000);
-    proxy.removeSession(key);
-    const endedAt = new Date();
-    const end: SessionEndRecord = {
-      v: 1,
-      type: 'session_end',
-      session: sessionId,
-      ended_at: endedAt.toISOString(),
-      duration_ms: endedAt.getTime() - startedAt.getTime(),
-      exit_code: exitCode,
-      signal,
-      calls: session.calls,
-      errors: session.errors,
-      status,
-      unauthorized_requests: proxy.unauthorized,
-    };
+    proxy.removeSession(session.key);
     try {
-      if (writer.records > 0) writer.write(end);
+      capture.end({ exitCode, signal, status, unauthorized: proxy.unauthorized });
     } finally {
-      writer.close();
       if (ownsBackend) await backend.close();
       if (!options.keepRunDir) await rm(runDir, { recursive: true, force: true });
     }
   }
   return {
-    sessionId,
+    sessionId: session.id,
     exitCode,
     signal,
     status,

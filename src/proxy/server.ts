@@ -47,6 +47,11 @@ export interface ProxyOptions {
   host?: string;
   port?: number;
   maxBodyBytes?: number;
+  /**
+   * Routes served before model-call authentication (polar serve's admin API). Returns true when it
+   * answered the request.
+   */
+  admin?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
 export class ProxyServer {
@@ -54,7 +59,10 @@ export class ProxyServer {
   private readonly sessions = new Map<string, ProxySession>();
   private readonly inflight = new Set<Promise<void>>();
   private readonly controllers = new Set<AbortController>();
-  private readonly options: Required<ProxyOptions>;
+  private readonly options: Required<Omit<ProxyOptions, 'admin'>> & Pick<ProxyOptions, 'admin'>;
+  private accepting = true;
+  /** requests in flight per session key */
+  private readonly active = new Map<string, number>();
   /** requests refused for a missing or unknown key */
   unauthorized = 0;
 
@@ -63,6 +71,7 @@ export class ProxyServer {
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 0,
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      admin: options.admin,
     };
     this.server = createServer((req, res) => {
       const done = this.handle(req, res).catch((error) => {
@@ -107,11 +116,24 @@ export class ProxyServer {
     return this.inflight.size;
   }
 
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** resolves when no request of this session is in flight any more (or after timeoutMs) */
+  async drain(session: ProxySession, timeoutMs = 30_000): Promise<void> {
+    const t0 = Date.now();
+    while ((this.active.get(session.key) ?? 0) > 0 && Date.now() - t0 < timeoutMs) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
   /**
    * Stops accepting, waits up to graceMs for calls in flight to finish (their records are written), then
    * aborts the rest (their records say so) and closes.
    */
   async close(graceMs = 10_000): Promise<void> {
+    this.accepting = false;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const pending = Promise.allSettled([...this.inflight]);
@@ -132,7 +154,17 @@ export class ProxyServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const r = route(req.method ?? 'GET', req.url ?? '/', req.headers);
-    if (r.kind === 'health') return sendJson(res, 200, { ok: true });
+    if (r.kind === 'health') return sendJson(res, 200, { ok: this.accepting });
+    if (!this.accepting) {
+      req.resume();
+      res.setHeader('connection', 'close');
+      const api = r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'openai-chat';
+      const { status, body } = PROTOCOLS[api].renderError(
+        fault('backend_error', 'polar is shutting down', 503),
+      );
+      return sendJson(res, status, body);
+    }
+    if (this.options.admin && (await this.options.admin(req, res))) return;
     const session = this.authenticate(req);
     const protocol =
       PROTOCOLS[r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'anthropic-messages'];
@@ -157,6 +189,7 @@ export class ProxyServer {
       );
       return sendJson(res, status, body);
     }
+    this.active.set(session.key, (this.active.get(session.key) ?? 0) + 1);
     const call = new CallInProgress(
       session,
       r.kind === 'count-tokens' ? 'anthropic-count-tokens' : r.api,
@@ -180,6 +213,7 @@ export class ProxyServer {
         };
       }
       call.finish(session);
+      this.active.set(session.key, (this.active.get(session.key) ?? 1) - 1);
     }
   }
 

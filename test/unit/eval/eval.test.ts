@@ -128,7 +128,9 @@ test('predictions: a P2P-breaking patch, a patch that does not apply, and a hang
   assert.match(breakingPatch, /TypeError/);
   const hanging = String(js6.patch).replace(
     'for (let i = start; step > 0 ? i < stop : i > stop; i += step)',
-    'for (let i = start; ; i += 0)',
+    // a real hang: a busy loop that allocates nothing (an endless push would die of OOM instead,
+    // sooner or later than the timeout depending on the machine)
+    'for (;;) {} for (let i = start; step > 0 ? i < stop : i > stop; i += step)',
   );
   const preds = [
     { instance_id: js5.instance_id, model_name_or_path: 'm', model_patch: breakingPatch },
@@ -254,6 +256,15 @@ test('harness agent seam: runCapture runs in the instance env, the capture gets 
     model: 'm',
     placement: 'host',
     runCapture: fake,
+    // the backend is created once per run and handed to runCapture; a stand-in object is enough here
+    createBackend: async () => ({
+      kind: 'embedded',
+      tokenExact: true,
+      url: null,
+      generate: async function* () {},
+      countTokens: async () => ({ tokens: 0, exact: false }),
+      close: async () => {},
+    }),
   });
   const out = join(tmp, 'harness');
   const { report, results } = await runEval({

@@ -1,0 +1,118 @@
+/**
+ * One capture session: its key, its capture file, its `session` and `session_end` records. Shared by
+ * `polar capture` (one session around one process) and `polar serve` (sessions over an admin API).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import type { Backend } from '../backends/types.ts';
+import type { HarnessProfile } from '../harnesses/types.ts';
+import type { ProxySession } from '../proxy/server.ts';
+import { POLAR_VERSION } from '../version.ts';
+import type { CallRecord, SessionEndRecord, SessionRecord } from './record.ts';
+import { CaptureWriter } from './writer.ts';
+
+export interface OpenSessionOptions {
+  profile: HarnessProfile;
+  backend: Backend;
+  model: string;
+  output: string;
+  argv: string[];
+  cwd: string;
+  proxyUrl: string;
+  taskId?: string;
+  sample?: number;
+  meta?: Record<string, string>;
+  onCall?: (record: CallRecord) => void;
+}
+
+export interface CaptureSession {
+  proxy: ProxySession;
+  startedAt: Date;
+  output: string;
+  /** writes the session record (call once the argv is final) */
+  begin(argv: string[], extra?: Record<string, unknown>): void;
+  /** writes session_end and closes the file */
+  end(outcome: {
+    exitCode: number | null;
+    signal: string | null;
+    status: SessionEndRecord['status'];
+    unauthorized?: number;
+  }): void;
+}
+
+export function newSessionKey(): string {
+  return `polar-${randomBytes(24).toString('hex')}`;
+}
+
+export function openSession(options: OpenSessionOptions): CaptureSession {
+  const output = resolve(options.output);
+  const writer = new CaptureWriter(output);
+  const startedAt = new Date();
+  const proxy: ProxySession = {
+    id: `sess_${randomUUID()}`,
+    key: newSessionKey(),
+    harness: options.profile.name,
+    model: options.model,
+    backend: options.backend,
+    writer,
+    state: new Map(),
+    seq: 0,
+    calls: 0,
+    errors: 0,
+    callMeta: (h, b) => options.profile.callMeta(h, b),
+    ...(options.onCall ? { onCall: options.onCall } : {}),
+  };
+  let ended = false;
+  return {
+    proxy,
+    startedAt,
+    output,
+    begin(argv, extra = {}) {
+      const record: SessionRecord = {
+        v: 1,
+        type: 'session',
+        id: proxy.id,
+        harness: options.profile.name,
+        argv,
+        cwd: resolve(options.cwd),
+        started_at: startedAt.toISOString(),
+        polar_version: POLAR_VERSION,
+        backend: {
+          kind: options.backend.kind,
+          url: options.backend.url,
+          token_exact: options.backend.tokenExact,
+        },
+        model: options.model,
+        task_id: options.taskId ?? null,
+        sample: options.sample ?? null,
+        meta: options.meta ?? {},
+        proxy_url: options.proxyUrl,
+        ...extra,
+      };
+      writer.write(record);
+    },
+    end({ exitCode, signal, status, unauthorized }) {
+      if (ended) return;
+      ended = true;
+      const endedAt = new Date();
+      const record: SessionEndRecord = {
+        v: 1,
+        type: 'session_end',
+        session: proxy.id,
+        ended_at: endedAt.toISOString(),
+        duration_ms: endedAt.getTime() - startedAt.getTime(),
+        exit_code: exitCode,
+        signal,
+        calls: proxy.calls,
+        errors: proxy.errors,
+        status,
+        unauthorized_requests: unauthorized ?? 0,
+      };
+      try {
+        if (writer.records > 0) writer.write(record);
+      } finally {
+        writer.close();
+      }
+    },
+  };
+}
