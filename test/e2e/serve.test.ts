@@ -1,0 +1,245 @@
+/**
+ * `polar serve` as a process: sessions over the admin API, 64 concurrent sessions with streaming calls
+ * (none lost, every capture complete), backpressure visible in /status, SIGTERM mid-load loses no
+ * finished call.
+ */
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { execa, type ResultPromise } from 'execa';
+import { readCapture } from '../../src/capture/reader.ts';
+import type { CaptureRecord } from '../../src/capture/record.ts';
+import { POLAR, privateDirs } from '../support/capture-run.ts';
+import { type Standin, startStandin } from '../support/vllm-standin.ts';
+
+interface Server {
+  url: string;
+  captures: string;
+  child: ResultPromise;
+}
+
+async function serve(backendUrl: string, extra: string[] = []): Promise<Server> {
+  const { workdir } = await privateDirs();
+  const captures = join(workdir, 'captures');
+  const child = execa(
+    process.execPath,
+    [
+      POLAR,
+      'serve',
+      '--port',
+      '0',
+      '--captures',
+      captures,
+      '--backend',
+      'vllm',
+      '--backend-url',
+      backendUrl,
+      '--model',
+      'Qwen/Qwen3-4B',
+      ...extra,
+    ],
+    { reject: false, stdin: 'ignore', cwd: workdir },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const line = buf.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    child.once('exit', () => reject(new Error('polar serve exited before listening')));
+  });
+  return { url, captures, child };
+}
+
+async function json(
+  url: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url, init);
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+async function chat(url: string, key: string, text: string): Promise<boolean> {
+  const r = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: text }] }),
+  });
+  return r.status === 200 && (await r.text()).includes('[DONE]');
+}
+
+async function captures(dir: string): Promise<CaptureRecord[][]> {
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.jsonl'));
+  const out: CaptureRecord[][] = [];
+  for (const f of files) {
+    const records: CaptureRecord[] = [];
+    for await (const { record } of readCapture(join(dir, f))) records.push(record);
+    out.push(records);
+  }
+  return out;
+}
+
+describe('polar serve', () => {
+  let standin: Standin;
+  before(async () => {
+    standin = await startStandin();
+  });
+  after(() => standin.close());
+
+  test('admin API: create, use, inspect, close a session; bad requests get clear errors', async () => {
+    const s = await serve(standin.url);
+    try {
+      const created = await json(`${s.url}/sessions`, {
+        method: 'POST',
+        body: JSON.stringify({
+          harness: 'pi',
+          task_id: 't1',
+          sample: 0,
+          harness_options: { api: 'openai-responses' },
+        }),
+      });
+      assert.equal(created.status, 201);
+      const { id, key, env, files } = created.body as {
+        id: string;
+        key: string;
+        env: Record<string, string>;
+        files: Array<{ path: string; content: string }>;
+      };
+      assert.match(id, /^sess_/);
+      assert.equal(env.POLAR_API_KEY, key);
+      assert.ok(env.PI_CODING_AGENT_DIR);
+      assert.ok(
+        files.some(
+          (f) =>
+            f.path.endsWith('models.json') &&
+            JSON.parse(f.content).providers.polar.api === 'openai-responses',
+        ),
+      );
+      assert.equal(await chat(s.url, key, 'hi'), true);
+      const got = await json(`${s.url}/sessions/${id}`);
+      assert.equal(got.body.calls, 1);
+      const status = await json(`${s.url}/status`);
+      assert.equal(status.body.sessions, 1);
+      const closed = await json(`${s.url}/sessions/${id}?exit_code=0`, { method: 'DELETE' });
+      assert.equal(closed.status, 200);
+      assert.equal((await json(`${s.url}/sessions/${id}`)).status, 404);
+      // the key stops working with its session
+      const late = await fetch(`${s.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: '{}',
+      });
+      assert.equal(late.status, 401);
+      const bad = await json(`${s.url}/sessions`, {
+        method: 'POST',
+        body: JSON.stringify({ harness: 'gemini' }),
+      });
+      assert.equal(bad.status, 400);
+      assert.match(String((bad.body.error as { message: string }).message), /harness/);
+      const [records] = await captures(s.captures);
+      assert.deepEqual(
+        records!.map((r) => r.type),
+        ['session', 'call', 'session_end'],
+      );
+      const session = records![0] as Extract<CaptureRecord, { type: 'session' }>;
+      assert.equal(session.task_id, 't1');
+      assert.equal((records![2] as Extract<CaptureRecord, { type: 'session_end' }>).status, 'completed');
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.child;
+    }
+  });
+
+  test('64 concurrent sessions with streaming calls: none lost, every capture complete, queue visible', async () => {
+    const s = await serve(standin.url, ['--max-inflight', '4']);
+    try {
+      let maxQueued = 0;
+      let polling = true;
+      const poller = (async () => {
+        while (polling) {
+          const st = await json(`${s.url}/status`);
+          maxQueued = Math.max(maxQueued, (st.body.backend as { queued: number }).queued);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      const n = 64;
+      const callsEach = 3;
+      const results = await Promise.all(
+        Array.from({ length: n }, async (_, i) => {
+          const { body } = await json(`${s.url}/sessions`, {
+            method: 'POST',
+            body: JSON.stringify({ task_id: `task-${i}` }),
+          });
+          const key = body.key as string;
+          const ok = await Promise.all(
+            Array.from({ length: callsEach }, (_, j) => chat(s.url, key, `session ${i} call ${j}`)),
+          );
+          await json(`${s.url}/sessions/${body.id}?exit_code=0`, { method: 'DELETE' });
+          return ok.every(Boolean);
+        }),
+      );
+      polling = false;
+      await poller;
+      assert.ok(results.every(Boolean), 'every streaming call finished');
+      assert.ok(maxQueued > 0, 'with --max-inflight 4 and 192 calls, some waited in the queue');
+      const all = await captures(s.captures);
+      assert.equal(all.length, n);
+      for (const records of all) {
+        assert.deepEqual(
+          records.map((r) => r.type),
+          ['session', 'call', 'call', 'call', 'session_end'],
+        );
+        for (const r of records) if (r.type === 'call') assert.equal(r.token_exact, true);
+      }
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.child;
+    }
+  });
+
+  test('SIGTERM mid-load: every call a client saw finish is in the captures, and serve exits 0', async () => {
+    const s = await serve(standin.url, ['--max-inflight', '2']);
+    const finished: string[] = [];
+    const sessions = await Promise.all(
+      Array.from(
+        { length: 16 },
+        async () =>
+          (await json(`${s.url}/sessions`, { method: 'POST', body: '{}' })).body as {
+            id: string;
+            key: string;
+          },
+      ),
+    );
+    const load = Promise.all(
+      sessions.map(async ({ key }, i) => {
+        for (let j = 0; j < 20; j++) {
+          const text = `s${i}c${j}`;
+          try {
+            if (await chat(s.url, key, text)) finished.push(text);
+            else return;
+          } catch {
+            return;
+          }
+        }
+      }),
+    );
+    while (finished.length < 10) await new Promise((r) => setTimeout(r, 10));
+    s.child.kill('SIGTERM');
+    const result = await s.child;
+    await load;
+    assert.equal(result.exitCode, 0, String(result.stderr));
+    const recorded = new Set<string>();
+    for (const records of await captures(s.captures)) {
+      assert.equal(records.at(-1)!.type, 'session_end', 'every capture is closed');
+      assert.equal((records.at(-1) as Extract<CaptureRecord, { type: 'session_end' }>).status, 'interrupted');
+      for (const r of records) {
+        if (r.type !== 'call' || r.error) continue;
+        const m = /s\d+c\d+/.exec(JSON.stringify(r.canonical_request));
+        if (m) recorded.add(m[0]);
+      }
+    }
+    for (const text of finished) assert.ok(recorded.has(text), `finished call ${text} is in a capture`);
+  });
+});
