@@ -32,6 +32,7 @@ export function defineEval(program: Command): void {
     .option('--grader <kind>', 'polar, or swebench (the official harness, when installed)', 'polar')
     .option('--json', 'print the report as JSON on stdout')
     .option('--fail-under <fraction>', 'exit 5 when pass@1 is below this')
+    .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
     .option('--keep-envs', 'keep the local runtime temp dirs (debugging)')
     .option('-q, --quiet', 'no progress output');
   addBackendFlags(cmd).action(async (options) => {

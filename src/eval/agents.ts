@@ -250,6 +250,8 @@ export interface HarnessAgentOptions {
   promptTemplate?: string;
   /** injected in tests; default: loadRunCapture() */
   runCapture?: RunCapture;
+  /** a backend owned by the caller (polar loop's, reloaded between steps): used as is, never closed */
+  backendInstance?: Backend;
   /** creates the backend once for all samples (an embedded model loads once); default: createBackend */
   createBackend?: (options: BackendOptions) => Promise<Backend>;
   env?: Record<string, string>;
@@ -279,9 +281,11 @@ export class HarnessAgent implements Agent {
     const { command, cwd } = env.hostCommand(argv, PASS_ENV);
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
     try {
-      this.backend ??= (this.options.createBackend ?? (await import('../backends/index.ts')).createBackend)(
-        this.options.backend,
-      );
+      this.backend ??= this.options.backendInstance
+        ? Promise.resolve(this.options.backendInstance)
+        : (this.options.createBackend ?? (await import('../backends/index.ts')).createBackend)(
+            this.options.backend,
+          );
       const backendInstance = await this.backend;
       const r = await runCapture({
         backendInstance,
@@ -312,6 +316,7 @@ export class HarnessAgent implements Agent {
   }
 
   async close(): Promise<void> {
+    if (this.options.backendInstance) return;
     const backend = await this.backend?.catch(() => undefined);
     await backend?.close();
   }

@@ -2,6 +2,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import type { Backend } from '../backends/types.ts';
 import { type BackendFlags, backendOptions } from '../capture/options.ts';
 import { EnvironmentError, EXIT, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
@@ -52,6 +53,7 @@ export interface EvalCliOptions {
   failUnder?: string;
   quiet?: boolean;
   keepEnvs?: boolean;
+  gradeEmptyPatches?: boolean;
 }
 
 function positiveInt(name: string, value: string): number {
@@ -89,22 +91,11 @@ async function readPredictions(path: string): Promise<{ patches: Map<string, str
   return { patches, model };
 }
 
-export async function evalCommand(o: EvalCliOptions): Promise<number> {
-  if (o.quiet) log.configure({ quiet: true });
-  const samples = positiveInt('--samples', o.samples);
-  const concurrency = positiveInt('--concurrency', o.concurrency);
-  const agentTimeoutMs = seconds('--agent-timeout', o.agentTimeout);
-  const testTimeoutMs = seconds('--test-timeout', o.testTimeout);
-  const failUnder = o.failUnder === undefined ? undefined : Number(o.failUnder);
-  if (failUnder !== undefined && !(failUnder >= 0 && failUnder <= 1)) {
-    throw new UsageError(
-      `--fail-under ${o.failUnder}: expected a fraction between 0 and 1`,
-      'for example --fail-under 0.25',
-    );
-  }
-  if (!['polar', 'swebench'].includes(o.grader))
-    throw new UsageError(`--grader ${o.grader}: expected polar or swebench`);
-
+/** The runtime and agent an eval needs, from its options (shared with polar loop, which injects a backend). */
+export async function setupEval(
+  o: EvalCliOptions,
+  extras: { backendInstance?: Backend } = {},
+): Promise<{ agent: Agent; runtime: Runtime }> {
   // the agent: --agent gold|empty|predictions|<harness>, or --harness <harness>
   const agentName = o.agent ?? o.harness;
   if (!agentName)
@@ -162,8 +153,30 @@ export async function evalCommand(o: EvalCliOptions): Promise<number> {
         ? { genericCommand: ['bash', '-c', o.agentCmd.replaceAll('{prompt}', '"$POLAR_PROMPT"')] }
         : {}),
       ...(o.promptTemplate ? { promptTemplate: await readFile(o.promptTemplate, 'utf8') } : {}),
+      ...(extras.backendInstance ? { backendInstance: extras.backendInstance } : {}),
     });
   }
+
+  return { agent, runtime };
+}
+
+export async function evalCommand(o: EvalCliOptions): Promise<number> {
+  if (o.quiet) log.configure({ quiet: true });
+  const samples = positiveInt('--samples', o.samples);
+  const concurrency = positiveInt('--concurrency', o.concurrency);
+  const agentTimeoutMs = seconds('--agent-timeout', o.agentTimeout);
+  const testTimeoutMs = seconds('--test-timeout', o.testTimeout);
+  const failUnder = o.failUnder === undefined ? undefined : Number(o.failUnder);
+  if (failUnder !== undefined && !(failUnder >= 0 && failUnder <= 1)) {
+    throw new UsageError(
+      `--fail-under ${o.failUnder}: expected a fraction between 0 and 1`,
+      'for example --fail-under 0.25',
+    );
+  }
+  if (!['polar', 'swebench'].includes(o.grader))
+    throw new UsageError(`--grader ${o.grader}: expected polar or swebench`);
+
+  const { agent, runtime } = await setupEval(o);
 
   const all = await loadDataset(o.dataset, { split: o.split });
   const instances = selectInstances(all, {
@@ -201,6 +214,7 @@ export async function evalCommand(o: EvalCliOptions): Promise<number> {
       resume: Boolean(o.resume),
       dataset: o.dataset,
       grade: o.grader === 'swebench' ? 'none' : 'polar',
+      gradeEmpty: Boolean(o.gradeEmptyPatches),
       progress: !o.quiet,
       signal: controller.signal,
     });

@@ -7,7 +7,7 @@
  */
 import type { SweInstance } from './dataset.ts';
 import { getLogParser, type StatusMap } from './log-parsers/index.ts';
-import { applyPatch, shellQuote } from './patch.ts';
+import { type ApplyResult, applyPatch, shellQuote } from './patch.ts';
 import type { InstanceEnv, Runtime } from './runtime/types.ts';
 import { diffFiles, specFor, testDirectives } from './specs.ts';
 
@@ -40,6 +40,8 @@ export interface GradeResult {
 
 export interface GradeOptions {
   testTimeoutMs: number;
+  /** run the tests for an empty patch too, instead of scoring it 0 outright (--grade-empty-patches) */
+  gradeEmpty?: boolean;
 }
 
 const emptyOutcome = (): TestOutcome => ({ passed: [], failed: [] });
@@ -136,7 +138,8 @@ export async function gradePatch(
   patch: string,
   options: GradeOptions,
 ): Promise<GradeResult> {
-  if (patch.trim() === '') return result({ status: 'empty_patch', reason: 'empty patch' });
+  const empty = patch.trim() === '';
+  if (empty && !options.gradeEmpty) return result({ status: 'empty_patch', reason: 'empty patch' });
   const spec = instance.eval_script ? null : specFor(instance);
   if (spec && 'error' in spec) return result({ status: 'error', reason: spec.error });
   const parserName = spec ? spec.parser : (instance.log_parser ?? 'pytest');
@@ -153,7 +156,9 @@ export async function gradePatch(
   const durations = { setup: performance.now() - t0, apply: 0, tests: 0, parse: 0 };
   try {
     const t1 = performance.now();
-    const applied = await applyPatch(env, patch);
+    const applied: ApplyResult = empty
+      ? { applied: true, method: null, output: '' }
+      : await applyPatch(env, patch);
     durations.apply = performance.now() - t1;
     if (!applied.applied) {
       return result({

@@ -34,6 +34,10 @@ export interface EvalOptions {
   grade?: 'polar' | 'none';
   progress?: boolean;
   signal?: AbortSignal;
+  /** grade empty patches like any other instead of scoring them 0 outright */
+  gradeEmpty?: boolean;
+  /** extra session meta for every capture (polar loop records the policy's step here) */
+  meta?: Record<string, string>;
 }
 
 export interface EvalOutcome {
@@ -143,7 +147,7 @@ async function runSample(
         env,
         timeoutMs: options.agentTimeoutMs,
         capturePath,
-        meta: { dataset: options.dataset, runtime: options.runtime.kind },
+        meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
       });
       agentMs = performance.now() - ta;
       if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
@@ -158,7 +162,10 @@ async function runSample(
     }
     await writeAtomic(join(dirs.patches, `${key}.diff`), patch);
     if (failure === null && options.grade !== 'none') {
-      grade = await gradePatch(options.runtime, instance, patch, { testTimeoutMs: options.testTimeoutMs });
+      grade = await gradePatch(options.runtime, instance, patch, {
+        testTimeoutMs: options.testTimeoutMs,
+        ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
+      });
       if (grade.log) await writeAtomic(join(dirs.logs, `${key}.test.log`), grade.log);
     }
   } catch (error) {
