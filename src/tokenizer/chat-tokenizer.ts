@@ -61,7 +61,7 @@ export async function loadChatTokenizer(
   if (!local && !allowRemote) {
     throw new UsageError(
       `tokenizer "${source}" is a hub id but remote downloads are off`,
-      'pass a local directory (absolute or ./relative) holding tokenizer.json and tokenizer_config.json',
+      `point at a local model with --model ./dir (tokenizer.json + onnx/model.onnx), or at a server with --backend vllm --backend-url http://HOST:8000/v1 --model NAME`,
     );
   }
   const previous = env.allowRemoteModels;
@@ -75,7 +75,9 @@ export async function loadChatTokenizer(
       `could not load the tokenizer from ${local ? `directory ${id}` : `hub id ${id}`}: ${errorMessage(error)}`,
       local
         ? 'the directory needs tokenizer.json and tokenizer_config.json (with a chat_template)'
-        : 'check the hub id and the network, or pass a local directory',
+        : /fetch failed|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|network/i.test(errorMessage(error))
+          ? `offline? ${id} downloads on first use: point at a local model with --model ./dir (tokenizer.json + onnx/model.onnx), or at a server with --backend vllm --backend-url http://HOST:8000/v1 --model NAME`
+          : 'check the hub id, or pass a local directory',
     );
   } finally {
     env.allowRemoteModels = previous;
@@ -147,13 +149,18 @@ export class ChatTokenizer {
     return [...ids];
   }
 
-  render(messages: TemplateMessage[], tools: TemplateTool[], kwargs: Record<string, unknown>): string {
+  render(
+    messages: TemplateMessage[],
+    tools: TemplateTool[],
+    kwargs: Record<string, unknown>,
+    addGenerationPrompt = true,
+  ): string {
     const rendered = this.tokenizer.apply_chat_template(
       messages as never,
       {
         ...kwargs,
         tools: tools.length > 0 ? (tools as never) : undefined,
-        add_generation_prompt: true,
+        add_generation_prompt: addGenerationPrompt,
         tokenize: false,
       } as never,
     );

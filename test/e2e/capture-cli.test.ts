@@ -133,3 +133,20 @@ describe('polar capture process', () => {
     assert.match(String(r2.stderr), /needs --backend-url/);
   });
 });
+
+describe('the embedded default offline', () => {
+  test('says in one line how to point at a local model or a backend', async () => {
+    const { home, workdir, out } = await privateDirs();
+    const r = await execa(process.execPath, [POLAR, 'capture', '-o', out, '--', 'pi', '-p', 'hi'], {
+      cwd: workdir,
+      env: { ...privateEnv(home), POLAR_OFFLINE: '1' },
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+    });
+    assert.notEqual(r.exitCode, 0);
+    assert.match(String(r.stderr), /onnx-community\/Qwen3-0\.6B-ONNX/);
+    assert.match(String(r.stderr), /--model \.\/dir .* or at a server with --backend vllm --backend-url/);
+    assert.doesNotMatch(String(r.stderr), /at .*\.ts:\d+/);
+  });
+});
