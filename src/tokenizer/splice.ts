@@ -11,6 +11,7 @@ import type {
   ToolCall,
 } from '../protocols/canonical.ts';
 import type { ChatTokenizer } from './chat-tokenizer.ts';
+import { canRenderSuffix, incrementalRenderingWorks, renderSuffix } from './incremental-render.ts';
 import { normalizeJson, toTemplateMessages, toTemplateTools } from './messages.ts';
 
 const IM_START = '<|im_start|>';
@@ -34,6 +35,8 @@ export interface SampledTurn {
 
 export class SpliceState {
   readonly turns: SampledTurn[] = [];
+  /** renderings of recent calls, most recent last, for incremental rendering of the next call */
+  readonly prefixes: RenderedPrefix[] = [];
   private readonly byKey = new Map<string, SampledTurn>();
 
   add(turn: SampledTurn): void {
@@ -92,12 +95,16 @@ export interface PreparedPrompt {
   tokenizeMs: number;
   /** characters that went through BPE this call (the rest came from the piece cache) */
   encodedChars: number;
+  /** characters the chat template rendered this call (less than the prompt when a remembered prefix was reused) */
+  renderedChars: number;
 }
 
 export interface PrepareOptions {
   kwargs: Record<string, unknown>;
   /** turn splicing off (plain re-rendering, the baseline) */
   splice?: boolean;
+  /** reuse the previous call's rendering of the unchanged prefix (default true; see incremental-render.ts) */
+  incremental?: boolean;
   warnings?: string[];
 }
 
@@ -143,6 +150,67 @@ function findBlocks(text: string): Block[] {
   });
 }
 
+/**
+ * What a call leaves for the next one of the same conversation: its messages (as JSON, to compare),
+ * the rendering and ids up to its generation prompt, and the splice decisions for its assistant turns.
+ */
+interface RenderedPrefix {
+  fingerprints: string[];
+  toolsKey: string;
+  kwargsKey: string;
+  /** the rendered text before the generation prompt's `<|im_start|>` */
+  text: string;
+  /** the prompt ids; the first `idsLength` are those of `text` */
+  ids: number[];
+  idsLength: number;
+  /** the blocks of `text` */
+  blocks: Block[];
+  splices: SpliceRecord[];
+  mismatches: RenderMismatch[];
+  lastSpliced: SampledTurn | null;
+  /** sampled turns in the state when the decisions were made */
+  turnCount: number;
+  /** assistant turns not identified by a minted key: a later sampled turn could change their match */
+  unkeyed: number[];
+  warnings: string[];
+}
+
+const PREFIXES_KEPT = 4;
+
+function prefixes(state: SpliceState): RenderedPrefix[] {
+  return state.prefixes;
+}
+
+/** the longest remembered prefix this request continues, still valid for the state's turns */
+function resumable(
+  state: SpliceState,
+  request: CanonicalRequest,
+  fingerprints: string[],
+  toolsKey: string,
+  kwargsKey: string,
+): RenderedPrefix | null {
+  let best: RenderedPrefix | null = null;
+  for (const prefix of prefixes(state)) {
+    const n = prefix.fingerprints.length;
+    if (n > fingerprints.length || (best && best.fingerprints.length >= n)) continue;
+    if (prefix.toolsKey !== toolsKey || prefix.kwargsKey !== kwargsKey) continue;
+    let same = true;
+    for (let i = 0; i < n && same; i++) same = prefix.fingerprints[i] === fingerprints[i];
+    if (!same || !canRenderSuffix(request.messages, n)) continue;
+    // a turn sampled since then could change how an unkeyed turn of the prefix is matched
+    if (prefix.unkeyed.length > 0) {
+      if (prefix.turnCount === 0 && state.turns.length > 0) continue;
+      const added = state.turns.slice(prefix.turnCount);
+      const changed = prefix.unkeyed.some((i) =>
+        added.some((t) => turnDifference(request.messages[i] as AssistantMessage, t) === null),
+      );
+      if (changed) continue;
+    }
+    best = prefix;
+  }
+  return best;
+}
+
 export function prepareTokenPrompt(
   request: CanonicalRequest,
   tokenizer: ChatTokenizer,
@@ -151,29 +219,71 @@ export function prepareTokenPrompt(
 ): PreparedPrompt {
   const warnings = options.warnings ?? [];
   const t0 = performance.now();
-  const text = tokenizer.render(
-    toTemplateMessages(request.messages, warnings),
-    toTemplateTools(request.tools),
-    options.kwargs,
-  );
+  const tools = toTemplateTools(request.tools);
+  const imStart = tokenizer.tokenId(IM_START);
+  const splicing = options.splice !== false;
+  const incremental =
+    splicing &&
+    options.incremental !== false &&
+    imStart !== undefined &&
+    tokenizer.exactSplit &&
+    incrementalRenderingWorks(tokenizer);
+  const fingerprints = incremental ? request.messages.map((m) => JSON.stringify(m)) : [];
+  const toolsKey = incremental ? JSON.stringify(tools) : '';
+  const kwargsKey = incremental ? JSON.stringify(options.kwargs) : '';
+
+  // render: the whole conversation, or only the messages after a remembered prefix
+  let prefix = incremental ? resumable(state, request, fingerprints, toolsKey, kwargsKey) : null;
+  let text = '';
+  let suffixStart = 0;
+  const messageWarnings: string[] = [];
+  if (prefix) {
+    const suffix = renderSuffix(
+      tokenizer,
+      toTemplateMessages(request.messages.slice(prefix.fingerprints.length), messageWarnings),
+      tools,
+      options.kwargs,
+      `${toolsKey}\u0000${kwargsKey}`,
+    );
+    if (suffix === null) {
+      prefix = null;
+      messageWarnings.length = 0;
+    } else {
+      messageWarnings.unshift(...prefix.warnings);
+      text = prefix.text + suffix;
+      suffixStart = prefix.text.length;
+    }
+  }
+  if (!prefix)
+    text = tokenizer.render(toTemplateMessages(request.messages, messageWarnings), tools, options.kwargs);
+  for (const w of messageWarnings) warnings.push(w);
   const t1 = performance.now();
-  const splices: SpliceRecord[] = [];
-  const mismatches: RenderMismatch[] = [];
+
   const assistantTurns = request.messages
     .map((m, i) => [m, i] as const)
     .filter((e): e is readonly [AssistantMessage, number] => e[0].role === 'assistant');
-
-  const imStart = tokenizer.tokenId(IM_START);
-  const blocks = imStart === undefined ? [] : findBlocks(text);
+  const suffixBlocks = imStart === undefined ? [] : findBlocks(prefix ? text.slice(suffixStart) : text);
+  const blocks = prefix
+    ? prefix.blocks.concat(
+        suffixBlocks.map((b) => ({ start: b.start + suffixStart, end: b.end + suffixStart })),
+      )
+    : suffixBlocks;
   const layout = messageBlocks(request.messages, request.tools.length > 0);
+  const firstNew = prefix ? prefix.fingerprints.length : 0;
   const layoutOk =
     imStart !== undefined &&
     blocks.length === layout[layout.length - 1]! + 1 &&
     (blocks[0]?.start === 0 || text.slice(0, blocks[0]?.start ?? 0).trim() === '') &&
-    assistantTurns.every(([, i]) => text.startsWith(`${IM_START}assistant`, blocks[layout[i]!]!.start));
+    assistantTurns.every(
+      ([, i]) => i < firstNew || text.startsWith(`${IM_START}assistant`, blocks[layout[i]!]!.start),
+    );
+  if (prefix && !layoutOk) {
+    // the tail did not come out as the layout needs: start over with the full rendering
+    return prepareTokenPrompt(request, tokenizer, state, { ...options, incremental: false });
+  }
 
-  const ids: number[] = [];
   let encodedChars = 0;
+  const ids: number[] = prefix ? prefix.ids.slice(0, prefix.idsLength) : [];
   const encodeInto = (piece: string) => {
     if (!piece) return;
     const pieceIds = tokenizer.encode(piece);
@@ -181,10 +291,14 @@ export function prepareTokenPrompt(
     for (let i = 0; i < pieceIds.length; i++) ids.push(pieceIds[i]!);
   };
 
-  let cursor = 0;
-  let lastSpliced: SampledTurn | null = null;
+  const splices: SpliceRecord[] = prefix ? prefix.splices.slice() : [];
+  const mismatches: RenderMismatch[] = prefix ? prefix.mismatches.slice() : [];
+  const unkeyed = prefix ? prefix.unkeyed.slice() : [];
+  let cursor = prefix ? suffixStart : 0;
+  let lastSpliced: SampledTurn | null = prefix ? prefix.lastSpliced : null;
   for (const [message, index] of assistantTurns) {
-    if (options.splice === false) break;
+    if (!splicing) break;
+    if (index < firstNew) continue;
     if (!layoutOk) {
       if (state.turns.length > 0) {
         mismatches.push({
@@ -197,6 +311,7 @@ export function prepareTokenPrompt(
     }
     const block = blocks[layout[index]!]!;
     const match = findTurn(message, state, ids);
+    if (!('turn' in match) || match.by === 'content') unkeyed.push(index);
     if ('reason' in match) {
       mismatches.push({ turn: index, reason: match.reason, spliced: false });
       continue;
@@ -231,19 +346,44 @@ export function prepareTokenPrompt(
     if (lastSpliced.eotAdded) full.push(tokenizer.tokenId(IM_END)!);
     if (startsWith(ids, full)) extendsCall = lastSpliced.callId;
   }
+  const lastBlock = blocks.at(-1);
   const open = text.lastIndexOf('<think>');
+
+  // remember this call's rendering for the next call of the conversation
+  if (incremental && layoutOk && lastBlock && lastStart !== -1) {
+    const kept = prefixes(state);
+    const entry: RenderedPrefix = {
+      fingerprints,
+      toolsKey,
+      kwargsKey,
+      text: text.slice(0, lastBlock.start),
+      ids,
+      idsLength: lastStart,
+      blocks: blocks.slice(0, -1),
+      splices: splices.slice(),
+      mismatches: mismatches.slice(),
+      lastSpliced,
+      turnCount: state.turns.length,
+      unkeyed,
+      warnings: messageWarnings,
+    };
+    const at = prefix ? kept.indexOf(prefix) : -1;
+    if (at !== -1) kept.splice(at, 1);
+    kept.push(entry);
+    if (kept.length > PREFIXES_KEPT) kept.shift();
+  }
   return {
     ids,
     text,
     splices,
     mismatches,
     headerIds,
-    startsInReasoning:
-      open !== -1 && text.indexOf('</think>', open) === -1 && open > (blocks.at(-1)?.start ?? 0),
+    startsInReasoning: open !== -1 && text.indexOf('</think>', open) === -1 && open > (lastBlock?.start ?? 0),
     extendsCall,
     renderMs: t1 - t0,
     tokenizeMs: t2 - t1,
     encodedChars,
+    renderedChars: prefix ? text.length - suffixStart : text.length,
   };
 }
 

@@ -54,7 +54,11 @@ export function privateEnv(home: string): Record<string, string> {
 export async function capture(
   polarArgs: string[],
   harness: string[],
-  options: { timeoutMs?: number } = {},
+  options: {
+    timeoutMs?: number;
+    /** extra environment for polar and the harness */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<CaptureOutcome> {
   const { home, workdir, out } = await privateDirs();
   const result = await execa(
@@ -62,7 +66,7 @@ export async function capture(
     [POLAR, 'capture', '-o', out, ...polarArgs, '--', ...harness],
     {
       cwd: workdir,
-      env: privateEnv(home),
+      env: { ...privateEnv(home), ...options.env },
       extendEnv: false,
       stdin: 'ignore',
       reject: false,
