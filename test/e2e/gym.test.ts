@@ -1,0 +1,135 @@
+/**
+ * `polar gym` as a process, with real Pi (from npm): the CLI serves NeMo Gym's agent-server contract;
+ * POST /run with a fixture SWE-bench row runs Pi under polar's capture proxy in the local runtime
+ * against --backend tokens (a vLLM /v1/completions stand-in with the real Qwen3 tokenizer, thinking
+ * on); the "model" fixes the task through Pi's bash tool; polar grades the patch. The answer passes
+ * NeMo RL's contiguity assert (test/unit/gym/nemo-rl-client.ts) with reward 1.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { execa, type ResultPromise } from 'execa';
+import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
+import { verifyResponseSchema } from '../../src/gym/contract.ts';
+import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
+import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
+import { pyJson } from '../support/vllm-standin.ts';
+import { nemoRlPostprocess } from '../unit/gym/nemo-rl-client.ts';
+
+const TASK = 'polar-fixtures__jsutil-5';
+
+describe('polar gym with Pi', () => {
+  let standin: StandIn;
+  let row: Record<string, unknown>;
+  let gym: ResultPromise | undefined;
+  before(async () => {
+    ensureFixtureRepos();
+    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    row = rows.find((r) => r.instance_id === TASK)!;
+    const b64 = Buffer.from(String(row.patch)).toString('base64');
+    standin = await startCompletionsStandIn({
+      chunkTokens: 4,
+      policy: (prompt) => {
+        if (prompt.includes('<tool_response>'))
+          return '<think>\nThe patch applied.\n</think>\n\nThe fix is in place.';
+        const call = pyJson({ name: 'bash', arguments: { command: `echo ${b64} | base64 -d | git apply` } });
+        return `<think>\nApply the fix with git apply.\n</think>\n\n<tool_call>\n${call}\n</tool_call>`;
+      },
+    });
+  });
+  after(async () => {
+    gym?.kill('SIGTERM');
+    await gym?.catch(() => {});
+    await standin.close();
+  });
+
+  test('POST /run: Pi fixes the task, reward 1, one contiguous chain of the sampled ids', async () => {
+    const { home, workdir } = await privateDirs();
+    gym = execa(
+      process.execPath,
+      [
+        POLAR,
+        'gym',
+        '--harness',
+        'pi',
+        '--runtime',
+        'local',
+        '--allow-unsandboxed',
+        '--repos',
+        join(ROOT, 'fixtures/swe/repos'),
+        '--backend',
+        'tokens',
+        '--backend-url',
+        standin.url,
+        '--tokenizer',
+        qwenTokenizerDir(),
+        '--model',
+        'Qwen/Qwen3-4B',
+        '--chat-template-kwargs',
+        '{"enable_thinking": true}',
+        '--port',
+        '0',
+        '--out',
+        join(workdir, 'gym-out'),
+        '--agent-timeout',
+        '120',
+        '--test-timeout',
+        '120',
+        '--quiet',
+      ],
+      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+    );
+    const url = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      gym!.stdout!.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const line = text.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve((JSON.parse(line) as { url: string }).url);
+      });
+      gym!.then((r) => reject(new Error(`polar gym exited ${r.exitCode}: ${r.stderr}`)), reject);
+    });
+    const res = await fetch(`${url}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        responses_create_params: {
+          input: [{ role: 'user', content: 'Fix this issue:\n{{problem_statement}}' }],
+        },
+        verifier_metadata: { instance: row },
+        agent_ref: { name: 'polar_swe_agent' },
+        _ng_task_index: 0,
+        _ng_rollout_index: 0,
+      }),
+    });
+    const result = (await res.json()) as Record<string, unknown>;
+    assert.equal(res.status, 200, JSON.stringify(result).slice(0, 1500));
+    assert.ok(verifyResponseSchema.safeParse(result).success);
+    assert.equal(result.reward, 1, String(result.reason));
+    assert.equal(result.resolved, true);
+    const rl = nemoRlPostprocess(result as never);
+    assert.equal(rl.message_log.length, 4, 'the tool call and the answer');
+    assert.deepEqual(rl.sequence, [...standin.calls[1]!.promptIds, ...standin.calls[1]!.completionIds]);
+    // Pi's system prompt and tools are in the first prompt, the row's prompt is rendered with the instance
+    const first = standin.calls[0]!.promptText;
+    assert.match(first, /"name": "bash"/);
+    assert.ok(first.includes(String(row.problem_statement).trim().slice(0, 40)));
+    const output = (result.response as { output: { type: string }[] }).output.map((i) => i.type);
+    assert.deepEqual(output, ['reasoning', 'function_call', 'function_call_output', 'reasoning', 'message']);
+    const agg = await fetch(`${url}/aggregate_metrics`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        verify_responses: [{ _ng_task_index: 0, reward: result.reward, polar_calls: result.polar_calls }],
+      }),
+    });
+    assert.equal(
+      ((await agg.json()) as { key_metrics: Record<string, number> }).key_metrics['mean/reward'],
+      1,
+    );
+  });
+});
