@@ -6,6 +6,11 @@ export const BACKEND_KINDS = ['vllm', 'sglang', 'openai', 'tokens', 'embedded'] 
 
 /** Creates the backend a run asked for. tokens and embedded load lazily (they pull in Transformers.js). */
 export async function createBackend(options: BackendOptions): Promise<Backend> {
+  const backend = await createUncapped(options);
+  return options.maxTokensCap ? capCompletionTokens(backend, options.maxTokensCap) : backend;
+}
+
+async function createUncapped(options: BackendOptions): Promise<Backend> {
   switch (options.kind) {
     case 'vllm':
     case 'sglang':
@@ -26,4 +31,28 @@ export async function createBackend(options: BackendOptions): Promise<Backend> {
       return createEmbeddedBackend(options);
     }
   }
+}
+
+/**
+ * Caps every call's completion length (min of the harness's max tokens and the cap): harnesses ask for
+ * thousands of tokens, which a CPU model or a quick CI loop cannot afford. Each capped call says so.
+ */
+export function capCompletionTokens(backend: Backend, cap: number): Backend {
+  const capped: Backend = {
+    kind: backend.kind,
+    tokenExact: backend.tokenExact,
+    url: backend.url,
+    generate(request, context) {
+      const asked = request.maxTokens;
+      if (asked === undefined || asked > cap) {
+        context.recorder.warn(`max tokens capped at ${cap} (the harness asked for ${asked ?? 'no limit'})`);
+        return backend.generate({ ...request, maxTokens: cap }, context);
+      }
+      return backend.generate(request, context);
+    },
+    countTokens: (request, context) => backend.countTokens(request, context),
+    close: () => backend.close(),
+  };
+  if (backend.reload) capped.reload = (dir) => backend.reload!(dir);
+  return capped;
 }

@@ -39,6 +39,11 @@ export interface Backend {
   /** prompt token count for Anthropic's count_tokens; may be an estimate when the server can't tell */
   countTokens(request: CanonicalRequest, context: CallContext): Promise<{ tokens: number; exact: boolean }>;
   close(): Promise<void>;
+  /**
+   * Serve another model from the next call on (embedded backend: a model directory such as one written
+   * by `polar export`); calls already started finish on the old one. Absent on backends that cannot.
+   */
+  reload?(modelDir: string): Promise<void>;
 }
 
 export interface BackendOptions {
@@ -58,4 +63,6 @@ export interface BackendOptions {
   temperature?: number;
   topP?: number;
   maxTokens?: number;
+  /** hard cap on every call's completion tokens, whatever the harness asks (CPU runs, quick loops) */
+  maxTokensCap?: number;
 }

@@ -3,6 +3,10 @@
  * The model runs in a worker thread (worker.ts); this side implements the same TokenGenerator the
  * HTTP token backend uses, so prompt rendering, splicing and tool-call parsing are shared
  * (src/backends/tokens.ts).
+ *
+ * `reload(dir)` swaps the model in place (the loop serves each new checkpoint this way): the new model is
+ * loaded while calls go on, and swapped in at its place in the call queue, so calls started before the
+ * reload finish on the old weights and later calls use the new ones. The tokenizer is kept.
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
@@ -20,7 +24,7 @@ import {
 } from '../token-generator.ts';
 import { TokenBackend } from '../tokens.ts';
 import type { Backend, BackendOptions } from '../types.ts';
-import type { GenerateMessage, InitMessage, WorkerReply } from './worker.ts';
+import type { GenerateMessage, InitMessage, LoadMessage, SwapMessage, WorkerReply } from './worker.ts';
 
 /** A small instruct model with a Transformers.js ONNX export, fetched into the Transformers.js cache on first use. */
 export const DEFAULT_EMBEDDED_MODEL = 'onnx-community/Qwen3-0.6B-ONNX';
@@ -52,8 +56,9 @@ function workerBootstrap(): string {
 
 export class EmbeddedGenerator implements TokenGenerator {
   readonly kind = 'embedded';
-  readonly url: string;
-  readonly model: string;
+  url: string;
+  /** the model being served (changes on reload) */
+  model: string;
   device = 'cpu';
   private readonly worker: Worker;
   private readonly pending = new Map<number, Pending>();
@@ -61,6 +66,7 @@ export class EmbeddedGenerator implements TokenGenerator {
   private queue: Promise<void> = Promise.resolve();
   private dead: string | null = null;
   private readonly ready: Promise<void>;
+  private readonly controls = new Map<number, { ok: () => void; fail: (message: string) => void }>();
 
   constructor(options: EmbeddedOptions) {
     this.model = options.source;
@@ -84,12 +90,14 @@ export class EmbeddedGenerator implements TokenGenerator {
         rejectReady(new EnvironmentError(`the embedded engine failed: ${error.message}`));
         for (const p of this.pending.values()) p.fail(new GeneratorFault('backend_error', error.message));
         this.pending.clear();
+        this.failControls(error.message);
       });
       this.worker.on('exit', (code) => {
         this.dead ??= `worker exited with code ${code}`;
         rejectReady(new EnvironmentError(`the embedded engine stopped: ${this.dead}`));
         for (const p of this.pending.values()) p.fail(new GeneratorFault('backend_error', this.dead));
         this.pending.clear();
+        this.failControls(this.dead);
       });
     });
     const local = isLocalPath(options.source);
@@ -116,7 +124,73 @@ export class EmbeddedGenerator implements TokenGenerator {
     return this.ready;
   }
 
+  /** the worker keeps the process alive only while a call or a reload is outstanding */
+  private maybeUnref(): void {
+    if (this.pending.size === 0 && this.controls.size === 0) this.worker.unref();
+  }
+
+  private failControls(message: string): void {
+    for (const c of this.controls.values()) c.fail(message);
+    this.controls.clear();
+  }
+
+  /** sends a load/swap message; resolves on its reply */
+  private control(message: LoadMessage | SwapMessage): Promise<void> {
+    return new Promise((ok, fail) => {
+      if (this.dead) {
+        fail(new Error(this.dead));
+        return;
+      }
+      this.controls.set(message.id, { ok, fail: (m) => fail(new Error(m)) });
+      this.worker.ref();
+      this.worker.postMessage(message);
+    });
+  }
+
+  /**
+   * Serves `source` (a model directory, e.g. one written by `polar export`, or a hub id) from now on:
+   * loads it beside the current model, then swaps it in after the calls already queued; rejects with an
+   * EnvironmentError (and keeps the old model) when it cannot be loaded.
+   */
+  async reload(source: string): Promise<void> {
+    await this.ready;
+    const local = isLocalPath(source);
+    const id = this.nextId++;
+    const loaded = this.control({ type: 'load', id, source: local ? resolve(source) : source, local });
+    loaded.catch(() => {});
+    let release!: () => void;
+    const previous = this.queue;
+    this.queue = new Promise((r) => {
+      release = r;
+    });
+    try {
+      await previous;
+      try {
+        await loaded;
+      } catch (error) {
+        throw new EnvironmentError(
+          `could not reload the embedded model from ${source}: ${(error as Error).message}`,
+          'the previous model is still being served',
+        );
+      }
+      await this.control({ type: 'swap', id });
+      this.model = source;
+      this.url = `embedded://${source}`;
+    } finally {
+      release();
+      this.maybeUnref();
+    }
+  }
+
   private onReply(reply: Exclude<WorkerReply, { type: 'ready' } | { type: 'init-error' }>): void {
+    if (reply.type === 'loaded' || reply.type === 'load-error' || reply.type === 'swapped') {
+      const c = this.controls.get(reply.id);
+      this.controls.delete(reply.id);
+      if (reply.type === 'load-error') c?.fail(reply.message);
+      else c?.ok();
+      this.maybeUnref();
+      return;
+    }
     const p = this.pending.get(reply.id);
     if (!p) return;
     if (reply.type === 'tokens') p.push({ ids: reply.ids, logprobs: reply.logprobs });
@@ -212,7 +286,7 @@ export class EmbeddedGenerator implements TokenGenerator {
           done: () => this.pending.delete(id),
           fail: () => this.pending.delete(id),
         });
-      if (this.pending.size === 0) this.worker.unref();
+      this.maybeUnref();
       release();
     }
   }
@@ -221,6 +295,14 @@ export class EmbeddedGenerator implements TokenGenerator {
     for (const p of this.pending.values()) p.fail(new GeneratorFault('backend_error', 'the backend closed'));
     this.pending.clear();
     await this.worker.terminate();
+  }
+}
+
+/** The token backend over an in-process generator, plus in-place model reload. */
+export class EmbeddedBackend extends TokenBackend {
+  /** serve a new model directory (same tokenizer) from the next call on; see EmbeddedGenerator.reload */
+  reload(modelDir: string): Promise<void> {
+    return (this.generator as EmbeddedGenerator).reload(modelDir);
   }
 }
 
@@ -243,7 +325,7 @@ export async function createEmbeddedBackend(
   });
   try {
     const [tokenizer] = await Promise.all([loadChatTokenizer(options.tokenizer ?? source), generator.load()]);
-    return new TokenBackend({
+    return new EmbeddedBackend({
       kind: 'embedded',
       tokenizer,
       generator,

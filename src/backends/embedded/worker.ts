@@ -7,6 +7,11 @@
  * a logits processor that draws the token itself (sampling.ts) and masks every other logit, so the
  * library's greedy pick is polar's sample. Abort is a flag in shared memory, read by a stopping
  * criterion between steps.
+ *
+ * Reload (a new model directory, e.g. each step of `polar loop`): `load` builds the new model beside the
+ * current one (while calls go on), `swap` makes it current; the parent sends `swap` at its place in the
+ * call queue, so calls before it finish on the old weights and calls after it use the new ones. The old
+ * model is disposed once no generation still runs on it.
  */
 import { parentPort } from 'node:worker_threads';
 import {
@@ -42,17 +47,49 @@ export interface GenerateMessage {
   abort: SharedArrayBuffer;
 }
 
+/** load a model into a staging slot (no effect on calls) */
+export interface LoadMessage {
+  type: 'load';
+  id: number;
+  source: string;
+  local: boolean;
+}
+
+/** make staged model `id` current (or drop it: `discard`) */
+export interface SwapMessage {
+  type: 'swap';
+  id: number;
+  discard?: boolean;
+}
+
 export type WorkerReply =
   | { type: 'ready'; device: string; warnings: string[] }
   | { type: 'init-error'; message: string }
   | { type: 'tokens'; id: number; ids: number[]; logprobs: number[] }
   | { type: 'done'; id: number; finishReason: 'stop' | 'length' }
-  | { type: 'error'; id: number; message: string };
+  | { type: 'error'; id: number; message: string }
+  | { type: 'loaded'; id: number }
+  | { type: 'load-error'; id: number; message: string }
+  | { type: 'swapped'; id: number };
 
 type Model = Awaited<ReturnType<typeof AutoModelForCausalLM.from_pretrained>>;
 
 const port = parentPort!;
-let model: Model | null = null;
+
+/** a loaded model and the generations running on it */
+interface Slot {
+  model: Model;
+  users: number;
+  retired: boolean;
+}
+
+let current: Slot | null = null;
+let settings: InitMessage | null = null;
+const staged = new Map<number, Model>();
+
+function release(slot: Slot): void {
+  if (slot.retired && slot.users === 0) slot.model.dispose().catch(() => {});
+}
 
 function post(message: WorkerReply): void {
   port.postMessage(message);
@@ -87,31 +124,70 @@ class AbortCriteria extends StoppingCriteria {
   }
 }
 
+function loadModel(source: string, local: boolean, device: string): Promise<Model> {
+  const s = settings!;
+  env.allowRemoteModels = s.allowRemote && !local;
+  return AutoModelForCausalLM.from_pretrained(source, {
+    local_files_only: local,
+    dtype: s.dtype as never,
+    device: device as never,
+    session_options: { intraOpNumThreads: s.threads, interOpNumThreads: 1 } as never,
+  });
+}
+
 async function init(message: InitMessage): Promise<void> {
-  env.allowRemoteModels = message.allowRemote && !message.local;
+  settings = message;
   if (message.cacheDir) env.cacheDir = message.cacheDir;
   const warnings: string[] = [];
-  const load = (device: string) =>
-    AutoModelForCausalLM.from_pretrained(message.source, {
-      local_files_only: message.local,
-      dtype: message.dtype as never,
-      device: device as never,
-      session_options: { intraOpNumThreads: message.threads, interOpNumThreads: 1 } as never,
-    });
   let device = message.device;
+  let model: Model;
   try {
-    model = await load(device);
+    model = await loadModel(message.source, message.local, device);
   } catch (error) {
     if (device === 'cpu') throw error;
     warnings.push(`could not load on ${device} (${(error as Error).message}); using the CPU`);
     device = 'cpu';
-    model = await load(device);
+    model = await loadModel(message.source, message.local, device);
   }
+  settings = { ...message, device };
+  current = { model, users: 0, retired: false };
   post({ type: 'ready', device, warnings });
 }
 
+async function load(message: LoadMessage): Promise<void> {
+  if (!settings) throw new Error('model not loaded');
+  staged.set(message.id, await loadModel(message.source, message.local, settings.device));
+  post({ type: 'loaded', id: message.id });
+}
+
+function swap(message: SwapMessage): void {
+  const next = staged.get(message.id);
+  staged.delete(message.id);
+  if (next && message.discard) next.dispose().catch(() => {});
+  else if (next) {
+    const old = current;
+    current = { model: next, users: 0, retired: false };
+    if (old) {
+      old.retired = true;
+      release(old);
+    }
+  }
+  post({ type: 'swapped', id: message.id });
+}
+
 async function generate(message: GenerateMessage): Promise<void> {
-  if (!model) throw new Error('model not loaded');
+  const slot = current;
+  if (!slot) throw new Error('model not loaded');
+  slot.users++;
+  try {
+    await generateWith(slot.model, message);
+  } finally {
+    slot.users--;
+    release(slot);
+  }
+}
+
+async function generateWith(model: Model, message: GenerateMessage): Promise<void> {
   const flag = new Int32Array(message.abort);
   const stops = new Set(message.stopTokenIds);
   const sampled: number[] = [];
@@ -163,8 +239,14 @@ async function generate(message: GenerateMessage): Promise<void> {
   });
 }
 
-port.on('message', (message: InitMessage | GenerateMessage) => {
-  if (message.type === 'init') {
+port.on('message', (message: InitMessage | GenerateMessage | LoadMessage | SwapMessage) => {
+  if (message.type === 'load') {
+    load(message).catch((error: unknown) =>
+      post({ type: 'load-error', id: message.id, message: (error as Error).message }),
+    );
+  } else if (message.type === 'swap') {
+    swap(message);
+  } else if (message.type === 'init') {
     init(message).catch((error: unknown) => post({ type: 'init-error', message: (error as Error).message }));
   } else if (message.type === 'generate') {
     generate(message).catch((error: unknown) =>

@@ -5,7 +5,8 @@ Two implementations share the trainer:
   with `save_pretrained(safe_serialization=True)` plus the tokenizer: the real path (GPU machine).
 - TinyPolicy: a small causal transformer in plain torch (token + learned position embeddings, pre-norm
   blocks, tied head), selected by `tiny:vocab=64,dim=32,layers=2,heads=2,seed=0` or a directory with
-  `polar_tiny.json`. It is the CPU test path: CI has torch but neither transformers nor peft. Its LoRA
+  `polar_tiny.json`; `tiny:arch=llama,...` selects tiny_llama.TinyLlamaLM instead, the Llama-architecture
+  model `polar export` writes as ONNX for the embedded backend. It is the CPU test path: CI has torch but neither transformers nor peft. Its LoRA
   (`TinyLoRALinear`) is a minimal adapter for tests only; peft is the real LoRA path.
 
 Packing: TinyPolicy runs the whole packed row at once with a block-diagonal causal mask (sequences never
@@ -169,12 +170,22 @@ class TinyCausalLM(nn.Module):
 
 
 def parse_tiny_spec(spec: str) -> Dict[str, int]:
+    """`tiny:vocab=..,dim=..` (the original tiny model) or `tiny:arch=llama,...` (tiny_llama.py)."""
     cfg = {"vocab": 64, "dim": 32, "layers": 2, "heads": 2, "max_pos": 4096, "seed": 0}
     body = spec[len("tiny:") :] if spec.startswith("tiny:") else ""
+    pairs = {}
     for part in filter(None, body.split(",")):
         if "=" not in part:
             raise ValueError("tiny model spec: %r is not key=value" % part)
         k, v = part.split("=", 1)
+        pairs[k] = v
+    if pairs.get("arch", "gpt") == "llama":
+        from .tiny_llama import parse_llama_spec
+
+        return parse_llama_spec(pairs)
+    if pairs.pop("arch", "gpt") != "gpt":
+        raise ValueError("tiny model spec: arch must be gpt (the default) or llama")
+    for k, v in pairs.items():
         if k not in cfg:
             raise ValueError("tiny model spec: unknown key %r (known: %s)" % (k, ", ".join(cfg)))
         cfg[k] = int(v)
@@ -201,7 +212,9 @@ class TinyPolicy(nn.Module):
             p.requires_grad_(False)
         i = 0
         for block in self.lm.blocks:
-            for name in ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"):
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
+                if not hasattr(block, name):
+                    continue
                 setattr(block, name, TinyLoRALinear(getattr(block, name), r, alpha, seed + i))
                 i += 1
         self.lora = True
@@ -253,14 +266,22 @@ class TinyPolicy(nn.Module):
         return save_state_dict(self.merged_state(), directory)
 
 
+def build_tiny_lm(cfg: dict) -> nn.Module:
+    if cfg.get("arch") == "llama":
+        from .tiny_llama import TinyLlamaLM
+
+        return TinyLlamaLM(**cfg)
+    return TinyCausalLM(**{k: v for k, v in cfg.items() if k != "arch"})
+
+
 def load_tiny(spec: str) -> TinyPolicy:
     if os.path.isdir(spec):
         with open(os.path.join(spec, TINY_CONFIG)) as fh:
             cfg = json.load(fh)
-        lm = TinyCausalLM(**cfg)
+        lm = build_tiny_lm(cfg)
         lm.load_state_dict(load_state_dict(spec))
         return TinyPolicy(lm, spec)
-    return TinyPolicy(TinyCausalLM(**parse_tiny_spec(spec)), spec)
+    return TinyPolicy(build_tiny_lm(parse_tiny_spec(spec)), spec)
 
 
 # ---------------------------------------------------------------- Hugging Face models (GPU path)
