@@ -18,6 +18,7 @@ export function addBackendFlags(cmd: Command): Command {
     .option('--temperature <t>', 'sampling temperature when the harness sets none')
     .option('--top-p <p>', 'top-p when the harness sets none')
     .option('--max-tokens <n>', 'max completion tokens when the harness sets none')
+    .option('--max-tokens-cap <n>', 'hard cap on completion tokens of every call, whatever the harness asks')
     .option('--backend-timeout <seconds>', 'abandon a backend call after this long', '600')
     .option(
       '--no-require-token-ids',

@@ -6,6 +6,10 @@ import { Command, CommanderError } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineEval } from '../commands/eval.ts';
+import { defineExport } from '../commands/export.ts';
+import { defineGym } from '../commands/gym.ts';
+import { defineInspect } from '../commands/inspect.ts';
+import { defineLoop } from '../commands/loop.ts';
 import { defineServe } from '../commands/serve.ts';
 import { defineTrain } from '../commands/train.ts';
 import { EXIT, PolarError } from './errors.ts';
@@ -25,6 +29,10 @@ export function program(): Command {
   defineTrain(cmd);
   defineEval(cmd);
   defineServe(cmd);
+  defineInspect(cmd);
+  defineGym(cmd);
+  defineExport(cmd);
+  defineLoop(cmd);
   return cmd;
 }
 

@@ -14,6 +14,7 @@ export interface BackendFlags {
   temperature?: string;
   topP?: string;
   maxTokens?: string;
+  maxTokensCap?: string;
   backendTimeout?: string;
   requireTokenIds?: boolean;
 }
@@ -72,6 +73,13 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
     'a positive integer',
   );
   if (maxTokens !== undefined) options.maxTokens = maxTokens;
+  const cap = number(
+    '--max-tokens-cap',
+    flags.maxTokensCap,
+    (n) => Number.isInteger(n) && n > 0,
+    'a positive integer',
+  );
+  if (cap !== undefined) options.maxTokensCap = cap;
   const timeout = number('--backend-timeout', flags.backendTimeout, (n) => n > 0, 'seconds > 0');
   if (timeout !== undefined) options.timeoutMs = timeout * 1000;
   if (flags.requireTokenIds === false) options.requireTokenIds = false;

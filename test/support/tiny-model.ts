@@ -21,7 +21,10 @@ export async function rescore(
       const input_ids = new Tensor('int64', BigInt64Array.from(seq, BigInt), [1, seq.length]);
       const attention_mask = new Tensor('int64', new BigInt64Array(seq.length).fill(1n), [1, seq.length]);
       const { logits } = (await model({ input_ids, attention_mask })) as { logits: Tensor };
-      const row = logits.data as Float32Array;
+      // [1, S, V] (every position) or [1, 1, V] (last only): take the last position's row
+      const vocab = logits.dims.at(-1)!;
+      const all = logits.data as Float32Array;
+      const row = all.subarray(all.length - vocab);
       let max = Number.NEGATIVE_INFINITY;
       for (const v of row) if (v / temperature > max) max = v / temperature;
       let sum = 0;

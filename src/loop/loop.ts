@@ -1,0 +1,279 @@
+/**
+ * `polar loop`: rollouts -> build -> train -> new weights -> rollouts. Each step N lives in run/step-N/:
+ *   eval/        the graded rollouts of this step (polar eval's output: captures/, results.jsonl, report.json)
+ *   traj.jsonl   polar build of eval/ with GRPO advantages; build-stats.json beside it
+ *   train/       polar train's output from the previous step's checkpoint (metrics.jsonl, step-K/)
+ *   onnx/        the export the embedded backend reloads (embedded only)
+ *   heldout/     polar eval on the held-out set, every --eval-every steps
+ *   step.json    written last: a step with step.json {status: "done"} is finished
+ * --resume skips finished steps and redoes an unfinished one from scratch. The same work as a shell
+ * pipeline is in docs/loop.md.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { createBackend } from '../backends/index.ts';
+import type { Backend, BackendOptions } from '../backends/types.ts';
+import { UsageError } from '../errors.ts';
+import { type EvalCliOptions, setupEval } from '../eval/command.ts';
+import { loadDataset, type SweInstance } from '../eval/dataset.ts';
+import { type EvalOutcome, runEval } from '../eval/run.ts';
+import { runTrain } from '../train/launch.ts';
+import { runBuild } from '../trajectory/run.ts';
+import { log } from '../util/log.ts';
+import { type Publisher, publisherFor } from './publish.ts';
+
+export interface LoopOptions {
+  trainSet: string;
+  evalSet?: string;
+  harness: string;
+  backend: BackendOptions;
+  /** the checkpoint (or model id) training starts from; the backend serves the same weights */
+  trainModel: string;
+  groupSize: number;
+  tasksPerStep: number;
+  steps: number;
+  evalEvery: number;
+  out: string;
+  runtime: string;
+  repos: string;
+  allowUnsandboxed: boolean;
+  concurrency: number;
+  agentTimeoutMs: number;
+  testTimeoutMs: number;
+  resume: boolean;
+  /** grade empty patches too (tests of the loop with a model that cannot edit files yet) */
+  gradeEmptyPatches?: boolean;
+  reloadCmd?: string;
+  /** train flags (device, lora, lr, ...) and an optional train.json */
+  trainFlags: Record<string, unknown>;
+  trainConfig?: string;
+  /** exports a checkpoint to ONNX (polar export); injected so the loop does not depend on how */
+  exportOnnx?: (checkpoint: string, dir: string) => Promise<void>;
+  /** the backend to use (tests); default: created from `backend` */
+  backendInstance?: Backend;
+  /** stop after this phase of this step (tests of --resume after a crash) */
+  crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
+}
+
+export interface StepSummary {
+  step: number;
+  status: 'done';
+  started_at: string;
+  ended_at: string;
+  policy: string;
+  checkpoint: string;
+  tasks: string[];
+  rollouts: { pass_at_1: number; samples: number };
+  heldout: { pass_at_1: number } | null;
+  trajectories: number;
+  trainable_tokens: number;
+}
+
+/** The tasks of step N: a fixed rotation through the training set (step 1 takes the first k). */
+export function tasksForStep(all: SweInstance[], step: number, perStep: number): SweInstance[] {
+  if (all.length === 0) return [];
+  const out: SweInstance[] = [];
+  for (let i = 0; i < Math.min(perStep, all.length); i++)
+    out.push(all[((step - 1) * perStep + i) % all.length]!);
+  return out;
+}
+
+async function readStep(dir: string): Promise<StepSummary | null> {
+  try {
+    const s = JSON.parse(await readFile(join(dir, 'step.json'), 'utf8')) as StepSummary;
+    return s.status === 'done' ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
+  const out = resolve(o.out);
+  await mkdir(out, { recursive: true });
+  const configPath = join(out, 'loop.json');
+  if (existsSync(configPath) && !o.resume) {
+    throw new UsageError(
+      `${out} already holds a loop run`,
+      'pass --resume to continue it, or choose another --out',
+    );
+  }
+  const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, ...recordable } = o;
+  await writeFile(configPath, `${JSON.stringify({ ...recordable, out }, null, 2)}\n`);
+
+  const trainSet = await loadDataset(o.trainSet, {});
+  const evalSet = o.evalSet ? await loadDataset(o.evalSet, {}) : [];
+  const summaries: StepSummary[] = [];
+
+  // where the policy is now: the last finished step's checkpoint, or the starting model
+  let checkpoint = o.trainModel;
+  let policy = 'step-0';
+  let first = 1;
+  for (let n = 1; n <= o.steps; n++) {
+    const done = await readStep(join(out, `step-${n}`));
+    if (!done) break;
+    summaries.push(done);
+    checkpoint = done.checkpoint;
+    policy = `step-${n}`;
+    first = n + 1;
+  }
+  if (first > 1) log.info(`resuming after step ${first - 1} (policy ${checkpoint})`);
+  if (first > o.steps) return summaries;
+
+  // the backend must serve the policy the loop trains: the starting point, or the resumed step's weights
+  const startOnnx = join(out, first > 1 ? `step-${first - 1}` : 'step-0', 'onnx');
+  let backend: Backend;
+  let published = false;
+  if (o.backendInstance) backend = o.backendInstance;
+  else if (o.backend.kind === 'embedded') {
+    await exportTo(checkpoint, startOnnx, o);
+    backend = await createBackend({ ...o.backend, model: startOnnx });
+    published = true;
+  } else backend = await createBackend(o.backend);
+  const publisher: Publisher = publisherFor(backend, o.reloadCmd ? { reloadCmd: o.reloadCmd } : {});
+  try {
+    if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
+    for (let n = first; n <= o.steps; n++) {
+      const dir = join(out, `step-${n}`);
+      await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
+      await mkdir(dir, { recursive: true });
+      const started = new Date();
+      const tasks = tasksForStep(trainSet, n, o.tasksPerStep);
+      log.info(`step ${n}/${o.steps}: ${tasks.length} tasks x ${o.groupSize} samples from ${policy}`);
+
+      const rollouts = await evaluate(o, backend, tasks, o.groupSize, join(dir, 'eval'), o.trainSet, {
+        policy,
+        loop_step: String(n),
+      });
+      if (o.crashAfter?.step === n && o.crashAfter.phase === 'eval')
+        throw new Error(`simulated crash after eval of step ${n}`);
+
+      const traj = join(dir, 'traj.jsonl');
+      const stats = await runBuild([join(dir, 'eval')], {
+        output: traj,
+        advantage: 'grpo',
+        groupBy: 'task_id',
+        quiet: true,
+      });
+      await writeFile(join(dir, 'build-stats.json'), `${JSON.stringify(stats, null, 2)}\n`);
+      if (o.crashAfter?.step === n && o.crashAfter.phase === 'build')
+        throw new Error(`simulated crash after build of step ${n}`);
+
+      const trajectories = stats.trajectories_written;
+      if (trajectories === 0)
+        throw new Error(
+          `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
+        );
+      const trained = await runTrain({
+        trajectories: traj,
+        out: join(dir, 'train'),
+        configFile: o.trainConfig,
+        flags: { ...o.trainFlags, model: checkpoint, batch_rollouts: tasks.length * o.groupSize, epochs: 1 },
+      });
+      if (!trained.checkpoint) throw new Error(`step ${n}: training wrote no checkpoint`);
+      if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
+        throw new Error(`simulated crash after train of step ${n}`);
+      checkpoint = trained.checkpoint;
+      policy = `step-${n}`;
+      await publish(publisher, checkpoint, join(dir, 'onnx'), o);
+
+      let heldout: StepSummary['heldout'] = null;
+      if (evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
+        const r = await evaluate(o, backend, evalSet, 1, join(dir, 'heldout'), o.evalSet!, {
+          policy,
+          loop_step: String(n),
+          heldout: '1',
+        });
+        heldout = { pass_at_1: r.report.pass_at_1.mean };
+      }
+      const summary: StepSummary = {
+        step: n,
+        status: 'done',
+        started_at: started.toISOString(),
+        ended_at: new Date().toISOString(),
+        policy: `step-${n - 1}`,
+        checkpoint,
+        tasks: tasks.map((t) => t.instance_id),
+        rollouts: { pass_at_1: rollouts.report.pass_at_1.mean, samples: rollouts.report.total },
+        heldout,
+        trajectories,
+        trainable_tokens: stats.tokens_trainable,
+      };
+      await writeFile(join(dir, 'step.json'), `${JSON.stringify(summary, null, 2)}\n`);
+      summaries.push(summary);
+      log.info(
+        `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
+      );
+    }
+  } finally {
+    if (!o.backendInstance) await backend.close();
+  }
+  return summaries;
+}
+
+async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {
+  if (!o.exportOnnx)
+    throw new UsageError(
+      'the embedded backend needs an ONNX export of each checkpoint, and no exporter is available',
+    );
+  await rm(onnxDir, { recursive: true, force: true });
+  await o.exportOnnx(checkpoint, onnxDir);
+}
+
+async function publish(
+  publisher: Publisher,
+  checkpoint: string,
+  onnxDir: string,
+  o: LoopOptions,
+): Promise<void> {
+  if (publisher.needsOnnx) await exportTo(checkpoint, onnxDir, o);
+  await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
+}
+
+async function evaluate(
+  o: LoopOptions,
+  backend: Backend,
+  instances: SweInstance[],
+  samples: number,
+  out: string,
+  dataset: string,
+  meta: Record<string, string>,
+): Promise<EvalOutcome> {
+  const cli: EvalCliOptions = {
+    dataset,
+    harness: o.harness,
+    runtime: o.runtime,
+    repos: o.repos,
+    samples: String(samples),
+    concurrency: String(o.concurrency),
+    out,
+    agentTimeout: String(o.agentTimeoutMs / 1000),
+    testTimeout: String(o.testTimeoutMs / 1000),
+    grader: 'polar',
+    allowUnsandboxed: o.allowUnsandboxed,
+    backend: o.backend.kind,
+    model: o.backend.model,
+    ...(o.backend.url ? { backendUrl: o.backend.url } : {}),
+  };
+  const { agent, runtime } = await setupEval(cli, { backendInstance: backend });
+  await runtime.check(instances);
+  try {
+    return await runEval({
+      instances,
+      agent,
+      runtime,
+      out,
+      samples,
+      concurrency: o.concurrency,
+      agentTimeoutMs: o.agentTimeoutMs,
+      testTimeoutMs: o.testTimeoutMs,
+      resume: false,
+      dataset,
+      progress: false,
+      meta,
+      ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
+    });
+  } finally {
+    await agent.close?.();
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Publishing new weights to the backend between loop steps: a backend capability. The embedded backend
+ * reloads in process (after an ONNX export), SGLang loads from disk over its admin endpoint, anything
+ * else (vLLM included) restarts through the user's --reload-cmd and a readiness wait.
+ */
+import { execa } from 'execa';
+import type { Backend } from '../backends/types.ts';
+import { UsageError } from '../errors.ts';
+import { log } from '../util/log.ts';
+
+export interface PublishContext {
+  /** the trained checkpoint directory (transformers/vLLM layout, or polar's tiny layout) */
+  checkpoint: string;
+  /** an ONNX export of it, for the embedded backend */
+  onnx?: string;
+}
+
+export interface Publisher {
+  /** what the loop must produce for it before publishing */
+  needsOnnx: boolean;
+  publish(context: PublishContext): Promise<void>;
+}
+
+export function publisherFor(
+  backend: Backend,
+  options: { reloadCmd?: string; readyTimeoutMs?: number },
+): Publisher {
+  if (options.reloadCmd)
+    return commandPublisher(backend, options.reloadCmd, options.readyTimeoutMs ?? 600_000);
+  if (backend.kind === 'embedded') {
+    if (!backend.reload) throw new UsageError('this embedded backend cannot reload weights in process');
+    return {
+      needsOnnx: true,
+      async publish({ onnx }) {
+        if (!onnx) throw new Error('embedded publish needs an ONNX export');
+        await backend.reload!(onnx);
+      },
+    };
+  }
+  if (backend.kind === 'sglang' || (backend.kind === 'tokens' && backend.url?.includes('/generate'))) {
+    return {
+      needsOnnx: false,
+      async publish({ checkpoint }) {
+        // SGLang's weight update from disk: POST /update_weights_from_disk {model_path}
+        const root = (backend.url ?? '').replace(/\/(v1|generate)\/?$/, '');
+        const r = await fetch(`${root}/update_weights_from_disk`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model_path: checkpoint }),
+        });
+        const body = await r.text();
+        if (!r.ok) throw new Error(`SGLang refused the weight update (${r.status}): ${body.slice(0, 300)}`);
+      },
+    };
+  }
+  throw new UsageError(
+    `the ${backend.kind} backend cannot load new weights by itself`,
+    'give --reload-cmd "<command that restarts the server on {checkpoint}>" (polar waits until it answers again)',
+  );
+}
+
+function commandPublisher(backend: Backend, command: string, readyTimeoutMs: number): Publisher {
+  return {
+    needsOnnx: backend.kind === 'embedded',
+    async publish({ checkpoint, onnx }) {
+      const line = command.replaceAll('{checkpoint}', checkpoint).replaceAll('{onnx}', onnx ?? '');
+      log.info(`publishing: ${line}`);
+      const r = await execa('sh', ['-c', line], {
+        reject: false,
+        env: { POLAR_CHECKPOINT: checkpoint, ...(onnx ? { POLAR_ONNX: onnx } : {}) },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      if (r.exitCode !== 0) throw new Error(`--reload-cmd exited with ${r.exitCode}`);
+      if (backend.kind === 'embedded' && onnx && backend.reload) await backend.reload(onnx);
+      if (backend.url) await waitReady(backend.url, readyTimeoutMs);
+    },
+  };
+}
+
+/** Polls GET {url}/models until the server answers 200. */
+export async function waitReady(url: string, timeoutMs: number): Promise<void> {
+  const root = url.replace(/\/+$/, '').replace(/\/generate$/, '');
+  const t0 = Date.now();
+  let last = '';
+  while (Date.now() - t0 < timeoutMs) {
+    try {
+      const r = await fetch(`${root}/models`, { signal: AbortSignal.timeout(5000) });
+      if (r.ok) return;
+      last = `status ${r.status}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  throw new Error(`the backend at ${url} was not ready within ${Math.round(timeoutMs / 1000)} s (${last})`);
+}
