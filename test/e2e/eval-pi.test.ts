@@ -8,9 +8,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
+import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
@@ -21,13 +21,18 @@ describe('polar eval with Pi', () => {
   let goldPatch: string;
   before(async () => {
     ensureFixtureRepos();
-    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     goldPatch = rows.find((r) => r.instance_id === TASK).patch;
     standin = await startStandin({
       policy: (body) => {
         if (body.messages.at(-1)?.role === 'tool') return { content: 'The fix is in place.' };
         const b64 = Buffer.from(goldPatch).toString('base64');
-        return { toolCalls: [{ name: 'bash', arguments: { command: `echo ${b64} | base64 -d | git apply` } }] };
+        return {
+          toolCalls: [{ name: 'bash', arguments: { command: `echo ${b64} | base64 -d | git apply` } }],
+        };
       },
     });
   });
@@ -39,16 +44,46 @@ describe('polar eval with Pi', () => {
     const r = await execa(
       process.execPath,
       [
-        POLAR, 'eval', '--dataset', join(ROOT, 'fixtures/swe/mini.jsonl'), '--instances', TASK,
-        '--agent', 'pi', '--runtime', 'local', '--allow-unsandboxed', '--repos', join(ROOT, 'fixtures/swe/repos'),
-        '--backend', 'vllm', '--backend-url', standin.url, '--model', 'Qwen/Qwen3-4B', '--out', out, '--json', '--quiet',
+        POLAR,
+        'eval',
+        '--dataset',
+        join(ROOT, 'fixtures/swe/mini.jsonl'),
+        '--instances',
+        TASK,
+        '--agent',
+        'pi',
+        '--runtime',
+        'local',
+        '--allow-unsandboxed',
+        '--repos',
+        join(ROOT, 'fixtures/swe/repos'),
+        '--backend',
+        'vllm',
+        '--backend-url',
+        standin.url,
+        '--model',
+        'Qwen/Qwen3-4B',
+        '--out',
+        out,
+        '--json',
+        '--quiet',
       ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, reject: false, stdin: 'ignore', timeout: 240_000 },
+      {
+        cwd: workdir,
+        env: privateEnv(home),
+        extendEnv: false,
+        reject: false,
+        stdin: 'ignore',
+        timeout: 240_000,
+      },
     );
     assert.equal(r.exitCode, 0, String(r.stderr));
     const report = JSON.parse(String(r.stdout));
     assert.equal(report.pass_at_1.mean, 1);
-    const results = (await readFile(join(out, 'results.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const results = (await readFile(join(out, 'results.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     assert.equal(results.length, 1);
     assert.equal(results[0].resolved, true);
     const captureFile = results[0].capture as string;
@@ -67,7 +102,10 @@ describe('polar eval with Pi', () => {
     // the eval folder builds straight into rewarded trajectories
     const built = await execa(process.execPath, [POLAR, 'build', out], { reject: false, stdin: 'ignore' });
     assert.equal(built.exitCode, 0, String(built.stderr));
-    const trajectories = String(built.stdout).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const trajectories = String(built.stdout)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     assert.equal(trajectories.length, 1);
     assert.equal(trajectories[0].reward, 1);
     assert.equal(trajectories[0].task_id, TASK);

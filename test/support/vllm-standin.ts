@@ -225,7 +225,9 @@ export async function startStandin(
     const content = reply.content ?? '';
     // the model writes tool calls the way the template renders them (Python-style tojson), as a
     // model trained on that template does
-    const calls_ = (reply.toolCalls ?? []).map((c) => `<tool_call>\n${pyJson({ name: c.name, arguments: c.arguments })}\n</tool_call>`);
+    const calls_ = (reply.toolCalls ?? []).map(
+      (c) => `<tool_call>\n${pyJson({ name: c.name, arguments: c.arguments })}\n</tool_call>`,
+    );
     const toolText = calls_.length ? (content ? '\n' : '') + calls_.join('\n') : '';
     const reasoningIds = tok.encode(reasoningText, { add_special_tokens: false });
     const contentIds = tok.encode(content, { add_special_tokens: false });
