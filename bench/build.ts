@@ -18,21 +18,10 @@ import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { buildTrajectories } from '../src/trajectory/build.ts';
 import { readLines } from '../src/util/jsonl.ts';
+import { seededRandom } from '../src/util/random.ts';
 
 const EOT = 151645;
 const T = '2026-01-01T00:00:00.000Z';
-
-/** A small deterministic PRNG (mulberry32), so every run generates the same capture. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Generated {
   bytes: number;
@@ -45,7 +34,7 @@ interface Generated {
  * `ctx` tokens; every fourth session also has an interleaved subagent chain; then session_end, grading. */
 async function generate(file: string, targetBytes: number, ctx: number): Promise<Generated> {
   const out = createWriteStream(file, { encoding: 'utf8', highWaterMark: 1 << 22 });
-  const rand = rng(42);
+  const rand = seededRandom(42);
   const tokens = (n: number): number[] => {
     const a = new Array<number>(n);
     for (let i = 0; i < n; i++) a[i] = (rand() * 150000) | 0;

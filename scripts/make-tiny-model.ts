@@ -16,6 +16,7 @@ import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from '
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { seededRandom } from '../src/util/random.ts';
 
 export const IM_END = 151645;
 
@@ -108,17 +109,6 @@ function valueInfo(name: string, elemType: number, dims: (number | string)[]): B
 
 // ---- seeded weights ---------------------------------------------------------------------------
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function normal(next: () => number, n: number, std: number): Float32Array {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i += 2) {
@@ -144,7 +134,7 @@ export function buildTinyModel(vocab: number, options: TinyModelOptions = {}): B
   const heads = options.heads ?? 2;
   const D = H / heads;
   const F = options.ffn ?? 32;
-  const next = rng(seed);
+  const next = seededRandom(seed);
   const init: Bytes[] = [
     floatTensor('embed', [vocab, H], normal(next, vocab * H, 1)),
     floatTensor('wq', [H, H], normal(next, H * H, 1 / Math.sqrt(H))),

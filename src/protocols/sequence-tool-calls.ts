@@ -4,7 +4,7 @@
  * every event not belonging to it is queued and replayed, in order, once it ends; at `finish` calls
  * that never ended get a synthetic end. Stateful, never throws.
  */
-import type { StreamEvent } from './canonical.ts';
+import { fault, type ProxyFault, type StreamEvent } from './canonical.ts';
 
 export function createToolCallSequencer(): (event: StreamEvent) => StreamEvent[] {
   let active: number | undefined;
@@ -47,5 +47,31 @@ export function createToolCallSequencer(): (event: StreamEvent) => StreamEvent[]
     const out: StreamEvent[] = [];
     step(event, out);
     return out;
+  };
+}
+
+/**
+ * The shell both SSE writers share: events go through the tool-call sequencer, nothing is written after
+ * the stream ended, and a writer bug becomes an error event in the harness's format instead of a throw.
+ */
+export function sequencedWriter(parts: {
+  ended(): boolean;
+  markEnded(): void;
+  one(event: StreamEvent): string;
+  fail(error: ProxyFault): string;
+}): { write(event: StreamEvent): string } {
+  const sequence = createToolCallSequencer();
+  return {
+    write(event: StreamEvent): string {
+      if (parts.ended()) return '';
+      let out = '';
+      try {
+        for (const e of sequence(event)) out += parts.ended() ? '' : parts.one(e);
+        return out;
+      } catch (error) {
+        parts.markEnded();
+        return out + parts.fail(fault('internal', `stream writer failed: ${String(error)}`));
+      }
+    },
   };
 }

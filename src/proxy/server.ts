@@ -245,12 +245,7 @@ export class ProxyServer {
     res: ServerResponse,
     signal: AbortSignal,
   ): Promise<void> {
-    const fail = (f: ProxyFault) => {
-      call.error = { kind: f.kind, message: f.message, status: f.status };
-      const { status, body } = protocol.renderError(f);
-      call.response = { status, body };
-      sendJson(res, status, body);
-    };
+    const fail = (f: ProxyFault) => call.fail(f, protocol.renderError, res);
     const read = await this.readJson(call, req);
     if ('fault' in read) return fail(read.fault);
     call.harnessMeta = session.callMeta?.(call.headers, read.body) ?? {};
@@ -374,12 +369,7 @@ export class ProxyServer {
     res: ServerResponse,
     signal: AbortSignal,
   ): Promise<void> {
-    const fail = (f: ProxyFault) => {
-      call.error = { kind: f.kind, message: f.message, status: f.status };
-      const { status, body } = anthropic.renderError(f);
-      call.response = { status, body };
-      sendJson(res, status, body);
-    };
+    const fail = (f: ProxyFault) => call.fail(f, anthropic.renderError, res);
     const read = await this.readJson(call, req);
     if ('fault' in read) return fail(read.fault);
     let canonical: CanonicalRequest;
@@ -453,6 +443,18 @@ class CallInProgress {
         this.backendInfo[key] = value;
       },
     };
+  }
+
+  /** Answers the harness with a fault in its API's error shape, and records it. */
+  fail(
+    f: ProxyFault,
+    render: (f: ProxyFault) => { status: number; body: unknown },
+    res: ServerResponse,
+  ): void {
+    this.error = { kind: f.kind, message: f.message, status: f.status };
+    const { status, body } = render(f);
+    this.response = { status, body };
+    sendJson(res, status, body);
   }
 
   /**

@@ -11,17 +11,7 @@ export interface SamplingParams {
   topK?: number;
 }
 
-/** mulberry32: small, fast, seeded; plenty for sampling */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../util/random.ts';
 
 function logSumExp(values: Float32Array | number[], scale: number, max: number): number {
   let sum = 0;

@@ -5,8 +5,8 @@
  * the Anthropic SDK take input_tokens from message_delta when it is present and non-zero).
  * Stateful; never throws: an internal failure becomes an `error` event.
  */
-import { type CanonicalResponse, fault, newId, type ProxyFault, type StreamEvent } from '../canonical.ts';
-import { createToolCallSequencer } from '../sequence-tool-calls.ts';
+import { type CanonicalResponse, newId, type ProxyFault, type StreamEvent } from '../canonical.ts';
+import { sequencedWriter } from '../sequence-tool-calls.ts';
 import { encodeSse } from '../sse.ts';
 import { errorBody } from './errors.ts';
 import { mapFinishReason } from './map-finish-reason.ts';
@@ -15,7 +15,6 @@ import { renderUsage } from './render-response.ts';
 type Kind = 'thinking' | 'text' | 'tool';
 
 export function createStreamWriter(_ctx: { created: number }): { write(event: StreamEvent): string } {
-  const sequence = createToolCallSequencer();
   let id = newId('msg');
   let model = '';
   let signature: string | undefined;
@@ -124,17 +123,12 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
     }
   };
 
-  return {
-    write(event: StreamEvent): string {
-      if (ended) return '';
-      let out = '';
-      try {
-        for (const e of sequence(event)) out += ended ? '' : one(e);
-        return out;
-      } catch (error) {
-        ended = true;
-        return out + start() + failed(fault('internal', `stream writer failed: ${String(error)}`));
-      }
+  return sequencedWriter({
+    ended: () => ended,
+    markEnded: () => {
+      ended = true;
     },
-  };
+    one,
+    fail: (error) => start() + failed(error),
+  });
 }

@@ -5,7 +5,7 @@
  * Stateful; never throws: an internal failure becomes `response.failed`.
  */
 import { type CanonicalResponse, fault, newId, type ProxyFault, type StreamEvent } from '../canonical.ts';
-import { createToolCallSequencer } from '../sequence-tool-calls.ts';
+import { sequencedWriter } from '../sequence-tool-calls.ts';
 import { encodeSse } from '../sse.ts';
 import { mapFinishReason } from './map-finish-reason.ts';
 import { functionCallItem, messageItem, reasoningItem, responseObject, textPart } from './output-items.ts';
@@ -25,7 +25,6 @@ interface OpenCall {
 }
 
 export function createStreamWriter(ctx: { created: number }): { write(event: StreamEvent): string } {
-  const sequence = createToolCallSequencer();
   let seq = 0;
   let id = newId('resp');
   let model = '';
@@ -203,17 +202,12 @@ export function createStreamWriter(ctx: { created: number }): { write(event: Str
     }
   };
 
-  return {
-    write(event: StreamEvent): string {
-      if (ended) return '';
-      let out = '';
-      try {
-        for (const e of sequence(event)) out += ended ? '' : one(e);
-        return out;
-      } catch (error) {
-        ended = true;
-        return out + start() + failed(fault('internal', `stream writer failed: ${String(error)}`));
-      }
+  return sequencedWriter({
+    ended: () => ended,
+    markEnded: () => {
+      ended = true;
     },
-  };
+    one,
+    fail: (error) => start() + failed(error),
+  });
 }
