@@ -42,6 +42,9 @@ setInterval(() => {
 }, 20).unref();
 process.on('SIGINT', () => process.exit(0));
 process.on('message', (m) => {
-  if (m === 'rss') process.send!({ rss: Math.max(peak, process.memoryUsage().rss) });
+  if (m === 'rss') {
+    process.send!({ rss: Math.max(peak, process.memoryUsage().rss) });
+    peak = 0; // each query reports the peak since the previous one
+  }
 });
 process.send!({ url });

@@ -128,6 +128,7 @@ export async function benchProxy(): Promise<void> {
     `polar p50 overhead beyond bare pass-through: ${overhead.toFixed(3)} ms (target < 2 ms: ${overhead < 2 ? 'met' : 'NOT met'})`,
   );
 
+  const phasePeaks: Array<[string, number]> = [['sequential', await polarChild.rss()]];
   console.log('\n| concurrency | path | calls/s | errors | vs direct |');
   console.log('|---|---|---|---|---|');
   for (const concurrency of [1, 16, 64]) {
@@ -150,8 +151,12 @@ export async function benchProxy(): Promise<void> {
         `| ${concurrency} | ${name} | ${rates[name]!.toFixed(0)} | ${errors} | ${(rates[name]! / rates.direct!).toFixed(2)}x |`,
       );
     }
+    phasePeaks.push([`${concurrency} concurrent`, await polarChild.rss()]);
   }
-  const rss = await polarChild.rss();
+  const rss = Math.max(...phasePeaks.map(([, r]) => r));
+  console.log(
+    `\npolar proxy peak RSS by phase: ${phasePeaks.map(([p, r]) => `${p} ${(r / 1048576).toFixed(0)} MB`).join(', ')}`,
+  );
   console.log(
     `\npeak RSS of the polar proxy process: ${(rss / 1048576).toFixed(0)} MB (target < 300 MB: ${rss < 300 * 1048576 ? 'met' : 'NOT met'})`,
   );

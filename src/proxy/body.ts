@@ -8,7 +8,7 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 export async function readBody(
   req: IncomingMessage,
   maxBytes: number,
-): Promise<{ text: string } | { fault: ProxyFault }> {
+): Promise<{ text: string; bytes: Buffer } | { fault: ProxyFault }> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();
@@ -41,5 +41,6 @@ export async function readBody(
       fault: fault('invalid_request', `could not read the request body: ${(error as Error).message}`),
     };
   }
-  return { text: Buffer.concat(chunks).toString('utf8') };
+  const bytes = Buffer.concat(chunks);
+  return { text: bytes.toString('utf8'), bytes };
 }

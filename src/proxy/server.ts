@@ -223,11 +223,11 @@ export class ProxyServer {
   ): Promise<{ body: unknown } | { fault: ProxyFault }> {
     const read = await readBody(req, this.options.maxBodyBytes);
     if ('fault' in read) return read;
-    call.bodyBytes = Buffer.byteLength(read.text);
+    call.bodyBytes = read.bytes.length;
     try {
       const body = JSON.parse(read.text) as unknown;
       call.requestBody = body;
-      call.rawBody = read.text.trim();
+      call.rawBody = read.bytes;
       return { body };
     } catch (error) {
       call.requestBody = read.text.slice(0, 4096);
@@ -406,8 +406,8 @@ class CallInProgress {
   readonly warnings: string[] = [];
   readonly backendInfo: Record<string, unknown> = {};
   requestBody: unknown = null;
-  /** the body text as received, when it parsed as JSON */
-  rawBody: string | null = null;
+  /** the body bytes as received, when they parsed as JSON */
+  rawBody: Buffer | null = null;
   bodyBytes = 0;
   stream = false;
   canonical: CanonicalRequest | null = null;
@@ -458,16 +458,18 @@ class CallInProgress {
   }
 
   /**
-   * One JSON line for the record. The harness's request body is spliced in as the raw text it arrived
-   * as (it is valid JSON: it parsed) instead of being serialised again, unless it spans lines.
+   * The record as the pieces of one JSONL line. The harness's request body goes in as the bytes it
+   * arrived as (valid JSON: it parsed) instead of being serialised and encoded again, unless it spans
+   * lines or holds the session key.
    */
-  private serialise(record: CallRecord): string {
+  private serialise(record: CallRecord, key: string): Buffer[] | string {
     const raw = this.rawBody;
-    if (raw === null || raw.includes('\n') || raw.includes('\r')) return JSON.stringify(record);
+    if (raw === null || raw.includes(10) || raw.includes(13) || raw.includes(key))
+      return JSON.stringify(record);
     const line = JSON.stringify({ ...record, request: { ...record.request, body: RAW_BODY } });
     const at = line.indexOf(RAW_BODY_JSON);
     if (at < 0) return JSON.stringify(record);
-    return line.slice(0, at) + raw + line.slice(at + RAW_BODY_JSON.length);
+    return [Buffer.from(line.slice(0, at)), raw, Buffer.from(line.slice(at + RAW_BODY_JSON.length))];
   }
 
   finish(session: ProxySession): void {
@@ -517,9 +519,13 @@ class CallInProgress {
     if (this.error) session.errors++;
     // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
     // a harness echoing its own env), which keeps the hot path to one JSON.stringify
-    let line = this.serialise(record);
+    let line = this.serialise(record, session.key);
     let clean = record;
-    if (line.includes(session.key)) {
+    if (
+      Array.isArray(line)
+        ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
+        : line.includes(session.key)
+    ) {
       clean = redactSecrets(record, [session.key]);
       line = JSON.stringify(clean);
     }
