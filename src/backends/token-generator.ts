@@ -18,7 +18,7 @@ export interface GenerateParams {
   topK?: number;
   seed?: number;
   stopTokenIds: number[];
-  /** stop strings (passed to servers that take them; the embedded engine ignores them) */
+  /** stop strings (passed to servers that take them; for the embedded engine the token path applies them) */
   stop?: string[];
 }
 

@@ -10,6 +10,7 @@ import { fault, newId } from '../protocols/canonical.ts';
 import { type ChatTokenizer, loadChatTokenizer, StreamDecoder } from '../tokenizer/chat-tokenizer.ts';
 import { OutputParser, type ParsedEvent } from '../tokenizer/output-parser.ts';
 import { type PreparedPrompt, prepareTokenPrompt, SpliceState, templateKwargs } from '../tokenizer/splice.ts';
+import { StopStrings } from '../tokenizer/stop-strings.ts';
 import {
   type CompletionServer,
   GeneratorFault,
@@ -123,22 +124,36 @@ export class TokenBackend implements Backend {
         }
         return out;
       };
+      const stops = request.stop?.length ? new StopStrings(request.stop) : null;
       let outcome: Awaited<ReturnType<typeof iterator.next>>;
+      let result: { finishReason: 'stop' | 'length'; serverPromptIds: number[] | null };
       for (;;) {
         outcome = await iterator.next();
-        if (outcome.done) break;
+        if (outcome.done) {
+          result = outcome.value;
+          break;
+        }
         const chunk = outcome.value;
         for (let i = 0; i < chunk.ids.length; i++) {
           ids.push(chunk.ids[i]!);
           logprobs.push(chunk.logprobs[i] ?? null);
         }
-        const text = decoder.push(chunk.ids.filter((t) => !this.stopSet.has(t)));
+        let text = decoder.push(chunk.ids.filter((t) => !this.stopSet.has(t)));
+        if (stops) text = stops.push(text);
         if (text) yield* emit(parser.push(text));
+        if (stops?.hit != null) {
+          // a stop string completed: end the generation here (the engine is told to stop); the ids
+          // sampled so far, up to the token that completed it, are what the policy produced
+          await iterator.return({ finishReason: 'stop', serverPromptIds: null });
+          recorder.annotate('stop_string', { stop: stops.hit, after_tokens: ids.length });
+          result = { finishReason: 'stop', serverPromptIds: null };
+          break;
+        }
       }
-      const tail = decoder.flush();
+      let tail = decoder.flush();
+      if (stops) tail = stops.hit != null ? '' : stops.push(tail) + stops.flush();
       if (tail) yield* emit(parser.push(tail));
       yield* emit(parser.end());
-      const result = outcome.value;
 
       if (parser.errors.length > 0) {
         recorder.annotate('tool_parse_errors', parser.errors);

@@ -160,3 +160,23 @@ describe('embedded backend on the tiny random model (offline)', () => {
     assert.ok(next.response);
   });
 });
+
+describe('stop strings on the embedded engine', () => {
+  it('stops where a stop string completes, drops it from the text, keeps the ids sampled up to there', async () => {
+    const full = await run(req('Say something.', { maxTokens: 24 }));
+    const text = full.response!.content;
+    assert.ok(text.length > 6, `the greedy text is long enough to cut: ${JSON.stringify(text)}`);
+    // a stop string taken from the middle of what greedy decoding writes
+    const cut = Math.floor(text.length / 2);
+    const stop = text.slice(cut, cut + 2);
+    const first = text.indexOf(stop);
+    const stopped = await run(req('Say something.', { maxTokens: 24, stop: [stop] }));
+    assert.equal(stopped.response!.content, text.slice(0, first));
+    assert.equal(stopped.response!.finishReason, 'stop');
+    const ids = stopped.recorded.tokens!.completionTokenIds!;
+    const all = full.recorded.tokens!.completionTokenIds!;
+    assert.ok(ids.length < all.length, 'generation ended early');
+    assert.deepEqual(ids, all.slice(0, ids.length), 'the same greedy ids, cut');
+    assert.equal(stopped.recorded.tokens!.completionLogprobs!.length, ids.length);
+  });
+});
