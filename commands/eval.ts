@@ -12,6 +12,10 @@ export function defineEval(program: Command): void {
     .option('--split <name>', 'split of a hub dataset', 'test')
     .option('--harness <name>', 'harness to run under polar capture: codex, claude, pi, generic')
     .option('--agent <name>', 'gold | empty | predictions, or a harness name (same as --harness)')
+    .option(
+      '--pi-api <api>',
+      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    )
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
     .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')

@@ -8,6 +8,10 @@ export function defineGym(program: Command): void {
       'serve a NeMo Gym agent server: POST /run runs a harness on a SWE-bench row, grades it, and answers with token ids and the reward',
     )
     .option('--harness <name>', 'codex, claude, pi or generic', 'pi')
+    .option(
+      '--pi-api <api>',
+      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    )
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option(
       '--prompt-template <file>',

@@ -8,6 +8,10 @@ export function defineLoop(program: Command): void {
     .requiredOption('--train-set <path>', 'tasks to train on (SWE-bench schema: .jsonl, .json, .parquet)')
     .option('--eval-set <path>', 'held-out tasks, evaluated every --eval-every steps')
     .requiredOption('--harness <name>', 'codex | claude | pi | generic')
+    .option(
+      '--pi-api <api>',
+      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    )
     .option('--train-model <path|id>', 'checkpoint training starts from (default: --model)')
     .option('--group-size <n>', 'samples per task (the GRPO group)', '16')
     .option('--tasks-per-step <n>', 'tasks per step', '9')

@@ -102,6 +102,7 @@ export class PredictionsAgent implements Agent {
 export interface RunCaptureOptions {
   command: string[];
   backendInstance?: Backend;
+  harnessOptions?: Record<string, string>;
   harness?: HarnessName;
   backend: BackendOptions;
   model: string;
@@ -250,6 +251,8 @@ export interface HarnessAgentOptions {
   promptTemplate?: string;
   /** injected in tests; default: loadRunCapture() */
   runCapture?: RunCapture;
+  /** profile options for runCapture (e.g. { api: 'openai-responses' } for Pi) */
+  harnessOptions?: Record<string, string>;
   /** a backend owned by the caller (polar loop's, reloaded between steps): used as is, never closed */
   backendInstance?: Backend;
   /** creates the backend once for all samples (an embedded model loads once); default: createBackend */
@@ -289,6 +292,7 @@ export class HarnessAgent implements Agent {
       const backendInstance = await this.backend;
       const r = await runCapture({
         backendInstance,
+        ...(this.options.harnessOptions ? { harnessOptions: this.options.harnessOptions } : {}),
         command,
         harness: this.options.harness,
         backend: this.options.backend,

@@ -54,6 +54,7 @@ export interface EvalCliOptions {
   quiet?: boolean;
   keepEnvs?: boolean;
   gradeEmptyPatches?: boolean;
+  piApi?: string;
 }
 
 function positiveInt(name: string, value: string): number {
@@ -154,6 +155,7 @@ export async function setupEval(
         : {}),
       ...(o.promptTemplate ? { promptTemplate: await readFile(o.promptTemplate, 'utf8') } : {}),
       ...(extras.backendInstance ? { backendInstance: extras.backendInstance } : {}),
+      ...(o.piApi ? { harnessOptions: { api: o.piApi } } : {}),
     });
   }
 

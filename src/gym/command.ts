@@ -14,6 +14,7 @@ import { startGym } from './server.ts';
 export interface GymFlags extends BackendFlags {
   harness?: string;
   agentCmd?: string;
+  piApi?: string;
   promptTemplate?: string;
   runtime?: string;
   repos?: string;
@@ -77,6 +78,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
       : {}),
     ...(f.promptTemplate ? { promptTemplate: await readFile(f.promptTemplate, 'utf8') } : {}),
     ...(dataset ? { dataset } : {}),
+    ...(f.piApi ? { harnessOptions: { api: f.piApi } } : {}),
     out: f.out ?? 'runs/gym',
     host: f.host ?? '127.0.0.1',
     port,

@@ -49,6 +49,8 @@ export interface GymOptions {
   promptTemplate?: string;
   /** extra environment for every harness */
   harnessEnv?: Record<string, string>;
+  /** profile options of the harness (e.g. { api: 'openai-responses' } for Pi) */
+  harnessOptions?: Record<string, string>;
   /** instances a row may name by instance_id only */
   dataset?: SweInstance[];
   /** one folder per rollout (capture, patch, test log, results) */
@@ -105,6 +107,7 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       createBackend: async () => backend,
       ...(options.genericCommand ? { genericCommand: options.genericCommand } : {}),
       ...(options.harnessEnv ? { env: options.harnessEnv } : {}),
+      ...(options.harnessOptions ? { harnessOptions: options.harnessOptions } : {}),
     });
 
   const templateFor = (params: ResponseCreateParams): string =>

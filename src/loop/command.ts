@@ -22,6 +22,7 @@ export async function loopCommand(flags: Record<string, unknown>): Promise<numbe
     trainSet: str('trainSet')!,
     ...(str('evalSet') ? { evalSet: str('evalSet')! } : {}),
     harness: str('harness')!,
+    ...(str('piApi') ? { piApi: str('piApi')! } : {}),
     backend,
     trainModel: existsSync(trainModel) ? resolve(trainModel) : trainModel,
     groupSize: int('--group-size', 'groupSize'),

@@ -27,6 +27,8 @@ export interface LoopOptions {
   trainSet: string;
   evalSet?: string;
   harness: string;
+  /** Pi's wire API (profile option) */
+  piApi?: string;
   backend: BackendOptions;
   /** the checkpoint (or model id) training starts from; the backend serves the same weights */
   trainModel: string;
@@ -251,6 +253,7 @@ async function evaluate(
     testTimeout: String(o.testTimeoutMs / 1000),
     grader: 'polar',
     allowUnsandboxed: o.allowUnsandboxed,
+    ...(o.piApi ? { piApi: o.piApi } : {}),
     backend: o.backend.kind,
     model: o.backend.model,
     ...(o.backend.url ? { backendUrl: o.backend.url } : {}),

@@ -52,6 +52,8 @@ describe('polar eval with Pi', () => {
         TASK,
         '--agent',
         'pi',
+        '--pi-api',
+        'openai-responses',
         '--runtime',
         'local',
         '--allow-unsandboxed',
@@ -93,6 +95,8 @@ describe('polar eval with Pi', () => {
     const types = records.map((x) => x.type);
     assert.equal(types[0], 'session');
     assert.ok(types.filter((t) => t === 'call').length >= 2, 'tool call and final answer');
+    const calls = records.filter((x): x is Extract<CaptureRecord, { type: 'call' }> => x.type === 'call');
+    assert.ok(calls.every((c) => c.api === 'openai-responses'), '--pi-api reached the harness profile');
     assert.equal(types.at(-1), 'grading');
     const grading = records.at(-1) as Extract<CaptureRecord, { type: 'grading' }>;
     assert.equal(grading.resolved, true);
