@@ -93,6 +93,9 @@ async function readPredictions(path: string): Promise<{ patches: Map<string, str
 }
 
 /** The runtime and agent an eval needs, from its options (shared with polar loop, which injects a backend). */
+/** the local runtime's warning is said once per process (polar loop sets up an eval every step) */
+let warnedUnsandboxed = false;
+
 export async function setupEval(
   o: EvalCliOptions,
   extras: { backendInstance?: Backend } = {},
@@ -112,7 +115,9 @@ export async function setupEval(
   let runtime: Runtime;
   if (o.runtime === 'local') {
     runtime = new LocalRuntime({ reposDir: o.repos, keep: o.keepEnvs });
-    log.warn('the local runtime runs agents and tests on this machine without isolation');
+    if (!warnedUnsandboxed)
+      log.warn('the local runtime runs agents and tests on this machine without isolation');
+    warnedUnsandboxed = true;
     if (isHarness && !o.allowUnsandboxed) {
       throw new UsageError(
         `--runtime local would run the ${agentName} harness unsandboxed on this machine`,
