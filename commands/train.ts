@@ -74,7 +74,7 @@ export function defineTrain(program: Command): void {
   program
     .command('train')
     .description('GRPO on trajectories from `polar build` (PyTorch worker; see docs/train.md)')
-    .argument('<trajectories>', 'trajectory JSONL written by polar build')
+    .argument('<trajectories>', 'trajectory JSONL written by polar build (- for stdin)')
     .requiredOption('--out <dir>', 'output directory: step-N checkpoints, metrics.jsonl, config.json')
     .option('--model <id|dir>', 'Hugging Face model id or directory (tiny:... for the built-in test model)')
     .option(

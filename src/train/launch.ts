@@ -7,6 +7,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
@@ -181,6 +182,8 @@ export interface TrainResult {
 
 export interface TrainDeps {
   probe?: Prober;
+  /** where `-` reads from (default: process.stdin) */
+  stdin?: NodeJS.ReadableStream;
   progress?: TrainProgress;
 }
 
@@ -202,6 +205,13 @@ async function checkpointMeta(dir: string): Promise<{ model_kind?: string; base_
 }
 
 export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise<TrainResult> {
+  if (req.trajectories === '-') {
+    // `polar build ... | polar train -`: the worker reads a file, so stdin is kept in the run directory
+    await mkdir(resolve(req.out), { recursive: true });
+    const spooled = join(resolve(req.out), 'trajectories.jsonl');
+    await pipeline(deps.stdin ?? process.stdin, createWriteStream(spooled));
+    req = { ...req, trajectories: spooled };
+  }
   const file = req.configFile ? await readUserConfig(req.configFile) : undefined;
   const resume = req.resume ? resolve(req.resume) : undefined;
   const flags = { ...req.flags };

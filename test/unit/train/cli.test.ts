@@ -23,6 +23,25 @@ function polar(args: string[]) {
 }
 
 describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, () => {
+  test('reads trajectories from stdin (polar build ... | polar train -)', async () => {
+    const dir = await tempDir();
+    const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
+    const out = join(dir, 'ckpt');
+    const r = await execa(
+      process.execPath,
+      [BIN, 'train', '-', '--model', TINY, '--device', 'cpu', '--out', out, '--batch-rollouts', '4'],
+      {
+        reject: false,
+        env: { NO_COLOR: '1', POLAR_PYTHON: probe?.python ?? '' },
+        timeout: 120_000,
+        inputFile: traj,
+      },
+    );
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(await readFile(join(out, 'trajectories.jsonl'), 'utf8'), await readFile(traj, 'utf8'));
+    assert.ok((await readFile(join(out, 'metrics.jsonl'), 'utf8')).trim().length > 0);
+  });
+
   test('trains the tiny model: checkpoint, metrics.jsonl and the resolved config', async () => {
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
