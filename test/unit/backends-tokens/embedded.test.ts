@@ -3,12 +3,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AutoModelForCausalLM, env, Tensor } from '@huggingface/transformers';
 import { buildTinyModel, makeTinyModel } from '../../../scripts/make-tiny-model.ts';
 import { createEmbeddedBackend } from '../../../src/backends/embedded/index.ts';
 import type { TokenBackend } from '../../../src/backends/tokens.ts';
 import type { Backend } from '../../../src/backends/types.ts';
 import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
+import { rescore as rescoreWith } from '../../support/tiny-model.ts';
 import { collect, context, isPrefix, recorder } from './support.ts';
 
 let dir: string;
@@ -43,29 +43,9 @@ async function run(request: CanonicalRequest, state = new Map<string, unknown>()
   return { ...out, recorded: rec.recorded };
 }
 
-/** logprob of each completion token by a cache-free forward pass over each prefix */
-async function rescore(prompt: number[], completion: number[], temperature: number): Promise<number[]> {
-  env.allowRemoteModels = false;
-  const model = await AutoModelForCausalLM.from_pretrained(dir, { local_files_only: true, dtype: 'fp32' });
-  const out: number[] = [];
-  try {
-    for (let i = 0; i < completion.length; i++) {
-      const seq = [...prompt, ...completion.slice(0, i)];
-      const input_ids = new Tensor('int64', BigInt64Array.from(seq, BigInt), [1, seq.length]);
-      const attention_mask = new Tensor('int64', new BigInt64Array(seq.length).fill(1n), [1, seq.length]);
-      const { logits } = (await model({ input_ids, attention_mask })) as { logits: Tensor };
-      const row = logits.data as Float32Array;
-      let max = Number.NEGATIVE_INFINITY;
-      for (const v of row) if (v / temperature > max) max = v / temperature;
-      let sum = 0;
-      for (const v of row) sum += Math.exp(v / temperature - max);
-      out.push(row[completion[i]!]! / temperature - max - Math.log(sum));
-    }
-  } finally {
-    await model.dispose();
-  }
-  return out;
-}
+/** logprob of each completion token under the test model (test/support/tiny-model.ts) */
+const rescore = (prompt: number[], completion: number[], temperature: number) =>
+  rescoreWith(dir, prompt, completion, temperature);
 
 describe('embedded backend on the tiny random model (offline)', () => {
   it('builds the same model bytes from the same seed', () => {
