@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { addBackendFlags } from './shared.ts';
+import { addBackendFlags, addRolloutFlags } from './shared.ts';
 
 export function defineLoop(program: Command): void {
   const cmd = program
@@ -8,22 +8,13 @@ export function defineLoop(program: Command): void {
     .requiredOption('--train-set <path>', 'tasks to train on (SWE-bench schema: .jsonl, .json, .parquet)')
     .option('--eval-set <path>', 'held-out tasks, evaluated every --eval-every steps')
     .requiredOption('--harness <name>', 'codex | claude | pi | generic')
-    .option(
-      '--pi-api <api>',
-      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
-    )
     .option('--train-model <path|id>', 'checkpoint training starts from (default: --model)')
     .option('--group-size <n>', 'samples per task (the GRPO group)', '16')
     .option('--tasks-per-step <n>', 'tasks per step', '9')
     .option('--steps <n>', 'steps to run', '50')
     .option('--eval-every <n>', 'held-out eval every n steps (0: never)', '10')
     .requiredOption('--out <dir>', 'run directory (run/step-N/...)')
-    .option('--runtime <kind>', 'local | docker | podman', 'docker')
-    .option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories', 'fixtures/swe/repos')
-    .option('--allow-unsandboxed', 'allow the harness to run on this machine with --runtime local', false)
     .option('--concurrency <n>', 'samples run at once', '4')
-    .option('--agent-timeout <s>', 'seconds before an agent is killed', '1800')
-    .option('--test-timeout <s>', 'seconds before the tests are killed', '1800')
     .option(
       '--reload-cmd <cmd>',
       'command that makes the server load {checkpoint} (vLLM: restart it); polar then waits until it answers',
@@ -35,7 +26,7 @@ export function defineLoop(program: Command): void {
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
-  addBackendFlags(cmd).action(async (flags: Record<string, unknown>) => {
+  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: Record<string, unknown>) => {
     const { loopCommand } = await import('../src/loop/command.ts');
     process.exitCode = await loopCommand(flags);
   });

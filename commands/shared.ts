@@ -25,3 +25,19 @@ export function addBackendFlags(cmd: Command): Command {
       'accept backend answers without token ids (records say token_exact: false)',
     );
 }
+
+/** The flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym). */
+export function addRolloutFlags(cmd: Command): Command {
+  return cmd
+    .option(
+      '--pi-api <api>',
+      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    )
+    .option('--runtime <kind>', 'local, docker or podman', 'docker')
+    .option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories', 'fixtures/swe/repos')
+    .option('--image <template>', 'container image override ({instance_id} is replaced)')
+    .option('--network <name>', 'container network (default host, so the capture proxy is reachable)')
+    .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
+    .option('--agent-timeout <s>', 'seconds before the harness is killed', '1800')
+    .option('--test-timeout <s>', 'seconds before the tests are killed', '1800');
+}

@@ -32,6 +32,8 @@ export async function loopCommand(flags: Record<string, unknown>): Promise<numbe
     out: str('out')!,
     runtime: str('runtime') ?? 'docker',
     repos: str('repos') ?? 'fixtures/swe/repos',
+    ...(str('image') ? { image: str('image')! } : {}),
+    ...(str('network') ? { network: str('network')! } : {}),
     allowUnsandboxed: Boolean(f.allowUnsandboxed),
     concurrency: int('--concurrency', 'concurrency'),
     agentTimeoutMs: parseSeconds('--agent-timeout', str('agentTimeout')) ?? 1_800_000,

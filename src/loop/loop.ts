@@ -39,6 +39,9 @@ export interface LoopOptions {
   out: string;
   runtime: string;
   repos: string;
+  /** container image template and network (docker/podman runtimes) */
+  image?: string;
+  network?: string;
   allowUnsandboxed: boolean;
   concurrency: number;
   agentTimeoutMs: number;
@@ -246,6 +249,8 @@ async function evaluate(
     harness: o.harness,
     runtime: o.runtime,
     repos: o.repos,
+    ...(o.image ? { image: o.image } : {}),
+    ...(o.network ? { network: o.network } : {}),
     samples: String(samples),
     concurrency: String(o.concurrency),
     out,

@@ -96,7 +96,10 @@ describe('polar eval with Pi', () => {
     assert.equal(types[0], 'session');
     assert.ok(types.filter((t) => t === 'call').length >= 2, 'tool call and final answer');
     const calls = records.filter((x): x is Extract<CaptureRecord, { type: 'call' }> => x.type === 'call');
-    assert.ok(calls.every((c) => c.api === 'openai-responses'), '--pi-api reached the harness profile');
+    assert.ok(
+      calls.every((c) => c.api === 'openai-responses'),
+      '--pi-api reached the harness profile',
+    );
     assert.equal(types.at(-1), 'grading');
     const grading = records.at(-1) as Extract<CaptureRecord, { type: 'grading' }>;
     assert.equal(grading.resolved, true);
