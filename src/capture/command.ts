@@ -31,7 +31,9 @@ export async function captureCommand(command: string[], flags: Record<string, un
   let spinner: Ora | undefined;
   let calls = 0;
   let tokens = 0;
-  if (process.stderr.isTTY && !f.quiet && !process.env.CI) {
+  // the status line lives on a terminal stderr, and only while the harness's stdout is not that terminal
+  // too (an interactive harness draws there; `polar capture -- codex exec --json | jq` gets the line)
+  if (process.stderr.isTTY && !process.stdout.isTTY && !f.quiet && !process.env.CI) {
     spinner = ora({
       text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model})`,
       stream: process.stderr,
