@@ -169,11 +169,21 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
         throw new Error(
           `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
         );
+      // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
+      // this step's rollouts, and the optimiser's moments and schedule carry over
+      const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
+      const resume = previousTrain && existsSync(join(previousTrain, 'latest')) ? previousTrain : undefined;
       const trained = await runTrain({
         trajectories: traj,
         out: join(dir, 'train'),
         configFile: o.trainConfig,
-        flags: { ...o.trainFlags, model: checkpoint, batch_rollouts: tasks.length * o.groupSize, epochs: 1 },
+        ...(resume ? { resume } : {}),
+        flags: {
+          ...o.trainFlags,
+          ...(resume ? {} : { model: checkpoint }),
+          batch_rollouts: tasks.length * o.groupSize,
+          epochs: 1,
+        },
       });
       if (!trained.checkpoint) throw new Error(`step ${n}: training wrote no checkpoint`);
       if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
