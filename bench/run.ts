@@ -4,6 +4,16 @@ const benches: Record<string, () => Promise<void>> = {
   build: async () => (await import('./build.ts')).benchBuild(),
   eval: async () => (await import('./eval.ts')).benchEval(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
+  // the GRPO step benchmark is Python: the full size wants a CUDA GPU; on a machine without one the
+  // tiny size shows the script works (figures then say nothing about MFU)
+  train: async () => {
+    const { execa } = await import('execa');
+    const { findPython, probePython } = await import('../src/train/env.ts');
+    const probe = await findPython(process.env.POLAR_PYTHON, probePython);
+    const args = ['bench/train_gpu.py', ...(probe.cuda_devices > 0 ? [] : ['--tiny'])];
+    console.log(`\n## train: ${probe.python} ${args.join(' ')}`);
+    await execa(probe.python, args, { stdio: 'inherit' });
+  },
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
