@@ -17,7 +17,7 @@ const WORDS = ['polar-one', 'polar-two'];
 /** The "model": reads which shell tool the harness offers and the tool results so far from the prompt. */
 function policy(prompt: string): string {
   const lastUser = prompt.lastIndexOf('ECHO two words');
-  const tool = /"name": "(exec_command|Bash)"/.exec(prompt)?.[1];
+  const tool = /"name": "(exec_command|Bash|bash)"/.exec(prompt)?.[1];
   if (lastUser < 0 || !tool) return '<think>\nA side request.\n</think>\n\nOK.';
   const results = [...prompt.slice(lastUser).matchAll(/<tool_response>\n([\s\S]*?)\n<\/tool_response>/g)];
   const k = results.length;
@@ -31,7 +31,7 @@ function policy(prompt: string): string {
 
 const isPrefix = (p: number[], ids: number[]) => p.length <= ids.length && p.every((v, i) => ids[i] === v);
 
-const HARNESSES: Array<[string, string[]]> = [
+const HARNESSES: Array<[string, string[], string[]?]> = [
   [
     'codex',
     [
@@ -44,16 +44,20 @@ const HARNESSES: Array<[string, string[]]> = [
     ],
   ],
   ['claude', ['claude', '-p', 'ECHO two words', '--dangerously-skip-permissions']],
+  // Pi's other two wire APIs (openai-completions is in tokens.test.ts): the reasoning signature
+  // round-trips as Responses `encrypted_content` and as an Anthropic thinking `signature`
+  ['pi over openai-responses', ['pi', '-p', 'ECHO two words'], ['--pi-api', 'openai-responses']],
+  ['pi over anthropic-messages', ['pi', '-p', 'ECHO two words'], ['--pi-api', 'anthropic-messages']],
 ];
 
-describe('codex and claude under --backend tokens (Qwen3 template, thinking on)', () => {
+describe('codex, claude and pi (responses, anthropic) under --backend tokens (Qwen3 template, thinking on)', () => {
   let standin: StandIn;
   before(async () => {
     standin = await startCompletionsStandIn({ policy, chunkTokens: 4 });
   });
   after(() => standin.close());
 
-  for (const [name, argv] of HARNESSES) {
+  for (const [name, argv, extra = []] of HARNESSES) {
     test(`${name}: every call of the tool session extends the previous prompt + completion`, async () => {
       const r = await capture(
         [
@@ -65,9 +69,17 @@ describe('codex and claude under --backend tokens (Qwen3 template, thinking on)'
           qwenTokenizerDir(),
           '--model',
           'Qwen/Qwen3-4B',
+          ...extra,
         ],
         argv,
       );
+      if (extra.length) {
+        const api = extra[1] === 'openai-responses' ? 'openai-responses' : 'anthropic-messages';
+        assert.ok(
+          r.calls.every((c) => c.api === api),
+          `pi spoke ${api}`,
+        );
+      }
       assert.equal(r.exitCode, 0, r.stderr + r.stdout);
       assert.match(r.stdout, /Done: polar-one polar-two/);
       // the main chain: the calls whose prompt holds the user's request (side calls are their own chains)
