@@ -39,6 +39,8 @@ export interface CaptureRunOptions {
   port?: number;
   maxBodyBytes?: number;
   keepRunDir?: boolean;
+  /** where the private harness config dir is made (default: the OS temp dir); a container mounts it */
+  runDirBase?: string;
   onCall?: (record: CallRecord) => void;
 }
 
@@ -71,7 +73,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     port: options.port,
     maxBodyBytes: options.maxBodyBytes,
   });
-  const runDir = await mkdtemp(join(tmpdir(), 'polar-run-'));
+  const runDir = await mkdtemp(join(options.runDirBase ?? tmpdir(), 'polar-run-'));
   const cwd = resolve(options.cwd ?? process.cwd());
   let exitCode: number | null = null;
   let signal: string | null = null;

@@ -9,12 +9,12 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Backend, BackendOptions } from '../backends/types.ts';
+import type { CaptureRunOptions, CaptureRunResult } from '../capture/run.ts';
+import { HARNESSES as HARNESS_PROFILES } from '../harnesses/index.ts';
+import type { HarnessName } from '../harnesses/types.ts';
 import type { SweInstance } from './dataset.ts';
 import { applyPatch } from './patch.ts';
 import type { InstanceEnv } from './runtime/types.ts';
-
-export type HarnessName = 'codex' | 'claude' | 'pi' | 'generic';
-export const HARNESSES: readonly HarnessName[] = ['codex', 'claude', 'pi', 'generic'];
 
 export interface AgentContext {
   instance: SweInstance;
@@ -98,43 +98,12 @@ export class PredictionsAgent implements Agent {
 // ---------------------------------------------------------------------------------------------------
 // harness agents
 
-/** Options of runCapture in src/capture/run.ts (declared here so this file type-checks without it). */
-export interface RunCaptureOptions {
-  command: string[];
-  backendInstance?: Backend;
-  harnessOptions?: Record<string, string>;
-  harness?: HarnessName;
-  backend: BackendOptions;
-  model: string;
-  output: string;
-  cwd: string;
-  env?: Record<string, string>;
-  taskId?: string;
-  sample?: number;
-  meta?: Record<string, string>;
-  timeoutMs?: number;
-  stdio?: 'inherit' | 'pipe' | 'ignore';
-  quiet?: boolean;
-}
-
-export interface RunCaptureResult {
-  sessionId: string;
-  exitCode: number | null;
-  signal: string | null;
-  status: 'completed' | 'error' | 'timeout' | 'interrupted';
-  calls: number;
-  errors: number;
-  output: string;
-}
-
-export type RunCapture = (options: RunCaptureOptions) => Promise<RunCaptureResult>;
+/** runCapture as the agent calls it: always in the instance's working directory */
+export type RunCapture = (options: CaptureRunOptions & { cwd: string }) => Promise<CaptureRunResult>;
 
 /** Loads runCapture lazily (the capture module pulls in the proxy and backends). */
 export async function loadRunCapture(): Promise<RunCapture> {
-  const path = '../capture/run.ts';
-  const mod = (await import(path)) as { runCapture?: RunCapture };
-  if (typeof mod.runCapture !== 'function') throw new Error('src/capture/run.ts does not export runCapture');
-  return mod.runCapture;
+  return (await import('../capture/run.ts')).runCapture;
 }
 
 /** What the agent is told. Mirrors mini-swe-agent's framing: the issue, the repo root, non-test changes. */
@@ -181,13 +150,6 @@ export function renderPrompt(template: string, instance: SweInstance, workdir: s
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NODE_MODULES = resolve(HERE, '../../node_modules');
 
-/** The harness packages polar ships with, as entry scripts (runnable with node, mountable into containers). */
-export const HARNESS_ENTRY: Record<Exclude<HarnessName, 'generic'>, string> = {
-  codex: '@openai/codex/bin/codex.js',
-  claude: '@anthropic-ai/claude-code/cli-wrapper.cjs',
-  pi: '@mariozechner/pi-coding-agent/dist/cli.js',
-};
-
 /** Where polar mounts node and its node_modules inside containers. */
 export const CONTAINER_NODE = '/polar/bin/node';
 export const CONTAINER_MODULES = '/polar/node_modules';
@@ -203,41 +165,24 @@ export function harnessArgv(
     if (!generic || generic.length === 0) throw new Error('the generic harness needs --agent-cmd');
     return generic.map((a) => a.replaceAll('{prompt}', prompt));
   }
-  const entry = HARNESS_ENTRY[harness];
-  const launcher =
-    placement === 'container'
+  const profile = HARNESS_PROFILES[harness];
+  const entry = profile.entry;
+  const launcher = !entry
+    ? [harness]
+    : placement === 'container'
       ? [CONTAINER_NODE, `${CONTAINER_MODULES}/${entry}`]
       : existsSync(join(NODE_MODULES, entry))
         ? [process.execPath, join(NODE_MODULES, entry)]
         : [harness];
-  switch (harness) {
-    case 'codex':
-      return [
-        ...launcher,
-        'exec',
-        '--skip-git-repo-check',
-        '--dangerously-bypass-approvals-and-sandbox',
-        prompt,
-      ];
-    case 'claude':
-      return [...launcher, '-p', '--dangerously-skip-permissions', prompt];
-    case 'pi':
-      return [...launcher, '-p', '--no-session', prompt];
-  }
+  return [...launcher, ...profile.promptArgs(prompt)];
 }
 
-/** Variables a harness inside a container must see (docker exec -e NAME passes the host value). */
+/**
+ * Variables a harness inside a container must see (docker exec -e NAME passes the host value): every
+ * variable a harness profile sets, plus the prompt and HOME.
+ */
 export const PASS_ENV = [
-  'OPENAI_BASE_URL',
-  'OPENAI_API_KEY',
-  'ANTHROPIC_BASE_URL',
-  'ANTHROPIC_API_KEY',
-  'ANTHROPIC_AUTH_TOKEN',
-  'CODEX_HOME',
-  'PI_CODING_AGENT_DIR',
-  'POLAR_SESSION',
-  'POLAR_PROMPT',
-  'HOME',
+  ...new Set([...Object.values(HARNESS_PROFILES).flatMap((p) => p.envNames), 'POLAR_PROMPT', 'HOME']),
 ];
 
 export interface HarnessAgentOptions {
@@ -251,6 +196,8 @@ export interface HarnessAgentOptions {
   promptTemplate?: string;
   /** injected in tests; default: loadRunCapture() */
   runCapture?: RunCapture;
+  /** where runCapture makes the harness's private config dir (a dir a container runtime mounts) */
+  runDirBase?: string;
   /** profile options for runCapture (e.g. { api: 'openai-responses' } for Pi) */
   harnessOptions?: Record<string, string>;
   /** a backend owned by the caller (polar loop's, reloaded between steps): used as is, never closed */
@@ -293,6 +240,7 @@ export class HarnessAgent implements Agent {
       const r = await runCapture({
         backendInstance,
         ...(this.options.harnessOptions ? { harnessOptions: this.options.harnessOptions } : {}),
+        ...(this.options.runDirBase ? { runDirBase: this.options.runDirBase } : {}),
         command,
         harness: this.options.harness,
         backend: this.options.backend,

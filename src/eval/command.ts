@@ -1,20 +1,14 @@
 /** `polar eval`: option checking, wiring of dataset, runtime, agent and orchestrator, exit codes. */
 
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { type BackendFlags, backendOptions } from '../capture/options.ts';
 import { EnvironmentError, EXIT, PolarError, UsageError } from '../errors.ts';
+import { HARNESS_NAMES as HARNESSES, type HarnessName } from '../harnesses/types.ts';
 import { log } from '../util/log.ts';
-import {
-  type Agent,
-  EmptyAgent,
-  GoldAgent,
-  HARNESSES,
-  HarnessAgent,
-  type HarnessName,
-  PredictionsAgent,
-} from './agents.ts';
+import { type Agent, EmptyAgent, GoldAgent, HarnessAgent, PredictionsAgent } from './agents.ts';
 import { loadDataset, parseShard, selectInstances } from './dataset.ts';
 import { formatReport } from './report.ts';
 import { runEval } from './run.ts';
@@ -92,14 +86,15 @@ async function readPredictions(path: string): Promise<{ patches: Map<string, str
   return { patches, model };
 }
 
-/** The runtime and agent an eval needs, from its options (shared with polar loop, which injects a backend). */
 /** the local runtime's warning is said once per process (polar loop sets up an eval every step) */
 let warnedUnsandboxed = false;
 
+/** The runtime and agent an eval needs, from its options (shared with polar loop, which injects a backend). */
 export async function setupEval(
   o: EvalCliOptions,
   extras: { backendInstance?: Backend } = {},
 ): Promise<{ agent: Agent; runtime: Runtime }> {
+  let runDirBase: string | undefined;
   // the agent: --agent gold|empty|predictions|<harness>, or --harness <harness>
   const agentName = o.agent ?? o.harness;
   if (!agentName)
@@ -125,10 +120,14 @@ export async function setupEval(
       );
     }
   } else if (o.runtime === 'docker' || o.runtime === 'podman') {
+    // a harness in a container reads the private config polar writes for it (CODEX_HOME, the Pi agent
+    // dir, CLAUDE_CONFIG_DIR): those are made under one host dir mounted at the same path, writable
+    if (isHarness) runDirBase = await mkdtemp(join(tmpdir(), 'polar-harness-'));
     const mounts = isHarness
       ? [
           { host: process.execPath, container: '/polar/bin/node' },
           { host: resolve(import.meta.dirname, '../../node_modules'), container: '/polar/node_modules' },
+          { host: runDirBase!, container: runDirBase!, readonly: false },
         ]
       : [];
     runtime = new ContainerRuntime({
@@ -161,6 +160,7 @@ export async function setupEval(
       ...(o.promptTemplate ? { promptTemplate: await readFile(o.promptTemplate, 'utf8') } : {}),
       ...(extras.backendInstance ? { backendInstance: extras.backendInstance } : {}),
       ...(o.piApi ? { harnessOptions: { api: o.piApi } } : {}),
+      ...(runDirBase ? { runDirBase } : {}),
     });
   }
 

@@ -3,11 +3,11 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type BackendFlags, backendOptions, parsePositiveInt, parseSeconds } from '../capture/options.ts';
 import { UsageError } from '../errors.ts';
-import { HARNESSES, type HarnessName } from '../eval/agents.ts';
 import { loadDataset } from '../eval/dataset.ts';
 import { ContainerRuntime } from '../eval/runtime/docker.ts';
 import { LocalRuntime } from '../eval/runtime/local.ts';
 import type { Runtime } from '../eval/runtime/types.ts';
+import { HARNESS_NAMES as HARNESSES, type HarnessName } from '../harnesses/types.ts';
 import { log } from '../util/log.ts';
 import { startGym } from './server.ts';
 

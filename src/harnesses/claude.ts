@@ -9,6 +9,25 @@ import type { HarnessProfile } from './types.ts';
 export const claude: HarnessProfile = {
   name: 'claude',
   binaries: ['claude', 'claude-code'],
+  entry: '@anthropic-ai/claude-code/cli-wrapper.cjs',
+  envNames: [
+    'ANTHROPIC_BASE_URL',
+    'ANTHROPIC_AUTH_TOKEN',
+    'ANTHROPIC_API_KEY',
+    'ANTHROPIC_MODEL',
+    'ANTHROPIC_SMALL_FAST_MODEL',
+    'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+    'ANTHROPIC_DEFAULT_SONNET_MODEL',
+    'ANTHROPIC_DEFAULT_OPUS_MODEL',
+    'CLAUDE_CODE_SUBAGENT_MODEL',
+    'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
+    'CLAUDE_CONFIG_DIR',
+    'DISABLE_AUTOUPDATER',
+    'DISABLE_TELEMETRY',
+    'DISABLE_ERROR_REPORTING',
+    'ENABLE_TOOL_SEARCH',
+    'IS_SANDBOX',
+  ],
   async prepare({ proxyUrl, key, model, runDir, argv }) {
     const config = join(runDir, 'claude-config');
     await mkdir(config, { recursive: true });
@@ -41,15 +60,7 @@ export const claude: HarnessProfile = {
     if (Array.isArray(tools) && tools.length === 0) meta.request_kind = 'side';
     return meta;
   },
-  promptCommand(prompt) {
-    return [
-      'claude',
-      '-p',
-      prompt,
-      '--dangerously-skip-permissions',
-      '--output-format',
-      'stream-json',
-      '--verbose',
-    ];
+  promptArgs(prompt) {
+    return ['-p', '--dangerously-skip-permissions', prompt];
   },
 };

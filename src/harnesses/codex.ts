@@ -12,6 +12,8 @@ const toml = (s: string) => JSON.stringify(s);
 export const codex: HarnessProfile = {
   name: 'codex',
   binaries: ['codex'],
+  entry: '@openai/codex/bin/codex.js',
+  envNames: ['CODEX_HOME', 'POLAR_API_KEY', 'OPENAI_API_KEY', 'CODEX_API_KEY'],
   async prepare({ proxyUrl, key, model, runDir, argv }) {
     const home = join(runDir, 'codex-home');
     await mkdir(home, { recursive: true });
@@ -57,17 +59,7 @@ export const codex: HarnessProfile = {
     }
     return meta;
   },
-  promptCommand(prompt, { cwd }) {
-    return [
-      'codex',
-      'exec',
-      '--skip-git-repo-check',
-      '--dangerously-bypass-approvals-and-sandbox',
-      '--ephemeral',
-      '--json',
-      '-C',
-      cwd,
-      prompt,
-    ];
+  promptArgs(prompt) {
+    return ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt];
   },
 };

@@ -4,6 +4,14 @@ import type { HarnessProfile } from './types.ts';
 export const generic: HarnessProfile = {
   name: 'generic',
   binaries: [],
+  envNames: [
+    'OPENAI_BASE_URL',
+    'OPENAI_API_KEY',
+    'ANTHROPIC_BASE_URL',
+    'ANTHROPIC_API_KEY',
+    'POLAR_MODEL',
+    'POLAR_PROXY_URL',
+  ],
   async prepare({ proxyUrl, key, model, argv }) {
     return {
       env: {
@@ -21,7 +29,8 @@ export const generic: HarnessProfile = {
   callMeta() {
     return {};
   },
-  promptCommand(prompt) {
+  /** the generic harness has no command of its own: polar eval takes one from --agent-cmd */
+  promptArgs(prompt) {
     return [prompt];
   },
 };

@@ -12,6 +12,8 @@ export const PI_APIS = ['openai-completions', 'openai-responses', 'anthropic-mes
 export const pi: HarnessProfile = {
   name: 'pi',
   binaries: ['pi', 'pi-coding-agent'],
+  entry: '@mariozechner/pi-coding-agent/dist/cli.js',
+  envNames: ['PI_CODING_AGENT_DIR', 'POLAR_API_KEY', 'PI_OFFLINE', 'PI_SKIP_VERSION_CHECK'],
   async prepare({ proxyUrl, key, model, runDir, argv, options }) {
     const api = options.api ?? 'openai-completions';
     if (!(PI_APIS as readonly string[]).includes(api)) {
@@ -45,7 +47,7 @@ export const pi: HarnessProfile = {
     }
     return {};
   },
-  promptCommand(prompt) {
-    return ['pi', '-p', prompt];
+  promptArgs(prompt) {
+    return ['-p', '--no-session', prompt];
   },
 };

@@ -33,6 +33,10 @@ export interface HarnessProfile {
   prepare(context: PrepareContext): Promise<Prepared>;
   /** per-call facts from the harness's headers and body (request kind, thread id, ...) */
   callMeta(headers: Record<string, string>, body: unknown): Record<string, unknown>;
-  /** argv that runs the harness on one prompt non-interactively (used by polar eval) */
-  promptCommand(prompt: string, options: { cwd: string }): string[];
+  /** the package's entry script, run with node (polar eval runs it on the host or mounts it in a container) */
+  entry?: string;
+  /** every environment variable prepare() may set: what a container must be passed */
+  envNames: readonly string[];
+  /** the arguments after the executable that run the harness on one prompt non-interactively (polar eval) */
+  promptArgs(prompt: string): string[];
 }

@@ -92,3 +92,19 @@ describe('harness profiles', () => {
     assert.deepEqual(meta, { thread_id: 't1', request_kind: 'compaction', turn_id: 'u' });
   });
 });
+
+describe('profile env names', () => {
+  for (const [name, profile] of Object.entries(HARNESSES)) {
+    test(`${name}: every variable prepare() sets is declared (containers are passed exactly these)`, async () => {
+      for (const api of name === 'pi'
+        ? ['openai-completions', 'openai-responses', 'anthropic-messages']
+        : ['-']) {
+        const p = await profile.prepare(
+          await ctx([name, '--dangerously-skip-permissions'], api === '-' ? {} : { api }),
+        );
+        for (const key of Object.keys(p.env))
+          assert.ok(profile.envNames.includes(key), `${name} sets undeclared ${key}`);
+      }
+    });
+  }
+});
