@@ -17,11 +17,11 @@ import { mkdtemp, open as openFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { validateCaptureRecord } from '../capture/reader.ts';
 import type { CallRecord, GradingRecord, SessionEndRecord, SessionRecord } from '../capture/record.ts';
 import { InputError, PolarError } from '../errors.ts';
 import { parseJsonLine, readLines } from '../util/jsonl.ts';
 import { type AdvantageKind, groupAdvantages, isUniform } from './advantage.ts';
-import { validateCaptureValue } from './capture-input.ts';
 import { encodeHead, encodeTails, type OutputFormat, type TrajectoryHead } from './formats.ts';
 import { type MergeCall, type MergedTrace, mergeCalls } from './merge.ts';
 import type { Trace, TraceKind, TrajectoryRecord, TrajectoryStats } from './record.ts';
@@ -384,9 +384,9 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
           }
         }
         stats.lines++;
-        let record: ReturnType<typeof validateCaptureValue>;
+        let record: ReturnType<typeof validateCaptureRecord>;
         try {
-          record = validateCaptureValue(source, line.line, parseJsonLine(source, line));
+          record = validateCaptureRecord(source, line.line, parseJsonLine(source, line));
         } catch (error) {
           if (options.skipInvalid && error instanceof InputError) {
             count(stats.lines_skipped, error.field === undefined ? 'invalid JSON' : 'schema-invalid');
