@@ -1,5 +1,6 @@
 /** Canonical events -> Chat Completions SSE for a harness. Stateful; never throws. */
 import type { StreamEvent } from '../canonical.ts';
+import { errorBody } from '../openai-errors.ts';
 import { encodeSse } from '../sse.ts';
 import { toChatFinishReason } from './map-finish-reason.ts';
 
@@ -71,13 +72,7 @@ export function createStreamWriter(ctx: { created: number; includeUsage?: boolea
           return out + encodeSse('[DONE]');
         }
         case 'error':
-          return encodeSse({
-            error: {
-              message: event.error.message,
-              type: errorType(event.error.status),
-              code: event.error.kind,
-            },
-          });
+          return encodeSse(errorBody(event.error));
         default: {
           const never: never = event;
           return never;
@@ -85,12 +80,4 @@ export function createStreamWriter(ctx: { created: number; includeUsage?: boolea
       }
     },
   };
-}
-
-export function errorType(status: number): string {
-  if (status === 400 || status === 413) return 'invalid_request_error';
-  if (status === 401) return 'authentication_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 429) return 'rate_limit_error';
-  return 'server_error';
 }

@@ -299,7 +299,7 @@ describe(
       const err = renderError({ kind: 'backend_timeout', message: 'slow', status: 504 });
       assert.equal(err.status, 504);
       assert.deepEqual(err.body, {
-        error: { message: 'slow', type: 'server_error', param: null, code: 'backend_timeout' },
+        error: { message: 'slow', type: 'timeout_error', param: null, code: 'backend_timeout' },
       });
     });
   },
