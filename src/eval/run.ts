@@ -297,14 +297,24 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
     }
   }
   await writePredictions(out, options, results);
-  const report = buildReport(ordered, {
-    dataset: options.dataset,
-    agent: options.agent.name,
-    model: options.agent.modelName,
-    runtime: options.runtime.kind,
-    instances: options.instances.map((i) => i.instance_id),
-    samples: options.samples,
+  const report = await writeReport(out, ordered, options);
+  return { report, results: ordered, interrupted };
+}
+
+/** Builds the report of a run's results and writes report.json (atomically). */
+export async function writeReport(
+  out: string,
+  results: ResultLine[],
+  run: Pick<EvalOptions, 'dataset' | 'agent' | 'runtime' | 'instances' | 'samples'>,
+): Promise<Report> {
+  const report = buildReport(results, {
+    dataset: run.dataset,
+    agent: run.agent.name,
+    model: run.agent.modelName,
+    runtime: run.runtime.kind,
+    instances: run.instances.map((i) => i.instance_id),
+    samples: run.samples,
   });
   await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-  return { report, results: ordered, interrupted };
+  return report;
 }

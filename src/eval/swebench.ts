@@ -11,9 +11,8 @@ import type { Agent } from './agents.ts';
 import type { SweInstance } from './dataset.ts';
 import { execTree } from './exec.ts';
 import type { GradeStatus } from './grade.ts';
-import { buildReport } from './report.ts';
 import type { EvalOutcome } from './run.ts';
-import { writeAtomic } from './run.ts';
+import { writeAtomic, writeReport } from './run.ts';
 import type { Runtime } from './runtime/types.ts';
 
 export function swebenchArgs(
@@ -98,14 +97,6 @@ export async function runSwebenchGrader(
     }
   }
   await writeAtomic(join(out, 'results.jsonl'), results.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  const report = buildReport(results, {
-    dataset: context.dataset,
-    agent: context.agent.name,
-    model: context.agent.modelName,
-    runtime: context.runtime.kind,
-    instances: context.instances.map((i) => i.instance_id),
-    samples: context.samples,
-  });
-  await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const report = await writeReport(out, results, context);
   return { ...outcome, report, results };
 }
