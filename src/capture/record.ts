@@ -70,6 +70,8 @@ export const callRecordSchema = z.looseObject({
   }),
   response: z.looseObject({ status: z.number().int(), body: z.unknown() }),
   canonical_request: z.unknown().nullable(),
+  /** the answer in canonical form (content, reasoning, tool calls, finish reason); null when the call failed */
+  canonical_response: z.unknown().nullable().optional(),
   backend_request: z.looseObject({ url: z.string(), body: z.unknown() }).nullable(),
   prompt_token_ids: tokenIds.nullable(),
   completion_token_ids: tokenIds.nullable(),

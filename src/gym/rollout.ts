@@ -15,7 +15,7 @@
  * train on prompts the model never saw.
  */
 import type { CallRecord } from '../capture/record.ts';
-import type { CanonicalMessage, CanonicalRequest } from '../protocols/canonical.ts';
+import type { CanonicalMessage, CanonicalRequest, CanonicalResponse } from '../protocols/canonical.ts';
 import { DEFAULT_EOT_IDS } from '../trajectory/build.ts';
 import { type MergeCall, type MergedTrace, mergeCalls } from '../trajectory/merge.ts';
 import type { TraceKind } from '../trajectory/record.ts';
@@ -55,56 +55,16 @@ interface Parts {
   toolCalls: { id: string; name: string; arguments: string }[];
 }
 
-/** The assistant turn a call answered, read back from the response body in the harness's API. */
+/** The assistant turn a call answered: the record's canonical response (the same for every wire API). */
 export function responseParts(record: CallRecord): Parts {
-  const parts: Parts = { reasoning: '', signature: null, content: '', toolCalls: [] };
-  const body = record.response.body as Record<string, unknown> | null;
-  if (!body || typeof body !== 'object') return parts;
-  if (record.api === 'openai-responses') {
-    for (const item of (body.output as Record<string, unknown>[] | undefined) ?? []) {
-      if (item.type === 'reasoning') {
-        const summary = (item.summary as { text?: string }[] | undefined) ?? [];
-        parts.reasoning += summary.map((s) => s.text ?? '').join('');
-        if (typeof item.encrypted_content === 'string') parts.signature = item.encrypted_content;
-      } else if (item.type === 'message') {
-        const content = (item.content as { text?: string }[] | undefined) ?? [];
-        parts.content += content.map((c) => c.text ?? '').join('');
-      } else if (item.type === 'function_call') {
-        const name =
-          typeof item.namespace === 'string' ? `${item.namespace}.${item.name}` : String(item.name);
-        parts.toolCalls.push({ id: String(item.call_id), name, arguments: String(item.arguments ?? '') });
-      }
-    }
-  } else if (record.api === 'anthropic-messages') {
-    for (const block of (body.content as Record<string, unknown>[] | undefined) ?? []) {
-      if (block.type === 'thinking') {
-        parts.reasoning += String(block.thinking ?? '');
-        if (typeof block.signature === 'string' && block.signature) parts.signature = block.signature;
-      } else if (block.type === 'text') parts.content += String(block.text ?? '');
-      else if (block.type === 'tool_use') {
-        parts.toolCalls.push({
-          id: String(block.id),
-          name: String(block.name),
-          arguments: JSON.stringify(block.input ?? {}),
-        });
-      }
-    }
-  } else if (record.api === 'openai-chat') {
-    const message = (body.choices as { message?: Record<string, unknown> }[] | undefined)?.[0]?.message;
-    if (message) {
-      parts.reasoning = typeof message.reasoning_content === 'string' ? message.reasoning_content : '';
-      parts.content = typeof message.content === 'string' ? message.content : '';
-      for (const c of (message.tool_calls as Record<string, unknown>[] | undefined) ?? []) {
-        const fn = c.function as { name?: string; arguments?: string } | undefined;
-        parts.toolCalls.push({
-          id: String(c.id),
-          name: String(fn?.name),
-          arguments: String(fn?.arguments ?? ''),
-        });
-      }
-    }
-  }
-  return parts;
+  const r = record.canonical_response as CanonicalResponse | null | undefined;
+  if (!r) return { reasoning: '', signature: null, content: '', toolCalls: [] };
+  return {
+    reasoning: r.reasoning,
+    signature: r.reasoningSignature ?? null,
+    content: r.content,
+    toolCalls: r.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+  };
 }
 
 function textOf(message: CanonicalMessage): string {

@@ -498,6 +498,7 @@ class CallInProgress {
       request: { method: this.method, path: this.path, headers: this.headers, body: this.requestBody },
       response: this.response ?? { status: 0, body: null },
       canonical_request: this.canonical,
+      canonical_response: this.final,
       backend_request: this.backendRequest,
       prompt_token_ids: this.tokens.promptTokenIds,
       completion_token_ids: this.tokens.completionTokenIds,
