@@ -7,7 +7,7 @@ import {
   defaultOutput,
   harnessName,
   parseMeta,
-  parsePositiveInt,
+  parseNonNegativeInt,
   parseSeconds,
 } from './options.ts';
 import { exitCodeOf, runCapture } from './run.ts';
@@ -24,9 +24,9 @@ export async function captureCommand(command: string[], flags: Record<string, un
   const backend = backendOptions(f);
   const profile = resolveHarness(harness, command);
   const output = f.output ?? defaultOutput(profile.name);
-  const sample = parsePositiveInt('--sample', f.sample);
-  const port = parsePositiveInt('--port', f.port);
-  const maxBody = parsePositiveInt('--max-body', f.maxBody);
+  const sample = parseNonNegativeInt('--sample', f.sample);
+  const port = parseNonNegativeInt('--port', f.port);
+  const maxBody = parseNonNegativeInt('--max-body', f.maxBody);
   const timeoutMs = parseSeconds('--timeout', f.timeout);
   let spinner: Ora | undefined;
   let calls = 0;

@@ -110,7 +110,7 @@ export function defaultOutput(harness: string, now = new Date()): string {
   return `polar-captures/${stamp}-${harness}.jsonl`;
 }
 
-export function parsePositiveInt(flag: string, value: string | undefined): number | undefined {
+export function parseNonNegativeInt(flag: string, value: string | undefined): number | undefined {
   return number(flag, value, (n) => Number.isInteger(n) && n >= 0, 'a non-negative integer');
 }
 

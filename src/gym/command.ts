@@ -1,7 +1,7 @@
 /** The body of `polar gym`: flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { type BackendFlags, backendOptions, parsePositiveInt, parseSeconds } from '../capture/options.ts';
+import { type BackendFlags, backendOptions, parseNonNegativeInt, parseSeconds } from '../capture/options.ts';
 import { UsageError } from '../errors.ts';
 import { loadDataset } from '../eval/dataset.ts';
 import { ContainerRuntime } from '../eval/runtime/docker.ts';
@@ -67,7 +67,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   }
   const dataset = f.dataset ? await loadDataset(f.dataset, { split: f.split }) : undefined;
   if (dataset) await runtime.check(dataset);
-  const port = parsePositiveInt('--port', f.port) ?? 8200;
+  const port = parseNonNegativeInt('--port', f.port) ?? 8200;
   const gym = await startGym({
     harness: harness as HarnessName,
     backend,
@@ -82,8 +82,8 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     out: f.out ?? 'runs/gym',
     host: f.host ?? '127.0.0.1',
     port,
-    maxRollouts: parsePositiveInt('--max-rollouts', f.maxRollouts) ?? 8,
-    maxInflight: parsePositiveInt('--max-inflight', f.maxInflight) ?? 64,
+    maxRollouts: parseNonNegativeInt('--max-rollouts', f.maxRollouts) ?? 8,
+    maxInflight: parseNonNegativeInt('--max-inflight', f.maxInflight) ?? 64,
     agentTimeoutMs: parseSeconds('--agent-timeout', f.agentTimeout) ?? 1_800_000,
     testTimeoutMs: parseSeconds('--test-timeout', f.testTimeout) ?? 1_800_000,
   });

@@ -1,7 +1,7 @@
 /** The body of `polar loop`: flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type BackendFlags, backendOptions, parsePositiveInt, parseSeconds } from '../capture/options.ts';
+import { type BackendFlags, backendOptions, parseNonNegativeInt, parseSeconds } from '../capture/options.ts';
 import { UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { runLoop } from './loop.ts';
@@ -11,7 +11,7 @@ export async function loopCommand(flags: Record<string, unknown>): Promise<numbe
   log.configure({ quiet: Boolean(f.quiet) });
   const str = (k: string) => (typeof f[k] === 'string' ? (f[k] as string) : undefined);
   const int = (flag: string, k: string, min = 1) => {
-    const n = parsePositiveInt(flag, str(k));
+    const n = parseNonNegativeInt(flag, str(k));
     if (n === undefined || n < min) throw new UsageError(`${flag} ${str(k)}: expected an integer >= ${min}`);
     return n;
   };

@@ -1,5 +1,5 @@
 /** The body of `polar serve`: flags in, start the server, print where it listens, run until SIGTERM/SIGINT. */
-import { type BackendFlags, backendOptions, parsePositiveInt } from '../capture/options.ts';
+import { type BackendFlags, backendOptions, parseNonNegativeInt } from '../capture/options.ts';
 import { UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { startServe } from './serve.ts';
@@ -15,8 +15,8 @@ export async function serveCommand(flags: Record<string, unknown>): Promise<numb
   };
   log.configure({ quiet: Boolean(f.quiet) });
   const backend = backendOptions(f);
-  const port = parsePositiveInt('--port', f.port) ?? 8100;
-  const maxInflight = parsePositiveInt('--max-inflight', f.maxInflight) ?? 64;
+  const port = parseNonNegativeInt('--port', f.port) ?? 8100;
+  const maxInflight = parseNonNegativeInt('--max-inflight', f.maxInflight) ?? 64;
   if (maxInflight < 1) throw new UsageError('--max-inflight must be at least 1');
   const adminToken = f.adminToken ?? process.env.POLAR_ADMIN_TOKEN;
   const host = f.host ?? '127.0.0.1';
