@@ -11,7 +11,15 @@ import {
 } from '../../../src/protocols/canonical.ts';
 import { ProtocolError } from '../../../src/protocols/errors.ts';
 import { foldAnthropic } from './harness-fold.ts';
-import { assertCovers, type Event, events, loadSample, samplesMissing } from './harness-samples.ts';
+import {
+  assertCovers,
+  cannedResponse,
+  type Event,
+  events,
+  eventsFor,
+  loadSample,
+  samplesMissing,
+} from './harness-samples.ts';
 
 const SAMPLES = [
   'claude-1-first-request.json',
@@ -22,42 +30,12 @@ const SAMPLES = [
 ];
 const skip = samplesMissing;
 
-function response(over: Partial<CanonicalResponse> = {}): CanonicalResponse {
-  return {
-    id: 'msg_test',
-    model: 'mock-model',
-    content: '',
-    reasoning: '',
-    toolCalls: [],
-    finishReason: 'stop',
-    usage: { promptTokens: 10, completionTokens: 1 },
-    ...over,
-  };
-}
+const response = (over: Partial<CanonicalResponse> = {}): CanonicalResponse =>
+  cannedResponse('msg_test', over);
 
 function run(evts: StreamEvent[]): string {
   const writer = anthropic.createStreamWriter({ created: 1 });
   return evts.map((e) => writer.write(e)).join('');
-}
-
-function eventsFor(r: CanonicalResponse, signatureAtStart = true): StreamEvent[] {
-  const out: StreamEvent[] = [
-    {
-      type: 'start',
-      id: r.id,
-      model: r.model,
-      ...(signatureAtStart && r.reasoningSignature ? { reasoningSignature: r.reasoningSignature } : {}),
-    },
-  ];
-  if (r.reasoning) out.push({ type: 'reasoning-delta', text: r.reasoning });
-  if (r.content) out.push({ type: 'text-delta', text: r.content });
-  r.toolCalls.forEach((c, index) => {
-    out.push({ type: 'tool-call-start', index, id: c.id, name: c.name });
-    out.push({ type: 'tool-call-delta', index, arguments: c.arguments });
-    out.push({ type: 'tool-call-end', index });
-  });
-  out.push({ type: 'finish', response: r });
-  return out;
 }
 
 const noPing = (evts: Event[]) => evts.filter((e) => e.type !== 'ping');

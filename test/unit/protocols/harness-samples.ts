@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { CanonicalResponse, StreamEvent } from '../../../src/protocols/canonical.ts';
 import { decodeSse } from '../../../src/protocols/sse.ts';
 
 const DIR = new URL('../../../../shared/samples/harness-requests/', import.meta.url);
@@ -86,4 +87,39 @@ export function assertCovers(actual: unknown, expected: unknown, path = '$'): vo
       assertCovers((actual as Record<string, unknown>)[k], v, `${path}.${k}`);
     }
   }
+}
+
+/** A canonical response with test defaults. */
+export function cannedResponse(id: string, over: Partial<CanonicalResponse> = {}): CanonicalResponse {
+  return {
+    id,
+    model: 'mock-model',
+    content: '',
+    reasoning: '',
+    toolCalls: [],
+    finishReason: 'stop',
+    usage: { promptTokens: 10, completionTokens: 1 },
+    ...over,
+  };
+}
+
+/** Canonical events for a response: optional reasoning, text, then tool calls, each with one delta. */
+export function eventsFor(r: CanonicalResponse, signatureAtStart = true): StreamEvent[] {
+  const out: StreamEvent[] = [
+    {
+      type: 'start',
+      id: r.id,
+      model: r.model,
+      ...(signatureAtStart && r.reasoningSignature ? { reasoningSignature: r.reasoningSignature } : {}),
+    },
+  ];
+  if (r.reasoning) out.push({ type: 'reasoning-delta', text: r.reasoning });
+  if (r.content) out.push({ type: 'text-delta', text: r.content });
+  r.toolCalls.forEach((c, index) => {
+    out.push({ type: 'tool-call-start', index, id: c.id, name: c.name });
+    out.push({ type: 'tool-call-delta', index, arguments: c.arguments });
+    out.push({ type: 'tool-call-end', index });
+  });
+  out.push({ type: 'finish', response: r });
+  return out;
 }

@@ -11,7 +11,14 @@ import {
 import { ProtocolError } from '../../../src/protocols/errors.ts';
 import * as responses from '../../../src/protocols/openai-responses/index.ts';
 import { foldResponses } from './harness-fold.ts';
-import { assertCovers, events, loadSample, samplesMissing } from './harness-samples.ts';
+import {
+  assertCovers,
+  cannedResponse,
+  events,
+  eventsFor,
+  loadSample,
+  samplesMissing,
+} from './harness-samples.ts';
 
 const SAMPLES = [
   'codex-1-first-request.json',
@@ -22,43 +29,12 @@ const SAMPLES = [
 ];
 const skip = samplesMissing;
 
-function response(over: Partial<CanonicalResponse> = {}): CanonicalResponse {
-  return {
-    id: 'resp_test',
-    model: 'mock-model',
-    content: '',
-    reasoning: '',
-    toolCalls: [],
-    finishReason: 'stop',
-    usage: { promptTokens: 10, completionTokens: 1 },
-    ...over,
-  };
-}
+const response = (over: Partial<CanonicalResponse> = {}): CanonicalResponse =>
+  cannedResponse('resp_test', over);
 
 function run(evts: StreamEvent[]): string {
   const writer = responses.createStreamWriter({ created: 1796105560 });
   return evts.map((e) => writer.write(e)).join('');
-}
-
-/** Canonical events for a response: optional reasoning, text, then tool calls, each with one delta. */
-function eventsFor(r: CanonicalResponse, signatureAtStart = true): StreamEvent[] {
-  const out: StreamEvent[] = [
-    {
-      type: 'start',
-      id: r.id,
-      model: r.model,
-      ...(signatureAtStart && r.reasoningSignature ? { reasoningSignature: r.reasoningSignature } : {}),
-    },
-  ];
-  if (r.reasoning) out.push({ type: 'reasoning-delta', text: r.reasoning });
-  if (r.content) out.push({ type: 'text-delta', text: r.content });
-  r.toolCalls.forEach((c, index) => {
-    out.push({ type: 'tool-call-start', index, id: c.id, name: c.name });
-    out.push({ type: 'tool-call-delta', index, arguments: c.arguments });
-    out.push({ type: 'tool-call-end', index });
-  });
-  out.push({ type: 'finish', response: r });
-  return out;
 }
 
 describe('openai-responses parseRequest on recorded requests', { skip }, () => {
