@@ -238,6 +238,26 @@ export function mergeCalls(calls: readonly MergeCall[], options: MergeOptions): 
     // 2. splice: the chain's last prompt is a prefix, the re-rendered assistant turn differs from what
     // was sampled; replace it (up to its first EOT) by the sampled ids
     if (options.splice) {
+      // a chain that was spliced no longer equals the server's tokens, so a call that extends its last
+      // call exactly in the server's own tokens (last prompt + completion) continues it without a splice
+      let extended: Chain | null = null;
+      for (const chain of chains) {
+        if (isSideKind(chain.trace.kind) || chain.trace.spliced_turns === 0) continue;
+        if (extended !== null && chain.lastPrompt.length <= extended.lastPrompt.length) continue;
+        const end = chain.lastPrompt.length + chain.lastCompletion.length;
+        if (
+          end <= call.prompt.length &&
+          isPrefix(chain.lastPrompt, call.prompt) &&
+          isPrefix(chain.lastCompletion, call.prompt.slice(chain.lastPrompt.length, end))
+        )
+          extended = chain;
+      }
+      if (extended !== null) {
+        appendGlue(extended, call.prompt, extended.lastPrompt.length + extended.lastCompletion.length);
+        appendSampled(extended, call);
+        stats.calls_merged++;
+        continue;
+      }
       let spliced: { chain: Chain; from: number } | null = null;
       for (const chain of chains) {
         if (isSideKind(chain.trace.kind)) continue;

@@ -153,6 +153,37 @@ describe('prefix merging properties', () => {
     );
   });
 
+  it('splice mode: a call that extends a spliced chain in server tokens stays on it (found by fast-check)', () => {
+    const c = (id: string, seq: number, prompt: number[], completion: number[], finishReason: string) => ({
+      id,
+      seq,
+      prompt,
+      completion,
+      logprobs: null,
+      tokenExact: true,
+      finishReason,
+      requestKind: null,
+      traceKind: null,
+    });
+    const calls = [
+      c('c0', 0, [13], [0], 'length'),
+      c('c1', 1, [13], [EOT], 'stop'),
+      c('c2', 2, [13, EOT], [0], 'length'),
+      c('c3', 3, [13, EOT, 15], [], 'length'),
+      c('c4', 4, [13, EOT, 15], [], 'length'),
+      c('c5', 5, [13, 0], [], 'length'),
+    ] as Parameters<typeof mergeCalls>[0];
+    const spliced = mergeCalls(calls, { eotIds: [EOT], splice: true });
+    const exact = mergeCalls(calls, { eotIds: [EOT], splice: false });
+    checkInvariants(calls, spliced.traces, false);
+    assert.ok(spliced.traces.length <= exact.traces.length);
+    assert.deepEqual(
+      spliced.traces[0]!.calls,
+      ['c0', 'c3', 'c4'],
+      'the retry c4 follows c3 onto the spliced chain',
+    );
+  });
+
   it('through the capture pipeline: written traces keep the invariants', async () => {
     await fc.assert(
       fc.asyncProperty(sessionArb, async (calls) => {
