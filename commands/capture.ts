@@ -11,6 +11,12 @@ export function defineCapture(program: Command): void {
       '--pi-api <api>',
       'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
     )
+    .option(
+      '--pass-env <name>',
+      "another variable of polar's environment the harness may see (repeatable; it gets PATH, HOME, locale, TERM, TMPDIR and proxies)",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option('--harness-node <path>', 'node binary for a harness that needs a newer Node (Qwen Code: 22)')
     .option('-o, --output <file>', 'capture file (JSONL, appended)', undefined)
     .option('--task-id <id>', 'task id recorded in the session record')
     .option('--sample <n>', 'sample index recorded in the session record')

@@ -1,5 +1,6 @@
 /** The body of `polar capture`: flags in, runCapture, exit code out. */
 import ora, { type Ora } from 'ora';
+import { parsePassEnv } from '../harnesses/env.ts';
 import { resolveHarness } from '../harnesses/index.ts';
 import { log } from '../util/log.ts';
 import {
@@ -15,6 +16,7 @@ import { exitCodeOf, runCapture } from './run.ts';
 export async function captureCommand(command: string[], flags: Record<string, unknown>): Promise<number> {
   const f = flags as Record<string, string | undefined> & {
     meta?: string[];
+    passEnv?: string[];
     quiet?: boolean;
     keepRunDir?: boolean;
     requireTokenIds?: boolean;
@@ -45,7 +47,11 @@ export async function captureCommand(command: string[], flags: Record<string, un
   const result = await runCapture({
     command,
     harness: profile.name,
-    harnessOptions: f.piApi ? { api: f.piApi } : {},
+    harnessOptions: {
+      ...(f.piApi ? { api: f.piApi } : {}),
+      ...(f.harnessNode ? { node: f.harnessNode } : {}),
+    },
+    passEnv: parsePassEnv(f.passEnv),
     backend,
     model: backend.model,
     output,

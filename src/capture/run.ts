@@ -2,14 +2,16 @@
  * `polar capture`: start the proxy, point the harness at it through its profile, run it with stdio passed
  * through, forward signals, record every call, and exit with the harness's exit code.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { execa } from 'execa';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { EnvironmentError, errorMessage } from '../errors.ts';
+import { harnessEnv } from '../harnesses/env.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
+import { makeRunDir, startWatchdog, type Watchdog } from '../harnesses/rundir.ts';
 import { ProxyServer } from '../proxy/server.ts';
 import { log } from '../util/log.ts';
 import type { CallRecord, SessionEndRecord } from './record.ts';
@@ -26,7 +28,10 @@ export interface CaptureRunOptions {
   model: string;
   output: string;
   cwd?: string;
+  /** variables set for this run (on top of the allow-list of harnesses/env.ts) */
   env?: Record<string, string>;
+  /** names of more variables of polar's environment the harness may see (`--pass-env`) */
+  passEnv?: string[];
   taskId?: string;
   sample?: number;
   meta?: Record<string, string>;
@@ -73,7 +78,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     port: options.port,
     maxBodyBytes: options.maxBodyBytes,
   });
-  const runDir = await mkdtemp(join(options.runDirBase ?? tmpdir(), 'polar-run-'));
+  const runDir = await makeRunDir(options.runDirBase ?? tmpdir());
   const cwd = resolve(options.cwd ?? process.cwd());
   let exitCode: number | null = null;
   let signal: string | null = null;
@@ -81,6 +86,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
   let stdout: string | undefined;
   let stderr: string | undefined;
   const handlers = new Map<string, () => void>();
+  let watchdog: Watchdog | undefined;
   const { url } = await proxy.listen();
   const capture = openSession({
     profile,
@@ -108,18 +114,24 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     });
     capture.begin(prepared.argv);
     log.debug(`capture: proxy ${url}, session ${session.id}, harness ${profile.name}, run dir ${runDir}`);
-    const env: Record<string, string | undefined> = { ...process.env, ...options.env };
-    for (const [name, value] of Object.entries(prepared.env)) {
-      if (value === null) delete env[name];
-      else env[name] = value;
-    }
+    // an allow-list, never all of process.env: no backend or vendor key reaches the harness
+    const env = harnessEnv(process.env, {
+      passEnv: options.passEnv ?? [],
+      extra: options.env ?? {},
+      profile: prepared.env,
+    });
     const [file, ...args] = prepared.argv as [string, ...string[]];
     const stdio = options.stdio ?? 'inherit';
+    const stdin = options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore';
+    // its own process group (so polar can end everything it started), unless it reads a terminal: a
+    // process outside the terminal's foreground group is stopped when it reads it
+    const group = !(stdin === 'inherit' && process.stdin.isTTY);
     const child = execa(file, args, {
       cwd: options.cwd,
       env,
       extendEnv: false,
-      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+      stdin,
+      detached: group,
       stdout: stdio,
       stderr: stdio,
       reject: false,
@@ -130,17 +142,30 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       forceKillAfterDelay: 5000,
       ...(stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
     });
+    if (child.pid !== undefined)
+      watchdog = startWatchdog(child.pid, group, options.keepRunDir ? null : runDir);
+    const signalHarness = (name: NodeJS.Signals) => {
+      if (group && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, name);
+          return;
+        } catch {}
+      }
+      child.kill(name);
+    };
     let interrupted = false;
     for (const name of FORWARDED) {
       const handler = () => {
         interrupted = true;
         log.debug(`capture: forwarding ${name} to the harness`);
-        child.kill(name);
+        signalHarness(name);
       };
       handlers.set(name, handler);
       process.on(name, handler);
     }
     const result = await child;
+    // a timed-out harness's tools (a hung test run) die with it
+    if (result.timedOut) signalHarness('SIGKILL');
     if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
       const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
       throw new EnvironmentError(
@@ -164,6 +189,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       stderr = String(result.stderr ?? '');
     }
   } finally {
+    watchdog?.release();
     for (const [name, handler] of handlers) process.off(name, handler);
     await proxy.close(2000);
     proxy.removeSession(session.key);

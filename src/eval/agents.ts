@@ -5,11 +5,13 @@
  * a harness agent runs Codex / Claude Code / Pi / a generic command under `polar capture` through
  * runCapture (src/capture/run.ts), which records every model call into the sample's capture file.
  */
+
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import type { CaptureRunOptions, CaptureRunResult } from '../capture/run.ts';
+import { containerEnvNames } from '../harnesses/env.ts';
 import { HARNESSES as HARNESS_PROFILES } from '../harnesses/index.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import type { SweInstance } from './dataset.ts';
@@ -181,9 +183,7 @@ export function harnessArgv(
  * Variables a harness inside a container must see (docker exec -e NAME passes the host value): every
  * variable a harness profile sets, plus the prompt and HOME.
  */
-export const PASS_ENV = [
-  ...new Set([...Object.values(HARNESS_PROFILES).flatMap((p) => p.envNames), 'POLAR_PROMPT', 'HOME']),
-];
+export const PASS_ENV = containerEnvNames(Object.values(HARNESS_PROFILES));
 
 export interface HarnessAgentOptions {
   harness: HarnessName;
@@ -205,6 +205,8 @@ export interface HarnessAgentOptions {
   /** creates the backend once for all samples (an embedded model loads once); default: createBackend */
   createBackend?: (options: BackendOptions) => Promise<Backend>;
   env?: Record<string, string>;
+  /** more variables of polar's environment the harness may see (`--pass-env`) */
+  passEnv?: string[];
 }
 
 export class HarnessAgent implements Agent {
@@ -228,7 +230,10 @@ export class HarnessAgent implements Agent {
       this.options.placement,
       this.options.genericCommand,
     );
-    const { command, cwd } = env.hostCommand(argv, PASS_ENV);
+    const { command, cwd } = env.hostCommand(
+      argv,
+      containerEnvNames(Object.values(HARNESS_PROFILES), this.options.passEnv),
+    );
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
     try {
       this.backend ??= this.options.backendInstance
@@ -248,6 +253,7 @@ export class HarnessAgent implements Agent {
         output: context.capturePath,
         cwd,
         env: { ...this.options.env, POLAR_PROMPT: prompt },
+        ...(this.options.passEnv ? { passEnv: this.options.passEnv } : {}),
         taskId: instance.instance_id,
         sample: context.sample,
         meta: { ...context.meta, instance_id: instance.instance_id, repo: instance.repo },

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { type BackendFlags, backendOptions } from '../capture/options.ts';
 import { EnvironmentError, EXIT, PolarError, UsageError } from '../errors.ts';
+import { parsePassEnv } from '../harnesses/env.ts';
 import { HARNESS_NAMES as HARNESSES, type HarnessName } from '../harnesses/types.ts';
 import { log } from '../util/log.ts';
 import { type Agent, EmptyAgent, GoldAgent, HarnessAgent, PredictionsAgent } from './agents.ts';
@@ -49,6 +50,7 @@ export interface EvalCliOptions {
   keepEnvs?: boolean;
   gradeEmptyPatches?: boolean;
   piApi?: string;
+  passEnv?: string[];
 }
 
 function positiveInt(name: string, value: string): number {
@@ -161,6 +163,7 @@ export async function setupEval(
       ...(extras.backendInstance ? { backendInstance: extras.backendInstance } : {}),
       ...(o.piApi ? { harnessOptions: { api: o.piApi } } : {}),
       ...(runDirBase ? { runDirBase } : {}),
+      passEnv: parsePassEnv(o.passEnv),
     });
   }
 

@@ -23,7 +23,7 @@ import { ProtocolError } from '../protocols/errors.ts';
 import { log } from '../util/log.ts';
 import { DEFAULT_MAX_BODY_BYTES, readBody } from './body.ts';
 import { anthropic, type FrontProtocol, PROTOCOLS, route } from './protocols.ts';
-import { redactHeaders, redactSecrets } from './redact.ts';
+import { redactHeaders, redactSecrets, redactUrl } from './redact.ts';
 
 export interface ProxySession {
   id: string;
@@ -428,10 +428,10 @@ class CallInProgress {
   ) {
     this.headers = redactHeaders(req.headers);
     this.method = req.method ?? 'POST';
-    this.path = req.url ?? '/';
+    this.path = redactUrl(req.url ?? '/');
     this.recorder = {
       backendRequest: (url, body) => {
-        this.backendRequest = { url, body };
+        this.backendRequest = { url: redactUrl(url), body };
       },
       tokens: (data) => {
         this.tokens = data;
