@@ -221,6 +221,8 @@ function installHint(harness: string): string {
       return '@anthropic-ai/claude-code';
     case 'pi':
       return '@mariozechner/pi-coding-agent';
+    case 'qwen':
+      return '@qwen-code/qwen-code';
     default:
       return '<the agent package>';
   }

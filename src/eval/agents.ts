@@ -130,6 +130,12 @@ You are in the root of the repository at {{workdir}}. Edit non-test source files
 
 Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
 is fixed; leave the tests alone. Stop when you are done.`,
+  qwen: `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
+is fixed; leave the tests alone. Stop when you are done.`,
   generic: `<pr_description>
 {{problem_statement}}
 </pr_description>
