@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { HARNESSES } from '../../../src/harnesses/index.ts';
 import { requestShape } from '../../../src/harnesses/kinds.ts';
+import { type MergeCall, mergeCalls } from '../../../src/trajectory/merge.ts';
 import { ROOT } from '../../support/capture-run.ts';
 
 const SAMPLES = join(ROOT, '../shared/samples/harness-requests');
@@ -157,4 +158,50 @@ describe('side-call kinds per harness', () => {
     assert.equal(kindOf('qwen', qwen(QMAIN, 'ECHO hi')), undefined);
     assert.equal(kindOf('qwen', qwen('You are a careful engineer.', 'ECHO hi')), undefined);
   });
+});
+
+describe('polar build keeps every side-call kind out of the root chain', () => {
+  const call = (
+    seq: number,
+    prompt: number[],
+    completion: number[],
+    requestKind: string | null,
+  ): MergeCall => ({
+    id: `c${seq}`,
+    seq,
+    prompt,
+    completion,
+    logprobs: null,
+    tokenExact: true,
+    finishReason: 'stop',
+    requestKind,
+    traceKind: null,
+  });
+  const KINDS = [
+    'title',
+    'suggestion',
+    'compaction',
+    'subagent',
+    'prewarm',
+    'side',
+    'memory',
+    'next_speaker',
+  ];
+  for (const kind of KINDS) {
+    test(`${kind}: its own trace, and the next turn still extends the root`, () => {
+      // the side call's prompt extends the root exactly (a forked suggestion/compaction does), yet must not join it
+      const calls = [
+        call(0, [1, 2], [3, 9], null),
+        call(1, [1, 2, 3, 9, 4], [5, 9], kind),
+        call(2, [1, 2, 3, 9, 6], [7, 9], null),
+      ];
+      const { traces } = mergeCalls(calls, { eotIds: [9], splice: false });
+      const root = traces.find((t) => t.calls.includes('c0'))!;
+      assert.equal(root.kind, 'root');
+      assert.deepEqual(root.calls, ['c0', 'c2']);
+      const side = traces.find((t) => t.calls.includes('c1'))!;
+      assert.notEqual(side.kind, 'root');
+      assert.deepEqual(side.calls, ['c1']);
+    });
+  }
 });
