@@ -6,7 +6,7 @@ export function defineCapture(program: Command): void {
     .command('capture')
     .description("run a harness behind polar's recording proxy and capture every model call with token ids")
     .argument('<command...>', 'the harness command line, after --')
-    .option('--harness <name>', 'codex | claude | pi | generic (default: from the command name)')
+    .option('--harness <name>', 'codex | claude | pi | qwen | generic (default: from the command name)')
     .option(
       '--pi-api <api>',
       'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',

@@ -10,8 +10,13 @@ export function defineEval(program: Command): void {
       '.jsonl, .json or .parquet in the SWE-bench schema, or a hub id',
     )
     .option('--split <name>', 'split of a hub dataset', 'test')
-    .option('--harness <name>', 'harness to run under polar capture: codex, claude, pi, generic')
+    .option('--harness <name>', 'harness to run under polar capture: codex, claude, pi, qwen, generic')
     .option('--agent <name>', 'gold | empty | predictions, or a harness name (same as --harness)')
+    .option(
+      '--pass-env <name>',
+      "another variable of polar's environment the harness may see (repeatable)",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
     .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')

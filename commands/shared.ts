@@ -33,11 +33,6 @@ export function addRolloutFlags(cmd: Command): Command {
       '--pi-api <api>',
       'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
     )
-    .option(
-      '--pass-env <name>',
-      "another variable of polar's environment the harness may see (repeatable)",
-      (v: string, prev: string[] = []) => [...prev, v],
-    )
     .option('--runtime <kind>', 'local, docker or podman', 'docker')
     .option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories', 'fixtures/swe/repos')
     .option('--image <template>', 'container image override ({instance_id} is replaced)')
