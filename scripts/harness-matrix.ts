@@ -167,8 +167,8 @@ function main(): void {
     '',
     'Calls seen per request kind (harness_meta.request_kind; "turn" = an ordinary agent turn)',
     '',
-    '| harness | version | calls by kind |',
-    '|---|---|---|',
+    '| harness | version | calls by kind | user-agent seen |',
+    '|---|---|---|---|',
     ...kindRows,
     '',
   ].join('\n');
@@ -178,17 +178,20 @@ function main(): void {
 }
 
 function kindCounts(file: string): string {
-  if (!existsSync(file)) return '(no calls recorded)';
+  if (!existsSync(file)) return '(no calls recorded) | -';
   const counts = new Map<string, number>();
+  const agents = new Set<string>();
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (!line.trim()) continue;
-    const kind = (JSON.parse(line) as { kind: string }).kind;
+    const { kind, ua } = JSON.parse(line) as { kind: string; ua?: string };
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    if (ua) agents.add(ua.split(' ')[0]!);
   }
-  return [...counts]
+  const seen = [...counts]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, n]) => `${k}: ${n}`)
     .join(', ');
+  return `${seen} | ${[...agents].join(', ') || '-'}`;
 }
 
 main();

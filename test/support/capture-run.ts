@@ -110,7 +110,9 @@ async function logKinds(file: string, records: CaptureRecord[]): Promise<void> {
           : c.api === 'anthropic-count-tokens'
             ? 'count_tokens'
             : 'turn';
-      return `${JSON.stringify({ kind })}\n`;
+      // the harness's own user-agent: proof of which installed version made the call
+      const ua = c.request.headers['user-agent'] ?? '';
+      return `${JSON.stringify({ kind, ua })}\n`;
     });
   await appendFile(file, lines.join(''));
 }
