@@ -5,13 +5,13 @@
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
-import { execa } from 'execa';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { EnvironmentError, errorMessage } from '../errors.ts';
 import { harnessEnv } from '../harnesses/env.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
-import { makeRunDir, startWatchdog, type Watchdog } from '../harnesses/rundir.ts';
+import { runHarnessProcess } from '../harnesses/process.ts';
+import { makeRunDir } from '../harnesses/rundir.ts';
 import { ProxyServer } from '../proxy/server.ts';
 import { log } from '../util/log.ts';
 import type { CallRecord, SessionEndRecord } from './record.ts';
@@ -61,8 +61,6 @@ export interface CaptureRunResult {
   stderr?: string;
 }
 
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
 export async function runCapture(options: CaptureRunOptions): Promise<CaptureRunResult> {
   if (options.command.length === 0)
     throw new EnvironmentError(
@@ -85,8 +83,6 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
   let status: SessionEndRecord['status'] = 'error';
   let stdout: string | undefined;
   let stderr: string | undefined;
-  const handlers = new Map<string, () => void>();
-  let watchdog: Watchdog | undefined;
   const { url } = await proxy.listen();
   const capture = openSession({
     profile,
@@ -122,50 +118,14 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     });
     const [file, ...args] = prepared.argv as [string, ...string[]];
     const stdio = options.stdio ?? 'inherit';
-    const stdin = options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore';
-    // its own process group (so polar can end everything it started), unless it reads a terminal: a
-    // process outside the terminal's foreground group is stopped when it reads it
-    const group = !(stdin === 'inherit' && process.stdin.isTTY);
-    const child = execa(file, args, {
-      cwd: options.cwd,
+    const { result, interrupted } = await runHarnessProcess(file, args, {
+      ...(options.cwd ? { cwd: options.cwd } : {}),
       env,
-      extendEnv: false,
-      stdin,
-      detached: group,
-      stdout: stdio,
-      stderr: stdio,
-      reject: false,
-      preferLocal: true,
-      localDir: process.cwd(),
-      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
-      killSignal: 'SIGTERM',
-      forceKillAfterDelay: 5000,
-      ...(stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
+      stdio,
+      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      runDir: options.keepRunDir ? null : runDir,
     });
-    if (child.pid !== undefined)
-      watchdog = startWatchdog(child.pid, group, options.keepRunDir ? null : runDir);
-    const signalHarness = (name: NodeJS.Signals) => {
-      if (group && child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, name);
-          return;
-        } catch {}
-      }
-      child.kill(name);
-    };
-    let interrupted = false;
-    for (const name of FORWARDED) {
-      const handler = () => {
-        interrupted = true;
-        log.debug(`capture: forwarding ${name} to the harness`);
-        signalHarness(name);
-      };
-      handlers.set(name, handler);
-      process.on(name, handler);
-    }
-    const result = await child;
-    // a timed-out harness's tools (a hung test run) die with it
-    if (result.timedOut) signalHarness('SIGKILL');
     if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
       const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
       throw new EnvironmentError(
@@ -189,8 +149,6 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       stderr = String(result.stderr ?? '');
     }
   } finally {
-    watchdog?.release();
-    for (const [name, handler] of handlers) process.off(name, handler);
     await proxy.close(2000);
     proxy.removeSession(session.key);
     try {
