@@ -7,7 +7,7 @@
  * generation_token_ids and generation_log_probs (src/gym/rollout.ts), plus the reward.
  * POST /v1/responses runs the harness without grading; POST /aggregate_metrics aggregates.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -18,9 +18,9 @@ import type { CallRecord } from '../capture/record.ts';
 import { PolarError } from '../errors.ts';
 import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
 import { parseRow, type SweInstance } from '../eval/dataset.ts';
-import { execTree } from '../eval/exec.ts';
 import { runEval } from '../eval/run.ts';
-import type { InstanceEnv, Runtime } from '../eval/runtime/types.ts';
+import { scratchEnv } from '../eval/runtime/scratch.ts';
+import type { Runtime } from '../eval/runtime/types.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { readBody } from '../proxy/body.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
@@ -431,26 +431,6 @@ function responseObject(
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: rollout.usage.input_tokens + rollout.usage.output_tokens,
     },
-  };
-}
-
-/** An empty working folder on this machine for a rollout without an instance (trusted harnesses only). */
-async function scratchEnv(): Promise<InstanceEnv> {
-  const root = await mkdtemp(join((await import('node:os')).tmpdir(), 'polar-gym-'));
-  const workdir = join(root, 'work');
-  await mkdir(workdir);
-  return {
-    workdir,
-    scratch: root,
-    exec: (script, o = {}) =>
-      execTree('bash', ['-c', script], { cwd: workdir, env: o.env, timeoutMs: o.timeoutMs, input: o.input }),
-    async writeFile(path, content) {
-      const { writeFile } = await import('node:fs/promises');
-      await writeFile(resolve(workdir, path), content);
-    },
-    hostCommand: (argv) => ({ command: argv, cwd: workdir }),
-    reachHost: (url) => url,
-    dispose: () => rm(root, { recursive: true, force: true }),
   };
 }
 

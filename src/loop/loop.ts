@@ -14,10 +14,11 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
-import { UsageError } from '../errors.ts';
-import { type EvalCliOptions, setupEval } from '../eval/command.ts';
+import { PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../eval/dataset.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
+import type { RuntimeSetup } from '../eval/runtime/create.ts';
+import { type AgentSetup, setupEvaluation } from '../eval/setup.ts';
 import { runTrain } from '../train/launch.ts';
 import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
@@ -26,9 +27,10 @@ import { type Publisher, publisherFor } from './publish.ts';
 export interface LoopOptions {
   trainSet: string;
   evalSet?: string;
-  harness: string;
-  /** Pi's wire API (profile option) */
-  piApi?: string;
+  /** the harness agent of every evaluation (its backend is `backend`): the setup polar eval makes */
+  agent: Omit<AgentSetup, 'backend'>;
+  /** where the samples run: the same runtime setup as polar eval and polar gym */
+  runtime: RuntimeSetup;
   backend: BackendOptions;
   /** the checkpoint (or model id) training starts from; the backend serves the same weights */
   trainModel: string;
@@ -37,12 +39,6 @@ export interface LoopOptions {
   steps: number;
   evalEvery: number;
   out: string;
-  runtime: string;
-  repos: string;
-  /** container image template and network (docker/podman runtimes) */
-  image?: string;
-  network?: string;
-  allowUnsandboxed: boolean;
   concurrency: number;
   agentTimeoutMs: number;
   testTimeoutMs: number;
@@ -151,7 +147,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
         loop_step: String(n),
       });
       if (o.crashAfter?.step === n && o.crashAfter.phase === 'eval')
-        throw new Error(`simulated crash after eval of step ${n}`);
+        throw new PolarError(`simulated crash after eval of step ${n}`);
 
       const traj = join(dir, 'traj.jsonl');
       const stats = await runBuild([join(dir, 'eval')], {
@@ -162,11 +158,11 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
       });
       await writeFile(join(dir, 'build-stats.json'), `${JSON.stringify(stats, null, 2)}\n`);
       if (o.crashAfter?.step === n && o.crashAfter.phase === 'build')
-        throw new Error(`simulated crash after build of step ${n}`);
+        throw new PolarError(`simulated crash after build of step ${n}`);
 
       const trajectories = stats.trajectories_written;
       if (trajectories === 0)
-        throw new Error(
+        throw new PolarError(
           `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
         );
       // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
@@ -185,9 +181,9 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
           epochs: 1,
         },
       });
-      if (!trained.checkpoint) throw new Error(`step ${n}: training wrote no checkpoint`);
+      if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
       if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
-        throw new Error(`simulated crash after train of step ${n}`);
+        throw new PolarError(`simulated crash after train of step ${n}`);
       checkpoint = trained.checkpoint;
       policy = `step-${n}`;
       await publish(publisher, checkpoint, join(dir, 'onnx'), o);
@@ -254,26 +250,10 @@ async function evaluate(
   dataset: string,
   meta: Record<string, string>,
 ): Promise<EvalOutcome> {
-  const cli: EvalCliOptions = {
-    dataset,
-    harness: o.harness,
-    runtime: o.runtime,
-    repos: o.repos,
-    ...(o.image ? { image: o.image } : {}),
-    ...(o.network ? { network: o.network } : {}),
-    samples: String(samples),
-    concurrency: String(o.concurrency),
-    out,
-    agentTimeout: String(o.agentTimeoutMs / 1000),
-    testTimeout: String(o.testTimeoutMs / 1000),
-    grader: 'polar',
-    allowUnsandboxed: o.allowUnsandboxed,
-    ...(o.piApi ? { piApi: o.piApi } : {}),
-    backend: o.backend.kind,
-    model: o.backend.model,
-    ...(o.backend.url ? { backendUrl: o.backend.url } : {}),
-  };
-  const { agent, runtime } = await setupEval(cli, { backendInstance: backend });
+  const { agent, runtime } = await setupEvaluation(
+    { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime },
+    { backendInstance: backend },
+  );
   await runtime.check(instances);
   try {
     return await runEval({

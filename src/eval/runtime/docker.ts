@@ -25,6 +25,11 @@ export interface ContainerRuntimeOptions {
   network?: string;
   platform?: string;
   mounts?: Mount[];
+  /**
+   * a host dir mounted writable at the same path: where harness config dirs are made so a harness in the
+   * container reads them (InstanceEnv.harnessDirBase)
+   */
+  harnessDirBase?: string;
   env?: Record<string, string>;
   /** runs engine commands; injected in tests */
   runner?: (argv: string[], options: { input?: string; timeoutMs?: number }) => Promise<ExecResult>;
@@ -129,6 +134,15 @@ export class ContainerRuntime implements Runtime {
     this.runner = options.runner ?? defaultRunner;
   }
 
+  /** the mounts of every container: the configured ones, then the harness dir base (writable) */
+  get mounts(): Mount[] {
+    const base = this.options.harnessDirBase;
+    return [
+      ...(this.options.mounts ?? []),
+      ...(base ? [{ host: base, container: base, readonly: false }] : []),
+    ];
+  }
+
   imageFor(instance: SweInstance): string {
     return this.options.image?.(instance) ?? instance.image ?? officialImage(instance.instance_id);
   }
@@ -147,7 +161,11 @@ export class ContainerRuntime implements Runtime {
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
     const name = containerName(instance.instance_id, purpose, Math.random().toString(36).slice(2, 8));
-    const run = await this.runner(buildRunArgs(this.engine, name, this.imageFor(instance), this.options), {
+    const argv = buildRunArgs(this.engine, name, this.imageFor(instance), {
+      ...this.options,
+      mounts: this.mounts,
+    });
+    const run = await this.runner(argv, {
       timeoutMs: 30 * 60_000,
     });
     if (run.exitCode !== 0) {
@@ -155,7 +173,7 @@ export class ContainerRuntime implements Runtime {
         `cannot start ${this.imageFor(instance)}: ${run.output.trim().split('\n').pop() ?? ''}`,
       );
     }
-    return new ContainerEnv(this.engine, name, this.runner);
+    return new ContainerEnv(this.engine, name, this.runner, this.options.harnessDirBase);
   }
 }
 
@@ -167,6 +185,7 @@ class ContainerEnv implements InstanceEnv {
     private readonly engine: string,
     readonly name: string,
     private readonly runner: NonNullable<ContainerRuntimeOptions['runner']>,
+    readonly harnessDirBase?: string,
   ) {}
 
   exec(script: string, options: EnvExecOptions = {}) {
