@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { loadDataset } from '../eval/dataset.ts';
 import { createRuntime } from '../eval/runtime/create.ts';
-import { harnessSetup } from '../eval/setup.ts';
+import { type EvaluationSetup, harnessSetup } from '../eval/setup.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
@@ -24,19 +24,27 @@ export interface GymFlags extends BackendFlags, RolloutFlags {
   quiet?: boolean;
 }
 
+/** The harness and runtime of every rollout: the setup polar eval and polar loop make from the same flags. */
+export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: HarnessName } } {
+  return {
+    agent: {
+      agent: f.harness,
+      backend: backendOptions(f),
+      ...(f.agentCmd ? { agentCmd: f.agentCmd } : {}),
+      ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
+      ...(f.piApi ? { piApi: f.piApi } : {}),
+    },
+    runtime: runtimeSetup(f),
+  };
+}
+
 export async function gymCommand(f: GymFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
-  const backend = backendOptions(f);
-  const setup = {
-    agent: f.harness,
-    backend,
-    ...(f.agentCmd ? { agentCmd: f.agentCmd } : {}),
-    ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
-    ...(f.piApi ? { piApi: f.piApi } : {}),
-  };
+  const setup = gymEvaluation(f);
   // the same runtime eval and loop make: in a container, the harness reads its config from a mounted dir
-  const runtime = await createRuntime(runtimeSetup(f), { harness: f.harness });
-  const harness = await harnessSetup(setup, runtime);
+  const runtime = await createRuntime(setup.runtime, { harness: f.harness });
+  const harness = await harnessSetup(setup.agent, runtime);
+  const backend = harness.backend;
   const dataset = f.dataset ? await loadDataset(f.dataset, { split: f.split }) : undefined;
   if (dataset) await runtime.check(dataset);
   const gym = await startGym({

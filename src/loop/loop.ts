@@ -18,7 +18,7 @@ import { PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../eval/dataset.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
 import type { RuntimeSetup } from '../eval/runtime/create.ts';
-import { type AgentSetup, setupEvaluation } from '../eval/setup.ts';
+import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../eval/setup.ts';
 import { runTrain } from '../train/launch.ts';
 import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
@@ -241,6 +241,11 @@ async function publish(
   await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
 }
 
+/** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */
+export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runtime'>): EvaluationSetup {
+  return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
+}
+
 async function evaluate(
   o: LoopOptions,
   backend: Backend,
@@ -250,10 +255,7 @@ async function evaluate(
   dataset: string,
   meta: Record<string, string>,
 ): Promise<EvalOutcome> {
-  const { agent, runtime } = await setupEvaluation(
-    { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime },
-    { backendInstance: backend },
-  );
+  const { agent, runtime } = await setupEvaluation(loopEvaluation(o), { backendInstance: backend });
   await runtime.check(instances);
   try {
     return await runEval({
