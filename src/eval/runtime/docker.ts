@@ -36,6 +36,8 @@ export interface ContainerRuntimeOptions {
 }
 
 export const TESTBED = '/testbed';
+/** `run` may pull a multi-GB SWE-bench image first */
+const START_TIMEOUT_MS = 30 * 60_000;
 const ACTIVATE =
   'if [ -f /opt/miniconda3/bin/activate ]; then . /opt/miniconda3/bin/activate && conda activate testbed; fi';
 
@@ -166,7 +168,7 @@ export class ContainerRuntime implements Runtime {
       mounts: this.mounts,
     });
     const run = await this.runner(argv, {
-      timeoutMs: 30 * 60_000,
+      timeoutMs: START_TIMEOUT_MS,
     });
     if (run.exitCode !== 0) {
       throw new RuntimeError(
