@@ -22,6 +22,7 @@ import { runEval } from '../eval/run.ts';
 import { scratchEnv } from '../eval/runtime/scratch.ts';
 import type { Runtime } from '../eval/runtime/types.ts';
 import type { HarnessName } from '../harnesses/types.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { readBody } from '../proxy/body.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import { log } from '../util/log.ts';
@@ -89,11 +90,11 @@ const RESPONSES_PATH = /^\/(?:ng-rollout\/[^/]+\/(?:training-token-capture\/)?)?
 export async function startGym(options: GymOptions): Promise<Gym> {
   const backend = limitBackend(
     options.backendInstance ?? (await createBackend(options.backend)),
-    options.maxInflight ?? 64,
+    options.maxInflight ?? DEFAULTS.maxInflight.value,
   );
   const out = resolve(options.out);
   await mkdir(out, { recursive: true });
-  const rollouts = new Semaphore(options.maxRollouts ?? 8);
+  const rollouts = new Semaphore(options.maxRollouts ?? DEFAULTS.maxRollouts.value);
   const byId = new Map((options.dataset ?? []).map((i) => [i.instance_id, i]));
   let counter = 0;
 
@@ -136,8 +137,8 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       out: dir,
       samples: 1,
       concurrency: 1,
-      agentTimeoutMs: options.agentTimeoutMs ?? 1_800_000,
-      testTimeoutMs: options.testTimeoutMs ?? 1_800_000,
+      agentTimeoutMs: options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
+      testTimeoutMs: options.testTimeoutMs ?? DEFAULTS.testTimeoutMs.value,
       resume: false,
       dataset: 'polar-gym',
       grade: grade ? 'polar' : 'none',
@@ -170,7 +171,7 @@ export async function startGym(options: GymOptions): Promise<Gym> {
         instance: pseudo,
         sample: 0,
         env,
-        timeoutMs: options.agentTimeoutMs ?? 1_800_000,
+        timeoutMs: options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
         capturePath: join(dir, 'capture.jsonl'),
         meta: { dataset: 'polar-gym', runtime: 'scratch' },
       });
