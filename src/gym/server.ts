@@ -7,7 +7,7 @@
  * generation_token_ids and generation_log_probs (src/gym/rollout.ts), plus the reward.
  * POST /v1/responses runs the harness without grading; POST /aggregate_metrics aggregates.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -18,10 +18,11 @@ import type { CallRecord } from '../capture/record.ts';
 import { PolarError } from '../errors.ts';
 import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
 import { parseRow, type SweInstance } from '../eval/dataset.ts';
-import { execTree } from '../eval/exec.ts';
 import { runEval } from '../eval/run.ts';
-import type { InstanceEnv, Runtime } from '../eval/runtime/types.ts';
+import { scratchEnv } from '../eval/runtime/scratch.ts';
+import type { Runtime } from '../eval/runtime/types.ts';
 import type { HarnessName } from '../harnesses/types.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { readBody } from '../proxy/body.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import { log } from '../util/log.ts';
@@ -89,11 +90,11 @@ const RESPONSES_PATH = /^\/(?:ng-rollout\/[^/]+\/(?:training-token-capture\/)?)?
 export async function startGym(options: GymOptions): Promise<Gym> {
   const backend = limitBackend(
     options.backendInstance ?? (await createBackend(options.backend)),
-    options.maxInflight ?? 64,
+    options.maxInflight ?? DEFAULTS.maxInflight.value,
   );
   const out = resolve(options.out);
   await mkdir(out, { recursive: true });
-  const rollouts = new Semaphore(options.maxRollouts ?? 8);
+  const rollouts = new Semaphore(options.maxRollouts ?? DEFAULTS.maxRollouts.value);
   const byId = new Map((options.dataset ?? []).map((i) => [i.instance_id, i]));
   let counter = 0;
 
@@ -136,8 +137,8 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       out: dir,
       samples: 1,
       concurrency: 1,
-      agentTimeoutMs: options.agentTimeoutMs ?? 1_800_000,
-      testTimeoutMs: options.testTimeoutMs ?? 1_800_000,
+      agentTimeoutMs: options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
+      testTimeoutMs: options.testTimeoutMs ?? DEFAULTS.testTimeoutMs.value,
       resume: false,
       dataset: 'polar-gym',
       grade: grade ? 'polar' : 'none',
@@ -170,7 +171,7 @@ export async function startGym(options: GymOptions): Promise<Gym> {
         instance: pseudo,
         sample: 0,
         env,
-        timeoutMs: options.agentTimeoutMs ?? 1_800_000,
+        timeoutMs: options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
         capturePath: join(dir, 'capture.jsonl'),
         meta: { dataset: 'polar-gym', runtime: 'scratch' },
       });
@@ -431,26 +432,6 @@ function responseObject(
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: rollout.usage.input_tokens + rollout.usage.output_tokens,
     },
-  };
-}
-
-/** An empty working folder on this machine for a rollout without an instance (trusted harnesses only). */
-async function scratchEnv(): Promise<InstanceEnv> {
-  const root = await mkdtemp(join((await import('node:os')).tmpdir(), 'polar-gym-'));
-  const workdir = join(root, 'work');
-  await mkdir(workdir);
-  return {
-    workdir,
-    scratch: root,
-    exec: (script, o = {}) =>
-      execTree('bash', ['-c', script], { cwd: workdir, env: o.env, timeoutMs: o.timeoutMs, input: o.input }),
-    async writeFile(path, content) {
-      const { writeFile } = await import('node:fs/promises');
-      await writeFile(resolve(workdir, path), content);
-    },
-    hostCommand: (argv) => ({ command: argv, cwd: workdir }),
-    reachHost: (url) => url,
-    dispose: () => rm(root, { recursive: true, force: true }),
   };
 }
 

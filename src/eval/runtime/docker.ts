@@ -25,12 +25,19 @@ export interface ContainerRuntimeOptions {
   network?: string;
   platform?: string;
   mounts?: Mount[];
+  /**
+   * a host dir mounted writable at the same path: where harness config dirs are made so a harness in the
+   * container reads them (InstanceEnv.harnessDirBase)
+   */
+  harnessDirBase?: string;
   env?: Record<string, string>;
   /** runs engine commands; injected in tests */
   runner?: (argv: string[], options: { input?: string; timeoutMs?: number }) => Promise<ExecResult>;
 }
 
 export const TESTBED = '/testbed';
+/** `run` may pull a multi-GB SWE-bench image first */
+const START_TIMEOUT_MS = 30 * 60_000;
 const ACTIVATE =
   'if [ -f /opt/miniconda3/bin/activate ]; then . /opt/miniconda3/bin/activate && conda activate testbed; fi';
 
@@ -129,6 +136,15 @@ export class ContainerRuntime implements Runtime {
     this.runner = options.runner ?? defaultRunner;
   }
 
+  /** the mounts of every container: the configured ones, then the harness dir base (writable) */
+  get mounts(): Mount[] {
+    const base = this.options.harnessDirBase;
+    return [
+      ...(this.options.mounts ?? []),
+      ...(base ? [{ host: base, container: base, readonly: false }] : []),
+    ];
+  }
+
   imageFor(instance: SweInstance): string {
     return this.options.image?.(instance) ?? instance.image ?? officialImage(instance.instance_id);
   }
@@ -147,15 +163,19 @@ export class ContainerRuntime implements Runtime {
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
     const name = containerName(instance.instance_id, purpose, Math.random().toString(36).slice(2, 8));
-    const run = await this.runner(buildRunArgs(this.engine, name, this.imageFor(instance), this.options), {
-      timeoutMs: 30 * 60_000,
+    const argv = buildRunArgs(this.engine, name, this.imageFor(instance), {
+      ...this.options,
+      mounts: this.mounts,
+    });
+    const run = await this.runner(argv, {
+      timeoutMs: START_TIMEOUT_MS,
     });
     if (run.exitCode !== 0) {
       throw new RuntimeError(
         `cannot start ${this.imageFor(instance)}: ${run.output.trim().split('\n').pop() ?? ''}`,
       );
     }
-    return new ContainerEnv(this.engine, name, this.runner);
+    return new ContainerEnv(this.engine, name, this.runner, this.options.harnessDirBase);
   }
 }
 
@@ -167,6 +187,7 @@ class ContainerEnv implements InstanceEnv {
     private readonly engine: string,
     readonly name: string,
     private readonly runner: NonNullable<ContainerRuntimeOptions['runner']>,
+    readonly harnessDirBase?: string,
   ) {}
 
   exec(script: string, options: EnvExecOptions = {}) {
