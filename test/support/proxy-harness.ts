@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBackend } from '../../src/backends/index.ts';
 import type { BackendOptions } from '../../src/backends/types.ts';
+import { type CallCounters, recordCalls } from '../../src/capture/call-record.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
 import { CaptureWriter } from '../../src/capture/writer.ts';
@@ -15,6 +16,7 @@ export interface TestProxy {
   file: string;
   proxy: ProxyServer;
   session: ProxySession;
+  counters: CallCounters;
   records(): Promise<CallRecord[]>;
   close(): Promise<void>;
 }
@@ -29,17 +31,18 @@ export async function startProxy(
   const proxy = new ProxyServer({ maxBodyBytes: options.maxBodyBytes });
   const { url } = await proxy.listen();
   const key = 'polar-test-key-0123456789abcdef';
+  const created = await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend });
+  const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
   const session: ProxySession = {
     id: 'sess_test',
     key,
-    harness: 'generic',
     model: 'Qwen/Qwen3-4B',
-    backend: await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend }),
-    writer,
+    backend: created,
     state: new Map(),
-    seq: 0,
-    calls: 0,
-    errors: 0,
+    complete: recordCalls(
+      { id: 'sess_test', key, harness: 'generic', tokenExact: created.tokenExact, writer },
+      counters,
+    ),
   };
   proxy.addSession(session);
   return {
@@ -48,6 +51,7 @@ export async function startProxy(
     file,
     proxy,
     session,
+    counters,
     async records() {
       const out: CallRecord[] = [];
       for await (const { record } of readCapture(file)) if (record.type === 'call') out.push(record);
