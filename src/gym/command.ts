@@ -8,6 +8,7 @@ import { ContainerRuntime } from '../eval/runtime/docker.ts';
 import { LocalRuntime } from '../eval/runtime/local.ts';
 import type { Runtime } from '../eval/runtime/types.ts';
 import { HARNESS_NAMES as HARNESSES, type HarnessName } from '../harnesses/types.ts';
+import { untilSignal } from '../http/server.ts';
 import { log } from '../util/log.ts';
 import { startGym } from './server.ts';
 
@@ -89,17 +90,9 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   });
   process.stdout.write(`${JSON.stringify({ url: gym.url, out: resolve(f.out ?? 'runs/gym') })}\n`);
   log.info(`NeMo Gym agent server (${harness}, ${runtime.kind}, ${backend.kind}) on ${gym.url}: POST /run`);
-  await new Promise<void>((done) => {
-    const stop = (signal: string) => {
-      log.info(`${signal}: closing`);
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      gym.close().then(done, done);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+  await untilSignal((signal) => {
+    log.info(`${signal}: closing`);
+    return gym.close();
   });
   return 0;
 }

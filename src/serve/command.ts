@@ -1,6 +1,7 @@
 /** The body of `polar serve`: flags in, start the server, print where it listens, run until SIGTERM/SIGINT. */
 import { type BackendFlags, backendOptions, parseNonNegativeInt } from '../capture/options.ts';
 import { UsageError } from '../errors.ts';
+import { untilSignal } from '../http/server.ts';
 import { log } from '../util/log.ts';
 import { startServe } from './serve.ts';
 
@@ -38,17 +39,9 @@ export async function serveCommand(flags: Record<string, unknown>): Promise<numb
   log.info(
     `serving ${backend.kind} (${backend.model}) on ${served.url}; POST ${served.url}/sessions to start a rollout`,
   );
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log.info(`${signal}: finishing calls in flight, then exiting`);
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      served.close().then(resolve, resolve);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+  await untilSignal((signal) => {
+    log.info(`${signal}: finishing calls in flight, then exiting`);
+    return served.close();
   });
   return 0;
 }
