@@ -69,10 +69,11 @@ export class ProxyServer {
       ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
       ...(options.headersTimeout !== undefined ? { headersTimeout: options.headersTimeout } : {}),
       ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
-      onError: (error) => {
-        log.debug(`proxy: unhandled error ${(error as Error)?.stack ?? error}`);
-        return { status: 500, body: { error: { message: 'internal proxy error', type: 'server_error' } } };
-      },
+      // (the kit logs the stack under --debug)
+      onError: () => ({
+        status: 500,
+        body: { error: { message: 'internal proxy error', type: 'server_error' } },
+      }),
     });
   }
 

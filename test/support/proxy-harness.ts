@@ -8,6 +8,7 @@ import { type CallCounters, recordCalls } from '../../src/capture/call-record.ts
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
 import { CaptureWriter } from '../../src/capture/writer.ts';
+import { limitBackend } from '../../src/proxy/limits.ts';
 import { ProxyServer, type ProxySession } from '../../src/proxy/server.ts';
 
 export interface TestProxy {
@@ -23,7 +24,10 @@ export interface TestProxy {
 
 export async function startProxy(
   backend: Partial<BackendOptions> & { url: string },
-  options: { maxBodyBytes?: number } = {},
+  options: {
+    maxBodyBytes?: number /** wrap the backend in polar serve's in-flight bound */;
+    maxInflight?: number;
+  } = {},
 ): Promise<TestProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
   const file = join(dir, 'capture.jsonl');
@@ -31,7 +35,8 @@ export async function startProxy(
   const proxy = new ProxyServer({ maxBodyBytes: options.maxBodyBytes });
   const { url } = await proxy.listen();
   const key = 'polar-test-key-0123456789abcdef';
-  const created = await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend });
+  const plain = await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend });
+  const created = options.maxInflight ? limitBackend(plain, options.maxInflight) : plain;
   const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
   const session: ProxySession = {
     id: 'sess_test',
@@ -69,9 +74,11 @@ export function post(
   path: string,
   body: unknown,
   headers: Record<string, string> = {},
+  signal?: AbortSignal,
 ): Promise<Response> {
   return fetch(`${url}${path}`, {
     method: 'POST',
+    ...(signal ? { signal } : {}),
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
