@@ -19,7 +19,7 @@ import type { HarnessName } from '../harnesses/types.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
 import { readJson } from '../http/reply.ts';
 import { dispatch, pathOf, type Route } from '../http/router.ts';
-import { HttpServer } from '../http/server.ts';
+import { type ConnectionOptions, HttpServer } from '../http/server.ts';
 import { limitBackend } from '../proxy/limits.ts';
 import { log } from '../util/log.ts';
 import { aggregateMetricsRequestSchema } from './contract.ts';
@@ -57,6 +57,8 @@ export interface GymOptions {
   agentTimeoutMs?: number;
   testTimeoutMs?: number;
   maxBodyBytes?: number;
+  /** timeouts and the connection cap of the HTTP server */
+  connections?: ConnectionOptions;
 }
 
 export interface Gym {
@@ -90,6 +92,7 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       throw new HttpError(404, `no route for ${req.method} ${pathOf(req.url)}`, 'not_found_error');
     },
     {
+      ...options.connections,
       onError: (error, req) => {
         const reply = errorReply(error, 'polar gym');
         if (reply.status >= 500) log.warn(`gym: ${req.method} ${req.url}: ${reply.body.error.message}`);

@@ -9,6 +9,12 @@ import { log } from '../util/log.ts';
 import { errorReply } from './errors.ts';
 import { sendJson } from './reply.ts';
 
+/** The connection knobs every polar server takes (issue 17 sets their defaults). */
+export type ConnectionOptions = Pick<
+  HttpServerOptions,
+  'requestTimeout' | 'headersTimeout' | 'keepAliveTimeout' | 'maxConnections'
+>;
+
 export interface HttpServerOptions {
   /** ms for a whole request (headers and body) to arrive; 0: none (node's meaning) */
   requestTimeout?: number;

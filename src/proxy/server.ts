@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../http/body.ts';
 import { sendJson } from '../http/reply.ts';
-import { HttpServer, type HttpServerOptions, type Listening } from '../http/server.ts';
+import { type ConnectionOptions, HttpServer, type Listening } from '../http/server.ts';
 import { type ApiName, fault, type ProxyFault } from '../protocols/canonical.ts';
 import { log } from '../util/log.ts';
 import { CallInProgress, type CompletedCall } from './call.ts';
@@ -34,8 +34,9 @@ export interface ProxySession {
   complete(call: CompletedCall): void;
 }
 
-export interface ProxyOptions
-  extends Pick<HttpServerOptions, 'requestTimeout' | 'headersTimeout' | 'maxConnections'> {
+export interface ProxyOptions {
+  /** timeouts and the connection cap of the HTTP server */
+  connections?: ConnectionOptions;
   host?: string;
   port?: number;
   maxBodyBytes?: number;
@@ -66,9 +67,7 @@ export class ProxyServer {
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.admin = options.admin;
     this.http = new HttpServer((req, res) => this.handle(req, res), {
-      ...(options.requestTimeout !== undefined ? { requestTimeout: options.requestTimeout } : {}),
-      ...(options.headersTimeout !== undefined ? { headersTimeout: options.headersTimeout } : {}),
-      ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+      ...options.connections,
       // (the kit logs the stack under --debug)
       onError: () => ({
         status: 500,

@@ -17,6 +17,7 @@ import { HARNESS_NAMES } from '../harnesses/types.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
 import { readJson, sendJson } from '../http/reply.ts';
 import { dispatch, matchRoute, pathOf, type Route } from '../http/router.ts';
+import type { ConnectionOptions } from '../http/server.ts';
 import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
 
@@ -31,6 +32,8 @@ export interface ServeOptions {
   /** when set, the admin API requires `Authorization: Bearer <token>` */
   adminToken?: string;
   maxBodyBytes?: number;
+  /** timeouts and the connection cap of the HTTP server */
+  connections?: ConnectionOptions;
 }
 
 const createSessionSchema = z.strictObject({
@@ -71,6 +74,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     ...(options.host ? { host: options.host } : {}),
     port: options.port ?? 8100,
     ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.connections ? { connections: options.connections } : {}),
     admin: (req, res) => admin.handle(req, res),
   });
   admin.proxy = proxy;
