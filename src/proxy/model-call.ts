@@ -17,6 +17,7 @@ import {
 } from '../protocols/canonical.ts';
 import { ProtocolError } from '../protocols/errors.ts';
 import type { FrontProtocol } from '../protocols/front.ts';
+import { log } from '../util/log.ts';
 import type { CallInProgress } from './call.ts';
 
 /** What a step needs of the call around it. */
@@ -120,8 +121,11 @@ export async function modelCall(scope: CallScope): Promise<void> {
     settle(scope, final, streamFault, created);
   } finally {
     // every path closes the backend's event stream: its finally blocks (the in-flight slot of
-    // proxy/limits.ts, the backend's own request) run even when the call ended early
-    await events.return?.(undefined);
+    // proxy/limits.ts, the backend's own request) run even when the call ended early; a failure
+    // there must not hide the call's own outcome
+    await Promise.resolve(events.return?.(undefined)).catch((error: unknown) =>
+      log.debug(`proxy: closing the backend stream of ${call.id}: ${(error as Error)?.message ?? error}`),
+    );
   }
 }
 
