@@ -4,6 +4,7 @@ import { loadDataset } from '../eval/dataset.ts';
 import { createRuntime } from '../eval/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup } from '../eval/setup.ts';
 import type { HarnessName } from '../harnesses/types.ts';
+import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { log } from '../util/log.ts';
@@ -61,17 +62,9 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   });
   process.stdout.write(`${JSON.stringify({ url: gym.url, out: resolve(f.out) })}\n`);
   log.info(`NeMo Gym agent server (${f.harness}, ${runtime.kind}, ${backend.kind}) on ${gym.url}: POST /run`);
-  await new Promise<void>((done) => {
-    const stop = (signal: string) => {
-      log.info(`${signal}: closing`);
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      gym.close().then(done, done);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+  await untilSignal((signal) => {
+    log.info(`${signal}: closing`);
+    return gym.close();
   });
   return 0;
 }

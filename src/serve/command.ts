@@ -1,4 +1,6 @@
 /** The body of `polar serve`: flags in, start the server, print where it listens, run until SIGTERM/SIGINT. */
+
+import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { log } from '../util/log.ts';
 import { startServe } from './serve.ts';
@@ -36,17 +38,9 @@ export async function serveCommand(f: ServeFlags): Promise<number> {
   log.info(
     `serving ${backend.kind} (${backend.model}) on ${served.url}; POST ${served.url}/sessions to start a rollout`,
   );
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log.info(`${signal}: finishing calls in flight, then exiting`);
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      served.close().then(resolve, resolve);
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
+  await untilSignal((signal) => {
+    log.info(`${signal}: finishing calls in flight, then exiting`);
+    return served.close();
   });
   return 0;
 }
