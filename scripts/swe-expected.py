@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Writes fixtures/swe-logs/expected/<log>.json: the status map the OFFICIAL SWE-bench harness gives for
+each fixture log, computed by the official code itself.
+
+Usage: swe-expected.py SWEBENCH_CHECKOUT LOG_DIR
+
+For each tag (v4.1.0, v5.0.1) the harness package is extracted with `git archive` into a temp dir and
+imported there without running swebench/__init__.py (which needs docker); nothing of it is kept or
+committed. For every Python log parser, the map is what the official `grading.get_logs_eval` returns
+for the log (markers sliced, whole-log fallback, and in 5.x the suite-ran and exit-code checks), so it
+covers the parser function and the way grading feeds it.
+"""
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import types
+import io
+
+TAGS = ["v4.1.0", "v5.0.1"]
+# v4.1.0 picks the parser by repository (log_parsers/python.py MAP_REPO_TO_PARSER_PY) and needs a version
+# that exists in constants/python.py MAP_REPO_VERSION_TO_SPECS_PY; v5.x names the parser per row
+REPO_FOR_PARSER = {
+    "parse_log_pytest": ("pytest-dev/pytest", "8.0"),
+    "parse_log_pytest_options": ("psf/requests", "2.0"),
+    "parse_log_pytest_v2": ("astropy/astropy", "5.0"),
+    "parse_log_seaborn": ("mwaskom/seaborn", "0.12"),
+    "parse_log_matplotlib": ("matplotlib/matplotlib", "3.5"),
+    "parse_log_django": ("django/django", "4.0"),
+    "parse_log_sympy": ("sympy/sympy", "1.12"),
+}
+CHILD = r'''
+import json, sys, types
+root, tag, logs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path.insert(0, root)
+# packages as bare namespaces: their __init__.py files import docker and friends
+for name in ["swebench", "swebench.harness", "swebench.harness.test_spec", "swebench.resources"]:
+    m = types.ModuleType(name)
+    m.__path__ = [root + "/" + name.replace(".", "/")]
+    sys.modules[name] = m
+# third-party modules some constants modules import at the top but grading never calls
+for name in ["requests", "docker", "unidiff", "datasets", "dotenv", "tqdm", "ghapi", "ghapi.all"]:
+    try:
+        __import__(name)
+    except ImportError:
+        stub = types.ModuleType(name)
+        stub.__getattr__ = lambda attr: (_ for _ in ()).throw(AttributeError(attr)) if attr.startswith("__") else type(attr, (), {})
+        sys.modules[name] = stub
+class TestSpec:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+if tag == "v4.1.0":
+    ts = types.ModuleType("swebench.harness.test_spec.test_spec")
+    ts.TestSpec = TestSpec
+    sys.modules[ts.__name__] = ts
+import swebench.harness.grading as grading
+repo_for = json.loads(sys.argv[4])
+out = {}
+for log in logs:
+    maps = {}
+    for fn, (repo, version) in repo_for.items():
+        spec = TestSpec(instance_id="fixture", repo=repo, version=version, log_parser=fn,
+                        eval_type="pass_and_fail", FAIL_TO_PASS=[], PASS_TO_PASS=[])
+        status_map, found = grading.get_logs_eval(spec, log)
+        maps[fn] = {"found": found, "tests": status_map}
+    out[log] = maps
+print(json.dumps(out))
+'''
+
+
+def main():
+    src, log_dir = sys.argv[1], sys.argv[2]
+    exp_dir = os.path.join(os.path.dirname(os.path.abspath(log_dir)), "expected")
+    os.makedirs(exp_dir, exist_ok=True)
+    logs = sorted(os.path.join(log_dir, f) for f in os.listdir(log_dir) if f.endswith(".log"))
+    results = {}
+    for tag in TAGS:
+        commit = subprocess.check_output(["git", "-C", src, "rev-parse", f"{tag}^{{commit}}"], text=True).strip()
+        with tempfile.TemporaryDirectory() as tmp:
+            data = subprocess.check_output(["git", "-C", src, "archive", tag, "swebench"])
+            tarfile.open(fileobj=io.BytesIO(data)).extractall(tmp)
+            raw = subprocess.check_output([sys.executable, "-c", CHILD, tmp, tag, json.dumps(logs),
+                                           json.dumps(REPO_FOR_PARSER)], text=True)
+        for log, maps in json.loads(raw).items():
+            results.setdefault(log, {})[tag] = {"commit": commit, "get_logs_eval": maps}
+    for log, by_tag in results.items():
+        name = os.path.basename(log)
+        doc = {
+            "log": name,
+            "source": "SWE-bench/SWE-bench swebench/harness/grading.py get_logs_eval with "
+            "swebench/harness/log_parsers/python.py parse_log_*; run by scripts/swe-expected.py",
+            "official": by_tag,
+        }
+        with open(os.path.join(exp_dir, name[: -len(".log")] + ".json"), "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
