@@ -6,6 +6,7 @@
  */
 import type { SweInstance } from '../dataset.ts';
 import type { ExecResult } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 
 export interface EnvExecOptions {
   /** kill the whole process tree after this many ms */
@@ -31,6 +32,9 @@ export interface InstanceEnv {
   hostCommand(argv: string[], passEnv: string[]): { command: string[]; cwd: string };
   /** how a URL on the host (the capture proxy) is reached from inside */
   reachHost(url: string): string;
+  /** shell lines that set the environment up before the tests as the official eval script does;
+   * absent where that would change this machine (the local runtime) */
+  envSetup?(setup: EnvSetup): string[];
   dispose(): Promise<void>;
 }
 
