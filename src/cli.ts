@@ -7,6 +7,7 @@ import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineExport } from '../commands/export.ts';
+import { defineGrade } from '../commands/grade.ts';
 import { defineGym } from '../commands/gym.ts';
 import { defineInspect } from '../commands/inspect.ts';
 import { defineLoop } from '../commands/loop.ts';
@@ -28,6 +29,7 @@ export function program(): Command {
   defineBuild(cmd);
   defineTrain(cmd);
   defineEval(cmd);
+  defineGrade(cmd);
   defineServe(cmd);
   defineInspect(cmd);
   defineGym(cmd);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { loadDataset } from '../../../src/eval/dataset.ts';
 import type { SweInstance } from '../../../src/eval/dataset.ts';
+import { loadDataset } from '../../../src/eval/dataset.ts';
 import type { ExecResult } from '../../../src/eval/exec.ts';
 import { gradePatch } from '../../../src/eval/grade.ts';
 import {
@@ -172,9 +172,14 @@ test('a graded row runs its set-up in the container before the tests; a 5.x eval
   scripts.length = 0;
   const evalScript =
     "#!/bin/bash\nset -uxo pipefail\ngit apply -v /tmp/t.diff\n: '>>>>> Start Test Output'\npytest -rA t.py\n: '>>>>> End Test Output'\ngit checkout abc t.py\n";
-  await gradePatch(rt, row({ eval_script: evalScript, log_parser: 'parse_log_pytest' }), 'diff --git a/x b/x\n', {
-    testTimeoutMs: 5000,
-  });
+  await gradePatch(
+    rt,
+    row({ eval_script: evalScript, log_parser: 'parse_log_pytest' }),
+    'diff --git a/x b/x\n',
+    {
+      testTimeoutMs: 5000,
+    },
+  );
   assert.match(
     scripts.at(-1)!,
     /conda activate testbed; fi\n#!\/bin\/bash\nset -uxo pipefail\ngit apply -v \/tmp\/t.diff\n: '>>>>> Start Test Output'\npytest -rA t.py\nSWEBENCH_TEST_EXIT_CODE=\$\?\n: '>>>>> End Test Output'\necho ">>>>> Test Exit Code: \$SWEBENCH_TEST_EXIT_CODE"\ngit checkout abc t.py\n$/,
