@@ -22,6 +22,7 @@ export function defineEval(program: Command): void {
     .option('--limit <n>', 'first n instances (after --instances and --shard)')
     .option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)')
     .option('--resume', 'skip samples already graded in --out')
+    .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .option('--grader <kind>', 'polar, or swebench (the official harness, when installed)', 'polar')
     .option('--json', 'print the report as JSON on stdout')
     .option('--fail-under <fraction>', 'exit 5 when pass@1 is below this')

@@ -49,6 +49,7 @@ export interface EvalCliOptions {
   keepEnvs?: boolean;
   gradeEmptyPatches?: boolean;
   piApi?: string;
+  regrade?: boolean;
 }
 
 function positiveInt(name: string, value: string): number {
@@ -169,6 +170,7 @@ export async function setupEval(
 
 export async function evalCommand(o: EvalCliOptions): Promise<number> {
   if (o.quiet) log.configure({ quiet: true });
+  if (o.regrade) return (await import('./regrade.ts')).regradeCommand(o);
   const samples = positiveInt('--samples', o.samples);
   const concurrency = positiveInt('--concurrency', o.concurrency);
   const agentTimeoutMs = seconds('--agent-timeout', o.agentTimeout);
