@@ -231,6 +231,8 @@ export async function evalCommand(o: EvalCliOptions): Promise<number> {
       outcome = await runSwebenchGrader(outcome, {
         out: o.out,
         dataset: o.dataset,
+        split: o.split,
+        testTimeoutMs,
         concurrency,
         instances,
         agent,
