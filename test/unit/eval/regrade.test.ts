@@ -62,6 +62,8 @@ test('polar eval --regrade grades the logs of a run again, in place', async () =
   assert.equal(report.counts.resolved, 1);
   assert.equal(report.pass_at_1.mean, 0.5);
   assert.equal(report.agent, 'gold');
+  // rows without an eval_script are graded by the v4.1.0 rules
+  assert.deepEqual(report.official_versions, { '4.1': 2 });
 
   // through the CLI flag: idempotent
   const cli = polar(['eval', '--dataset', MINI, '--regrade', '--out', out, '--json', '-q']);
