@@ -57,7 +57,19 @@ if tag == "v4.1.0":
     sys.modules[ts.__name__] = ts
 import swebench.harness.grading as grading
 repo_for = json.loads(sys.argv[4])
+cases = json.loads(sys.argv[5])
 out = {}
+resolution = []
+for case in cases:
+    for eval_type in ["pass_and_fail", "fail_only"]:
+        gold = {"FAIL_TO_PASS": case["f2p"], "PASS_TO_PASS": case["p2p"]}
+        report = grading.get_eval_tests_report(case["tests"], gold, eval_type=grading.EvalType(eval_type))
+        resolution.append({
+            "eval_type": eval_type,
+            "FAIL_TO_PASS": report["FAIL_TO_PASS"],
+            "PASS_TO_PASS": report["PASS_TO_PASS"],
+            "resolved": grading.get_resolution_status(report) == "RESOLVED_FULL",
+        })
 for log in logs:
     maps = {}
     for fn, (repo, version) in repo_for.items():
@@ -66,8 +78,25 @@ for log in logs:
         status_map, found = grading.get_logs_eval(spec, log)
         maps[fn] = {"found": found, "tests": status_map}
     out[log] = maps
-print(json.dumps(out))
+print(json.dumps({"logs": out, "resolution": resolution}))
 '''
+
+
+def resolution_cases(count=300, seed=13):
+    """Random status maps and FAIL_TO_PASS / PASS_TO_PASS lists over ids that exercise every rule:
+    missing ids, the five statuses and an odd word, truncated parametrized ids (prefix matching)."""
+    import random
+    rng = random.Random(seed)
+    ids = ["a", "b", "c", "t.py::f[x y]", "t.py::f[x z]", "t.py::g[1 2]", "t.py::h[p q]"]
+    expected = ids + ["t.py::f[x", "t.py::g[1", "t.py::h[", "t.py::zz["]
+    statuses = ["PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL", "XPASS"]
+    cases = []
+    for _ in range(count):
+        tests = {i: rng.choice(statuses) for i in ids if rng.random() < 0.7}
+        picks = rng.sample(expected, rng.randint(0, 6))
+        cut = rng.randint(0, len(picks))
+        cases.append({"tests": tests, "f2p": picks[:cut], "p2p": picks[cut:]})
+    return cases
 
 
 def main():
@@ -76,15 +105,31 @@ def main():
     os.makedirs(exp_dir, exist_ok=True)
     logs = sorted(os.path.join(log_dir, f) for f in os.listdir(log_dir) if f.endswith(".log"))
     results = {}
+    cases = resolution_cases()
+    resolution = {"source": "SWE-bench/SWE-bench swebench/harness/grading.py get_eval_tests_report and "
+                  "get_resolution_status; run by scripts/swe-expected.py", "cases": cases, "official": {}}
     for tag in TAGS:
         commit = subprocess.check_output(["git", "-C", src, "rev-parse", f"{tag}^{{commit}}"], text=True).strip()
         with tempfile.TemporaryDirectory() as tmp:
             data = subprocess.check_output(["git", "-C", src, "archive", tag, "swebench"])
             tarfile.open(fileobj=io.BytesIO(data)).extractall(tmp)
-            raw = subprocess.check_output([sys.executable, "-c", CHILD, tmp, tag, json.dumps(logs),
-                                           json.dumps(REPO_FOR_PARSER)], text=True)
-        for log, maps in json.loads(raw).items():
+            raw = json.loads(subprocess.check_output([sys.executable, "-c", CHILD, tmp, tag, json.dumps(logs),
+                                                      json.dumps(REPO_FOR_PARSER), json.dumps(cases)], text=True))
+        resolution["official"][tag] = {"commit": commit, "decisions": raw["resolution"]}
+        for log, maps in raw["logs"].items():
             results.setdefault(log, {})[tag] = {"commit": commit, "get_logs_eval": maps}
+    with open(os.path.join(os.path.dirname(exp_dir), "resolution.json"), "w") as f:
+        # one case / decision per line: small, and diffs stay readable
+        compact = lambda v: json.dumps(v, sort_keys=True, separators=(",", ":"))
+        f.write('{"source": %s,\n "cases": [\n' % json.dumps(resolution["source"]))
+        f.write(",\n".join("  " + compact(c) for c in cases))
+        f.write('\n ],\n "official": {\n')
+        tags = []
+        for tag, v in resolution["official"].items():
+            body = ",\n".join("    " + compact(d) for d in v["decisions"])
+            tags.append('  "%s": {"commit": "%s", "decisions": [\n%s\n  ]}' % (tag, v["commit"], body))
+        f.write(",\n".join(tags))
+        f.write("\n }\n}\n")
     for log, by_tag in results.items():
         name = os.path.basename(log)
         doc = {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { getLogParser } from '../../../src/eval/log-parsers/index.ts';
 import type { ParserVersion } from '../../../src/eval/log-parsers/types.ts';
-import { evaluateLog } from '../../../src/eval/resolve.ts';
+import { evaluateLog, resolve } from '../../../src/eval/resolve.ts';
 import { ROOT } from './helpers.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
@@ -54,3 +54,38 @@ for (const file of files) {
     assert.ok(ids > 0);
   });
 }
+
+interface Decision {
+  eval_type: 'pass_and_fail' | 'fail_only';
+  FAIL_TO_PASS: { success: string[]; failure: string[] };
+  PASS_TO_PASS: { success: string[]; failure: string[] };
+  resolved: boolean;
+}
+
+test('resolution rules agree with the official get_eval_tests_report on 300 random cases (v4.1.0, v5.0.1, both eval types)', () => {
+  const doc = JSON.parse(readFileSync(join(DIR, 'resolution.json'), 'utf8')) as {
+    cases: Array<{ tests: Record<string, string>; f2p: string[]; p2p: string[] }>;
+    official: Record<string, { commit: string; decisions: Decision[] }>;
+  };
+  assert.equal(doc.cases.length, 300);
+  let resolvedCount = 0;
+  for (const [tag, { decisions }] of Object.entries(doc.official)) {
+    assert.equal(decisions.length, doc.cases.length * 2);
+    decisions.forEach((want, i) => {
+      const c = doc.cases[Math.floor(i / 2)]!;
+      const got = resolve({ FAIL_TO_PASS: c.f2p, PASS_TO_PASS: c.p2p }, new Map(Object.entries(c.tests)), {
+        version: VERSIONS[tag]!,
+        evalType: want.eval_type,
+      });
+      const where = `${tag} case ${Math.floor(i / 2)} ${want.eval_type}`;
+      assert.deepEqual(got.fail_to_pass.passed, want.FAIL_TO_PASS.success, where);
+      assert.deepEqual(got.fail_to_pass.failed, want.FAIL_TO_PASS.failure, where);
+      assert.deepEqual(got.pass_to_pass.passed, want.PASS_TO_PASS.success, where);
+      assert.deepEqual(got.pass_to_pass.failed, want.PASS_TO_PASS.failure, where);
+      assert.equal(got.resolved, want.resolved, where);
+      if (want.resolved) resolvedCount++;
+    });
+  }
+  // both outcomes are well represented, so the comparison can tell rules apart
+  assert.ok(resolvedCount > 300 && resolvedCount < 900, String(resolvedCount));
+});
