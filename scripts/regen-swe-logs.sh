@@ -3,7 +3,8 @@
 # real test runners (pytest 8.4 and 9.1, Django's DiscoverRunner at --verbosity 2 as tests/runtests.py
 # uses it, sympy's runner as bin/test uses it), wrapped in the markers and exit-code line that an
 # eval script prints. Then, when SWEBENCH_SRC names a checkout of SWE-bench/SWE-bench (tags v4.1.0 and
-# v5.0.1 fetched), writes each log's expected status map from the official parser functions
+# v5.0.1 fetched), writes each log's expected status map from the official parser functions, the
+# official resolution decisions (resolution.json) and v4.1.0's specs (specs.json)
 # (scripts/swe-expected.py imports them from a temporary copy; no official code is committed).
 #
 #   python3 -m venv .venv-grade && .venv-grade/bin/pip install pytest==8.4.2 django sympy

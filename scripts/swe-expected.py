@@ -31,6 +31,9 @@ REPO_FOR_PARSER = {
     "parse_log_django": ("django/django", "4.0"),
     "parse_log_sympy": ("sympy/sympy", "1.12"),
 }
+VERIFIED_REPOS = ["astropy/astropy", "django/django", "matplotlib/matplotlib", "mwaskom/seaborn",
+                  "pallets/flask", "psf/requests", "pydata/xarray", "pylint-dev/pylint", "pytest-dev/pytest",
+                  "scikit-learn/scikit-learn", "sphinx-doc/sphinx", "sympy/sympy"]
 CHILD = r'''
 import json, sys, types
 root, tag, logs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -78,7 +81,27 @@ for log in logs:
         status_map, found = grading.get_logs_eval(spec, log)
         maps[fn] = {"found": found, "tests": status_map}
     out[log] = maps
-print(json.dumps({"logs": out, "resolution": resolution}))
+specs = {}
+directives = []
+if tag == "v4.1.0":
+    # what the v4.1.0 eval script runs per repository and version (constants/python.py), and the test
+    # directives get_test_directives (test_spec/python.py) takes from a test_patch
+    from swebench.harness.constants.python import MAP_REPO_VERSION_TO_SPECS_PY
+    from swebench.harness.test_spec.python import get_test_directives
+    for repo in json.loads(sys.argv[6]):
+        specs[repo] = {
+            v: {"test_cmd": s["test_cmd"], "install": s.get("install"), "eval_commands": s.get("eval_commands", [])}
+            for v, s in MAP_REPO_VERSION_TO_SPECS_PY[repo].items()
+        }
+    files = ["tests/test_a.py", "tests/data/x.json", "a b/test c.py", "tests/fixtures/data.csv",
+             "tests/fixtures/datacsv", "docs/conf.toml", "tests/admin_views/tests.py", "tests/x.yaml",
+             "tests/img.png", "setup.cfg", "tests/x.rst", "tox.ini", "tests/y.yml", "t.pkl", "README.md",
+             "tests/i18n/locale/fr/django.po"]
+    patch = "".join(f"diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-x\n+y\n" for f in files)
+    for repo in ["django/django", "psf/requests", "sympy/sympy"]:
+        directives.append({"repo": repo, "test_patch": patch,
+                           "directives": get_test_directives({"repo": repo, "test_patch": patch})})
+print(json.dumps({"logs": out, "resolution": resolution, "specs": specs, "directives": directives}))
 '''
 
 
@@ -114,7 +137,15 @@ def main():
             data = subprocess.check_output(["git", "-C", src, "archive", tag, "swebench"])
             tarfile.open(fileobj=io.BytesIO(data)).extractall(tmp)
             raw = json.loads(subprocess.check_output([sys.executable, "-c", CHILD, tmp, tag, json.dumps(logs),
-                                                      json.dumps(REPO_FOR_PARSER), json.dumps(cases)], text=True))
+                                                      json.dumps(REPO_FOR_PARSER), json.dumps(cases),
+                                                      json.dumps(VERIFIED_REPOS)], text=True))
+        if raw["specs"]:
+            with open(os.path.join(os.path.dirname(exp_dir), "specs.json"), "w") as f:
+                json.dump({"source": "SWE-bench/SWE-bench swebench/harness/constants/python.py "
+                           "MAP_REPO_VERSION_TO_SPECS_PY and test_spec/python.py get_test_directives; "
+                           "run by scripts/swe-expected.py", "tag": tag, "commit": commit,
+                           "specs": raw["specs"], "directives": raw["directives"]}, f, indent=1, sort_keys=True)
+                f.write("\n")
         resolution["official"][tag] = {"commit": commit, "decisions": raw["resolution"]}
         for log, maps in raw["logs"].items():
             results.setdefault(log, {})[tag] = {"commit": commit, "get_logs_eval": maps}

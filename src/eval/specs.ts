@@ -126,7 +126,8 @@ export const REPO_SPECS: Record<string, RepoSpec> = {
 
 /**
  * Files a unified diff touches, as the official `re.findall(r"diff --git a/.* b/(.*)", test_patch)`
- * reads them: the text after the last ` b/` of the line, so a path with spaces is whole.
+ * reads them: the text after the last ` b/` of the line. A path with spaces is whole, unless one of
+ * its directories ends in ` b` (`a b/test c.py` gives `test c.py`, officially too).
  */
 export function diffFiles(patch: string): string[] {
   const files: string[] = [];

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { getLogParser } from '../../../src/eval/log-parsers/index.ts';
 import type { ParserVersion } from '../../../src/eval/log-parsers/types.ts';
 import { evaluateLog, resolve } from '../../../src/eval/resolve.ts';
+import { REPO_SPECS, testDirectives } from '../../../src/eval/specs.ts';
 import { ROOT } from './helpers.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
@@ -88,4 +89,31 @@ test('resolution rules agree with the official get_eval_tests_report on 300 rand
   }
   // both outcomes are well represented, so the comparison can tell rules apart
   assert.ok(resolvedCount > 300 && resolvedCount < 900, String(resolvedCount));
+});
+
+test('specs: test command, install and eval_commands of every Verified repository and version, and the test directives, as v4.1.0 has them', () => {
+  const doc = JSON.parse(readFileSync(join(DIR, 'specs.json'), 'utf8')) as {
+    tag: string;
+    specs: Record<
+      string,
+      Record<string, { test_cmd: string; install: string | null; eval_commands: string[] }>
+    >;
+    directives: Array<{ repo: string; test_patch: string; directives: string[] }>;
+  };
+  assert.equal(doc.tag, 'v4.1.0');
+  assert.deepEqual(Object.keys(doc.specs).sort(), Object.keys(REPO_SPECS).sort());
+  let versions = 0;
+  for (const [repo, byVersion] of Object.entries(doc.specs)) {
+    for (const [version, want] of Object.entries(byVersion)) {
+      const got = REPO_SPECS[repo]!.spec(version);
+      assert.equal(got.cmd, want.test_cmd, `${repo} ${version}`);
+      assert.equal(got.install, want.install, `${repo} ${version}`);
+      assert.deepEqual(got.evalCommands ?? [], want.eval_commands, `${repo} ${version}`);
+      versions++;
+    }
+  }
+  assert.ok(versions > 150, String(versions));
+  for (const { repo, test_patch, directives } of doc.directives) {
+    assert.deepEqual(testDirectives(test_patch, REPO_SPECS[repo]!.directives ?? 'paths'), directives, repo);
+  }
 });
