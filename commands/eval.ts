@@ -45,6 +45,7 @@ export function defineEval(program: Command, report: Report): void {
       new Option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)').argParser(shard),
     )
     .option('--resume', 'skip samples already graded in --out')
+    .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .addOption(
       withDefault(
         new Option('--grader <kind>', 'polar, or swebench (the official harness, when installed)').argParser(

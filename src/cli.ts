@@ -9,6 +9,7 @@ import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineExport } from '../commands/export.ts';
+import { defineGrade } from '../commands/grade.ts';
 import { defineGym } from '../commands/gym.ts';
 import { defineInspect } from '../commands/inspect.ts';
 import { defineLoop } from '../commands/loop.ts';
@@ -38,6 +39,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (mis
   defineBuild(cmd, report);
   defineTrain(cmd, report);
   defineEval(cmd, report);
+  defineGrade(cmd, report);
   defineServe(cmd, report);
   defineInspect(cmd, report);
   defineGym(cmd, report);

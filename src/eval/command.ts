@@ -34,6 +34,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   gradeEmptyPatches?: boolean;
   keepEnvs?: boolean;
   quiet?: boolean;
+  regrade?: boolean;
 }
 
 /** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
@@ -57,6 +58,7 @@ export function evaluationSetup(f: EvalFlags): EvaluationSetup {
 export async function evalCommand(f: EvalFlags): Promise<number> {
   if (f.quiet) log.configure({ quiet: true });
   const { agent, runtime } = await setupEvaluation(evaluationSetup(f));
+  if (f.regrade) return (await import('./regrade.ts')).regradeCommand(f);
 
   const all = await loadDataset(f.dataset, { split: f.split });
   const instances = selectInstances(all, { instances: f.instances, limit: f.limit, shard: f.shard });
@@ -96,6 +98,8 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
         out: f.out,
         dataset: f.dataset,
         concurrency: f.concurrency,
+        split: f.split,
+        testTimeoutMs: f.testTimeout,
         instances,
         agent,
         runtime,

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { EnvironmentError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
 
 export interface Mount {
@@ -96,6 +97,24 @@ export function buildExecArgs(
   }
   args.push('bash', '-c', `${ACTIVATE}\n${script}`);
   return args;
+}
+
+/**
+ * The environment set-up lines of the official eval script, in its order (SWE-bench/SWE-bench v4.1.0
+ * swebench/harness/test_spec/python.py make_eval_script_list_py): the spec's eval_commands, the
+ * safe.directory config, the conda env activated again, then the spec's install (a non-editable
+ * reinstall for old Django, C extension rebuilds for scikit-learn and astropy). Only a container runs
+ * them: they change the image's system and environment.
+ */
+export function envSetupLines(setup: EnvSetup): string[] {
+  if (setup.evalCommands.length === 0 && setup.install === null) return [];
+  return [
+    ...setup.evalCommands,
+    `git config --global --add safe.directory ${TESTBED}`,
+    `cd ${TESTBED}`,
+    ACTIVATE,
+    ...(setup.install === null ? [] : [setup.install]),
+  ];
 }
 
 export function buildWriteArgs(engine: string, name: string, path: string): string[] {
@@ -218,6 +237,10 @@ class ContainerEnv implements InstanceEnv {
 
   reachHost(url: string): string {
     return url; // host networking
+  }
+
+  envSetup(setup: EnvSetup): string[] {
+    return envSetupLines(setup);
   }
 
   async dispose(): Promise<void> {

@@ -7,6 +7,7 @@
 import { PolarError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import type { ExecResult } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 
 export interface EnvExecOptions {
   /** kill the whole process tree after this many ms */
@@ -38,6 +39,9 @@ export interface InstanceEnv {
   readonly harnessDirBase?: string;
   /** how a URL on the host (the capture proxy) is reached from inside */
   reachHost(url: string): string;
+  /** shell lines that set the environment up before the tests as the official eval script does;
+   * absent where that would change this machine (the local runtime) */
+  envSetup?(setup: EnvSetup): string[];
   dispose(): Promise<void>;
 }
 
