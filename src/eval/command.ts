@@ -57,8 +57,8 @@ export function evaluationSetup(f: EvalFlags): EvaluationSetup {
 
 export async function evalCommand(f: EvalFlags): Promise<number> {
   if (f.quiet) log.configure({ quiet: true });
-  const { agent, runtime } = await setupEvaluation(evaluationSetup(f));
   if (f.regrade) return (await import('./regrade.ts')).regradeCommand(f);
+  const { agent, runtime } = await setupEvaluation(evaluationSetup(f));
 
   const all = await loadDataset(f.dataset, { split: f.split });
   const instances = selectInstances(all, { instances: f.instances, limit: f.limit, shard: f.shard });
