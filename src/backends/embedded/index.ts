@@ -127,7 +127,7 @@ export class EmbeddedGenerator implements TokenGenerator {
     this.worker.ref();
     this.worker.postMessage(init);
     this.ready.then(
-      () => this.worker.unref(),
+      () => this.maybeUnref(),
       () => {},
     );
   }
@@ -137,9 +137,9 @@ export class EmbeddedGenerator implements TokenGenerator {
     return this.ready;
   }
 
-  /** the worker keeps the process alive only while a call or a reload is outstanding */
+  /** the worker keeps the process alive only while a call, a reload or the close is outstanding */
   private maybeUnref(): void {
-    if (this.pending.size === 0 && this.controls.size === 0) this.worker.unref();
+    if (this.pending.size === 0 && this.controls.size === 0 && !this.closing) this.worker.unref();
   }
 
   private failControls(message: string): void {
@@ -296,7 +296,7 @@ export class EmbeddedGenerator implements TokenGenerator {
       // an abandoned stream (consumer stopped reading) must stop the worker too
       if (!finish && !failure) Atomics.store(flag, 0, 1);
       context.signal.removeEventListener('abort', onAbort);
-      if (finish || failure || this.dead) this.settled(id);
+      if (finish || failure || this.dead || this.closing) this.settled(id);
       // the worker still runs this one until it sees the flag: keep the worker referenced until then
       else
         this.pending.set(id, {
@@ -342,6 +342,7 @@ export class EmbeddedGenerator implements TokenGenerator {
       this.worker.postMessage(message);
       await closed;
     }
+    this.dead ??= 'the backend closed';
     // nothing of onnxruntime is live in the worker now (or it is already gone): ending it is safe
     await this.worker.terminate();
   }
