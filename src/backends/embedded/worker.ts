@@ -18,7 +18,9 @@
  * (`model.dispose()`, awaited), answers `closed` and closes its port. Only then may the parent end the
  * thread: terminating it while a `session.run` is on its stack makes that call's N-API result fail, and
  * onnxruntime-node's binding turns the failure into a C++ `Napi::Error` no one catches (std::terminate,
- * SIGABRT, the whole process gone with a good run behind it).
+ * SIGABRT, the whole process gone with a good run behind it). Mechanism: node-addon-api built with C++
+ * exceptions (napi-inl.h, `Error::ThrowAsJavaScriptException`) throws `Error::New(env)` when `napi_throw`
+ * fails, which it does once the env is terminating; hence the empty `what():` in the abort message.
  */
 import { parentPort } from 'node:worker_threads';
 import {
