@@ -78,121 +78,20 @@ export class TokenBackend implements Backend {
       const warnings: string[] = [];
       const prompt = this.prepare(request, context, warnings);
       for (const w of warnings) recorder.warn(w);
-      recorder.annotate('prompt', {
-        mode: prompt.splices.length > 0 ? 'spliced' : 'rendered',
-        tokens: prompt.ids.length,
-        extends_call: prompt.extendsCall,
-        render_ms: round(prompt.renderMs),
-        tokenize_ms: round(prompt.tokenizeMs),
-        encoded_chars: prompt.encodedChars,
-        rendered_chars: prompt.renderedChars,
-        prompt_chars: prompt.text.length,
-      });
-      recorder.annotate('splices', prompt.splices);
-      recorder.annotate('render_mismatches', prompt.mismatches);
-
-      const temperature = request.temperature ?? this.options.temperature ?? 1;
+      annotatePrompt(recorder, prompt);
       const parser = new OutputParser({ startInReasoning: prompt.startsInReasoning, tools: request.tools });
-      const decoder = new StreamDecoder(this.tokenizer);
-      const ids: number[] = [];
-      const logprobs: (number | null)[] = [];
       const toolCalls: ToolCall[] = [];
-      const iterator = this.generator.generate(
-        {
-          promptIds: prompt.ids,
-          maxTokens: request.maxTokens ?? this.options.maxTokens ?? 4096,
-          temperature,
-          topP: request.topP ?? this.options.topP ?? 1,
-          stopTokenIds: this.stopIds,
-          ...(request.stop?.length ? { stop: request.stop } : {}),
-        },
-        { signal: context.signal, recorder },
-      );
-      const emit = (events: ParsedEvent[]): StreamEvent[] => {
-        const out: StreamEvent[] = [];
-        for (const event of events) {
-          if (event.type === 'reasoning') out.push({ type: 'reasoning-delta', text: event.text });
-          else if (event.type === 'text') out.push({ type: 'text-delta', text: event.text });
-          else {
-            const index = toolCalls.length;
-            const call: ToolCall = { id: newId('call'), name: event.name, arguments: event.arguments };
-            toolCalls.push(call);
-            out.push({ type: 'tool-call-start', index, id: call.id, name: call.name });
-            out.push({ type: 'tool-call-delta', index, arguments: call.arguments });
-            out.push({ type: 'tool-call-end', index });
-          }
-        }
-        return out;
-      };
-      const stops = request.stop?.length ? new StopStrings(request.stop) : null;
-      let outcome: Awaited<ReturnType<typeof iterator.next>>;
-      let result: { finishReason: 'stop' | 'length'; serverPromptIds: number[] | null };
-      for (;;) {
-        outcome = await iterator.next();
-        if (outcome.done) {
-          result = outcome.value;
-          break;
-        }
-        const chunk = outcome.value;
-        for (let i = 0; i < chunk.ids.length; i++) {
-          ids.push(chunk.ids[i]!);
-          logprobs.push(chunk.logprobs[i] ?? null);
-        }
-        let text = decoder.push(chunk.ids.filter((t) => !this.stopSet.has(t)));
-        if (stops) text = stops.push(text);
-        if (text) yield* emit(parser.push(text));
-        if (stops?.hit != null) {
-          // a stop string completed: end the generation here (the engine is told to stop); the ids
-          // sampled so far, up to the token that completed it, are what the policy produced
-          await iterator.return({ finishReason: 'stop', serverPromptIds: null });
-          recorder.annotate('stop_string', { stop: stops.hit, after_tokens: ids.length });
-          result = { finishReason: 'stop', serverPromptIds: null };
-          break;
-        }
-      }
-      let tail = decoder.flush();
-      if (stops) tail = stops.hit != null ? '' : stops.push(tail) + stops.flush();
-      if (tail) yield* emit(parser.push(tail));
-      yield* emit(parser.end());
-
-      if (parser.errors.length > 0) {
-        recorder.annotate('tool_parse_errors', parser.errors);
-        recorder.warn(`${parser.errors.length} tool call(s) did not parse and were passed on as text`);
-      }
-      if (result.serverPromptIds && !sameIds(result.serverPromptIds, prompt.ids)) {
-        recorder.warn('the server reports other prompt ids than polar sent');
-      }
-      const missingLogprob = logprobs.some((lp) => lp === null);
-      if (missingLogprob) recorder.warn('the server returned no logprob for some sampled tokens');
-      recorder.tokens({
-        promptTokenIds: prompt.ids,
-        completionTokenIds: ids,
-        completionLogprobs: missingLogprob ? null : (logprobs as number[]),
-      });
-
-      const signature = newId('psig');
-      const endsWithStop = ids.length > 0 && this.stopSet.has(ids[ids.length - 1]!);
-      const imEnd = this.tokenizer.tokenId('<|im_end|>');
-      const eotAdded = !endsWithStop && imEnd !== undefined;
-      SpliceState.of(context.sessionState).add({
-        callId: context.callId,
-        content: parser.content,
-        reasoning: parser.reasoning,
-        toolCalls,
-        signature,
-        turnIds: [...prompt.headerIds, ...ids, ...(eotAdded ? [imEnd] : [])],
-        promptIds: prompt.ids,
-        completionIds: ids,
-        eotAdded,
-      });
+      const sampled = yield* this.sample(request, context, prompt, parser, toolCalls);
+      this.record(recorder, prompt, parser, sampled);
+      const signature = this.remember(context, prompt, parser, toolCalls, sampled.ids);
       const response: CanonicalResponse = {
         id,
         model,
         content: parser.content,
         reasoning: parser.reasoning,
         toolCalls,
-        finishReason: toolCalls.length > 0 ? 'tool_calls' : result.finishReason,
-        usage: { promptTokens: prompt.ids.length, completionTokens: ids.length },
+        finishReason: toolCalls.length > 0 ? 'tool_calls' : sampled.finishReason,
+        usage: { promptTokens: prompt.ids.length, completionTokens: sampled.ids.length },
         reasoningSignature: signature,
       };
       yield { type: 'finish', response };
@@ -205,6 +104,154 @@ export class TokenBackend implements Backend {
         };
     }
   }
+
+  /**
+   * Streams the generation: sampled ids decoded (stop ids left out), cut at a stop string, parsed into
+   * reasoning, text and tool calls as they come; returns the sampled ids and how the generation ended.
+   */
+  private async *sample(
+    request: CanonicalRequest,
+    context: CallContext,
+    prompt: PreparedPrompt,
+    parser: OutputParser,
+    toolCalls: ToolCall[],
+  ): AsyncGenerator<StreamEvent, Sampled> {
+    const { recorder } = context;
+    const decoder = new StreamDecoder(this.tokenizer);
+    const ids: number[] = [];
+    const logprobs: (number | null)[] = [];
+    const iterator = this.generator.generate(
+      {
+        promptIds: prompt.ids,
+        maxTokens: request.maxTokens ?? this.options.maxTokens ?? 4096,
+        temperature: request.temperature ?? this.options.temperature ?? 1,
+        topP: request.topP ?? this.options.topP ?? 1,
+        stopTokenIds: this.stopIds,
+        ...(request.stop?.length ? { stop: request.stop } : {}),
+      },
+      { signal: context.signal, recorder },
+    );
+    const stops = request.stop?.length ? new StopStrings(request.stop) : null;
+    let result: { finishReason: 'stop' | 'length'; serverPromptIds: number[] | null };
+    for (;;) {
+      const outcome = await iterator.next();
+      if (outcome.done) {
+        result = outcome.value;
+        break;
+      }
+      const chunk = outcome.value;
+      for (let i = 0; i < chunk.ids.length; i++) {
+        ids.push(chunk.ids[i]!);
+        logprobs.push(chunk.logprobs[i] ?? null);
+      }
+      let text = decoder.push(chunk.ids.filter((t) => !this.stopSet.has(t)));
+      if (stops) text = stops.push(text);
+      if (text) yield* toStreamEvents(parser.push(text), toolCalls);
+      if (stops?.hit != null) {
+        // a stop string completed: end the generation here (the engine is told to stop); the ids
+        // sampled so far, up to the token that completed it, are what the policy produced
+        await iterator.return({ finishReason: 'stop', serverPromptIds: null });
+        recorder.annotate('stop_string', { stop: stops.hit, after_tokens: ids.length });
+        result = { finishReason: 'stop', serverPromptIds: null };
+        break;
+      }
+    }
+    let tail = decoder.flush();
+    if (stops) tail = stops.hit != null ? '' : stops.push(tail) + stops.flush();
+    if (tail) yield* toStreamEvents(parser.push(tail), toolCalls);
+    yield* toStreamEvents(parser.end(), toolCalls);
+    return { ids, logprobs, ...result };
+  }
+
+  /** Parse errors, a prompt the server saw differently, missing logprobs; then the call's token ids. */
+  private record(
+    recorder: CallContext['recorder'],
+    prompt: PreparedPrompt,
+    parser: OutputParser,
+    sampled: Sampled,
+  ): void {
+    if (parser.errors.length > 0) {
+      recorder.annotate('tool_parse_errors', parser.errors);
+      recorder.warn(`${parser.errors.length} tool call(s) did not parse and were passed on as text`);
+    }
+    if (sampled.serverPromptIds && !sameIds(sampled.serverPromptIds, prompt.ids)) {
+      recorder.warn('the server reports other prompt ids than polar sent');
+    }
+    const missingLogprob = sampled.logprobs.some((lp) => lp === null);
+    if (missingLogprob) recorder.warn('the server returned no logprob for some sampled tokens');
+    recorder.tokens({
+      promptTokenIds: prompt.ids,
+      completionTokenIds: sampled.ids,
+      completionLogprobs: missingLogprob ? null : (sampled.logprobs as number[]),
+    });
+  }
+
+  /** Keeps the sampled turn in the session's splice state; returns the signature minted for it. */
+  private remember(
+    context: CallContext,
+    prompt: PreparedPrompt,
+    parser: OutputParser,
+    toolCalls: ToolCall[],
+    ids: number[],
+  ): string {
+    const signature = newId('psig');
+    const endsWithStop = ids.length > 0 && this.stopSet.has(ids[ids.length - 1]!);
+    const imEnd = this.tokenizer.tokenId('<|im_end|>');
+    const eotAdded = !endsWithStop && imEnd !== undefined;
+    SpliceState.of(context.sessionState).add({
+      callId: context.callId,
+      content: parser.content,
+      reasoning: parser.reasoning,
+      toolCalls,
+      signature,
+      turnIds: [...prompt.headerIds, ...ids, ...(eotAdded ? [imEnd] : [])],
+      promptIds: prompt.ids,
+      completionIds: ids,
+      eotAdded,
+    });
+    return signature;
+  }
+}
+
+/** What one generation sampled, and how it ended. */
+interface Sampled {
+  ids: number[];
+  logprobs: (number | null)[];
+  finishReason: 'stop' | 'length';
+  serverPromptIds: number[] | null;
+}
+
+function annotatePrompt(recorder: CallContext['recorder'], prompt: PreparedPrompt): void {
+  recorder.annotate('prompt', {
+    mode: prompt.splices.length > 0 ? 'spliced' : 'rendered',
+    tokens: prompt.ids.length,
+    extends_call: prompt.extendsCall,
+    render_ms: round(prompt.renderMs),
+    tokenize_ms: round(prompt.tokenizeMs),
+    encoded_chars: prompt.encodedChars,
+    rendered_chars: prompt.renderedChars,
+    prompt_chars: prompt.text.length,
+  });
+  recorder.annotate('splices', prompt.splices);
+  recorder.annotate('render_mismatches', prompt.mismatches);
+}
+
+/** Parsed output -> canonical stream events; each tool call (numbered in toolCalls) whole at once. */
+function toStreamEvents(events: ParsedEvent[], toolCalls: ToolCall[]): StreamEvent[] {
+  const out: StreamEvent[] = [];
+  for (const event of events) {
+    if (event.type === 'reasoning') out.push({ type: 'reasoning-delta', text: event.text });
+    else if (event.type === 'text') out.push({ type: 'text-delta', text: event.text });
+    else {
+      const index = toolCalls.length;
+      const call: ToolCall = { id: newId('call'), name: event.name, arguments: event.arguments };
+      toolCalls.push(call);
+      out.push({ type: 'tool-call-start', index, id: call.id, name: call.name });
+      out.push({ type: 'tool-call-delta', index, arguments: call.arguments });
+      out.push({ type: 'tool-call-end', index });
+    }
+  }
+  return out;
 }
 
 function round(ms: number): number {

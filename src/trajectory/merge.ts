@@ -164,50 +164,167 @@ function emptyKinds(): Record<TraceKind, number> {
   return { root: 0, compaction: 0, subagent: 0, divergence: 0, side: 0 };
 }
 
+interface MergeState {
+  eot: ReadonlySet<number>;
+  chains: Chain[];
+  stats: MergeStats;
+}
+
+function startChain(
+  state: MergeState,
+  call: MergeCall,
+  kind: TraceKind,
+  extra: Partial<MergedTrace> = {},
+): Chain {
+  const trace: MergedTrace = {
+    kind,
+    prompt_ids: call.prompt.slice(),
+    response_ids: [],
+    loss_mask: [],
+    response_logprobs: [],
+    finish_reason: null,
+    calls: [],
+    token_exact: true,
+    spliced_turns: 0,
+    ...extra,
+  };
+  const chain: Chain = {
+    trace,
+    index: state.chains.length,
+    length: call.prompt.length,
+    lastPrompt: call.prompt,
+    lastCompletion: [],
+  };
+  appendSampled(chain, call);
+  state.chains.push(chain);
+  state.stats.chains++;
+  state.stats.kinds[kind]++;
+  return chain;
+}
+
+/** 1. exact: the longest open chain whose whole sequence is a prefix of this prompt. */
+function extendExact(state: MergeState, call: MergeCall): boolean {
+  let best: Chain | null = null;
+  for (const chain of state.chains) {
+    if (isSideKind(chain.trace.kind)) continue;
+    if ((best === null || chain.length > best.length) && chainIsPrefix(chain, call.prompt)) best = chain;
+  }
+  if (best === null) return false;
+  const last = best.lastCompletion[best.lastCompletion.length - 1];
+  const first = call.prompt[best.length];
+  if (first !== undefined && state.eot.has(first) && (last === undefined || !state.eot.has(last)))
+    state.stats.eot_from_prompt++;
+  appendGlue(best, call.prompt, best.length);
+  appendSampled(best, call);
+  state.stats.calls_merged++;
+  return true;
+}
+
+/**
+ * 2a. a chain that was spliced no longer equals the server's tokens, so a call that extends its last
+ * call exactly in the server's own tokens (last prompt + completion) continues it without a splice.
+ */
+function extendSplicedChain(state: MergeState, call: MergeCall): boolean {
+  let extended: Chain | null = null;
+  for (const chain of state.chains) {
+    if (isSideKind(chain.trace.kind) || chain.trace.spliced_turns === 0) continue;
+    if (extended !== null && chain.lastPrompt.length <= extended.lastPrompt.length) continue;
+    const end = chain.lastPrompt.length + chain.lastCompletion.length;
+    if (
+      end <= call.prompt.length &&
+      isPrefix(chain.lastPrompt, call.prompt) &&
+      isPrefix(chain.lastCompletion, call.prompt.slice(chain.lastPrompt.length, end))
+    )
+      extended = chain;
+  }
+  if (extended === null) return false;
+  appendGlue(extended, call.prompt, extended.lastPrompt.length + extended.lastCompletion.length);
+  appendSampled(extended, call);
+  state.stats.calls_merged++;
+  return true;
+}
+
+/**
+ * 2b. splice: the chain's last prompt is a prefix, the re-rendered assistant turn differs from what
+ * was sampled; replace it (up to its first EOT) by the sampled ids.
+ */
+function extendBySplice(state: MergeState, call: MergeCall): boolean {
+  const { eot } = state;
+  let spliced: { chain: Chain; from: number } | null = null;
+  for (const chain of state.chains) {
+    if (isSideKind(chain.trace.kind)) continue;
+    if (spliced !== null && chain.lastPrompt.length <= spliced.chain.lastPrompt.length) continue;
+    if (!isPrefix(chain.lastPrompt, call.prompt)) continue;
+    let k = chain.lastPrompt.length;
+    while (k < call.prompt.length && !eot.has(call.prompt[k]!)) k++;
+    if (k >= call.prompt.length) continue;
+    const last = chain.lastCompletion[chain.lastCompletion.length - 1];
+    const sampledEot = last !== undefined && eot.has(last);
+    spliced = { chain, from: sampledEot ? k + 1 : k };
+  }
+  if (spliced === null) return false;
+  appendGlue(spliced.chain, call.prompt, spliced.from);
+  appendSampled(spliced.chain, call);
+  spliced.chain.trace.spliced_turns++;
+  state.stats.spliced_turns++;
+  state.stats.calls_merged++;
+  return true;
+}
+
+/** 3. a new trace: root, divergence of an open chain, or an independent conversation (subagent). */
+function startNewTrace(state: MergeState, call: MergeCall, forcedRoot: boolean, resumed: boolean): void {
+  const { chains } = state;
+  if (forcedRoot || chains.length === 0) {
+    startChain(state, call, 'root');
+    return;
+  }
+  if (resumed) {
+    // the first turn after a compaction: the root conversation, resumed from the summary
+    startChain(state, call, 'root', { after_compaction: true });
+    return;
+  }
+  let parent: Chain | null = null;
+  let shared = 0;
+  for (const chain of chains) {
+    if (isSideKind(chain.trace.kind)) continue;
+    const n = commonPrefix(chain, call.prompt);
+    if (n > shared) {
+      shared = n;
+      parent = chain;
+    }
+  }
+  if (parent !== null && shared >= parent.trace.prompt_ids.length && shared > 0) {
+    // same conversation (the first prompt is shared), broken inside the responses: cut the parent here
+    // (if a later call extends the parent after all, the branch was a fork and the cut is undone)
+    parent.trace.cut = 'divergence';
+    startChain(state, call, 'divergence', { parent: parent.index, diverged_at: shared });
+  } else if (!chains.some((c) => !isSideKind(c.trace.kind))) {
+    // only side traces so far (e.g. a prewarm call first): this is the main conversation
+    startChain(state, call, 'root');
+  } else {
+    startChain(state, call, 'subagent');
+  }
+}
+
 /**
  * Merges the usable calls of one session, in the order given (the caller sorts by seq), into traces.
  * Every call lands in exactly one trace; traces are in the order they were started.
  */
 export function mergeCalls(calls: readonly MergeCall[], options: MergeOptions): MergeResult {
-  const eot = new Set(options.eotIds);
-  const chains: Chain[] = [];
-  const stats: MergeStats = {
-    calls: 0,
-    calls_merged: 0,
-    chains: 0,
-    truncations: 0,
-    spliced_turns: 0,
-    eot_from_prompt: 0,
-    kinds: emptyKinds(),
-  };
-
-  const start = (call: MergeCall, kind: TraceKind, extra: Partial<MergedTrace> = {}): Chain => {
-    const trace: MergedTrace = {
-      kind,
-      prompt_ids: call.prompt.slice(),
-      response_ids: [],
-      loss_mask: [],
-      response_logprobs: [],
-      finish_reason: null,
-      calls: [],
-      token_exact: true,
+  const state: MergeState = {
+    eot: new Set(options.eotIds),
+    chains: [],
+    stats: {
+      calls: 0,
+      calls_merged: 0,
+      chains: 0,
+      truncations: 0,
       spliced_turns: 0,
-      ...extra,
-    };
-    const chain: Chain = {
-      trace,
-      index: chains.length,
-      length: call.prompt.length,
-      lastPrompt: call.prompt,
-      lastCompletion: [],
-    };
-    appendSampled(chain, call);
-    chains.push(chain);
-    stats.chains++;
-    stats.kinds[kind]++;
-    return chain;
+      eot_from_prompt: 0,
+      kinds: emptyKinds(),
+    },
   };
-
+  const { chains, stats } = state;
   let afterCompaction = false;
   for (const call of calls) {
     stats.calls++;
@@ -215,108 +332,16 @@ export function mergeCalls(calls: readonly MergeCall[], options: MergeOptions): 
     const own = forced ?? (call.requestKind ? OWN_TRACE_KINDS[call.requestKind] : undefined);
     // side calls (compaction summaries, prewarm, titles) never extend a chain and are never extended
     if (own !== undefined && own !== 'root') {
-      start(call, own);
+      startChain(state, call, own);
       if (own === 'compaction') afterCompaction = true;
       continue;
     }
     const resumed = afterCompaction;
     afterCompaction = false;
-
-    // 1. exact: the longest open chain whose whole sequence is a prefix of this prompt
-    let best: Chain | null = null;
-    for (const chain of chains) {
-      if (isSideKind(chain.trace.kind)) continue;
-      if ((best === null || chain.length > best.length) && chainIsPrefix(chain, call.prompt)) best = chain;
-    }
-    if (best !== null) {
-      const last = best.lastCompletion[best.lastCompletion.length - 1];
-      const first = call.prompt[best.length];
-      if (first !== undefined && eot.has(first) && (last === undefined || !eot.has(last)))
-        stats.eot_from_prompt++;
-      appendGlue(best, call.prompt, best.length);
-      appendSampled(best, call);
-      stats.calls_merged++;
-      continue;
-    }
-
-    // 2. splice: the chain's last prompt is a prefix, the re-rendered assistant turn differs from what
-    // was sampled; replace it (up to its first EOT) by the sampled ids
-    if (options.splice) {
-      // a chain that was spliced no longer equals the server's tokens, so a call that extends its last
-      // call exactly in the server's own tokens (last prompt + completion) continues it without a splice
-      let extended: Chain | null = null;
-      for (const chain of chains) {
-        if (isSideKind(chain.trace.kind) || chain.trace.spliced_turns === 0) continue;
-        if (extended !== null && chain.lastPrompt.length <= extended.lastPrompt.length) continue;
-        const end = chain.lastPrompt.length + chain.lastCompletion.length;
-        if (
-          end <= call.prompt.length &&
-          isPrefix(chain.lastPrompt, call.prompt) &&
-          isPrefix(chain.lastCompletion, call.prompt.slice(chain.lastPrompt.length, end))
-        )
-          extended = chain;
-      }
-      if (extended !== null) {
-        appendGlue(extended, call.prompt, extended.lastPrompt.length + extended.lastCompletion.length);
-        appendSampled(extended, call);
-        stats.calls_merged++;
-        continue;
-      }
-      let spliced: { chain: Chain; from: number } | null = null;
-      for (const chain of chains) {
-        if (isSideKind(chain.trace.kind)) continue;
-        if (spliced !== null && chain.lastPrompt.length <= spliced.chain.lastPrompt.length) continue;
-        if (!isPrefix(chain.lastPrompt, call.prompt)) continue;
-        let k = chain.lastPrompt.length;
-        while (k < call.prompt.length && !eot.has(call.prompt[k]!)) k++;
-        if (k >= call.prompt.length) continue;
-        const last = chain.lastCompletion[chain.lastCompletion.length - 1];
-        const sampledEot = last !== undefined && eot.has(last);
-        spliced = { chain, from: sampledEot ? k + 1 : k };
-      }
-      if (spliced !== null) {
-        appendGlue(spliced.chain, call.prompt, spliced.from);
-        appendSampled(spliced.chain, call);
-        spliced.chain.trace.spliced_turns++;
-        stats.spliced_turns++;
-        stats.calls_merged++;
-        continue;
-      }
-    }
-
-    // 3. a new trace: root, divergence of an open chain, or an independent conversation (subagent)
-    if (forced === 'root' || chains.length === 0) {
-      start(call, 'root');
-      continue;
-    }
-    if (resumed) {
-      // the first turn after a compaction: the root conversation, resumed from the summary
-      start(call, 'root', { after_compaction: true });
-      continue;
-    }
-    let parent: Chain | null = null;
-    let shared = 0;
-    for (const chain of chains) {
-      if (isSideKind(chain.trace.kind)) continue;
-      const n = commonPrefix(chain, call.prompt);
-      if (n > shared) {
-        shared = n;
-        parent = chain;
-      }
-    }
-    if (parent !== null && shared >= parent.trace.prompt_ids.length && shared > 0) {
-      // same conversation (the first prompt is shared), broken inside the responses: cut the parent here
-      // (if a later call extends the parent after all, the branch was a fork and the cut is undone)
-      parent.trace.cut = 'divergence';
-      start(call, 'divergence', { parent: parent.index, diverged_at: shared });
-    } else if (!chains.some((c) => !isSideKind(c.trace.kind))) {
-      // only side traces so far (e.g. a prewarm call first): this is the main conversation
-      start(call, 'root');
-    } else {
-      start(call, 'subagent');
-    }
+    if (extendExact(state, call)) continue;
+    if (options.splice && (extendSplicedChain(state, call) || extendBySplice(state, call))) continue;
+    startNewTrace(state, call, forced === 'root', resumed);
   }
-
   stats.truncations = chains.filter((c) => c.trace.cut !== undefined).length;
   return { traces: chains.map((c) => c.trace), stats };
 }

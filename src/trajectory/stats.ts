@@ -115,3 +115,42 @@ export function formatStats(s: BuildStats): string {
   ];
   return lines.join('\n');
 }
+
+/** Adds one report into another (counts summed, reasons kept in first-seen order). */
+export function addStats(into: BuildStats, from: BuildStats): void {
+  const reasonKeys = [
+    'lines_skipped',
+    'files_skipped',
+    'sessions_skipped',
+    'calls_skipped',
+    'traces_dropped',
+    'truncations',
+    'status',
+    'notes',
+  ] as const;
+  const numberKeys = [
+    'inputs',
+    'lines',
+    'sessions',
+    'trajectories_written',
+    'traces_written',
+    'calls',
+    'calls_used',
+    'calls_merged',
+    'chains',
+    'spliced_turns',
+    'groups',
+    'groups_dropped_uniform',
+    'groups_without_reward',
+    'tokens_trainable',
+    'tokens_total',
+  ] as const;
+  for (const key of numberKeys) into[key] += from[key];
+  for (const key of reasonKeys) {
+    for (const [reason, n] of Object.entries(from[key])) count(into[key], reason, n);
+  }
+  for (const [kind, n] of Object.entries(from.kinds)) into.kinds[kind as TraceKind] += n;
+  into.rewards.capture += from.rewards.capture;
+  into.rewards.file += from.rewards.file;
+  into.rewards.missing += from.rewards.missing;
+}

@@ -12,7 +12,7 @@ import { requestShape } from '../../../src/harnesses/kinds.ts';
 import { type MergeCall, mergeCalls } from '../../../src/trajectory/merge.ts';
 import { ROOT } from '../../support/capture-run.ts';
 
-const SAMPLES = join(ROOT, '../shared/samples/harness-requests');
+const SAMPLES = join(ROOT, 'fixtures/samples/harness-requests');
 const sample = (name: string) =>
   JSON.parse(readFileSync(join(SAMPLES, name), 'utf8')) as { headers: Record<string, string>; body: unknown };
 const kindOf = (harness: keyof typeof HARNESSES, body: unknown, headers: Record<string, string> = {}) =>

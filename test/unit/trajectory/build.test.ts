@@ -308,6 +308,35 @@ describe('polar build pipeline', () => {
     assert.equal(stats.tokens_total, SYS.length + 2);
   });
 
+  it('keeps no state between builds in one process: each gives what it gives alone', async () => {
+    // a file found by scanning a directory is skipped when it is not a capture file; the same file
+    // named by the user in a later build is capture input (and fails on its first line), as it does
+    // when that build runs alone. A module-level set once carried the first build's scan into the next.
+    const dir = await mkdtemp(join(tmpdir(), 'polar-build-twice-'));
+    try {
+      await writeFile(join(dir, 'capture.jsonl'), jsonl(oneCall('a', 't', 0, 1)));
+      const results = join(dir, 'results.jsonl');
+      await writeFile(results, `${JSON.stringify({ instance_id: 't', resolved: true })}\n`);
+      const scan = async (): Promise<{ stats: unknown; lines: Record<string, unknown>[] }> => {
+        const out = collect();
+        const stats = await buildTrajectories({ inputs: [dir], output: out.stream });
+        return { stats, lines: out.lines() };
+      };
+      const first = await scan();
+      assert.deepEqual((first.stats as { files_skipped: unknown }).files_skipped, {
+        'not a capture file (found in a directory)': 1,
+      });
+      assert.equal(first.lines.length, 1);
+      await assert.rejects(
+        buildTrajectories({ inputs: [results], output: null }),
+        (e: unknown) => e instanceof InputError && e.message.includes('results.jsonl'),
+      );
+      assert.deepEqual(await scan(), first);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('names a missing input', async () => {
     await assert.rejects(
       buildTrajectories({ inputs: ['/nonexistent/x.jsonl'], output: null }),

@@ -1,0 +1,109 @@
+/**
+ * Pass 2 of `polar build`: rewards (capture grading records, then --rewards), groups and advantages,
+ * computed from the compact summaries of the built sessions.
+ */
+import type { GradingRecord } from '../capture/record.ts';
+import { type AdvantageKind, groupAdvantages, isUniform } from './advantage.ts';
+import type { TrajectoryHead } from './formats.ts';
+import type { TrajectoryRecord } from './record.ts';
+import { lookupReward, type RewardTable } from './rewards.ts';
+import { type BuildStats, count } from './stats.ts';
+
+/** What the build keeps in memory of one built session. */
+export interface Summary {
+  session: string;
+  taskId: string | null;
+  sample: number | null;
+  metaGroup: string | null;
+  harness: string;
+  model: string;
+  status: TrajectoryRecord['status'];
+  grading: GradingRecord | null;
+  /** byte length of each serialised tail (output line) in the temporary file */
+  rowBytes: number[];
+  traces: number;
+  tokensTrainable: number;
+  tokensTotal: number;
+}
+
+export interface ResolveContext {
+  rewardTable: RewardTable | null;
+  groupBy: string;
+  advantage: AdvantageKind;
+  dropUniform: boolean;
+  stats: BuildStats;
+}
+
+function groupKey(groupBy: string, s: Summary): string | null {
+  if (groupBy === 'none') return null;
+  if (groupBy === 'task_id') return s.taskId;
+  return s.metaGroup;
+}
+
+/** The head of one summary: its reward from the capture (kept on conflict) or the rewards file. */
+function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
+  const { stats } = ctx;
+  const g = s.grading;
+  const taskId = s.taskId ?? g?.task_id ?? null;
+  const sample = s.sample ?? g?.sample ?? null;
+  const fromFile = ctx.rewardTable ? lookupReward(ctx.rewardTable, s.session, taskId, sample) : undefined;
+  let reward: number | null = null;
+  if (g !== null) {
+    reward = g.reward;
+    stats.rewards.capture++;
+    if (fromFile !== undefined && fromFile !== g.reward) count(stats.notes, 'reward conflict (capture kept)');
+  } else if (fromFile !== undefined) {
+    reward = fromFile;
+    stats.rewards.file++;
+  } else stats.rewards.missing++;
+  return {
+    id: s.session,
+    session: s.session,
+    task_id: taskId,
+    sample,
+    group_id: null,
+    harness: s.harness,
+    model: s.model,
+    status: s.status,
+    reward,
+    advantage: null,
+  };
+}
+
+/** Rewards, groups and advantages from the summaries; null for a trajectory dropped with its group. */
+export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext): (TrajectoryHead | null)[] {
+  const { stats } = ctx;
+  const heads: (TrajectoryHead | null)[] = summaries.map((s) => headOf(s, ctx));
+  const groups = new Map<string, number[]>();
+  summaries.forEach((s, i) => {
+    const key = groupKey(ctx.groupBy, { ...s, taskId: heads[i]!.task_id });
+    if (key === null) {
+      if (ctx.groupBy !== 'none') count(stats.notes, `no group (${ctx.groupBy} missing)`);
+      return;
+    }
+    heads[i]!.group_id = key;
+    const members = groups.get(key);
+    if (members) members.push(i);
+    else groups.set(key, [i]);
+  });
+  stats.groups = groups.size;
+  for (const members of groups.values()) {
+    const rewards = members.map((i) => heads[i]!.reward);
+    if (rewards.some((r) => r === null)) {
+      stats.groups_without_reward++;
+      continue;
+    }
+    const values = rewards as number[];
+    if (ctx.dropUniform && isUniform(values)) {
+      stats.groups_dropped_uniform++;
+      count(stats.sessions_skipped, 'group with uniform rewards (--drop-uniform-groups)', members.length);
+      for (const i of members) heads[i] = null;
+      continue;
+    }
+    const adv = groupAdvantages(values, ctx.advantage);
+    members.forEach((i, k) => {
+      heads[i]!.advantage = adv[k]!;
+    });
+  }
+  return heads;
+}

@@ -1,0 +1,86 @@
+/** scripts/check-shape.mjs on a made-up checkout: each limit, its edge, and the exit codes. */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+// @ts-expect-error: a plain .mjs script without type declarations
+import { checkShape } from '../../../scripts/check-shape.mjs';
+
+const script = new URL('../../../scripts/check-shape.mjs', import.meta.url).pathname;
+
+/** A function declaration spanning exactly `lines` lines. */
+function fn(name: string, lines: number): string {
+  const body = Array.from({ length: lines - 2 }, (_, i) => `  const v${i} = ${i};`);
+  return [`export function ${name}(): void {`, ...body, '}', ''].join('\n');
+}
+
+describe('check-shape', () => {
+  let root: string;
+  const put = async (path: string, text: string) => {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), text);
+  };
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'polar-shape-'));
+    await put('src/ok.ts', fn('fits', 120));
+    await put('src/long-fn.ts', fn('tooLong', 121));
+    await put(
+      'src/methods.ts',
+      `export class Box {\n${fn('x', 130).replace('export function x(): void', '  method()')}}\nexport const arrow = () => {\n${'  void 0;\n'.repeat(125)}};\n`,
+    );
+    await put('src/big.ts', 'export const x = 1;\n'.repeat(451));
+    await put('src/edge.ts', 'export const y = 1;\n'.repeat(450));
+    await put('src/worker/big.py', 'x = 1\n'.repeat(451));
+    await put('src/proxy/bad.ts', "import type { R } from '../capture/record.ts';\nexport type X = R;\n");
+    await put('src/proxy/dynamic.ts', "export const load = () => import('../capture/writer.ts');\n");
+    await put('src/proxy/fine.ts', "import { z } from '../capturer/z.ts';\nexport const q = z;\n");
+    await put('src/other/uses.ts', "import { w } from '../capture/writer.ts';\nexport const u = w;\n");
+  });
+  after(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('finds each offender with its file, line, name and length, and nothing at the limits', () => {
+    const found = checkShape(root);
+    assert.deepEqual(
+      found.files.map((o: { file: string; length: number }) => `${o.file} ${o.length}`),
+      ['src/big.ts 451', 'src/worker/big.py 451'],
+    );
+    assert.deepEqual(
+      found.functions.map((o: { file: string; line: number; name: string; length: number }) =>
+        [o.file, o.line, o.name, o.length].join(' '),
+      ),
+      ['src/long-fn.ts 1 tooLong 121', 'src/methods.ts 2 Box.method 130', 'src/methods.ts 133 arrow 127'],
+    );
+    assert.deepEqual(
+      found.imports.map((o: { file: string; line: number; name: string }) => `${o.file}:${o.line} ${o.name}`),
+      ['src/proxy/bad.ts:1 ../capture/record.ts', 'src/proxy/dynamic.ts:1 ../capture/writer.ts'],
+    );
+  });
+
+  it('exits 1 listing offenders, and 0 with --report', () => {
+    const failing = spawnSync(process.execPath, [script, '--root', root], { encoding: 'utf8' });
+    assert.equal(failing.status, 1);
+    assert.match(failing.stdout, /src\/long-fn\.ts:1 tooLong 121/);
+    assert.match(failing.stdout, /check-shape: 7 offenders/);
+    const report = spawnSync(process.execPath, [script, '--root', root, '--report'], { encoding: 'utf8' });
+    assert.equal(report.status, 0);
+    assert.equal(report.stdout.replace(' (report only)', ''), failing.stdout);
+  });
+
+  it('exits 0 on a checkout in shape', async () => {
+    const clean = await mkdtemp(join(tmpdir(), 'polar-shape-ok-'));
+    try {
+      await mkdir(join(clean, 'src'), { recursive: true });
+      await writeFile(join(clean, 'src', 'a.ts'), fn('a', 50));
+      const run = spawnSync(process.execPath, [script, '--root', clean], { encoding: 'utf8' });
+      assert.equal(run.status, 0);
+      assert.match(run.stdout, /check-shape: ok/);
+    } finally {
+      await rm(clean, { recursive: true, force: true });
+    }
+  });
+});
