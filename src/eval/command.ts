@@ -41,7 +41,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
 export function evaluationSetup(f: EvalFlags): EvaluationSetup {
   const agent = f.agent ?? f.harness;
   if (!agent)
-    throw new UsageError('give --harness <codex|claude|pi|generic> or --agent <gold|empty|predictions>');
+    throw new UsageError('give --harness <codex|claude|pi|qwen|generic> or --agent <gold|empty|predictions>');
   return {
     agent: {
       agent,
