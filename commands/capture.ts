@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import type { CaptureFlags } from '../src/capture/options.ts';
+import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { bytes, keyValue, nonNegativeInt, oneOf, port, seconds } from '../src/options/parsers.ts';
@@ -10,7 +11,7 @@ export function defineCapture(program: Command, report: Report): void {
     .command('capture')
     .description("run a harness behind polar's recording proxy and capture every model call with token ids")
     .argument('<command...>', 'the harness command line, after --')
-    .addOption(harnessOption('codex | claude | pi | generic (default: from the command name)'))
+    .addOption(harnessOption('codex | claude | pi | qwen | generic (default: from the command name)'))
     .addOption(
       new Option('--pi-api <api>', `the wire API Pi uses: ${PI_APIS.join(' | ')}`).argParser(oneOf(PI_APIS)),
     )
@@ -18,6 +19,8 @@ export function defineCapture(program: Command, report: Report): void {
       '-o, --output <file>',
       'capture file (JSONL, appended; default: polar-captures/<time>-<harness>.jsonl)',
     )
+    .addOption(passEnvOption())
+    .option('--harness-node <path>', 'node binary for a harness that needs a newer Node (Qwen Code: 22)')
     .option('--task-id <id>', 'task id recorded in the session record')
     .addOption(
       new Option('--sample <n>', 'sample index recorded in the session record').argParser(nonNegativeInt),

@@ -2,6 +2,7 @@
 import { type Command, Option } from 'commander';
 import { BACKEND_KINDS } from '../src/backends/index.ts';
 import { RUNTIME_KINDS } from '../src/eval/runtime/types.ts';
+import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
@@ -72,6 +73,7 @@ export function addBackendFlags(cmd: Command): Command {
 /** The flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym): RolloutFlags. */
 export function addRolloutFlags(cmd: Command): Command {
   return cmd
+    .addOption(passEnvOption())
     .addOption(
       new Option('--pi-api <api>', `the wire API Pi uses: ${PI_APIS.join(' | ')}`).argParser(oneOf(PI_APIS)),
     )

@@ -7,7 +7,7 @@
 import type { CompletedCall } from '../proxy/call.ts';
 import { log } from '../util/log.ts';
 import type { CallRecord } from './record.ts';
-import { redactHeaders, redactSecrets } from './redact.ts';
+import { redactHeaders, redactSecrets, redactUrl } from './redact.ts';
 import type { CaptureWriter } from './writer.ts';
 
 /** What the recorder knows of the session a call belongs to. */
@@ -60,11 +60,19 @@ export function toCallRecord(
       backend_ms: call.backendMs === null ? null : round(call.backendMs),
       total_ms: round(call.totalMs),
     },
-    request: { method: call.request.method, path: call.request.path, headers, body: call.request.body },
+    request: {
+      method: call.request.method,
+      path: redactUrl(call.request.path),
+      headers,
+      body: call.request.body,
+    },
     response: call.response ?? { status: 0, body: null },
     canonical_request: call.canonicalRequest,
     canonical_response: final,
-    backend_request: call.backendRequest,
+    backend_request: call.backendRequest && {
+      ...call.backendRequest,
+      url: redactUrl(call.backendRequest.url),
+    },
     prompt_token_ids: call.tokens.promptTokenIds,
     completion_token_ids: call.tokens.completionTokenIds,
     completion_logprobs: call.tokens.completionLogprobs,

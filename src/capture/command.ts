@@ -28,7 +28,11 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
   const result = await runCapture({
     command,
     harness: profile.name,
-    harnessOptions: f.piApi ? { api: f.piApi } : {},
+    harnessOptions: {
+      ...(f.piApi ? { api: f.piApi } : {}),
+      ...(f.harnessNode ? { node: f.harnessNode } : {}),
+    },
+    passEnv: f.passEnv ?? [],
     backend,
     model: backend.model,
     output,

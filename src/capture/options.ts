@@ -19,6 +19,10 @@ export interface CaptureFlags extends BackendFlags {
   timeout?: number;
   keepRunDir?: boolean;
   quiet?: boolean;
+  /** --pass-env NAME, repeatable */
+  passEnv?: string[];
+  /** --harness-node PATH */
+  harnessNode?: string;
 }
 
 /** The capture file when -o is not given: polar-captures/<time>-<harness>.jsonl */

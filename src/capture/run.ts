@@ -2,14 +2,16 @@
  * `polar capture`: start the proxy, point the harness at it through its profile, run it with stdio passed
  * through, forward signals, record every call, and exit with the harness's exit code.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { execa } from 'execa';
+import { resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { EnvironmentError, errorMessage } from '../errors.ts';
+import { harnessEnv } from '../harnesses/env.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
+import { runHarnessProcess } from '../harnesses/process.ts';
+import { makeRunDir } from '../harnesses/rundir.ts';
 import { ProxyServer } from '../proxy/server.ts';
 import { log } from '../util/log.ts';
 import type { CallRecord, SessionEndRecord } from './record.ts';
@@ -26,7 +28,10 @@ export interface CaptureRunOptions {
   model: string;
   output: string;
   cwd?: string;
+  /** variables set for this run (on top of the allow-list of harnesses/env.ts) */
   env?: Record<string, string>;
+  /** names of more variables of polar's environment the harness may see (`--pass-env`) */
+  passEnv?: string[];
   taskId?: string;
   sample?: number;
   meta?: Record<string, string>;
@@ -56,8 +61,6 @@ export interface CaptureRunResult {
   stderr?: string;
 }
 
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
 export async function runCapture(options: CaptureRunOptions): Promise<CaptureRunResult> {
   if (options.command.length === 0)
     throw new EnvironmentError(
@@ -73,14 +76,13 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     port: options.port,
     maxBodyBytes: options.maxBodyBytes,
   });
-  const runDir = await mkdtemp(join(options.runDirBase ?? tmpdir(), 'polar-run-'));
+  const runDir = await makeRunDir(options.runDirBase ?? tmpdir());
   const cwd = resolve(options.cwd ?? process.cwd());
   let exitCode: number | null = null;
   let signal: string | null = null;
   let status: SessionEndRecord['status'] = 'error';
   let stdout: string | undefined;
   let stderr: string | undefined;
-  const handlers = new Map<string, () => void>();
   const { url } = await proxy.listen();
   const capture = openSession({
     profile,
@@ -108,19 +110,22 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     });
     capture.begin(prepared.argv);
     log.debug(`capture: proxy ${url}, session ${session.id}, harness ${profile.name}, run dir ${runDir}`);
+    // an allow-list, never all of process.env: no backend or vendor key reaches the harness
+    const env = harnessEnv(process.env, {
+      passEnv: options.passEnv ?? [],
+      extra: options.env ?? {},
+      profile: prepared.env,
+    });
+    const [file, ...args] = prepared.argv as [string, ...string[]];
     const stdio = options.stdio ?? 'inherit';
-    const { child, file } = startHarness(prepared, options);
-    let interrupted = false;
-    for (const name of FORWARDED) {
-      const handler = () => {
-        interrupted = true;
-        log.debug(`capture: forwarding ${name} to the harness`);
-        child.kill(name);
-      };
-      handlers.set(name, handler);
-      process.on(name, handler);
-    }
-    const result = await child;
+    const { result, interrupted } = await runHarnessProcess(file, args, {
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      env,
+      stdio,
+      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      runDir: options.keepRunDir ? null : runDir,
+    });
     if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
       const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
       throw new EnvironmentError(
@@ -144,7 +149,6 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       stderr = String(result.stderr ?? '');
     }
   } finally {
-    for (const [name, handler] of handlers) process.off(name, handler);
     await proxy.close(2000);
     proxy.removeSession(session.key);
     try {
@@ -167,36 +171,6 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
   };
 }
 
-/** Starts the prepared harness command with the profile's environment over ours. */
-function startHarness(
-  prepared: { argv: string[]; env: Record<string, string | null> },
-  options: CaptureRunOptions,
-) {
-  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
-  for (const [name, value] of Object.entries(prepared.env)) {
-    if (value === null) delete env[name];
-    else env[name] = value;
-  }
-  const [file, ...args] = prepared.argv as [string, ...string[]];
-  const stdio = options.stdio ?? 'inherit';
-  const child = execa(file, args, {
-    cwd: options.cwd,
-    env,
-    extendEnv: false,
-    stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
-    stdout: stdio,
-    stderr: stdio,
-    reject: false,
-    preferLocal: true,
-    localDir: process.cwd(),
-    ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
-    killSignal: 'SIGTERM',
-    forceKillAfterDelay: 5000,
-    ...(stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
-  });
-  return { child, file };
-}
-
 function installHint(harness: string): string {
   switch (harness) {
     case 'codex':
@@ -205,6 +179,8 @@ function installHint(harness: string): string {
       return '@anthropic-ai/claude-code';
     case 'pi':
       return '@mariozechner/pi-coding-agent';
+    case 'qwen':
+      return '@qwen-code/qwen-code';
     default:
       return '<the agent package>';
   }

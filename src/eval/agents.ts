@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import type { CaptureRunOptions, CaptureRunResult } from '../capture/run.ts';
 import { UsageError } from '../errors.ts';
+import { containerEnvNames } from '../harnesses/env.ts';
 import { HARNESSES as HARNESS_PROFILES } from '../harnesses/index.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import type { SweInstance } from './dataset.ts';
@@ -129,6 +130,12 @@ You are in the root of the repository at {{workdir}}. Edit non-test source files
 
 Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
 is fixed; leave the tests alone. Stop when you are done.`,
+  qwen: `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
+is fixed; leave the tests alone. Stop when you are done.`,
   generic: `<pr_description>
 {{problem_statement}}
 </pr_description>
@@ -182,9 +189,7 @@ export function harnessArgv(
  * Variables a harness inside a container must see (docker exec -e NAME passes the host value): every
  * variable a harness profile sets, plus the prompt and HOME.
  */
-export const PASS_ENV = [
-  ...new Set([...Object.values(HARNESS_PROFILES).flatMap((p) => p.envNames), 'POLAR_PROMPT', 'HOME']),
-];
+export const PASS_ENV = containerEnvNames(Object.values(HARNESS_PROFILES));
 
 export interface HarnessAgentOptions {
   harness: HarnessName;
@@ -206,6 +211,8 @@ export interface HarnessAgentOptions {
   /** creates the backend once for all samples (an embedded model loads once); default: createBackend */
   createBackend?: (options: BackendOptions) => Promise<Backend>;
   env?: Record<string, string>;
+  /** more variables of polar's environment the harness may see (`--pass-env`) */
+  passEnv?: string[];
 }
 
 export class HarnessAgent implements Agent {
@@ -229,7 +236,10 @@ export class HarnessAgent implements Agent {
       this.options.placement,
       this.options.genericCommand,
     );
-    const { command, cwd } = env.hostCommand(argv, PASS_ENV);
+    const { command, cwd } = env.hostCommand(
+      argv,
+      containerEnvNames(Object.values(HARNESS_PROFILES), this.options.passEnv),
+    );
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
     // a harness in a container reads its private config from a dir the runtime mounts at the same path
     const runDirBase = this.options.runDirBase ?? env.harnessDirBase;
@@ -251,6 +261,7 @@ export class HarnessAgent implements Agent {
         output: context.capturePath,
         cwd,
         env: { ...this.options.env, POLAR_PROMPT: prompt },
+        ...(this.options.passEnv ? { passEnv: this.options.passEnv } : {}),
         taskId: instance.instance_id,
         sample: context.sample,
         meta: { ...context.meta, instance_id: instance.instance_id, repo: instance.repo },

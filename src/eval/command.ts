@@ -41,7 +41,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
 export function evaluationSetup(f: EvalFlags): EvaluationSetup {
   const agent = f.agent ?? f.harness;
   if (!agent)
-    throw new UsageError('give --harness <codex|claude|pi|generic> or --agent <gold|empty|predictions>');
+    throw new UsageError('give --harness <codex|claude|pi|qwen|generic> or --agent <gold|empty|predictions>');
   return {
     agent: {
       agent,
@@ -49,6 +49,7 @@ export function evaluationSetup(f: EvalFlags): EvaluationSetup {
       ...(f.predictions ? { predictions: f.predictions } : {}),
       ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
       ...(f.piApi ? { piApi: f.piApi } : {}),
+      ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
       ...(isHarness(agent) ? { backend: backendOptions(f) } : {}),
     },
     runtime: runtimeSetup(f),

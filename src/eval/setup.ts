@@ -30,6 +30,8 @@ export interface AgentSetup {
   promptTemplate?: string;
   /** Pi's wire API */
   piApi?: string;
+  /** more variables of polar's environment the harness may see (--pass-env) */
+  passEnv?: string[];
   /** the backend a harness talks to (required for a harness agent) */
   backend?: BackendOptions;
 }
@@ -46,7 +48,14 @@ export async function harnessSetup(
 ): Promise<
   Pick<
     HarnessAgentOptions,
-    'harness' | 'backend' | 'model' | 'placement' | 'genericCommand' | 'promptTemplate' | 'harnessOptions'
+    | 'harness'
+    | 'backend'
+    | 'model'
+    | 'placement'
+    | 'genericCommand'
+    | 'promptTemplate'
+    | 'harnessOptions'
+    | 'passEnv'
   >
 > {
   if (!setup.backend) throw new UsageError(`the ${setup.agent} harness needs a backend (--backend, --model)`);
@@ -65,6 +74,7 @@ export async function harnessSetup(
       : {}),
     ...(setup.promptTemplate ? { promptTemplate: await readTemplate(setup.promptTemplate) } : {}),
     ...(setup.piApi ? { harnessOptions: { api: setup.piApi } } : {}),
+    ...(setup.passEnv?.length ? { passEnv: setup.passEnv } : {}),
   };
 }
 

@@ -34,6 +34,7 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
       ...(f.agentCmd ? { agentCmd: f.agentCmd } : {}),
       ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
       ...(f.piApi ? { piApi: f.piApi } : {}),
+      ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
     },
     runtime: runtimeSetup(f),
   };

@@ -122,6 +122,7 @@ export class GymRollouts {
       ...(o.genericCommand ? { genericCommand: o.genericCommand } : {}),
       ...(o.harnessEnv ? { env: o.harnessEnv } : {}),
       ...(o.harnessOptions ? { harnessOptions: o.harnessOptions } : {}),
+      ...(o.passEnv ? { passEnv: o.passEnv } : {}),
     });
   }
 

@@ -45,6 +45,8 @@ export interface GymOptions {
   harnessEnv?: Record<string, string>;
   /** profile options of the harness (e.g. { api: 'openai-responses' } for Pi) */
   harnessOptions?: Record<string, string>;
+  /** --pass-env names */
+  passEnv?: string[];
   /** instances a row may name by instance_id only */
   dataset?: SweInstance[];
   /** one folder per rollout (capture, patch, test log, results) */

@@ -4,6 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CLAUDE_RULES, classify } from './kinds.ts';
 import type { HarnessProfile } from './types.ts';
 
 export const claude: HarnessProfile = {
@@ -56,8 +57,10 @@ export const claude: HarnessProfile = {
   callMeta(headers, body) {
     const meta: Record<string, unknown> = {};
     if (headers['x-claude-code-session-id']) meta.thread_id = headers['x-claude-code-session-id'];
+    const kind = classify(CLAUDE_RULES, body);
     const tools = (body as { tools?: unknown[] } | null)?.tools;
-    if (Array.isArray(tools) && tools.length === 0) meta.request_kind = 'side';
+    if (kind) meta.request_kind = kind;
+    else if (Array.isArray(tools) && tools.length === 0) meta.request_kind = 'side';
     return meta;
   },
   promptArgs(prompt) {

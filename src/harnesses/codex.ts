@@ -5,6 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CODEX_RULES, classify } from './kinds.ts';
 import type { HarnessProfile } from './types.ts';
 
 const toml = (s: string) => JSON.stringify(s);
@@ -45,7 +46,7 @@ export const codex: HarnessProfile = {
       files: [file],
     };
   },
-  callMeta(headers) {
+  callMeta(headers, body) {
     const meta: Record<string, unknown> = {};
     if (headers['session-id']) meta.thread_id = headers['session-id'];
     const turn = headers['x-codex-turn-metadata'];
@@ -56,6 +57,10 @@ export const codex: HarnessProfile = {
           if (parsed[k] !== undefined) meta[k] = parsed[k];
         }
       } catch {}
+    }
+    if (meta.request_kind === undefined) {
+      const kind = classify(CODEX_RULES, body);
+      if (kind) meta.request_kind = kind;
     }
     return meta;
   },

@@ -4,9 +4,10 @@ import { claude } from './claude.ts';
 import { codex } from './codex.ts';
 import { generic } from './generic.ts';
 import { pi } from './pi.ts';
+import { qwen } from './qwen.ts';
 import { HARNESS_NAMES, type HarnessName, type HarnessProfile } from './types.ts';
 
-export const HARNESSES: Record<HarnessName, HarnessProfile> = { codex, claude, pi, generic };
+export const HARNESSES: Record<HarnessName, HarnessProfile> = { codex, claude, pi, qwen, generic };
 
 /** The profile named by --harness, else the one whose binary is the command's basename, else generic. */
 export function resolveHarness(name: string | undefined, argv: string[]): HarnessProfile {

@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { classify, PI_RULES } from './kinds.ts';
 import type { HarnessProfile } from './types.ts';
 
 export const PI_APIS = ['openai-completions', 'openai-responses', 'anthropic-messages'] as const;
@@ -40,12 +41,8 @@ export const pi: HarnessProfile = {
     };
   },
   callMeta(_headers, body) {
-    const b = body as { tools?: unknown[]; messages?: Array<{ content?: unknown }> } | null;
-    if (b && (!b.tools || b.tools.length === 0)) {
-      const text = JSON.stringify(b.messages?.[0] ?? '');
-      if (/summariz/i.test(text)) return { request_kind: 'compaction' };
-    }
-    return {};
+    const kind = classify(PI_RULES, body);
+    return kind ? { request_kind: kind } : {};
   },
   promptArgs(prompt) {
     return ['-p', '--no-session', prompt];

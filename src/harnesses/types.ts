@@ -1,5 +1,5 @@
 /** A harness profile: how to point one agent CLI at polar's proxy and run it non-interactively. */
-export const HARNESS_NAMES = ['codex', 'claude', 'pi', 'generic'] as const;
+export const HARNESS_NAMES = ['codex', 'claude', 'pi', 'qwen', 'generic'] as const;
 export type HarnessName = (typeof HARNESS_NAMES)[number];
 
 export interface PrepareContext {

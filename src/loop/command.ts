@@ -36,7 +36,11 @@ export function loopOptions(f: LoopFlags): LoopOptions {
   return {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
-    agent: { agent: f.harness, ...(f.piApi ? { piApi: f.piApi } : {}) },
+    agent: {
+      agent: f.harness,
+      ...(f.piApi ? { piApi: f.piApi } : {}),
+      ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
+    },
     runtime: runtimeSetup(f),
     backend,
     trainModel: existsSync(trainModel) ? resolve(trainModel) : trainModel,

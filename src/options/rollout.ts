@@ -4,6 +4,8 @@ import type { RuntimeKind } from '../eval/runtime/types.ts';
 
 export interface RolloutFlags {
   piApi?: string;
+  /** --pass-env NAME, repeatable */
+  passEnv?: string[];
   runtime: RuntimeKind;
   repos: string;
   image?: string;

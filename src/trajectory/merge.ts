@@ -83,6 +83,10 @@ const OWN_TRACE_KINDS: Record<string, TraceKind> = {
   side: 'side',
   title: 'side',
   summary: 'side',
+  // prompt suggestions, Qwen Code's next-speaker check and memory extraction (src/harnesses/kinds.ts)
+  suggestion: 'side',
+  next_speaker: 'side',
+  memory: 'side',
   subagent: 'subagent',
 };
 

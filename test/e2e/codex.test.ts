@@ -1,6 +1,7 @@
 /** Real Codex CLI (from npm) under `polar capture` with no provider flags of its own. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { HARNESSES } from '../../src/harnesses/index.ts';
 import { capture } from '../support/capture-run.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
@@ -48,6 +49,22 @@ describe('codex', () => {
     assert.match(r.stdout, /Done\. Output: polarbear/);
     assertToolRoundTrip(r.calls, 'polarbear');
     assertTokensMatch(r.calls, standin, from);
+  });
+
+  test('compaction: recorded as request_kind compaction, and recognised by its shape alone too', async () => {
+    // a tiny auto-compaction limit makes Codex summarise the history after the first turn (docs: harnesses)
+    const r = await capture(BACKEND(standin.url), [
+      ...EXEC,
+      '-c',
+      'model_auto_compact_token_limit=2000',
+      'ECHO polarbear',
+    ]);
+    assert.equal(r.exitCode, 0, r.stderr);
+    const compaction = r.calls.filter((c) => c.harness_meta.request_kind === 'compaction');
+    assert.equal(compaction.length, 1, JSON.stringify(r.calls.map((c) => c.harness_meta.request_kind)));
+    const body = compaction[0]!.request.body;
+    assert.equal(HARNESSES.codex.callMeta({}, body).request_kind, 'compaction', 'the shape rule agrees');
+    assert.ok(r.calls.some((c) => c.harness_meta.request_kind === 'turn'));
   });
 
   test('user flags win over polar defaults', async () => {

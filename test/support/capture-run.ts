@@ -1,5 +1,5 @@
 /** Runs the real `polar capture` CLI in a subprocess with a private HOME, and reads back its capture. */
-import { mkdir, mkdtemp } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,8 +46,11 @@ export function privateEnv(home: string): Record<string, string> {
     XDG_CACHE_HOME: join(home, '.cache'),
     XDG_DATA_HOME: join(home, '.local/share'),
     NO_COLOR: '1',
-    // harness binaries come from this repo's node_modules/.bin
-    PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+    // harness binaries come from this repo's node_modules/.bin, or from the version the harness matrix
+    // (scripts/harness-matrix.ts) installed: POLAR_TEST_HARNESS_BIN is put first
+    PATH: [process.env.POLAR_TEST_HARNESS_BIN, join(ROOT, 'node_modules/.bin'), process.env.PATH ?? '']
+      .filter(Boolean)
+      .join(':'),
   };
 }
 
@@ -79,6 +82,7 @@ export async function capture(
   } catch (error) {
     throw new Error(`reading ${out} failed: ${(error as Error).message}\nstderr:\n${result.stderr}`);
   }
+  if (process.env.POLAR_TEST_KINDS_LOG) await logKinds(process.env.POLAR_TEST_KINDS_LOG, records);
   const session = records.find((r): r is SessionRecord => r.type === 'session');
   if (!session)
     throw new Error(`no session record; polar stderr:\n${result.stderr}\nstdout:\n${result.stdout}`);
@@ -93,4 +97,22 @@ export async function capture(
     file: out,
     workdir,
   };
+}
+
+/** For the harness matrix: one line per call with the kind polar recorded (an ordinary call is a turn). */
+async function logKinds(file: string, records: CaptureRecord[]): Promise<void> {
+  const lines = records
+    .filter((r): r is CallRecord => r.type === 'call')
+    .map((c) => {
+      const kind =
+        typeof c.harness_meta.request_kind === 'string'
+          ? c.harness_meta.request_kind
+          : c.api === 'anthropic-count-tokens'
+            ? 'count_tokens'
+            : 'turn';
+      // the harness's own user-agent: proof of which installed version made the call
+      const ua = c.request.headers['user-agent'] ?? '';
+      return `${JSON.stringify({ kind, ua })}\n`;
+    });
+  await appendFile(file, lines.join(''));
 }

@@ -69,6 +69,8 @@ const SHELL_TOOLS: Record<string, (cmd: string) => Record<string, unknown>> = {
   Bash: (cmd) => ({ command: cmd, description: 'Run the command' }),
   bash: (cmd) => ({ command: cmd }),
   shell: (cmd) => ({ command: ['bash', '-lc', cmd] }),
+  // Qwen Code's shell tool (ToolNames.SHELL in @qwen-code/qwen-code 0.24.4)
+  run_shell_command: (cmd) => ({ command: cmd }),
 };
 
 function text(content: unknown): string {

@@ -78,9 +78,14 @@ describe('backend options', () => {
     [['--sample', '-1'], /^--sample -1: expected a non-negative integer$/],
     [['--port', '70000'], /^--port 70000: expected an integer from 0 to 65535$/],
     [['--max-body', 'lots'], /^--max-body lots: expected a byte count/],
-    [['--harness', 'gemini'], /^--harness gemini is not one of codex, claude, pi, generic$/],
+    [['--harness', 'gemini'], /^--harness gemini is not one of codex, claude, pi, qwen, generic$/],
     [['--pi-api', 'grpc'], /^--pi-api grpc is not one of openai-completions/],
     [['--meta', 'nokey'], /^--meta nokey: expected key=value$/],
+    [
+      ['--pass-env', 'POLAR_BACKEND_API_KEY'],
+      /^--pass-env POLAR_BACKEND_API_KEY: a model or backend key never/,
+    ],
+    [['--pass-env', 'A=B'], /^--pass-env A=B: not an environment variable name$/],
   ];
   for (const [argv, message] of bad) {
     test(`rejects ${argv.join(' ')}`, () => {

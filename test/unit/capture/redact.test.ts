@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { redactHeaders, redactSecrets } from '../../../src/capture/redact.ts';
+import { redactHeaders, redactSecrets, redactUrl } from '../../../src/capture/redact.ts';
 
 describe('redaction', () => {
   test('auth headers and key-like headers are redacted, others kept', () => {
@@ -20,6 +20,26 @@ describe('redaction', () => {
     assert.equal(out['content-type'], 'application/json');
     assert.equal(out['x-codex-turn-metadata'], '{"request_kind":"turn"}');
     assert.equal(out.accept, 'a, b');
+  });
+
+  test('x-auth*, openai-organization and openai-project headers are redacted (issue 17 item 3)', () => {
+    const out = redactHeaders({
+      'x-auth': 'abc',
+      'x-auth-token': 'def',
+      'openai-organization': 'org-123',
+      'openai-project': 'proj_1',
+    });
+    for (const name of ['x-auth', 'x-auth-token', 'openai-organization', 'openai-project'])
+      assert.equal(out[name], '<redacted>', name);
+  });
+
+  test('credential query parameters in a path or URL are redacted, others kept', () => {
+    assert.equal(
+      redactUrl('/v1/chat/completions?api_key=sk-1&beta=true&api%5Fkey=x&key=k&token=t'),
+      '/v1/chat/completions?api_key=<redacted>&beta=true&api%5Fkey=<redacted>&key=<redacted>&token=<redacted>',
+    );
+    assert.equal(redactUrl('http://h:1/v1/responses'), 'http://h:1/v1/responses');
+    assert.equal(redactUrl('/v1/messages?beta=true'), '/v1/messages?beta=true');
   });
 
   test('secrets are scrubbed anywhere in a record', () => {

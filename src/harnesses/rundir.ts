@@ -1,0 +1,87 @@
+/**
+ * The private run dir a harness gets for its config (CODEX_HOME, CLAUDE_CONFIG_DIR, the Pi agent dir,
+ * QWEN_HOME): made with an owner file naming polar's pid, so a dir left by a polar that was killed outright
+ * (SIGKILL, OOM) is found and removed when the next capture starts in the same place. The watchdog
+ * (watchdog.mjs) removes it at once when it can; this sweep is the backstop.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+
+export const RUN_DIR_PREFIX = 'polar-run-';
+const OWNER_FILE = 'polar-owner.json';
+
+export async function makeRunDir(base: string): Promise<string> {
+  await removeStaleRunDirs(base);
+  const dir = await mkdtemp(join(base, RUN_DIR_PREFIX));
+  await writeFile(join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, started_at: new Date() }));
+  return dir;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes the run dirs under `base` whose owning polar process is gone; returns the dirs removed. */
+export async function removeStaleRunDirs(base: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(base);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(RUN_DIR_PREFIX)) continue;
+    const dir = join(base, name);
+    let pid: unknown;
+    try {
+      pid = (JSON.parse(await readFile(join(dir, OWNER_FILE), 'utf8')) as { pid?: unknown }).pid;
+    } catch {
+      continue; // not ours, or still being made: leave it
+    }
+    if (typeof pid !== 'number' || pid === process.pid || processAlive(pid)) continue;
+    await rm(dir, { recursive: true, force: true }).then(
+      () => removed.push(dir),
+      () => undefined,
+    );
+  }
+  return removed;
+}
+
+const WATCHDOG = fileURLToPath(new URL('./watchdog.mjs', import.meta.url));
+
+export interface Watchdog {
+  /** polar is done with the harness: the watchdog exits without touching it */
+  release(): void;
+}
+
+/**
+ * Starts the watchdog for a running harness: a small node process in its own process group that ends
+ * the harness (its group when `group`, else its process tree) and removes `runDir` if polar dies first.
+ */
+export function startWatchdog(harnessPid: number, group: boolean, runDir: string | null): Watchdog {
+  const child = spawn(process.execPath, [WATCHDOG, String(harnessPid), group ? '1' : '0', runDir ?? '-'], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  child.unref();
+  const stdin = child.stdin as Writable;
+  stdin.on('error', () => {});
+  (stdin as Writable & { unref?: () => void }).unref?.();
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      stdin.end('done\n');
+    },
+  };
+}
