@@ -2,7 +2,15 @@ import { type Command, Option } from 'commander';
 import type { CaptureFlags } from '../src/capture/options.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, keyValue, nonNegativeInt, oneOf, port, seconds } from '../src/options/parsers.ts';
+import {
+  bytes,
+  captureFormat,
+  keyValue,
+  nonNegativeInt,
+  oneOf,
+  port,
+  seconds,
+} from '../src/options/parsers.ts';
 import { addBackendFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineCapture(program: Command, report: Report): void {
@@ -17,6 +25,15 @@ export function defineCapture(program: Command, report: Report): void {
     .option(
       '-o, --output <file>',
       'capture file (JSONL, appended; default: polar-captures/<time>-<harness>.jsonl)',
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--format <version>',
+          'capture format: v2 (calls as deltas) or v1 (every call whole)',
+        ).argParser(captureFormat),
+        DEFAULTS.captureFormat,
+      ),
     )
     .option('--task-id <id>', 'task id recorded in the session record')
     .addOption(

@@ -25,6 +25,8 @@ export interface CaptureRunOptions {
   backendInstance?: Backend;
   model: string;
   output: string;
+  /** capture format version (default 2) */
+  format?: 1 | 2;
   cwd?: string;
   env?: Record<string, string>;
   taskId?: string;
@@ -87,6 +89,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     backend,
     model: options.model,
     output,
+    ...(options.format ? { format: options.format } : {}),
     argv: options.command,
     cwd,
     proxyUrl: url,
@@ -154,6 +157,8 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       if (!options.keepRunDir) await rm(runDir, { recursive: true, force: true });
     }
   }
+  // a capture write that failed (disk full, file-size limit) fails the run, with the file still valid
+  if (capture.writeError) throw capture.writeError;
   return {
     sessionId: session.id,
     exitCode,
