@@ -79,7 +79,10 @@ export function encodeObject(base: unknown, value: unknown): ObjectDelta | null 
     const v = value[key];
     if (v === undefined) continue;
     const b = base[key];
-    if (Object.hasOwn(base, key) && jsonEqual(b, v)) {
+    if (small(v)) {
+      // a short literal is shorter than {"same":true}
+      out[key] = { set: v };
+    } else if (Object.hasOwn(base, key) && jsonEqual(b, v)) {
       out[key] = { same: true };
       shared = true;
     } else if (Array.isArray(v) && Array.isArray(b)) {
@@ -91,6 +94,11 @@ export function encodeObject(base: unknown, value: unknown): ObjectDelta | null 
     }
   }
   return shared ? out : null;
+}
+
+function small(value: unknown): boolean {
+  if (typeof value === 'string') return value.length < 16;
+  return typeof value !== 'object' || value === null;
 }
 
 /** Thrown by the decoders; the reader turns it into an InputError naming the field. */
