@@ -192,3 +192,53 @@ describe('capture format v2', () => {
     );
   });
 });
+
+describe('capture format v2: bad deltas are named', () => {
+  const session = sessionRecord('s');
+  const calls = syntheticCalls({
+    id: 's',
+    steps: ['extend'],
+    seed: 3,
+    newIds: 5,
+    completionIds: 3,
+    textChars: 40,
+  });
+  const lines = (() => {
+    const path = writeCapture([session, ...calls], 2);
+    return readFileSync(path, 'utf8').trim().split('\n');
+  })();
+  const withSecond = (edit: (r: Record<string, unknown>) => void) => {
+    const second = JSON.parse(lines[2]!) as Record<string, unknown>;
+    edit(second);
+    const path = join(dir, `bad${files++}.jsonl`);
+    writeFileSync(path, `${lines[0]}\n${lines[1]}\n${JSON.stringify(second)}\n`);
+    return readAll(path);
+  };
+
+  it('a base that is not an earlier call of the session', async () => {
+    await assert.rejects(
+      withSecond((r) => {
+        (r.delta as { base: string }).base = 'call_nowhere';
+      }),
+      /:3: delta\.base: call call_nowhere is not an earlier call of this session in this file/,
+    );
+  });
+
+  it('a keep beyond the base', async () => {
+    await assert.rejects(
+      withSecond((r) => {
+        (r.prompt_token_ids as { keep: number }).keep = 10_000;
+      }),
+      /:3: prompt_token_ids\.keep: keeps 10000 ids of a base with \d+ \(prompt \+ completion\)/,
+    );
+  });
+
+  it('an unknown delta field', async () => {
+    await assert.rejects(
+      withSecond((r) => {
+        (r.delta as { fields: string[] }).fields.push('response.body');
+      }),
+      /:3: delta\.fields: unknown delta field "response\.body"/,
+    );
+  });
+});
