@@ -21,9 +21,12 @@ export interface BackendResponse {
 
 export type FetchOutcome = { ok: true; response: BackendResponse } | { ok: false; fault: ProxyFault };
 
+// an idle connection is closed after 4 s (undici's default, below the 5 s idle timeout of uvicorn and
+// most servers), so a call never lands on a socket the server is closing; a call in progress is not
+// affected (the agent's timeout only ends free sockets)
 const agents = {
-  http: new HttpAgent({ keepAlive: true }),
-  https: new HttpsAgent({ keepAlive: true }),
+  http: new HttpAgent({ keepAlive: true, timeout: 4000 }),
+  https: new HttpsAgent({ keepAlive: true, timeout: 4000 }),
 };
 
 /** The error an aborted call fails with: the signal's reason, as fetch rejects with it. */
