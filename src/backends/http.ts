@@ -36,7 +36,7 @@ function abortReason(signal: AbortSignal, error: unknown): unknown {
 
 function send(
   url: string,
-  payload: Buffer,
+  payload: string,
   headers: Record<string, string>,
   signal: AbortSignal,
 ): Promise<IncomingMessage> {
@@ -47,7 +47,7 @@ function send(
       u,
       {
         method: 'POST',
-        headers: { ...headers, 'content-length': payload.length },
+        headers: { ...headers, 'content-length': Buffer.byteLength(payload) },
         agent: https ? agents.https : agents.http,
         signal,
       },
@@ -93,7 +93,7 @@ export async function postJson(
   try {
     const res = await send(
       url,
-      Buffer.from(JSON.stringify(body), 'utf8'),
+      JSON.stringify(body),
       {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
