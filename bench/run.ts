@@ -2,6 +2,7 @@
 const benches: Record<string, () => Promise<void>> = {
   proxy: async () => (await import('./proxy.ts')).benchProxy(),
   build: async () => (await import('./build.ts')).benchBuild(),
+  capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
   // the GRPO step benchmark is Python: the full size wants a CUDA GPU; on a machine without one the

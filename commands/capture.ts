@@ -3,7 +3,15 @@ import type { CaptureFlags } from '../src/capture/options.ts';
 import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, keyValue, nonNegativeInt, oneOf, port, seconds } from '../src/options/parsers.ts';
+import {
+  bytes,
+  captureFormat,
+  keyValue,
+  nonNegativeInt,
+  oneOf,
+  port,
+  seconds,
+} from '../src/options/parsers.ts';
 import { addBackendFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineCapture(program: Command, report: Report): void {
@@ -21,6 +29,15 @@ export function defineCapture(program: Command, report: Report): void {
     )
     .addOption(passEnvOption())
     .option('--harness-node <path>', 'node binary for a harness that needs a newer Node (Qwen Code: 22)')
+    .addOption(
+      withDefault(
+        new Option(
+          '--format <version>',
+          'capture format: v2 (calls as deltas) or v1 (every call whole)',
+        ).argParser(captureFormat),
+        DEFAULTS.captureFormat,
+      ),
+    )
     .option('--task-id <id>', 'task id recorded in the session record')
     .addOption(
       new Option('--sample <n>', 'sample index recorded in the session record').argParser(nonNegativeInt),

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { type CanonicalRequest, fault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
-import { postJson, sseEvents, transportFault, trimSlash } from './http.ts';
+import { type BackendResponse, postJson, sseEvents, transportFault, trimSlash } from './http.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';
 
 type Flavour = 'vllm' | 'sglang' | 'openai';
@@ -135,7 +135,7 @@ export class OpenAICompatibleBackend implements Backend {
   }
 
   private async *fromCompletion(
-    response: Response,
+    response: BackendResponse,
     id: string,
     context: CallContext,
   ): AsyncGenerator<StreamEvent> {

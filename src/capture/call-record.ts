@@ -89,48 +89,81 @@ export function toCallRecord(
 }
 
 /**
- * The record as the pieces of one JSONL line: the raw body spliced in, unless it spans lines or holds
- * the session key (then the record is serialised whole).
+ * The line object (a v1 record, or its v2 encoding) as the pieces of one JSONL line: the raw body
+ * spliced in when the line holds the body literally, unless it spans lines or holds the session key
+ * (then the record is serialised whole).
  */
-export function serialiseRecord(record: CallRecord, raw: Buffer | null, key: string): Buffer[] | string {
-  if (raw === null || raw.includes(10) || raw.includes(13) || raw.includes(key))
-    return JSON.stringify(record);
-  const line = JSON.stringify({ ...record, request: { ...record.request, body: RAW_BODY } });
-  const at = line.indexOf(RAW_BODY_JSON);
-  if (at < 0) return JSON.stringify(record);
-  return [Buffer.from(line.slice(0, at)), raw, Buffer.from(line.slice(at + RAW_BODY_JSON.length))];
+export function serialiseRecord(
+  line: Record<string, unknown>,
+  record: CallRecord,
+  raw: Buffer | null,
+  key: string,
+): Buffer[] | string {
+  const request = line.request as CallRecord['request'];
+  if (
+    raw === null ||
+    request.body !== record.request.body ||
+    raw.includes(10) ||
+    raw.includes(13) ||
+    raw.includes(key)
+  )
+    return JSON.stringify(line);
+  const text = JSON.stringify({ ...line, request: { ...request, body: RAW_BODY } });
+  const at = text.indexOf(RAW_BODY_JSON);
+  if (at < 0) return JSON.stringify(line);
+  return [Buffer.from(text.slice(0, at)), raw, Buffer.from(text.slice(at + RAW_BODY_JSON.length))];
 }
 
-/**
- * The session's `complete`: numbers, records, scrubs and writes each call. A failed write is logged
- * (the harness already has its answer).
- */
-export function recordCalls(
-  session: RecordingSession,
-  counters: CallCounters,
-): (call: CompletedCall) => void {
-  return (call) => {
-    const record = toCallRecord(call, session, counters.seq++);
-    counters.calls++;
-    if (record.error) counters.errors++;
+/** One call's record, encoded in the writer's format, scrubbed and appended. */
+function writeCall(session: RecordingSession, call: CompletedCall, seq: number): void {
+  const record = toCallRecord(call, session, seq);
+  const { writer } = session;
+  let clean = record;
+  try {
     // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
-    // a harness echoing its own env), which keeps the hot path to one JSON.stringify
-    let line = serialiseRecord(record, call.request.raw, session.key);
-    let clean = record;
+    // a harness echoing its own env), which keeps this to one JSON.stringify
+    const encoded = writer.encodeCall(record);
+    let line = serialiseRecord(encoded, record, call.request.raw, session.key);
     const leaked = Array.isArray(line)
       ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
       : line.includes(session.key);
     if (leaked) {
+      line = JSON.stringify(redactSecrets(encoded, [session.key]));
       clean = redactSecrets(record, [session.key]);
-      line = JSON.stringify(clean);
     }
-    try {
-      session.writer.writeLine(line);
-    } catch (error) {
-      log.error(`could not write the call record to ${session.writer.path}: ${(error as Error).message}`);
-    }
-    session.onCall?.(clean);
+    writer.writeLine(line);
+  } catch (error) {
+    log.error(`could not write the call record to ${writer.path}: ${(error as Error).message}`);
+  }
+  session.onCall?.(clean);
+}
+
+/** The session's `complete`, and `flush` to write what is queued now (before session_end). */
+export type RecordCalls = ((call: CompletedCall) => void) & { flush(): void };
+
+/**
+ * The session's `complete`: numbers and counts each call at once, in the order calls end; building,
+ * encoding and writing its record happens on the next turn of the event loop, off the response path
+ * (the answer's last bytes leave first). A failed write is logged (the harness already has its answer);
+ * the writer keeps the failure for the session's end.
+ */
+export function recordCalls(session: RecordingSession, counters: CallCounters): RecordCalls {
+  const queue: Array<{ call: CompletedCall; seq: number }> = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    for (let next = queue.shift(); next; next = queue.shift()) writeCall(session, next.call, next.seq);
   };
+  const complete = (call: CompletedCall) => {
+    counters.calls++;
+    if (call.error) counters.errors++;
+    queue.push({ call, seq: counters.seq++ });
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+  return Object.assign(complete, { flush });
 }
 
 const RAW_BODY = '\u0000polar-raw-body\u0000';

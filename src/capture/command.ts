@@ -36,6 +36,7 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
     backend,
     model: backend.model,
     output,
+    ...(f.format ? { format: f.format } : {}),
     ...(f.taskId ? { taskId: f.taskId } : {}),
     ...(f.sample !== undefined ? { sample: f.sample } : {}),
     meta: f.meta ?? {},

@@ -7,6 +7,8 @@ export interface CaptureFlags extends BackendFlags {
   harness?: HarnessName;
   piApi?: string;
   output?: string;
+  /** capture format version (--format v1 | v2) */
+  format?: 1 | 2;
   taskId?: string;
   sample?: number;
   /** --meta key=value, repeatable */

@@ -1,17 +1,24 @@
 /**
- * The capture record, version 1: one JSON object per line of a capture file. Documented in
- * docs/capture-format.md; this file is the executable form of that document. Readers validate
- * required fields strictly and keep unknown fields (forward compatible within a major version).
+ * The capture record: one JSON object per line of a capture file. Documented in docs/capture-format.md;
+ * this file is the executable form of that document. Readers validate required fields strictly and keep
+ * unknown fields (forward compatible within a major version). Version 2 differs only in how a call
+ * record may be written (deltas against an earlier call, src/capture/codec.ts); the record read back,
+ * with its deltas rebuilt, is the same as version 1's, and it is what these schemas check.
  */
 import { z } from 'zod';
 
-export const CAPTURE_VERSION = 1;
+/** The newest version polar writes (and the default of `polar capture --format`). */
+export const CAPTURE_VERSION = 2;
+/** The versions polar reads. */
+export const CAPTURE_VERSIONS: readonly number[] = [1, 2];
+
+const version = z.union([z.literal(1), z.literal(2)]);
 
 const tokenIds = z.array(z.number().int().nonnegative());
 const isoTime = z.string().min(1);
 
 export const sessionRecordSchema = z.looseObject({
-  v: z.literal(CAPTURE_VERSION),
+  v: version,
   type: z.literal('session'),
   id: z.string().min(1),
   harness: z.string().min(1),
@@ -27,7 +34,7 @@ export const sessionRecordSchema = z.looseObject({
 });
 
 export const sessionEndRecordSchema = z.looseObject({
-  v: z.literal(CAPTURE_VERSION),
+  v: version,
   type: z.literal('session_end'),
   session: z.string().min(1),
   ended_at: isoTime,
@@ -47,7 +54,7 @@ export const callErrorSchema = z.looseObject({
 });
 
 export const callRecordSchema = z.looseObject({
-  v: z.literal(CAPTURE_VERSION),
+  v: version,
   type: z.literal('call'),
   id: z.string().min(1),
   session: z.string().min(1),
@@ -87,7 +94,7 @@ export const callRecordSchema = z.looseObject({
 });
 
 export const gradingRecordSchema = z.looseObject({
-  v: z.literal(CAPTURE_VERSION),
+  v: version,
   type: z.literal('grading'),
   session: z.string().min(1),
   task_id: z.string(),

@@ -27,6 +27,8 @@ export interface CaptureRunOptions {
   backendInstance?: Backend;
   model: string;
   output: string;
+  /** capture format version (default 2) */
+  format?: 1 | 2;
   cwd?: string;
   /** variables set for this run (on top of the allow-list of harnesses/env.ts) */
   env?: Record<string, string>;
@@ -89,6 +91,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     backend,
     model: options.model,
     output,
+    ...(options.format ? { format: options.format } : {}),
     argv: options.command,
     cwd,
     proxyUrl: url,
@@ -158,6 +161,8 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       if (!options.keepRunDir) await rm(runDir, { recursive: true, force: true });
     }
   }
+  // a capture write that failed (disk full, file-size limit) fails the run, with the file still valid
+  if (capture.writeError) throw capture.writeError;
   return {
     sessionId: session.id,
     exitCode,

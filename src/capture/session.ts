@@ -10,13 +10,15 @@ import type { ProxySession } from '../proxy/server.ts';
 import { POLAR_VERSION } from '../version.ts';
 import { type CallCounters, recordCalls } from './call-record.ts';
 import type { CallRecord, SessionEndRecord, SessionRecord } from './record.ts';
-import { CaptureWriter } from './writer.ts';
+import { type CaptureFormat, type CaptureWriteError, CaptureWriter } from './writer.ts';
 
 export interface OpenSessionOptions {
   profile: HarnessProfile;
   backend: Backend;
   model: string;
   output: string;
+  /** capture format version (default 2) */
+  format?: CaptureFormat;
   argv: string[];
   cwd: string;
   proxyUrl: string;
@@ -36,7 +38,9 @@ export interface CaptureSession {
   output: string;
   /** writes the session record (call once the argv is final) */
   begin(argv: string[], extra?: Record<string, unknown>): void;
-  /** writes session_end and closes the file */
+  /** the first capture write that failed (the file was cut back to its last whole record) */
+  readonly writeError: CaptureWriteError | null;
+  /** writes the calls still queued, session_end, and closes the file */
   end(outcome: {
     exitCode: number | null;
     signal: string | null;
@@ -51,7 +55,7 @@ export function newSessionKey(): string {
 
 export function openSession(options: OpenSessionOptions): CaptureSession {
   const output = resolve(options.output);
-  const writer = new CaptureWriter(output);
+  const writer = new CaptureWriter(output, options.format ? { format: options.format } : {});
   const startedAt = new Date();
   const id = `sess_${randomUUID()}`;
   const key = newSessionKey();
@@ -84,6 +88,9 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
     },
     get errors() {
       return counters.errors;
+    },
+    get writeError() {
+      return writer.failure;
     },
     startedAt,
     output,
@@ -129,7 +136,11 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
         unauthorized_requests: unauthorized ?? 0,
       };
       try {
+        complete.flush();
         if (writer.records > 0) writer.write(record);
+      } catch (error) {
+        // (kept on writer.failure, reported by whoever ends the session)
+        if (!writer.failure) throw error;
       } finally {
         writer.close();
       }

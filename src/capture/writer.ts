@@ -1,43 +1,117 @@
 /**
  * Append-only capture file writer: each record is one line, written with a synchronous write as soon as
  * it is complete, so a crash or kill loses at most the call in flight and the file stays valid JSONL.
+ * A write that fails (disk full, a file-size limit) is cut back to the last whole record, so the next
+ * record never lands on a partial line; the failure is kept and reported (`failure`). Files are created
+ * 0600 and folders 0700: a capture holds prompts, code and tool output.
  */
-import { closeSync, mkdirSync, openSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, writeSync, writevSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { CaptureRecord } from './record.ts';
+import { EnvironmentError } from '../errors.ts';
+import { CallEncoder } from './codec.ts';
+import type { CallRecord, CaptureRecord } from './record.ts';
 
 const NEWLINE = Buffer.from('\n');
+
+/** Capture format versions polar writes (docs/capture-format.md); 2 is the default. */
+export type CaptureFormat = 1 | 2;
+
+/** A record could not be appended; the file was cut back to its last whole record. */
+export class CaptureWriteError extends EnvironmentError {
+  constructor(
+    readonly path: string,
+    readonly code: string | undefined,
+    detail: string,
+    readonly records: number,
+  ) {
+    super(
+      `could not write to the capture ${path}: ${detail}; the file was cut back to its last whole record (${records} records written by this run, the file is valid JSONL)`,
+      code === 'ENOSPC' || code === 'EDQUOT'
+        ? 'free disk space, or write the capture elsewhere with -o'
+        : code === 'EFBIG'
+          ? 'the file reached a file-size limit (ulimit -f): raise it, or write the capture elsewhere with -o'
+          : undefined,
+    );
+  }
+}
+
+let fileSizeSignalIgnored = false;
+/**
+ * A write past a file-size limit (ulimit -f) raises SIGXFSZ, whose default action kills the process
+ * before the write can even fail: handled, the write fails with EFBIG instead and is reported.
+ */
+function ignoreFileSizeSignal(): void {
+  if (fileSizeSignalIgnored || process.platform === 'win32') return;
+  fileSizeSignalIgnored = true;
+  process.on('SIGXFSZ', () => {});
+}
 
 export class CaptureWriter {
   private fd: number | null;
   readonly path: string;
+  readonly format: CaptureFormat;
   records = 0;
+  /** the first write that failed (later records are still tried) */
+  failure: CaptureWriteError | null = null;
+  private readonly encoder: CallEncoder | null;
 
-  constructor(path: string) {
+  constructor(path: string, options: { format?: CaptureFormat } = {}) {
     this.path = path;
-    mkdirSync(dirname(path), { recursive: true });
-    this.fd = openSync(path, 'a');
+    this.format = options.format ?? 2;
+    this.encoder = this.format === 2 ? new CallEncoder() : null;
+    ignoreFileSizeSignal();
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    this.fd = openSync(path, 'a', 0o600);
   }
 
+  /** Writes a session, session_end or grading record (in this file's format version). */
   write(record: CaptureRecord | Record<string, unknown>): void {
-    this.writeLine(JSON.stringify(record));
+    const line = this.format === 1 ? record : { ...record, v: this.format };
+    this.writeLine(JSON.stringify(line));
+    if ((record as { type?: unknown }).type === 'session_end') {
+      this.encoder?.end(String((record as { session?: unknown }).session));
+    }
+  }
+
+  /** A call record as the object written: v1 as is, v2 with its deltas against an earlier call. */
+  encodeCall(record: CallRecord): Record<string, unknown> {
+    return this.encoder ? this.encoder.encode(record) : record;
   }
 
   /**
    * Appends one already serialised record (no newline inside): a string, or the pieces of one line
-   * (written with one writev, so a record is still one write).
+   * (written with one writev, so a record is still one write). Throws CaptureWriteError when the write
+   * fails, after cutting the file back to where the record started.
    */
   writeLine(json: string | Buffer[]): void {
     if (this.fd === null) throw new Error(`capture file ${this.path} is closed`);
     const pieces = typeof json === 'string' ? [Buffer.from(json, 'utf8'), NEWLINE] : [...json, NEWLINE];
     const total = pieces.reduce((n, b) => n + b.length, 0);
-    let written = writevSync(this.fd, pieces);
-    // a short write, which regular files do not do in practice, is finished from one joined buffer
-    if (written < total) {
-      const all = Buffer.concat(pieces);
-      while (written < all.length) written += writeSync(this.fd, all, written);
+    const start = fstatSync(this.fd).size;
+    try {
+      let written = writevSync(this.fd, pieces);
+      // a short write (a regular file does this only at a size limit) is finished from one buffer; the
+      // next write then fails with the reason
+      if (written < total) {
+        const all = Buffer.concat(pieces);
+        while (written < all.length) written += writeSync(this.fd, all, written);
+      }
+    } catch (error) {
+      throw this.fail(error as NodeJS.ErrnoException, start);
     }
     this.records++;
+  }
+
+  private fail(error: NodeJS.ErrnoException, start: number): CaptureWriteError {
+    let detail = `${error.code ?? 'error'}: ${error.message}`;
+    try {
+      if (this.fd !== null) ftruncateSync(this.fd, start);
+    } catch (cut) {
+      detail += `; cutting the partial record back also failed (${(cut as Error).message})`;
+    }
+    const failure = new CaptureWriteError(this.path, error.code, detail, this.records);
+    this.failure ??= failure;
+    return failure;
   }
 
   close(): void {

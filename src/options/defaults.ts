@@ -19,6 +19,8 @@ export const DEFAULTS = {
   testTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
   /** abandon one backend call after this long */
   backendTimeoutMs: d(600_000, '600 (10 min)'),
+  /** capture file format version written (docs/capture-format.md) */
+  captureFormat: d(2 as 1 | 2, 'v2'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
   /** backend calls in flight at most (serve, gym) */

@@ -100,6 +100,13 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
   };
 }
 
+/** a capture format version: v1 | v2 (or 1 | 2) */
+export const captureFormat: Parser<1 | 2> = (v) => {
+  const m = /^v?([12])$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('is not a capture format: use v1 or v2');
+  return Number(m[1]) as 1 | 2;
+};
+
 /** a JSON object */
 export const jsonObject: Parser<Record<string, unknown>> = (v) => {
   let value: unknown;

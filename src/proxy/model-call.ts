@@ -173,25 +173,27 @@ async function streamOut(
     connection: 'keep-alive',
     'x-polar-call-id': call.id,
   });
-  res.flushHeaders();
   call.ttfb = performance.now() - call.t0;
-  // events decoded from one network read arrive in one turn of the event loop: cork the socket and
-  // uncork on the next turn, so they leave in one write instead of one syscall per token
-  let corked = false;
+  // events decoded from one network read arrive in one turn of the event loop: their text is joined and
+  // written once on the next turn (one chunk, one syscall, the headers in the same packet as the first
+  // events) instead of one chunked write per token
+  let pending = '';
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending && !res.destroyed) res.write(pending);
+    pending = '';
+  };
   const emit = (event: StreamEvent) => {
     if (event.type === 'finish') out.final = event.response;
     if (event.type === 'error') out.streamFault = event.error;
     const text = writer.write(event.type === 'finish' ? withSignature(event, head) : event);
     if (!text || res.destroyed) return;
-    if (!corked) {
-      corked = true;
-      res.cork();
-      setImmediate(() => {
-        corked = false;
-        res.uncork();
-      });
+    pending += text;
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
     }
-    res.write(text);
   };
   for (const event of head) emit(event);
   while (!out.streamFault && !out.final) {
@@ -203,7 +205,11 @@ async function streamOut(
     out.streamFault = fault('backend_error', 'backend stream ended without a finish');
     emit({ type: 'error', error: out.streamFault });
   }
-  res.end();
+  // the rest goes out with the end of the response
+  const rest = pending;
+  pending = '';
+  if (rest && !res.destroyed) res.end(rest);
+  else res.end();
   return out;
 }
 

@@ -4,7 +4,8 @@
  * calls are then released, so memory is bounded by the sessions open at once.
  */
 import type { Readable } from 'node:stream';
-import { validateCaptureRecord } from '../capture/reader.ts';
+import { CaptureDecoder } from '../capture/codec.ts';
+import { type CaptureLine, decodeLine, readCaptureLines, TruncatedRecord } from '../capture/lines.ts';
 import type {
   CallRecord,
   CaptureRecord,
@@ -13,7 +14,7 @@ import type {
   SessionRecord,
 } from '../capture/record.ts';
 import { InputError } from '../errors.ts';
-import { parseJsonLine, readLines } from '../util/jsonl.ts';
+import { log } from '../util/log.ts';
 import { captureShaped, type ScannedInputs } from './inputs.ts';
 import type { MergeCall } from './merge.ts';
 import { type BuildStats, count } from './stats.ts';
@@ -172,14 +173,20 @@ class SessionCollector {
 
 /** Parses one line into a record; null for a line skipped under skipInvalid (counted). */
 function parseRecord(
+  decoder: CaptureDecoder,
   source: string,
-  line: { text: string; line: number },
+  line: CaptureLine,
   options: CollectOptions,
   stats: BuildStats,
 ): CaptureRecord | null {
   try {
-    return validateCaptureRecord(source, line.line, parseJsonLine(source, line));
+    return decodeLine(decoder, source, line);
   } catch (error) {
+    if (error instanceof TruncatedRecord) {
+      count(stats.notes, 'cut-off last record (ignored)');
+      log.warn(error.message);
+      return null;
+    }
     if (options.skipInvalid && error instanceof InputError) {
       count(stats.lines_skipped, error.field === undefined ? 'invalid JSON' : 'schema-invalid');
       options.onInvalid?.(error);
@@ -208,7 +215,9 @@ export async function collectSessions(
   const collector = new SessionCollector(stats, onSession);
   for (const source of inputs.files) {
     let first = true;
-    for await (const line of readLines(source, options.stdin)) {
+    // (format v2 records are rebuilt against earlier lines of the same file)
+    const decoder = new CaptureDecoder(source);
+    for await (const line of readCaptureLines(source, options.stdin)) {
       // a directory holds other JSONL too (polar eval's results.jsonl, predictions.jsonl): a scanned
       // file whose first line is not a capture record is skipped as a whole, and counted
       if (first && inputs.discovered.has(source) && notCapture(line.text)) {
@@ -217,7 +226,7 @@ export async function collectSessions(
       }
       first = false;
       stats.lines++;
-      const record = parseRecord(source, line, options, stats);
+      const record = parseRecord(decoder, source, line, options, stats);
       if (record !== null) await collector.add(record);
     }
     await collector.endOfInput();

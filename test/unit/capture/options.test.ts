@@ -142,3 +142,18 @@ describe('harness detection', () => {
   test('unknown --harness is a usage error', () =>
     assert.throws(() => resolveHarness('gemini', ['x']), /--harness gemini is not one of/));
 });
+
+describe('--format', () => {
+  test('v1 and v2 (or 1 and 2) parse to the version; v2 is the default', () => {
+    const format = (argv: string[]) =>
+      (parseArgv(['capture', ...argv, '--', 'true']).flags as { format?: number }).format;
+    assert.equal(format([]), 2);
+    assert.equal(format(['--format', 'v1']), 1);
+    assert.equal(format(['--format', '1']), 1);
+    assert.equal(format(['--format', 'v2']), 2);
+  });
+
+  test('another value is refused, naming the flag and the choices', () => {
+    assert.match(usageError(['capture', '--format', 'v3', '--', 'true']) ?? '', /--format.*v3.*v1 or v2/);
+  });
+});
