@@ -478,7 +478,8 @@ class CallInProgress {
       session.backend.tokenExact &&
       this.error === null &&
       this.tokens.promptTokenIds !== null &&
-      this.tokens.completionTokenIds !== null;
+      this.tokens.completionTokenIds !== null &&
+      this.tokens.inexact === undefined;
     const record: CallRecord = {
       v: 1,
       type: 'call',
