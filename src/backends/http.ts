@@ -97,6 +97,8 @@ export function contextLimit(message: string): { maxModelLen?: number; promptTok
   if (limit) out.maxModelLen = Number(limit[1]);
   const prompt =
     /request has (\d+) input tokens/.exec(m) ??
+    /\((\d+) in the messages/.exec(m) ??
+    /prompt contains at least (\d+) input tokens/.exec(m) ??
     /the input \((\d+) tokens\)/.exec(m) ??
     /prompt length \((\d+)\)/.exec(m) ??
     /(\d+) tokens from the input/.exec(m);
