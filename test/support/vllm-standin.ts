@@ -174,7 +174,7 @@ export function fakeLogprob(id: number, position: number): number {
   return -((((id * 31 + position * 7) % 997) + 1) / 500);
 }
 
-async function readJson(req: IncomingMessage): Promise<ChatBody> {
+export async function readJson(req: IncomingMessage): Promise<ChatBody> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
@@ -461,17 +461,23 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
   };
 }
 
-function render(tok: PreTrainedTokenizer, body: ChatBody, chatTemplate?: string): string {
+/** The prompt text vLLM renders for a chat body (the real template unless another is given). */
+export function render(
+  tok: PreTrainedTokenizer,
+  body: ChatBody,
+  chatTemplate?: string,
+  addGenerationPrompt = true,
+): string {
   return tok.apply_chat_template(templateMessages(body) as never, {
     ...(chatTemplate ? { chat_template: chatTemplate } : {}),
     tools: body.tools as never,
     tokenize: false,
-    add_generation_prompt: true,
+    add_generation_prompt: addGenerationPrompt,
     ...(body.chat_template_kwargs ?? {}),
   }) as string;
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
+export function json(res: ServerResponse, status: number, body: unknown): void {
   const t = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(t) });
   res.end(t);
