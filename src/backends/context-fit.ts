@@ -88,7 +88,9 @@ export function retryAfterContextFault(f: ProxyFault, asked: number | undefined)
   if (f.kind !== 'context_length_exceeded' || asked === undefined) return null;
   const limit = contextLimit(f.message);
   if (limit?.maxModelLen === undefined || limit.promptTokens === undefined) return null;
-  const left = limit.maxModelLen - limit.promptTokens;
+  // SGLang ("Requested token count exceeds ...") refuses prompt + max_new_tokens >= context_len
+  const reserve = /requested token count exceeds/i.test(f.message) ? 1 : 0;
+  const left = limit.maxModelLen - limit.promptTokens - reserve;
   if (left < 1 || left >= asked) return null;
   return {
     asked,

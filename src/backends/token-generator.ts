@@ -92,9 +92,15 @@ export class HttpCompletions implements TokenGenerator {
 
   async close(): Promise<void> {}
 
-  /** vLLM's /v1/models states max_model_len (SGLang's model card too, when it has the field) */
-  maxModelLen(): Promise<number | null> {
-    return this.contextLength.get();
+  /**
+   * vLLM's /v1/models states max_model_len, SGLang's model card too (http_server.py available_models:
+   * `max_model_len=context_len`). vLLM takes prompt + max_tokens <= max_model_len; SGLang refuses
+   * prompt + max_new_tokens >= context_len (tokenizer_manager._validate_one_request), so its usable
+   * total is one token less.
+   */
+  async maxModelLen(): Promise<number | null> {
+    const len = await this.contextLength.get();
+    return len !== null && this.server === 'sglang' ? len - 1 : len;
   }
 
   async *generate(

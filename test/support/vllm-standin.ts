@@ -95,6 +95,8 @@ export interface StandinOptions {
   errorForm?: 'nested' | 'flat';
   /** require this key on every /v1 route and /tokenize, as `vllm serve --api-key` does */
   apiKey?: string;
+  /** list the model without max_model_len, as a gateway in front of vLLM (LiteLLM) does */
+  hideMaxModelLen?: boolean;
 }
 
 export interface Standin {
@@ -259,7 +261,15 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     if (req.method === 'GET' && path === '/v1/models') {
       return json(res, 200, {
         object: 'list',
-        data: [{ id: served, object: 'model', owned_by: 'vllm', root: served, max_model_len: maxModelLen }],
+        data: [
+          {
+            id: served,
+            object: 'model',
+            owned_by: 'vllm',
+            root: served,
+            ...(options.hideMaxModelLen ? {} : { max_model_len: maxModelLen }),
+          },
+        ],
       });
     }
     const body = await readJson(req);
