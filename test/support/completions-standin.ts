@@ -134,6 +134,35 @@ export async function startCompletionsStandIn(options: CompletionsStandInOptions
         const { ids, logprobs, promptText } = sample(prompt);
         calls.push({ path, body, promptIds: prompt, promptText, completionIds: ids, logprobs });
         const wantLogprobs = typeof body.logprobs === 'number' && body.logprobs >= 0;
+        if (body.stream !== true) {
+          // stream defaults to false: one CompletionResponse, ids and prompt ids per choice
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              id: `cmpl-${calls.length}`,
+              object: 'text_completion',
+              model: body.model,
+              choices: [
+                {
+                  index: 0,
+                  text: decode(ids),
+                  token_ids: ids,
+                  prompt_token_ids: prompt,
+                  logprobs: wantLogprobs
+                    ? { token_logprobs: logprobs, tokens: ids.map((t) => decode([t])) }
+                    : null,
+                  finish_reason: options.finish ?? 'stop',
+                },
+              ],
+              usage: {
+                prompt_tokens: prompt.length,
+                completion_tokens: ids.length,
+                total_tokens: prompt.length + ids.length,
+              },
+            }),
+          );
+          return;
+        }
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const step = options.chunkTokens ?? Math.max(1, Math.ceil(ids.length / 2));
         for (let i = 0; i < ids.length; i += step) {
