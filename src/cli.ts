@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
+import { defineDoctor } from '../commands/doctor.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineExport } from '../commands/export.ts';
 import { defineGym } from '../commands/gym.ts';
@@ -33,6 +34,7 @@ export function program(): Command {
   defineGym(cmd);
   defineExport(cmd);
   defineLoop(cmd);
+  defineDoctor(cmd);
   return cmd;
 }
 
