@@ -125,3 +125,42 @@ describe('context length and a harness max_tokens of 32000', () => {
     });
   });
 });
+
+describe("NeMo RL's generation server", () => {
+  for (const [name, args, argv] of [
+    ['pi', ['--pi-api', 'openai-completions'], ['pi', '-p', 'ECHO polarbear']],
+    ['claude', [], ['claude', '-p', 'ECHO polarbear', '--dangerously-skip-permissions']],
+  ] as const) {
+    test(`${name}: every call continues the previous prompt + generation (thinking on)`, async () => {
+      const { startNemoRlStandin } = await import('../support/nemo-rl-standin.ts');
+      const standin = await startNemoRlStandin();
+      try {
+        const r = await capture(
+          ['--backend', 'nemo-rl', '--backend-url', standin.url, '--model', MODEL, ...args],
+          [...argv],
+        );
+        assert.equal(r.exitCode, 0, r.stderr + r.stdout);
+        assert.match(r.stdout, /Done\. Output: polarbear/);
+        const main = r.calls.filter(
+          (c) =>
+            c.api !== 'anthropic-count-tokens' &&
+            c.error === null &&
+            (c.canonical_request as { tools: unknown[] }).tools.length > 0,
+        );
+        assert.ok(main.length >= 2);
+        for (let k = 1; k < main.length; k++) {
+          const prev = [...main[k - 1]!.prompt_token_ids!, ...main[k - 1]!.completion_token_ids!];
+          assert.deepEqual(
+            main[k]!.prompt_token_ids!.slice(0, prev.length),
+            prev,
+            `call ${k + 1} extends call ${k}`,
+          );
+          assert.equal((main[k]!.backend_info?.prefix as { mode: string }).mode, 'prefix_ids');
+        }
+        assert.ok(r.calls.every((c) => c.error === null || c.api === 'anthropic-count-tokens'));
+      } finally {
+        await standin.close();
+      }
+    });
+  }
+});
