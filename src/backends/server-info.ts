@@ -42,9 +42,15 @@ export async function listModels(
   return { ok: true, models };
 }
 
-/** The server's root (the URL without a trailing /v1), where vLLM serves /tokenize and SGLang /generate. */
+/**
+ * The server's root, where vLLM serves /tokenize and SGLang /generate: the URL without a trailing
+ * /v1, /v1/completions, /v1/chat/completions or /generate (a Backend's `url` may be any of them).
+ */
 export function rootUrl(url: string): string {
-  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
+  return url
+    .replace(/\/+$/, '')
+    .replace(/\/(v1\/completions|v1\/chat\/completions|generate)$/, '')
+    .replace(/\/v1$/, '');
 }
 
 /**

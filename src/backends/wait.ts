@@ -13,7 +13,7 @@ import type { BackendOptions } from './types.ts';
  * throws a PolarError naming the URL when `timeoutMs` passes.
  */
 export async function waitForBackend(
-  options: BackendOptions,
+  options: Pick<BackendOptions, 'model' | 'apiKey'> & { kind: string; url?: string | null | undefined },
   init: {
     timeoutMs: number;
     tickMs?: number;
@@ -21,7 +21,7 @@ export async function waitForBackend(
   },
 ): Promise<void> {
   if (options.kind === 'embedded' || !options.url) return;
-  const root = rootUrl(options.url.replace(/\/generate\/?$/, ''));
+  const root = rootUrl(options.url);
   const headers = authHeaders(options.apiKey);
   const nemo = options.kind === 'nemo-rl';
   const url = nemo ? `${root}/tokenize` : `${root}/v1/models`;

@@ -124,3 +124,20 @@ describe('fitting max tokens', () => {
     assert.ok(tok.encode(rendered, { add_special_tokens: false }).length <= promptUpperBound(request));
   });
 });
+
+describe('server root', () => {
+  test('whatever URL a backend holds, the root is where /v1/models, /tokenize and /generate live', async () => {
+    const { rootUrl } = await import('../../../src/backends/server-info.ts');
+    for (const url of [
+      'http://h:8000',
+      'http://h:8000/',
+      'http://h:8000/v1',
+      'http://h:8000/v1/',
+      'http://h:8000/v1/completions',
+      'http://h:8000/v1/chat/completions',
+      'http://h:8000/generate',
+    ]) {
+      assert.equal(rootUrl(url), 'http://h:8000', url);
+    }
+  });
+});
