@@ -3,7 +3,9 @@
  * polls the route the server really serves, with the run's auth header, and tells the seconds left.
  */
 import { PolarError } from '../errors.ts';
+import { log } from '../util/log.ts';
 import { authHeaders, getJson, postJson } from './http.ts';
+import { assertProbe, formatProbeReport, probeBackend } from './probe.ts';
 import { rootUrl } from './server-info.ts';
 import type { BackendOptions } from './types.ts';
 
@@ -59,4 +61,26 @@ export async function waitForBackend(
     }
     await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(50, left))));
   }
+}
+
+/**
+ * What every command that starts a harness runs once before it (capture, serve, eval, loop, gym): waits
+ * for the server up to --backend-timeout with a countdown on stderr, probes its set-up, and stops with one
+ * BackendSetupError naming the server flag to add when the set-up is wrong. The report goes to the
+ * debug log when all is well, and its warnings to stderr.
+ */
+export async function ensureBackendReady(options: BackendOptions): Promise<void> {
+  if (options.kind === 'embedded' || !options.url) return;
+  await waitForBackend(options, {
+    timeoutMs: options.timeoutMs ?? 600_000,
+    onWait: (left, url, why) =>
+      log.info(`waiting for the ${options.kind} server at ${url} (${left} s left): ${why}`),
+  });
+  const report = await probeBackend(options);
+  log.debug(formatProbeReport(report));
+  for (const c of report.checks) {
+    if (c.status === 'warn')
+      log.warn(`${options.kind} server: ${c.name}: ${c.detail}${c.fix ? ` (${c.fix})` : ''}`);
+  }
+  assertProbe(report);
 }

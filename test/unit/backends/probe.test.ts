@@ -212,3 +212,30 @@ describe('waitForBackend', () => {
     );
   });
 });
+
+describe('ensureBackendReady (what capture, serve, eval, loop and gym run first)', () => {
+  test('a ready server passes; one without tool calling stops with the flag to add', async () => {
+    const { ensureBackendReady } = await import('../../../src/backends/wait.ts');
+    const good = await startStandin();
+    const bad = await startStandin({ toolParser: false });
+    try {
+      await ensureBackendReady({ kind: 'vllm', url: good.url, model: 'Qwen/Qwen3-4B', timeoutMs: 10_000 });
+      await assert.rejects(
+        ensureBackendReady({ kind: 'vllm', url: bad.url, model: 'Qwen/Qwen3-4B', timeoutMs: 10_000 }),
+        (error: unknown) =>
+          error instanceof BackendSetupError && /--enable-auto-tool-choice/.test(error.hint ?? ''),
+      );
+      // --no-require-token-ids turns a missing-ids failure into a warning, nothing else
+      const report = await probeBackend({
+        kind: 'vllm',
+        url: bad.url,
+        model: 'Qwen/Qwen3-4B',
+        requireTokenIds: false,
+      });
+      assert.equal(report.ok, false, 'tool calling still fails');
+    } finally {
+      await good.close();
+      await bad.close();
+    }
+  });
+});
