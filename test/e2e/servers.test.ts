@@ -4,7 +4,9 @@
  *   recorded token_exact with wrong ids, the user is told once, and `polar build` counts the calls by cause;
  * - Claude Code asks max_tokens 32000: against a 40960-token context its tool round trip finishes, each
  *   call fitted to what its prompt leaves;
- * - Claude Code against a context its prompt does not fit: the vendor's "prompt is too long" error.
+ * - Claude Code and Codex against a context their prompt does not fit: the vendor's own error, which
+ *   each recognises ("prompt is too long", "ran out of room in the model's context window");
+ * - Pi and Claude Code through NeMo RL's generation server: every call contiguous.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -122,6 +124,30 @@ describe('context length and a harness max_tokens of 32000', () => {
         assert.equal((c.response.body as { error: { type: string } }).error.type, 'invalid_request_error');
       }
       assert.equal(standin.calls.length, 0, 'nothing was generated');
+    });
+  });
+});
+
+describe('context overflow: Codex', () => {
+  test("a prompt over the context is OpenAI's context_length_exceeded, which Codex recognises", async () => {
+    await withStandin({ maxModelLen: 2048 }, async (standin) => {
+      const r = await capture(BACKEND(standin.url), [
+        'codex',
+        'exec',
+        '--skip-git-repo-check',
+        '--dangerously-bypass-approvals-and-sandbox',
+        '--ephemeral',
+        'ECHO polarbear',
+      ]);
+      assert.notEqual(r.exitCode, 0);
+      assert.match(r.stderr, /ran out of room in the model's context window/);
+      const failed = r.calls.filter((c) => c.error !== null);
+      assert.ok(failed.length >= 1);
+      for (const c of failed) {
+        assert.equal(c.error!.kind, 'context_length_exceeded');
+        assert.equal((c.response.body as { error: { code: string } }).error.code, 'context_length_exceeded');
+      }
+      assert.equal(standin.calls.length, 0);
     });
   });
 });
