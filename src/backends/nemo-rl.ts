@@ -52,7 +52,7 @@ export class NemoRlBackend implements Backend {
   }
 
   /** The request body: the harness's conversation, token-information flags, the prefix ids. */
-  body(request: CanonicalRequest, context: CallContext): Record<string, unknown> {
+  body(request: CanonicalRequest, context: CallContext, record = true): Record<string, unknown> {
     const body = buildRequest(
       { ...request, model: this.options.model },
       {
@@ -72,8 +72,8 @@ export class NemoRlBackend implements Backend {
         },
       },
     );
-    const prefix = this.attachPrefix(request, body.messages as Record<string, unknown>[], context);
-    context.recorder.annotate('prefix', prefix);
+    const prefix = this.attachPrefix(request, body.messages as Record<string, unknown>[], context, record);
+    if (record) context.recorder.annotate('prefix', prefix);
     return body;
   }
 
@@ -87,6 +87,7 @@ export class NemoRlBackend implements Backend {
     request: CanonicalRequest,
     messages: Record<string, unknown>[],
     context: CallContext,
+    record: boolean,
   ): Record<string, unknown> {
     let last = -1;
     for (let i = request.messages.length - 1; i >= 0; i--) {
@@ -99,9 +100,10 @@ export class NemoRlBackend implements Backend {
     const message = request.messages[last] as AssistantMessage;
     const found = findTurn(turnsOf(context), message);
     if (!found) {
-      context.recorder.warn(
-        'the last assistant turn was not sampled by polar in this session: the server re-renders it',
-      );
+      if (record)
+        context.recorder.warn(
+          'the last assistant turn was not sampled by polar in this session: the server re-renders it',
+        );
       return { mode: 'rendered', reason: 'last assistant turn not sampled by polar in this session' };
     }
     const target = messages[last]!;
@@ -209,7 +211,7 @@ export class NemoRlBackend implements Backend {
     request: CanonicalRequest,
     context: CallContext,
   ): Promise<{ tokens: number; exact: boolean }> {
-    const body = this.body(request, context);
+    const body = this.body(request, context, false);
     const count = await tokenizeChat(
       rootUrl(this.url),
       { model: this.options.model, messages: body.messages, ...(body.tools ? { tools: body.tools } : {}) },
