@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import httpProxy from 'http-proxy';
 import { createBackend } from '../src/backends/index.ts';
+import { recordCalls } from '../src/capture/call-record.ts';
 import { CaptureWriter } from '../src/capture/writer.ts';
 import { ProxyServer } from '../src/proxy/server.ts';
 
@@ -23,17 +24,18 @@ if (kind === 'bare') {
   const dir = await mkdtemp(join(tmpdir(), 'polar-bench-'));
   const proxy = new ProxyServer();
   url = (await proxy.listen()).url;
+  const backend = await createBackend({ kind: 'vllm', url: backendUrl, model: 'm' });
+  const writer = new CaptureWriter(join(dir, 'capture.jsonl'));
   proxy.addSession({
     id: 'sess_bench',
     key,
-    harness: 'generic',
     model: 'm',
-    backend: await createBackend({ kind: 'vllm', url: backendUrl, model: 'm' }),
-    writer: new CaptureWriter(join(dir, 'capture.jsonl')),
+    backend,
     state: new Map(),
-    seq: 0,
-    calls: 0,
-    errors: 0,
+    complete: recordCalls(
+      { id: 'sess_bench', key, harness: 'generic', tokenExact: backend.tokenExact, writer },
+      { seq: 0, calls: 0, errors: 0 },
+    ),
   });
 }
 let peak = 0;

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { RawBuildOptions } from '../src/trajectory/run.ts';
+import type { Report } from './shared.ts';
 
-export function defineBuild(program: Command): void {
+export function defineBuild(program: Command, report: Report): void {
   program
     .command('build')
     .description('rebuild captures into token-exact GRPO trajectories (docs/trajectory-format.md)')
@@ -29,5 +30,6 @@ export function defineBuild(program: Command): void {
     .action(async (inputs: string[], options: RawBuildOptions) => {
       const { runBuild } = await import('../src/trajectory/run.ts');
       await runBuild(inputs, options);
+      report(0);
     });
 }

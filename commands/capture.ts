@@ -1,27 +1,37 @@
-import type { Command } from 'commander';
-import { addBackendFlags } from './shared.ts';
+import { type Command, Option } from 'commander';
+import type { CaptureFlags } from '../src/capture/options.ts';
+import { PI_APIS } from '../src/harnesses/pi.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { bytes, keyValue, nonNegativeInt, oneOf, port, seconds } from '../src/options/parsers.ts';
+import { addBackendFlags, harnessOption, type Report } from './shared.ts';
 
-export function defineCapture(program: Command): void {
+export function defineCapture(program: Command, report: Report): void {
   const cmd = program
     .command('capture')
     .description("run a harness behind polar's recording proxy and capture every model call with token ids")
     .argument('<command...>', 'the harness command line, after --')
-    .option('--harness <name>', 'codex | claude | pi | generic (default: from the command name)')
-    .option(
-      '--pi-api <api>',
-      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    .addOption(harnessOption('codex | claude | pi | generic (default: from the command name)'))
+    .addOption(
+      new Option('--pi-api <api>', `the wire API Pi uses: ${PI_APIS.join(' | ')}`).argParser(oneOf(PI_APIS)),
     )
-    .option('-o, --output <file>', 'capture file (JSONL, appended)', undefined)
+    .option(
+      '-o, --output <file>',
+      'capture file (JSONL, appended; default: polar-captures/<time>-<harness>.jsonl)',
+    )
     .option('--task-id <id>', 'task id recorded in the session record')
-    .option('--sample <n>', 'sample index recorded in the session record')
-    .option('--meta <key=value>', 'extra session metadata (repeatable)', (v: string, prev: string[] = []) => [
-      ...prev,
-      v,
-    ])
-    .option('--host <host>', 'address the proxy binds', '127.0.0.1')
-    .option('--port <port>', 'port the proxy binds (default: ephemeral)')
-    .option('--max-body <bytes>', 'largest request body accepted', String(64 * 1024 * 1024))
-    .option('--timeout <seconds>', 'kill the harness after this long')
+    .addOption(
+      new Option('--sample <n>', 'sample index recorded in the session record').argParser(nonNegativeInt),
+    )
+    .addOption(new Option('--meta <key=value>', 'extra session metadata (repeatable)').argParser(keyValue))
+    .addOption(withDefault(new Option('--host <host>', 'address the proxy binds'), DEFAULTS.host))
+    .addOption(new Option('--port <port>', 'port the proxy binds (default: ephemeral)').argParser(port))
+    .addOption(
+      withDefault(
+        new Option('--max-body <bytes>', 'largest request body accepted').argParser(bytes),
+        DEFAULTS.maxBodyBytes,
+      ),
+    )
+    .addOption(new Option('--timeout <seconds>', 'kill the harness after this long').argParser(seconds))
     .option('--keep-run-dir', 'keep the private harness config dir for inspection', false)
     .option('-q, --quiet', 'no status output from polar', false)
     .passThroughOptions()
@@ -34,9 +44,8 @@ Examples:
   polar capture -o run.jsonl -- claude -p "explain this repo"
   polar capture --pi-api openai-responses -- pi -p "list the files"`,
     );
-  addBackendFlags(cmd);
-  cmd.action(async (command: string[], flags: Record<string, unknown>) => {
+  addBackendFlags(cmd).action(async (command: string[], flags: CaptureFlags) => {
     const { captureCommand } = await import('../src/capture/command.ts');
-    process.exitCode = await captureCommand(command, flags);
+    report(await captureCommand(command, flags));
   });
 }

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { addBackendFlags } from './shared.ts';
+import type { DoctorFlags } from '../src/backends/doctor.ts';
+import { addBackendFlags, type Report } from './shared.ts';
 
-export function defineDoctor(program: Command): void {
+export function defineDoctor(program: Command, report: Report): void {
   const cmd = program
     .command('doctor')
     .description(
@@ -13,8 +14,8 @@ export function defineDoctor(program: Command): void {
       false,
     )
     .option('--json', 'print the report as JSON', false);
-  addBackendFlags(cmd).action(async (flags: Record<string, unknown>) => {
+  addBackendFlags(cmd).action(async (flags: DoctorFlags) => {
     const { doctorCommand } = await import('../src/backends/doctor.ts');
-    process.exitCode = await doctorCommand(flags);
+    report(await doctorCommand(flags));
   });
 }

@@ -1,7 +1,11 @@
-import type { Command } from 'commander';
-import { addBackendFlags, addRolloutFlags } from './shared.ts';
+import { type Command, Option } from 'commander';
+import { AGENT_NAMES } from '../src/eval/agent-names.ts';
+import type { EvalFlags } from '../src/eval/command.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
-export function defineEval(program: Command): void {
+export function defineEval(program: Command, report: Report): void {
   const cmd = program
     .command('eval')
     .description('score an agent on a SWE-bench-style dataset (pass@1), or produce graded training rollouts')
@@ -9,27 +13,58 @@ export function defineEval(program: Command): void {
       '--dataset <path|hub-id>',
       '.jsonl, .json or .parquet in the SWE-bench schema, or a hub id',
     )
-    .option('--split <name>', 'split of a hub dataset', 'test')
-    .option('--harness <name>', 'harness to run under polar capture: codex, claude, pi, generic')
-    .option('--agent <name>', 'gold | empty | predictions, or a harness name (same as --harness)')
+    .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
+    .addOption(harnessOption('harness to run under polar capture: codex, claude, pi, generic'))
+    .addOption(
+      new Option(
+        '--agent <name>',
+        'gold | empty | predictions, or a harness name (same as --harness)',
+      ).argParser(oneOf(AGENT_NAMES)),
+    )
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
     .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')
-    .option('--samples <n>', 'samples per instance', '1')
-    .option('--concurrency <n>', 'samples run at once', '4')
-    .option('--out <dir>', 'output folder', 'runs/eval')
-    .option('--instances <ids>', 'comma-separated instance ids')
-    .option('--limit <n>', 'first n instances (after --instances and --shard)')
-    .option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)')
+    .addOption(
+      withDefault(
+        new Option('--samples <n>', 'samples per instance').argParser(positiveInt),
+        DEFAULTS.samples,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--concurrency <n>', 'samples run at once').argParser(positiveInt),
+        DEFAULTS.concurrency,
+      ),
+    )
+    .addOption(withDefault(new Option('--out <dir>', 'output folder'), DEFAULTS.evalOut))
+    .addOption(new Option('--instances <ids>', 'comma-separated instance ids').argParser(list))
+    .addOption(
+      new Option('--limit <n>', 'first n instances (after --instances and --shard)').argParser(positiveInt),
+    )
+    .addOption(
+      new Option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)').argParser(shard),
+    )
     .option('--resume', 'skip samples already graded in --out')
-    .option('--grader <kind>', 'polar, or swebench (the official harness, when installed)', 'polar')
+    .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
+    .addOption(
+      withDefault(
+        new Option('--grader <kind>', 'polar, or swebench (the official harness, when installed)').argParser(
+          oneOf(['polar', 'swebench'] as const),
+        ),
+        DEFAULTS.grader,
+      ),
+    )
     .option('--json', 'print the report as JSON on stdout')
-    .option('--fail-under <fraction>', 'exit 5 when pass@1 is below this')
+    .addOption(
+      new Option('--fail-under <fraction>', 'exit 5 when pass@1 is below this').argParser(
+        floatIn(0, 1, { what: 'a fraction between 0 and 1 (for example 0.25)' }),
+      ),
+    )
     .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
     .option('--keep-envs', 'keep the local runtime temp dirs (debugging)')
     .option('-q, --quiet', 'no progress output');
-  addBackendFlags(addRolloutFlags(cmd)).action(async (options) => {
+  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: EvalFlags) => {
     const { evalCommand } = await import('../src/eval/command.ts');
-    process.exitCode = await evalCommand(options);
+    report(await evalCommand(flags));
   });
 }

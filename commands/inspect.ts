@@ -1,20 +1,46 @@
-import type { Command } from 'commander';
-import type { RawInspectOptions } from '../src/inspect/command.ts';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { InspectFlags } from '../src/inspect/command.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { positiveInt } from '../src/options/parsers.ts';
+import type { Report } from './shared.ts';
 
-export function defineInspect(program: Command): void {
+const countOrAll = (v: string): number | 'all' => {
+  if (v === 'all') return 'all';
+  try {
+    return positiveInt(v);
+  } catch {
+    throw new InvalidArgumentError('expected a positive integer or "all"');
+  }
+};
+
+export function defineInspect(program: Command, report: Report): void {
   program
     .command('inspect')
     .description('a self-contained HTML report of trajectories or a loop run (docs/inspect.md)')
     .argument('<input>', 'a trajectory file (polar build output, - for stdin) or a polar loop run directory')
-    .option('-o, --output <file>', 'where to write the page (- for stdout)', 'report.html')
-    .option('--tokenizer <dir>', 'tokenizer directory (tokenizer.json); default: the bundled Qwen3 tokenizer')
-    .option('--max-tokens-per-trace <n>', 'tokens rendered per trace before "show more"', '2000')
-    .option(
-      '--max-trajectories <n>',
-      'trajectories shown per file or step ("all"; default: all for a file, 16 per step for a run)',
+    .addOption(
+      withDefault(
+        new Option('-o, --output <file>', 'where to write the page (- for stdout)'),
+        DEFAULTS.inspectOutput,
+      ),
     )
-    .action(async (input: string, options: RawInspectOptions) => {
+    .option('--tokenizer <dir>', 'tokenizer directory (tokenizer.json); default: the bundled Qwen3 tokenizer')
+    .addOption(
+      withDefault(
+        new Option('--max-tokens-per-trace <n>', 'tokens rendered per trace before "show more"').argParser(
+          positiveInt,
+        ),
+        DEFAULTS.maxTokensPerTrace,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--max-trajectories <n>',
+        'trajectories shown per file or step ("all"; default: all for a file, 16 per step for a run)',
+      ).argParser(countOrAll),
+    )
+    .action(async (input: string, options: InspectFlags) => {
       const { runInspect } = await import('../src/inspect/command.ts');
-      await runInspect(input, options);
+      report(await runInspect(input, options));
     });
 }

@@ -1,33 +1,65 @@
-import type { Command } from 'commander';
-import { addBackendFlags, addRolloutFlags } from './shared.ts';
+import { type Command, Option } from 'commander';
+import type { LoopFlags } from '../src/loop/command.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
-export function defineLoop(program: Command): void {
+export function defineLoop(program: Command, report: Report): void {
   const cmd = program
     .command('loop')
     .description('the whole RL loop: rollouts -> build -> train -> publish new weights -> rollouts')
     .requiredOption('--train-set <path>', 'tasks to train on (SWE-bench schema: .jsonl, .json, .parquet)')
     .option('--eval-set <path>', 'held-out tasks, evaluated every --eval-every steps')
-    .requiredOption('--harness <name>', 'codex | claude | pi | generic')
+    .addOption(harnessOption('codex | claude | pi | generic').makeOptionMandatory())
     .option('--train-model <path|id>', 'checkpoint training starts from (default: --model)')
-    .option('--group-size <n>', 'samples per task (the GRPO group)', '16')
-    .option('--tasks-per-step <n>', 'tasks per step', '9')
-    .option('--steps <n>', 'steps to run', '50')
-    .option('--eval-every <n>', 'held-out eval every n steps (0: never)', '10')
+    .addOption(
+      withDefault(
+        new Option('--group-size <n>', 'samples per task (the GRPO group)').argParser(positiveInt),
+        DEFAULTS.groupSize,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--tasks-per-step <n>', 'tasks per step').argParser(positiveInt),
+        DEFAULTS.tasksPerStep,
+      ),
+    )
+    .addOption(withDefault(new Option('--steps <n>', 'steps to run').argParser(positiveInt), DEFAULTS.steps))
+    .addOption(
+      withDefault(
+        new Option('--eval-every <n>', 'held-out eval every n steps (0: never)').argParser(nonNegativeInt),
+        DEFAULTS.evalEvery,
+      ),
+    )
     .requiredOption('--out <dir>', 'run directory (run/step-N/...)')
-    .option('--concurrency <n>', 'samples run at once', '4')
+    .addOption(
+      withDefault(
+        new Option('--concurrency <n>', 'samples run at once').argParser(positiveInt),
+        DEFAULTS.concurrency,
+      ),
+    )
     .option(
       '--reload-cmd <cmd>',
       'command that makes the server load {checkpoint} (vLLM: restart it); polar then waits until it answers',
     )
     .option('--train-config <file>', 'train.json for polar train')
-    .option('--device <d>', 'training device: cuda | cpu', 'cuda')
+    .addOption(
+      withDefault(
+        new Option('--device <d>', 'training device: cuda | cpu').argParser(oneOf(['cuda', 'cpu'] as const)),
+        DEFAULTS.trainDevice,
+      ),
+    )
     .option('--lora', 'train LoRA adapters instead of all weights', false)
-    .option('--lr <lr>', 'learning rate')
+    .addOption(
+      new Option('--lr <lr>', "learning rate (default: polar train's)").argParser(
+        floatIn(0, Number.POSITIVE_INFINITY, { open: 'min' }),
+      ),
+    )
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
-  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: Record<string, unknown>) => {
+  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');
-    process.exitCode = await loopCommand(flags);
+    report(await loopCommand(flags));
   });
 }

@@ -1,14 +1,34 @@
-import type { Command } from 'commander';
-import { addBackendFlags } from './shared.ts';
+import { type Command, Option } from 'commander';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { port, positiveInt } from '../src/options/parsers.ts';
+import type { ServeFlags } from '../src/serve/command.ts';
+import { addBackendFlags, type Report } from './shared.ts';
 
-export function defineServe(program: Command): void {
+export function defineServe(program: Command, report: Report): void {
   const cmd = program
     .command('serve')
     .description('run the capture proxy for many concurrent rollouts; sessions come and go over an admin API')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'port to bind (0: ephemeral)', '8100')
-    .option('--captures <dir>', 'directory for capture files, one per session', 'polar-captures')
-    .option('--max-inflight <n>', 'backend calls in flight at most; the rest queue', '64')
+    .addOption(withDefault(new Option('--host <host>', 'address to bind'), DEFAULTS.host))
+    .addOption(
+      withDefault(
+        new Option('--port <port>', 'port to bind (0: ephemeral)').argParser(port),
+        DEFAULTS.servePort,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--captures <dir>', 'directory for capture files, one per session'),
+        DEFAULTS.serveCaptures,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--max-inflight <n>', 'backend calls in flight at most; the rest queue').argParser(
+          positiveInt,
+        ),
+        DEFAULTS.maxInflight,
+      ),
+    )
     .option(
       '--admin-token <token>',
       'require this bearer token on the admin API (default: $POLAR_ADMIN_TOKEN)',
@@ -24,8 +44,8 @@ Admin API (JSON):
   DELETE /sessions/:id    [?exit_code=N&status=completed|error|timeout] close and flush its capture
   GET    /status          sessions, requests in flight, backend in flight and queue depth`,
     );
-  addBackendFlags(cmd).action(async (flags: Record<string, unknown>) => {
+  addBackendFlags(cmd).action(async (flags: ServeFlags) => {
     const { serveCommand } = await import('../src/serve/command.ts');
-    process.exitCode = await serveCommand(flags);
+    report(await serveCommand(flags));
   });
 }

@@ -1,43 +1,108 @@
-import type { Command } from 'commander';
+/** Flag groups several subcommands share, each flag with its parser (src/options/parsers.ts) and default. */
+import { type Command, Option } from 'commander';
+import { BACKEND_KINDS } from '../src/backends/index.ts';
+import { RUNTIME_KINDS } from '../src/eval/runtime/types.ts';
+import { PI_APIS } from '../src/harnesses/pi.ts';
+import { HARNESS_NAMES } from '../src/harnesses/types.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { floatIn, jsonObject, oneOf, positiveInt, seconds, url } from '../src/options/parsers.ts';
 
-/** The backend flags every subcommand that talks to a model shares. */
+export const harnessOption = (description: string): Option =>
+  new Option('--harness <name>', description).argParser(oneOf(HARNESS_NAMES));
+
+/** The backend flags every subcommand that talks to a model shares (typed as BackendFlags). */
 export function addBackendFlags(cmd: Command): Command {
   return cmd
-    .option(
-      '--backend <kind>',
-      'vllm | sglang | openai | tokens | embedded (default: embedded, or vllm with --backend-url)',
+    .addOption(
+      new Option(
+        '--backend <kind>',
+        `${BACKEND_KINDS.join(' | ')} (default: embedded, or vllm with --backend-url)`,
+      ).argParser(oneOf(BACKEND_KINDS)),
     )
-    .option('--backend-url <url>', 'inference server base URL, e.g. http://127.0.0.1:8000/v1')
-    .option('--model <name>', 'model the backend serves (harness model names all map to it)')
+    .addOption(
+      new Option('--backend-url <url>', 'inference server base URL, e.g. http://127.0.0.1:8000/v1').argParser(
+        url,
+      ),
+    )
+    .option(
+      '--model <name>',
+      `model the backend serves (harness model names all map to it; embedded default: ${DEFAULTS.embeddedModel.shown})`,
+    )
     .option('--api-key <key>', 'key for the backend (default: $POLAR_BACKEND_API_KEY)')
     .option('--tokenizer <dir|hub-id>', 'tokenizer for --backend tokens/embedded (default: the model)')
-    .option(
-      '--chat-template-kwargs <json>',
-      'passed to the chat template, e.g. \'{"enable_thinking":false}\'',
+    .addOption(
+      new Option(
+        '--chat-template-kwargs <json>',
+        'passed to the chat template, e.g. \'{"enable_thinking":false}\'',
+      ).argParser(jsonObject),
     )
-    .option('--temperature <t>', 'sampling temperature when the harness sets none')
-    .option('--top-p <p>', 'top-p when the harness sets none')
-    .option('--max-tokens <n>', 'max completion tokens when the harness sets none')
-    .option('--max-tokens-cap <n>', 'hard cap on completion tokens of every call, whatever the harness asks')
-    .option('--backend-timeout <seconds>', 'abandon a backend call after this long', '600')
+    .addOption(
+      new Option('--temperature <t>', 'sampling temperature when the harness sets none').argParser(
+        floatIn(0, Number.POSITIVE_INFINITY),
+      ),
+    )
+    .addOption(
+      new Option('--top-p <p>', 'top-p when the harness sets none').argParser(floatIn(0, 1, { open: 'min' })),
+    )
+    .addOption(
+      new Option('--max-tokens <n>', 'max completion tokens when the harness sets none').argParser(
+        positiveInt,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--max-tokens-cap <n>',
+        'hard cap on completion tokens of every call, whatever the harness asks',
+      ).argParser(positiveInt),
+    )
+    .addOption(
+      withDefault(
+        new Option('--backend-timeout <seconds>', 'abandon a backend call after this long').argParser(
+          seconds,
+        ),
+        DEFAULTS.backendTimeoutMs,
+      ),
+    )
     .option(
       '--no-require-token-ids',
       'accept backend answers without token ids (records say token_exact: false)',
     );
 }
 
-/** The flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym). */
+/** The flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym): RolloutFlags. */
 export function addRolloutFlags(cmd: Command): Command {
   return cmd
-    .option(
-      '--pi-api <api>',
-      'the wire API Pi uses: openai-completions | openai-responses | anthropic-messages',
+    .addOption(
+      new Option('--pi-api <api>', `the wire API Pi uses: ${PI_APIS.join(' | ')}`).argParser(oneOf(PI_APIS)),
     )
-    .option('--runtime <kind>', 'local, docker or podman', 'docker')
-    .option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories', 'fixtures/swe/repos')
+    .addOption(
+      withDefault(
+        new Option('--runtime <kind>', RUNTIME_KINDS.join(', ')).argParser(oneOf(RUNTIME_KINDS)),
+        DEFAULTS.runtime,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories'),
+        DEFAULTS.repos,
+      ),
+    )
     .option('--image <template>', 'container image override ({instance_id} is replaced)')
     .option('--network <name>', 'container network (default host, so the capture proxy is reachable)')
     .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
-    .option('--agent-timeout <s>', 'seconds before the harness is killed', '1800')
-    .option('--test-timeout <s>', 'seconds before the tests are killed', '1800');
+    .addOption(
+      withDefault(
+        new Option('--agent-timeout <s>', 'seconds before the harness is killed').argParser(seconds),
+        DEFAULTS.agentTimeoutMs,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--test-timeout <s>', 'seconds before the tests are killed').argParser(seconds),
+        DEFAULTS.testTimeoutMs,
+      ),
+    );
 }
+
+/** Hands a command's exit code to `main` (src/cli.ts), which returns it: no command sets process.exitCode. */
+export type Report = (code: number) => void;

@@ -1,76 +1,25 @@
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
+import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import { lossAggregations, TRAIN_DEFAULTS, type TrainFlags, trainAdvantages } from '../src/train/config.ts';
+import type { Report } from './shared.ts';
 
-const num = (value: string): number => {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`not a number: ${value}`);
-  return n;
+/** an option whose default lives in TRAIN_DEFAULTS (so train.json can override it): shown, not set */
+const opt = <T>(
+  flags: string,
+  description: string,
+  parser?: (v: string) => T,
+  fallback?: unknown,
+): Option => {
+  const shown = fallback === undefined ? '' : ` (default: ${String(fallback)})`;
+  const option = new Option(flags, `${description}${shown}`);
+  return parser ? option.argParser(parser) : option;
 };
 
-export interface TrainFlags {
-  model?: string;
-  out: string;
-  resume?: string;
-  config?: string;
-  lora?: boolean;
-  device?: 'cuda' | 'cpu';
-  gpus?: number;
-  python?: string;
-  json?: boolean;
-  lr?: number;
-  epochs?: number;
-  maxSteps?: number;
-  batchRollouts?: number;
-  miniBatches?: number;
-  ppoEpochs?: number;
-  clipLow?: number;
-  clipHigh?: number;
-  lossAgg?: string;
-  advantage?: string;
-  tis?: boolean;
-  tisCap?: number;
-  klCoef?: number;
-  microBatchTokens?: number;
-  logprobChunk?: number;
-  warmupSteps?: number;
-  schedule?: string;
-  gradientCheckpointing?: boolean;
-  bf16?: boolean;
-  saveEvery?: number;
-  seed?: number;
-}
+const D = TRAIN_DEFAULTS;
+const positive = floatIn(0, Number.POSITIVE_INFINITY, { open: 'min' });
+const nonNegative = floatIn(0, Number.POSITIVE_INFINITY);
 
-/** commander's camelCase flags -> the config's snake_case keys (undefined = not given). */
-export function flagsToOptions(f: TrainFlags): Record<string, unknown> {
-  return {
-    model: f.model,
-    lora: f.lora,
-    device: f.device,
-    gpus: f.gpus,
-    lr: f.lr,
-    epochs: f.epochs,
-    max_steps: f.maxSteps,
-    batch_rollouts: f.batchRollouts,
-    mini_batches: f.miniBatches,
-    ppo_epochs: f.ppoEpochs,
-    clip_low: f.clipLow,
-    clip_high: f.clipHigh,
-    loss_agg: f.lossAgg,
-    advantage: f.advantage,
-    tis: f.tis,
-    tis_cap: f.tisCap,
-    kl_coef: f.klCoef,
-    micro_batch_tokens: f.microBatchTokens,
-    logprob_chunk: f.logprobChunk,
-    warmup_steps: f.warmupSteps,
-    schedule: f.schedule,
-    gradient_checkpointing: f.gradientCheckpointing,
-    bf16: f.bf16,
-    save_every: f.saveEvery,
-    seed: f.seed,
-  };
-}
-
-export function defineTrain(program: Command): void {
+export function defineTrain(program: Command, report: Report): void {
   program
     .command('train')
     .description('GRPO on trajectories from `polar build` (PyTorch worker; see docs/train.md)')
@@ -83,57 +32,55 @@ export function defineTrain(program: Command): void {
     )
     .option('--config <file>', 'train.json with config keys (flags override it)')
     .option('--lora', 'train LoRA adapters (peft); the frozen base is the KL reference')
-    .addOption(new Option('--device <device>', 'cuda (default) or cpu').choices(['cuda', 'cpu']))
-    .option('--gpus <n>', 'data-parallel GPUs (FSDP through torchrun)', num)
+    .addOption(opt('--device <device>', 'cuda or cpu', oneOf(['cuda', 'cpu'] as const), D.device))
+    .addOption(opt('--gpus <n>', 'data-parallel GPUs (FSDP through torchrun)', positiveInt, D.gpus))
     .option('--python <path>', 'Python with torch (default: $POLAR_PYTHON, python3, /usr/bin/python3)')
-    .option('--lr <lr>', 'learning rate (default 1e-6)', num)
-    .option('--epochs <n>', 'passes over the trajectory file (default 1)', num)
-    .option('--max-steps <n>', 'stop after n steps', num)
-    .option('--batch-rollouts <n>', 'rollouts per step (default 144)', num)
-    .option('--mini-batches <n>', 'optimiser updates per epoch of a step (default 1)', num)
-    .option('--ppo-epochs <n>', 'optimisation epochs over each step (default 1)', num)
-    .option('--clip-low <eps>', 'lower ratio clip (default 0.2)', num)
-    .option('--clip-high <eps>', 'upper ratio clip (default 0.28)', num)
+    .addOption(opt('--lr <lr>', 'learning rate', positive, D.lr))
+    .addOption(opt('--epochs <n>', 'passes over the trajectory file', positiveInt, D.epochs))
+    .addOption(opt('--max-steps <n>', 'stop after n steps', positiveInt))
+    .addOption(opt('--batch-rollouts <n>', 'rollouts per step', positiveInt, D.batch_rollouts))
     .addOption(
-      new Option('--loss-agg <mode>', 'loss aggregation (default token-mean)').choices([
-        'token-mean',
-        'seq-mean-token-mean',
-        'seq-mean-token-sum',
-        'dr-grpo',
-      ]),
+      opt('--mini-batches <n>', 'optimiser updates per epoch of a step', positiveInt, D.mini_batches),
     )
+    .addOption(opt('--ppo-epochs <n>', 'optimisation epochs over each step', positiveInt, D.ppo_epochs))
+    .addOption(opt('--clip-low <eps>', 'lower ratio clip', floatIn(0, 1), D.clip_low))
+    .addOption(opt('--clip-high <eps>', 'upper ratio clip', nonNegative, D.clip_high))
+    .addOption(opt('--loss-agg <mode>', 'loss aggregation', oneOf(lossAggregations), D.loss_agg))
     .addOption(
-      new Option('--advantage <kind>', 'advantage when a record has none (default rloo)').choices([
-        'rloo',
-        'grpo',
-        'dr-grpo',
-      ]),
+      opt('--advantage <kind>', 'advantage when a record has none', oneOf(trainAdvantages), D.advantage),
     )
     .option('--tis', 'truncated importance sampling against the captured logprobs (default)')
     .option('--no-tis', 'no off-policy correction (accepts traces without logprobs)')
-    .option('--tis-cap <c>', 'TIS weight cap (default 2)', num)
-    .option('--kl-coef <beta>', 'k3 KL coefficient to the reference model (default 0)', num)
-    .option('--micro-batch-tokens <n>', 'token budget of one packed micro-batch (default 16384)', num)
-    .option('--logprob-chunk <n>', 'tokens per chunk when computing logprobs (default 1024)', num)
-    .option('--warmup-steps <n>', 'linear warm-up, in optimiser updates', num)
-    .addOption(new Option('--schedule <kind>', 'learning-rate schedule').choices(['constant', 'cosine']))
+    .addOption(opt('--tis-cap <c>', 'TIS weight cap', positive, D.tis_cap))
+    .addOption(opt('--kl-coef <beta>', 'k3 KL coefficient to the reference model', nonNegative, D.kl_coef))
+    .addOption(
+      opt(
+        '--micro-batch-tokens <n>',
+        'token budget of one packed micro-batch',
+        positiveInt,
+        D.micro_batch_tokens,
+      ),
+    )
+    .addOption(
+      opt('--logprob-chunk <n>', 'tokens per chunk when computing logprobs', positiveInt, D.logprob_chunk),
+    )
+    .addOption(
+      opt('--warmup-steps <n>', 'linear warm-up, in optimiser updates', nonNegativeInt, D.warmup_steps),
+    )
+    .addOption(
+      opt('--schedule <kind>', 'learning-rate schedule', oneOf(['constant', 'cosine'] as const), D.schedule),
+    )
     .option('--gradient-checkpointing', 'recompute activations in backward (default)')
     .option('--no-gradient-checkpointing', 'keep activations')
     .option('--bf16', 'bf16 autocast (default on cuda)')
     .option('--no-bf16', 'fp32 compute')
-    .option('--save-every <n>', 'checkpoint every n steps (default 10; always at the end)', num)
-    .option('--seed <n>', 'data order seed', num)
+    .addOption(
+      opt('--save-every <n>', 'checkpoint every n steps (always at the end)', nonNegativeInt, D.save_every),
+    )
+    .addOption(opt('--seed <n>', 'data order seed', nonNegativeInt, D.seed))
     .option('--json', 'write the worker events as JSON lines to stdout')
     .action(async (trajectories: string, flags: TrainFlags) => {
-      const { runTrain } = await import('../src/train/launch.ts');
-      await runTrain({
-        trajectories,
-        out: flags.out,
-        resume: flags.resume,
-        configFile: flags.config,
-        flags: flagsToOptions(flags),
-        python: flags.python,
-        json: flags.json ?? false,
-      });
+      const { trainCommand } = await import('../src/train/launch.ts');
+      report(await trainCommand(trajectories, flags));
     });
 }

@@ -1,6 +1,8 @@
 /**
  * The CLI: declares the subcommands and maps errors to exit codes, in one place. Each subcommand lives
- * in commands/<name>.ts, which declares its flags and lazily imports its implementation from src/.
+ * in commands/<name>.ts, which declares its flags (parsed by src/options/parsers.ts, defaults from
+ * src/options/defaults.ts), lazily imports its implementation from src/ and reports its exit code.
+ * Conventions: docs/cli.md.
  */
 import { Command, CommanderError } from 'commander';
 import { defineBuild } from '../commands/build.ts';
@@ -8,57 +10,94 @@ import { defineCapture } from '../commands/capture.ts';
 import { defineDoctor } from '../commands/doctor.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineExport } from '../commands/export.ts';
+import { defineGrade } from '../commands/grade.ts';
 import { defineGym } from '../commands/gym.ts';
 import { defineInspect } from '../commands/inspect.ts';
 import { defineLoop } from '../commands/loop.ts';
 import { defineServe } from '../commands/serve.ts';
+import type { Report } from '../commands/shared.ts';
 import { defineTrain } from '../commands/train.ts';
-import { EXIT, PolarError } from './errors.ts';
+import { EXIT, type ExitCode, PolarError } from './errors.ts';
 import { log } from './util/log.ts';
 import { POLAR_VERSION } from './version.ts';
 
-export function program(): Command {
+export function program(report: Report = () => {}): Command {
   const cmd = new Command('polar')
     .description('Token-level capture, trajectory building and GRPO training for coding agents')
     .version(POLAR_VERSION, '-V, --version')
     .option('--debug', 'show stack traces and debug logs', false)
-    .showHelpAfterError('(run with --help for usage)')
+    // commander's own errors (unknown option, missing value, bad value) are printed by `main`, in polar's format
+    .configureOutput({ outputError: () => {} })
     .enablePositionalOptions()
-    .exitOverride();
-  defineCapture(cmd);
-  defineBuild(cmd);
-  defineTrain(cmd);
-  defineEval(cmd);
-  defineServe(cmd);
-  defineInspect(cmd);
-  defineGym(cmd);
-  defineExport(cmd);
-  defineLoop(cmd);
-  defineDoctor(cmd);
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (missing tool or engine),
+5 below --fail-under (eval), 130 interrupted. Conventions: docs/cli.md`,
+    );
+  defineCapture(cmd, report);
+  defineBuild(cmd, report);
+  defineTrain(cmd, report);
+  defineEval(cmd, report);
+  defineGrade(cmd, report);
+  defineServe(cmd, report);
+  defineInspect(cmd, report);
+  defineGym(cmd, report);
+  defineExport(cmd, report);
+  defineLoop(cmd, report);
+  defineDoctor(cmd, report);
   return cmd;
 }
 
+/**
+ * commander's message in polar's words: `error: option '-o, --output <file>' argument 'x' is invalid.
+ * expected ...` becomes `--output x: expected ...` (a parser's "is not one of ..." reads on from the value).
+ */
+export function commanderMessage(error: CommanderError): string {
+  const text = error.message.replace(/^error: /, '');
+  const invalid = /^option '([^']+)' argument '([\s\S]*)' is invalid\. ([\s\S]*)$/.exec(text);
+  if (!invalid) return text;
+  const [, flags = '', value = '', problem = ''] = invalid;
+  const flag = /--[\w-]+/.exec(flags)?.[0] ?? flags;
+  const choices = /^Allowed choices are (.*)\.$/.exec(problem);
+  if (choices) return `${flag} ${value} is not one of ${choices[1]}`;
+  return problem.startsWith('is ') ? `${flag} ${value} ${problem}` : `${flag} ${value}: ${problem}`;
+}
+
 /** Runs the CLI; returns the exit code (never calls process.exit, so callers and tests stay in control). */
-export async function main(argv: string[]): Promise<number> {
-  const cmd = program();
+export async function main(argv: string[]): Promise<ExitCode> {
+  let code: ExitCode = EXIT.ok;
+  const cmd = program((c) => {
+    code = c;
+  });
   const debug = argv.includes('--debug') || process.env.POLAR_DEBUG === '1';
   try {
     await cmd.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+    return code;
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // help and version print themselves and exit 0; usage errors were already printed
-      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    }
-    if (PolarError.isInstance(error)) {
-      log.error(error.message);
-      if (error.hint) log.hint(error.hint);
-      if (debug && error.stack) log.raw(error.stack);
-      return error.exitCode;
-    }
-    log.error(`internal error: ${(error as Error)?.message ?? String(error)}`);
-    if (debug && error instanceof Error && error.stack) log.raw(error.stack);
-    else log.hint('run again with --debug for the stack trace, and please report it');
-    return EXIT.failure;
+    return reportError(error, debug);
   }
+}
+
+/** One error format for every failure: `polar: error: <what>`, a hint line, the stack only under --debug. */
+export function reportError(error: unknown, debug: boolean): ExitCode {
+  if (error instanceof CommanderError) {
+    // help and version print themselves and exit 0; `polar` alone prints the help and is a usage error
+    if (error.exitCode === 0) return EXIT.ok;
+    if (error.code === 'commander.help' || error.code === 'commander.helpDisplayed') return EXIT.usage;
+    log.error(commanderMessage(error));
+    log.hint('run with --help for usage');
+    return EXIT.usage;
+  }
+  if (PolarError.isInstance(error)) {
+    log.error(error.message);
+    if (error.hint) log.hint(error.hint);
+    if (debug && error.stack) log.raw(error.stack);
+    return error.exitCode;
+  }
+  log.error(`internal error: ${(error as Error)?.message ?? String(error)}`);
+  if (debug && error instanceof Error && error.stack) log.raw(error.stack);
+  else log.hint('run again with --debug for the stack trace, and please report it');
+  return EXIT.failure;
 }

@@ -1,12 +1,13 @@
 /** The body of `polar doctor --backend KIND --backend-url URL`: the set-up probe's report, exit 0 when ready. */
-import { type BackendFlags, backendOptions } from '../capture/options.ts';
-import { EXIT } from '../errors.ts';
+import { EXIT, type ExitCode } from '../errors.ts';
+import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { log } from '../util/log.ts';
 import { formatProbeReport, probeBackend } from './probe.ts';
 import { waitForBackend } from './wait.ts';
 
-export async function doctorCommand(flags: Record<string, unknown>): Promise<number> {
-  const f = flags as BackendFlags & { wait?: boolean; json?: boolean };
+export type DoctorFlags = BackendFlags & { wait?: boolean; json?: boolean };
+
+export async function doctorCommand(f: DoctorFlags): Promise<ExitCode> {
   const options = backendOptions(f);
   if (f.wait) {
     await waitForBackend(options, {

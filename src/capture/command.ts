@@ -1,33 +1,16 @@
-/** The body of `polar capture`: flags in, runCapture, exit code out. */
+/** The body of `polar capture`: typed flags in, runCapture, exit code out. */
 import ora, { type Ora } from 'ora';
 import { resolveHarness } from '../harnesses/index.ts';
+import { backendOptions } from '../options/backend.ts';
 import { log } from '../util/log.ts';
-import {
-  backendOptions,
-  defaultOutput,
-  harnessName,
-  parseMeta,
-  parseNonNegativeInt,
-  parseSeconds,
-} from './options.ts';
+import { type CaptureFlags, defaultOutput } from './options.ts';
 import { exitCodeOf, runCapture } from './run.ts';
 
-export async function captureCommand(command: string[], flags: Record<string, unknown>): Promise<number> {
-  const f = flags as Record<string, string | undefined> & {
-    meta?: string[];
-    quiet?: boolean;
-    keepRunDir?: boolean;
-    requireTokenIds?: boolean;
-  };
+export async function captureCommand(command: string[], f: CaptureFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
-  const harness = harnessName(f.harness);
   const backend = backendOptions(f);
-  const profile = resolveHarness(harness, command);
+  const profile = resolveHarness(f.harness, command);
   const output = f.output ?? defaultOutput(profile.name);
-  const sample = parseNonNegativeInt('--sample', f.sample);
-  const port = parseNonNegativeInt('--port', f.port);
-  const maxBody = parseNonNegativeInt('--max-body', f.maxBody);
-  const timeoutMs = parseSeconds('--timeout', f.timeout);
   let spinner: Ora | undefined;
   let calls = 0;
   let tokens = 0;
@@ -50,12 +33,12 @@ export async function captureCommand(command: string[], flags: Record<string, un
     model: backend.model,
     output,
     ...(f.taskId ? { taskId: f.taskId } : {}),
-    ...(sample !== undefined ? { sample } : {}),
-    meta: parseMeta(f.meta),
-    ...(timeoutMs ? { timeoutMs } : {}),
-    ...(f.host ? { host: f.host } : {}),
-    ...(port !== undefined ? { port } : {}),
-    ...(maxBody !== undefined ? { maxBodyBytes: maxBody } : {}),
+    ...(f.sample !== undefined ? { sample: f.sample } : {}),
+    meta: f.meta ?? {},
+    ...(f.timeout ? { timeoutMs: f.timeout } : {}),
+    host: f.host,
+    ...(f.port !== undefined ? { port: f.port } : {}),
+    maxBodyBytes: f.maxBody,
     keepRunDir: Boolean(f.keepRunDir),
     onCall: (record) => {
       calls++;

@@ -108,28 +108,8 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     });
     capture.begin(prepared.argv);
     log.debug(`capture: proxy ${url}, session ${session.id}, harness ${profile.name}, run dir ${runDir}`);
-    const env: Record<string, string | undefined> = { ...process.env, ...options.env };
-    for (const [name, value] of Object.entries(prepared.env)) {
-      if (value === null) delete env[name];
-      else env[name] = value;
-    }
-    const [file, ...args] = prepared.argv as [string, ...string[]];
     const stdio = options.stdio ?? 'inherit';
-    const child = execa(file, args, {
-      cwd: options.cwd,
-      env,
-      extendEnv: false,
-      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
-      stdout: stdio,
-      stderr: stdio,
-      reject: false,
-      preferLocal: true,
-      localDir: process.cwd(),
-      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
-      killSignal: 'SIGTERM',
-      forceKillAfterDelay: 5000,
-      ...(stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
-    });
+    const { child, file } = startHarness(prepared, options);
     let interrupted = false;
     for (const name of FORWARDED) {
       const handler = () => {
@@ -179,12 +159,42 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     exitCode,
     signal,
     status,
-    calls: session.calls,
-    errors: session.errors,
+    calls: capture.calls,
+    errors: capture.errors,
     output,
     ...(stdout !== undefined ? { stdout } : {}),
     ...(stderr !== undefined ? { stderr } : {}),
   };
+}
+
+/** Starts the prepared harness command with the profile's environment over ours. */
+function startHarness(
+  prepared: { argv: string[]; env: Record<string, string | null> },
+  options: CaptureRunOptions,
+) {
+  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+  for (const [name, value] of Object.entries(prepared.env)) {
+    if (value === null) delete env[name];
+    else env[name] = value;
+  }
+  const [file, ...args] = prepared.argv as [string, ...string[]];
+  const stdio = options.stdio ?? 'inherit';
+  const child = execa(file, args, {
+    cwd: options.cwd,
+    env,
+    extendEnv: false,
+    stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+    stdout: stdio,
+    stderr: stdio,
+    reject: false,
+    preferLocal: true,
+    localDir: process.cwd(),
+    ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
+    killSignal: 'SIGTERM',
+    forceKillAfterDelay: 5000,
+    ...(stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
+  });
+  return { child, file };
 }
 
 function installHint(harness: string): string {

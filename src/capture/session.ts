@@ -8,6 +8,7 @@ import type { Backend } from '../backends/types.ts';
 import type { HarnessProfile } from '../harnesses/types.ts';
 import type { ProxySession } from '../proxy/server.ts';
 import { POLAR_VERSION } from '../version.ts';
+import { type CallCounters, recordCalls } from './call-record.ts';
 import type { CallRecord, SessionEndRecord, SessionRecord } from './record.ts';
 import { CaptureWriter } from './writer.ts';
 
@@ -26,7 +27,11 @@ export interface OpenSessionOptions {
 }
 
 export interface CaptureSession {
+  /** what the proxy serves this session with; its `complete` records each call */
   proxy: ProxySession;
+  /** calls recorded so far, and how many of them failed */
+  readonly calls: number;
+  readonly errors: number;
   startedAt: Date;
   output: string;
   /** writes the session record (call once the argv is final) */
@@ -48,23 +53,38 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
   const output = resolve(options.output);
   const writer = new CaptureWriter(output);
   const startedAt = new Date();
+  const id = `sess_${randomUUID()}`;
+  const key = newSessionKey();
+  const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
+  const complete = recordCalls(
+    {
+      id,
+      key,
+      harness: options.profile.name,
+      tokenExact: options.backend.tokenExact,
+      writer,
+      callMeta: (h, b) => options.profile.callMeta(h, b),
+      ...(options.onCall ? { onCall: options.onCall } : {}),
+    },
+    counters,
+  );
   const proxy: ProxySession = {
-    id: `sess_${randomUUID()}`,
-    key: newSessionKey(),
-    harness: options.profile.name,
+    id,
+    key,
     model: options.model,
     backend: options.backend,
-    writer,
     state: new Map(),
-    seq: 0,
-    calls: 0,
-    errors: 0,
-    callMeta: (h, b) => options.profile.callMeta(h, b),
-    ...(options.onCall ? { onCall: options.onCall } : {}),
+    complete,
   };
   let ended = false;
   return {
     proxy,
+    get calls() {
+      return counters.calls;
+    },
+    get errors() {
+      return counters.errors;
+    },
     startedAt,
     output,
     begin(argv, extra = {}) {
@@ -103,8 +123,8 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
         duration_ms: endedAt.getTime() - startedAt.getTime(),
         exit_code: exitCode,
         signal,
-        calls: proxy.calls,
-        errors: proxy.errors,
+        calls: counters.calls,
+        errors: counters.errors,
         status,
         unauthorized_requests: unauthorized ?? 0,
       };

@@ -10,6 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import type { CaptureRunOptions, CaptureRunResult } from '../capture/run.ts';
+import { UsageError } from '../errors.ts';
 import { HARNESSES as HARNESS_PROFILES } from '../harnesses/index.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import type { SweInstance } from './dataset.ts';
@@ -162,7 +163,7 @@ export function harnessArgv(
   generic?: string[],
 ): string[] {
   if (harness === 'generic') {
-    if (!generic || generic.length === 0) throw new Error('the generic harness needs --agent-cmd');
+    if (!generic || generic.length === 0) throw new UsageError('the generic harness needs --agent-cmd');
     return generic.map((a) => a.replaceAll('{prompt}', prompt));
   }
   const profile = HARNESS_PROFILES[harness];
@@ -196,7 +197,7 @@ export interface HarnessAgentOptions {
   promptTemplate?: string;
   /** injected in tests; default: loadRunCapture() */
   runCapture?: RunCapture;
-  /** where runCapture makes the harness's private config dir (a dir a container runtime mounts) */
+  /** where runCapture makes the harness's private config dir; default: the environment's harnessDirBase */
   runDirBase?: string;
   /** profile options for runCapture (e.g. { api: 'openai-responses' } for Pi) */
   harnessOptions?: Record<string, string>;
@@ -230,6 +231,8 @@ export class HarnessAgent implements Agent {
     );
     const { command, cwd } = env.hostCommand(argv, PASS_ENV);
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
+    // a harness in a container reads its private config from a dir the runtime mounts at the same path
+    const runDirBase = this.options.runDirBase ?? env.harnessDirBase;
     try {
       this.backend ??= this.options.backendInstance
         ? Promise.resolve(this.options.backendInstance)
@@ -240,7 +243,7 @@ export class HarnessAgent implements Agent {
       const r = await runCapture({
         backendInstance,
         ...(this.options.harnessOptions ? { harnessOptions: this.options.harnessOptions } : {}),
-        ...(this.options.runDirBase ? { runDirBase: this.options.runDirBase } : {}),
+        ...(runDirBase ? { runDirBase } : {}),
         command,
         harness: this.options.harness,
         backend: this.options.backend,

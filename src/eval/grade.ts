@@ -1,26 +1,33 @@
 /**
  * Grading one patch in a fresh environment, as the SWE-bench harness does: apply the model patch
- * (three fallbacks), reset the test files and apply test_patch, run the tests between markers, parse
- * the log with the repository's parser. Resolved iff every FAIL_TO_PASS and PASS_TO_PASS test passed
- * (PASSED or XFAIL). Stricter than 4.x where 5.x is: a skipped FAIL_TO_PASS is a failure, and a
- * non-zero test exit with no failing test in the log is distrusted (reported, and not resolved).
+ * (three fallbacks), set the environment up, reset the test files and apply test_patch, run the tests
+ * between markers, then read the log (resolve.ts) with the rules of the official version that grades
+ * the row: v4.1.0 for rows without an eval_script, v5.x for rows that carry one. On 4.1 rows polar adds
+ * two 5.x guards (a skipped FAIL_TO_PASS fails; a non-zero test exit with no failing test in the log is
+ * distrusted): see docs/eval.md, "Deliberate differences".
  */
 import type { SweInstance } from './dataset.ts';
-import { getLogParser, type StatusMap } from './log-parsers/index.ts';
+import { getLogParser } from './log-parsers/index.ts';
+import type { ParserVersion, StatusMap } from './log-parsers/types.ts';
 import { type ApplyResult, applyPatch, shellQuote } from './patch.ts';
+import {
+  END_MARKER,
+  evaluateLog,
+  hasFailure,
+  officialRules,
+  type ResolutionRules,
+  resolve,
+  START_MARKER,
+  TEST_EXIT_CODE,
+  type TestOutcome,
+} from './resolve.ts';
 import type { InstanceEnv, Runtime } from './runtime/types.ts';
 import { diffFiles, specFor, testDirectives } from './specs.ts';
 
-export const START_MARKER = '>>>>> Start Test Output';
-export const END_MARKER = '>>>>> End Test Output';
-const EXIT_MARKER = '>>>>> Test Exit Code: ';
+export type { TestOutcome } from './resolve.ts';
+export { betweenMarkers, END_MARKER, START_MARKER } from './resolve.ts';
 
 export type GradeStatus = 'resolved' | 'unresolved' | 'empty_patch' | 'error';
-
-export interface TestOutcome {
-  passed: string[];
-  failed: string[];
-}
 
 export interface GradeResult {
   status: GradeStatus;
@@ -33,6 +40,8 @@ export interface GradeResult {
   test_exit_code: number | null;
   /** non-zero test exit with no failing test in the log */
   suspicious: boolean;
+  /** the official version whose rules graded the row */
+  official_version: ParserVersion | null;
   durations_ms: { setup: number; apply: number; tests: number; parse: number };
   /** the raw test output (written to the run's logs/ folder) */
   log: string;
@@ -44,7 +53,7 @@ export interface GradeOptions {
   gradeEmpty?: boolean;
 }
 
-const emptyOutcome = (): TestOutcome => ({ passed: [], failed: [] });
+const emptyOutcome = (): TestOutcome => ({ passed: [], failed: [], uncounted: [] });
 
 function result(partial: Partial<GradeResult> & { status: GradeStatus; reason: string | null }): GradeResult {
   return {
@@ -54,18 +63,26 @@ function result(partial: Partial<GradeResult> & { status: GradeStatus; reason: s
     pass_to_pass: emptyOutcome(),
     test_exit_code: null,
     suspicious: false,
+    official_version: null,
     durations_ms: { setup: 0, apply: 0, tests: 0, parse: 0 },
     log: '',
     ...partial,
   };
 }
 
-/** The eval script for rows without a 5.x eval_script: reset tests, apply test_patch, markers, tests. */
+/**
+ * The eval script for rows without a 5.x eval_script: set-up, reset tests, apply test_patch, markers,
+ * tests, the test command's exit code after the end marker, reset. Unlike the official script, a
+ * test_patch that does not apply stops it (exit 97): polar reports that as an error of the dataset or
+ * environment instead of grading the tests of the unpatched files. Test files are quoted (a path with
+ * spaces stays one argument; the official script joins them unquoted).
+ */
 export function buildEvalScript(
   instance: SweInstance,
   testPatchFile: string,
   testCmd: string,
   directives: string[],
+  setup: string[] = [],
 ): string {
   const base = shellQuote(instance.base_commit);
   const files = diffFiles(instance.test_patch).map(shellQuote).join(' ');
@@ -74,59 +91,116 @@ export function buildEvalScript(
     : 'true';
   return [
     'set -uo pipefail',
+    ...setup,
     reset,
     `git apply --verbose ${shellQuote(testPatchFile)} || { echo ">>>>> test_patch failed to apply"; exit 97; }`,
     `echo ${shellQuote(START_MARKER)}`,
     `${testCmd} ${directives.map(shellQuote).join(' ')}`,
     'code=$?',
     `echo ${shellQuote(END_MARKER)}`,
-    `echo "${EXIT_MARKER}$code"`,
+    `echo "${TEST_EXIT_CODE}: $code"`,
     reset,
   ].join('\n');
 }
 
-/** The part of a log between the markers, or null when either is missing. */
-export function betweenMarkers(log: string): string | null {
-  const start = log.indexOf(START_MARKER);
-  if (start === -1) return null;
-  const end = log.indexOf(END_MARKER, start);
-  if (end === -1) return null;
-  return log.slice(start + START_MARKER.length, end);
+/**
+ * A 5.x row's eval_script as the harness runs it (v5.0.1 harness/utils.py parse_eval_script and
+ * record_test_exit_code, types.py TestSpec.eval_script): shebang and `set -uxo pipefail` lines dropped
+ * and put back in front, and the test command's `$?` saved before the first line naming the end
+ * marker and echoed after it. A script without that line is left as it is.
+ */
+export function withExitCodeCapture(evalScript: string): string {
+  const lines = evalScript
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '#!/bin/bash' && l !== 'set -uxo pipefail');
+  const at = lines.findIndex((l) => l.includes(END_MARKER));
+  const body =
+    at === -1
+      ? lines
+      : [
+          ...lines.slice(0, at),
+          'SWEBENCH_TEST_EXIT_CODE=$?',
+          lines[at]!,
+          `echo "${TEST_EXIT_CODE}: $SWEBENCH_TEST_EXIT_CODE"`,
+          ...lines.slice(at + 1),
+        ];
+  return `${['#!/bin/bash', 'set -uxo pipefail', ...body].join('\n')}\n`;
 }
 
-const passed = (s: string | undefined) => s === 'PASSED' || s === 'XFAIL';
+export type Semantics = 'polar' | 'official';
 
-/** Resolution from a parsed log (pure; unit-tested). */
-export function decide(
-  instance: Pick<SweInstance, 'FAIL_TO_PASS' | 'PASS_TO_PASS'>,
-  statuses: StatusMap,
-  testExitCode: number | null,
-): Pick<GradeResult, 'status' | 'reason' | 'fail_to_pass' | 'pass_to_pass' | 'suspicious'> {
-  const f2p = emptyOutcome();
-  const p2p = emptyOutcome();
-  for (const t of instance.FAIL_TO_PASS) (passed(statuses.get(t)) ? f2p.passed : f2p.failed).push(t);
-  for (const t of instance.PASS_TO_PASS) {
-    const s = statuses.get(t);
-    // 4.x semantics for PASS_TO_PASS: a skip is not a failure (optional deps missing in some images)
-    (passed(s) || s === 'SKIPPED' ? p2p.passed : p2p.failed).push(t);
+export interface LogGrade {
+  resolved: boolean;
+  reason: string | null;
+  /** false when the log shows no usable test run (official `found`) */
+  found: boolean;
+  tests: StatusMap;
+  fail_to_pass: TestOutcome;
+  pass_to_pass: TestOutcome;
+  test_exit_code: number | null;
+  suspicious: boolean;
+  parser: string;
+  rules: ResolutionRules;
+}
+
+export type GradeLogInstance = Pick<SweInstance, 'repo' | 'FAIL_TO_PASS' | 'PASS_TO_PASS'> &
+  Partial<Pick<SweInstance, 'eval_script' | 'eval_type' | 'log_parser' | 'test_cmd' | 'version'>>;
+
+/** The parser a row is read with: its 5.x log_parser, else the repository's (specs.ts). */
+export function parserFor(instance: GradeLogInstance): string | { error: string } {
+  if (instance.eval_script) return instance.log_parser ?? 'pytest';
+  const spec = specFor(instance as SweInstance);
+  return 'error' in spec ? spec : spec.parser;
+}
+
+/**
+ * Grades a whole eval log (pure): `official` follows the official version of the row exactly,
+ * `polar` (what polar eval does) adds the two guards on 4.1 rows.
+ */
+export function gradeLog(
+  instance: GradeLogInstance,
+  content: string,
+  options: { parser?: string; semantics?: Semantics; version?: ParserVersion } = {},
+): LogGrade | { error: string } {
+  const name = options.parser ?? parserFor(instance);
+  if (typeof name !== 'string') return name;
+  const parser = getLogParser(name);
+  if (!parser) return { error: `unknown log parser "${name}"` };
+  const official = officialRules(instance);
+  const rules: ResolutionRules = { ...official, version: options.version ?? official.version };
+  const guards = (options.semantics ?? 'polar') === 'polar' && rules.version === '4.1';
+  if (guards) rules.skippedFailToPassFails = true;
+  const ev = evaluateLog(content, parser, rules.version);
+  const base = { tests: ev.tests, test_exit_code: ev.exitCode, parser: name, rules, found: ev.found };
+  if (!ev.found) {
+    return {
+      ...base,
+      resolved: false,
+      reason: ev.reason,
+      fail_to_pass: emptyOutcome(),
+      pass_to_pass: emptyOutcome(),
+      suspicious: ev.reason?.includes('suspicious') ?? false,
+    };
   }
-  const anyFailure = [...statuses.values()].some((s) => s === 'FAILED' || s === 'ERROR');
-  const suspicious = testExitCode !== null && testExitCode !== 0 && !anyFailure;
+  const r = resolve(instance, ev.tests, rules);
+  const suspicious = guards && ev.exitCode !== null && ev.exitCode !== 0 && !hasFailure(ev.tests);
   const describe = (kind: string, list: string[]) => {
     const shown = list.slice(0, 3).join(', ');
-    const missing = list.filter((t) => !statuses.has(t)).length;
+    const missing = list.filter((t) => !ev.tests.has(t)).length;
     return `${list.length} ${kind} failed (${shown}${list.length > 3 ? ', ...' : ''})${missing ? `, ${missing} missing from the log` : ''}`;
   };
   let reason: string | null = null;
-  if (f2p.failed.length > 0) reason = describe('FAIL_TO_PASS', f2p.failed);
-  else if (p2p.failed.length > 0) reason = describe('PASS_TO_PASS', p2p.failed);
+  if (r.fail_to_pass.failed.length > 0) reason = describe('FAIL_TO_PASS', r.fail_to_pass.failed);
+  else if (r.pass_to_pass.failed.length > 0) reason = describe('PASS_TO_PASS', r.pass_to_pass.failed);
   else if (suspicious)
-    reason = `test command exited ${testExitCode} but no test failed in the log (suspicious)`;
+    reason = `test command exited ${ev.exitCode} but no test failed in the log (suspicious)`;
   return {
-    status: reason === null ? 'resolved' : 'unresolved',
+    ...base,
+    resolved: reason === null,
     reason,
-    fail_to_pass: f2p,
-    pass_to_pass: p2p,
+    fail_to_pass: r.fail_to_pass,
+    pass_to_pass: r.pass_to_pass,
     suspicious,
   };
 }
@@ -142,9 +216,10 @@ export async function gradePatch(
   if (empty && !options.gradeEmpty) return result({ status: 'empty_patch', reason: 'empty patch' });
   const spec = instance.eval_script ? null : specFor(instance);
   if (spec && 'error' in spec) return result({ status: 'error', reason: spec.error });
-  const parserName = spec ? spec.parser : (instance.log_parser ?? 'pytest');
-  const parser = getLogParser(parserName);
-  if (!parser) return result({ status: 'error', reason: `unknown log parser "${parserName}"` });
+  const parserName = parserFor(instance);
+  if (typeof parserName !== 'string') return result({ status: 'error', reason: parserName.error });
+  if (!getLogParser(parserName))
+    return result({ status: 'error', reason: `unknown log parser "${parserName}"` });
 
   const t0 = performance.now();
   let env: InstanceEnv;
@@ -170,7 +245,7 @@ export async function gradePatch(
     }
     let script: string;
     if (instance.eval_script) {
-      script = instance.eval_script;
+      script = withExitCodeCapture(instance.eval_script);
     } else {
       const s = spec as Exclude<ReturnType<typeof specFor>, { error: string }>;
       const testPatchFile = `${env.scratch}/polar-test.diff`;
@@ -183,6 +258,7 @@ export async function gradePatch(
         testPatchFile,
         s.testCmd,
         testDirectives(instance.test_patch, s.directives),
+        env.envSetup?.(s.setup) ?? [],
       );
     }
     const t2 = performance.now();
@@ -204,20 +280,19 @@ export async function gradePatch(
       });
     }
     const t3 = performance.now();
-    const section = betweenMarkers(run.output);
-    if (section === null) {
-      durations.parse = performance.now() - t3;
-      return result({
-        ...base,
-        status: 'unresolved',
-        reason: 'test output markers missing (the test run did not complete)',
-      });
-    }
-    const exitMatch = new RegExp(`${EXIT_MARKER.replace(/[>]/g, '\\>')}(\\d+)`).exec(run.output);
-    const testExit = exitMatch ? Number(exitMatch[1]) : null;
-    const decision = decide(instance, parser(section), testExit);
+    const graded = gradeLog(instance, run.output);
     durations.parse = performance.now() - t3;
-    return result({ ...base, ...decision, test_exit_code: testExit });
+    if ('error' in graded) return result({ ...base, status: 'error', reason: graded.error });
+    return result({
+      ...base,
+      status: graded.resolved ? 'resolved' : 'unresolved',
+      reason: graded.reason,
+      fail_to_pass: graded.fail_to_pass,
+      pass_to_pass: graded.pass_to_pass,
+      suspicious: graded.suspicious,
+      test_exit_code: graded.test_exit_code,
+      official_version: graded.rules.version,
+    });
   } catch (error) {
     return result({
       status: 'error',

@@ -31,6 +31,8 @@ export interface Report {
   pass_at_k: Record<string, number>;
   per_repo: Record<string, { instances: number; samples: number; resolved: number; rate: number }>;
   suspicious: number;
+  /** samples graded from a test log, by the official version whose rules applied ('4.1', '5') */
+  official_versions: Record<string, number>;
   overhead_ms: { mean: number; max: number };
   errors: Array<{ instance_id: string; sample: number; reason: string | null }>;
   created_at: string;
@@ -114,6 +116,11 @@ export function buildReport(
     e.instances = repoInstances.get(repo)?.size ?? 0;
     e.rate = e.samples === 0 ? 0 : e.resolved / e.samples;
   }
+  const versions: Record<string, number> = {};
+  for (const r of results) {
+    if (typeof r.official_version === 'string')
+      versions[r.official_version] = (versions[r.official_version] ?? 0) + 1;
+  }
   const overheads = results.map((r) => r.durations_ms.overhead).filter((v) => Number.isFinite(v));
   return {
     dataset: context.dataset,
@@ -128,6 +135,7 @@ export function buildReport(
     pass_at_k: passK,
     per_repo: Object.fromEntries(Object.entries(perRepo).sort(([a], [b]) => a.localeCompare(b))),
     suspicious: results.filter((r) => r.suspicious).length,
+    official_versions: versions,
     overhead_ms: {
       mean: overheads.length ? overheads.reduce((a, b) => a + b, 0) / overheads.length : 0,
       max: overheads.length ? Math.max(...overheads) : 0,
@@ -155,6 +163,9 @@ export function formatReport(report: Report): string {
   out.push(
     `samples ${report.total} of ${report.instances * report.samples}: resolved ${c.resolved}, unresolved ${c.unresolved}, empty patch ${c.empty_patch}, error ${c.error}${report.suspicious ? `, suspicious ${report.suspicious}` : ''}`,
   );
+  const versions = Object.entries(report.official_versions ?? {});
+  if (versions.length > 0)
+    out.push(`graded by official rules: ${versions.map(([v, n]) => `v${v} ${n}`).join(', ')} (docs/eval.md)`);
   const repos = Object.entries(report.per_repo);
   if (repos.length > 0) {
     const width = Math.max(10, ...repos.map(([r]) => r.length));

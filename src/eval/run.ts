@@ -188,6 +188,7 @@ async function runSample(
     fail_to_pass: grade?.fail_to_pass ?? null,
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
+    official_version: grade?.official_version ?? null,
     durations_ms: {
       total,
       agent: agentMs,

@@ -15,22 +15,34 @@ import type { EvalOutcome } from './run.ts';
 import { writeAtomic, writeReport } from './run.ts';
 import type { Runtime } from './runtime/types.ts';
 
+/**
+ * The harness's command line (SWE-bench/SWE-bench v4.1.0 swebench/harness/run_evaluation.py argparse:
+ * --dataset_name, --split, --predictions_path, --max_workers, --timeout in whole seconds, --run_id,
+ * --instance_ids). It runs with --out as its working directory, so a local dataset file is passed as
+ * an absolute path; a hub id is passed as it is.
+ */
 export function swebenchArgs(
   dataset: string,
   predictions: string,
   runId: string,
   workers: number,
   ids: string[],
+  options: { split?: string; testTimeoutMs?: number; cwd?: string } = {},
 ): string[] {
+  const local = existsSync(resolve(options.cwd ?? '.', dataset));
   return [
     '-m',
     'swebench.harness.run_evaluation',
     '--dataset_name',
-    dataset,
+    local ? resolve(options.cwd ?? '.', dataset) : dataset,
+    ...(options.split ? ['--split', options.split] : []),
     '--predictions_path',
     predictions,
     '--max_workers',
     String(workers),
+    ...(options.testTimeoutMs
+      ? ['--timeout', String(Math.max(1, Math.ceil(options.testTimeoutMs / 1000)))]
+      : []),
     '--run_id',
     runId,
     '--instance_ids',
@@ -43,6 +55,10 @@ export async function runSwebenchGrader(
   context: {
     out: string;
     dataset: string;
+    /** split of a hub dataset, passed on as --split */
+    split?: string;
+    /** per-instance test timeout, passed on as --timeout */
+    testTimeoutMs?: number;
     concurrency: number;
     instances: SweInstance[];
     agent: Agent;
@@ -70,7 +86,10 @@ export async function runSwebenchGrader(
     const ids = results.filter((r) => r.sample === j).map((r) => r.instance_id);
     const run = await execTree(
       python,
-      swebenchArgs(context.dataset, predictions, runId, context.concurrency, ids),
+      swebenchArgs(context.dataset, predictions, runId, context.concurrency, ids, {
+        split: context.split,
+        testTimeoutMs: context.testTimeoutMs,
+      }),
       { cwd: out },
     );
     const reportPath = join(out, `${context.agent.modelName.replaceAll('/', '__')}.${runId}.json`);

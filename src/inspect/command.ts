@@ -2,31 +2,28 @@
  * `polar inspect <traj.jsonl | run-dir>`: writes one self-contained HTML page (docs/inspect.md).
  */
 import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { InputError, UsageError } from '../errors.ts';
+import { InputError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
 import { renderHtml } from './html.ts';
 import { isRunDir } from './reader.ts';
 import { type ReportOptions, reportForFile, reportForRun } from './report.ts';
 import { loadTokenDecoder } from './tokens.ts';
 
-export interface RawInspectOptions {
+/** `polar inspect` flags after parsing (commands/inspect.ts). */
+export interface InspectFlags {
   output?: string;
   tokenizer?: string;
-  maxTokensPerTrace?: string;
-  maxTrajectories?: string;
+  maxTokensPerTrace?: number;
+  /** 'all', or at most this many per file or step (default: all for a file, 16 per step for a run) */
+  maxTrajectories?: number | 'all';
 }
 
-function positiveInt(flag: string, value: string | undefined, fallback: number | null): number | null {
-  if (value === undefined) return fallback;
-  if (value === 'all' && flag === '--max-trajectories') return null;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1)
-    throw new UsageError(`${flag} must be a positive integer, got "${value}"`);
-  return n;
-}
+/** trajectories shown per step of a run when --max-trajectories is not given */
+const RUN_TRAJECTORIES = 16;
 
 /** Builds the page's HTML for a trajectory file or a run directory. */
-export async function inspectToHtml(input: string, options: RawInspectOptions = {}): Promise<string> {
+export async function inspectToHtml(input: string, options: InspectFlags = {}): Promise<string> {
   const run = input !== '-' && isRunDir(input);
   if (!run && input !== '-' && !existsSync(input))
     throw new InputError(input, undefined, undefined, 'no such file');
@@ -40,23 +37,25 @@ export async function inspectToHtml(input: string, options: RawInspectOptions = 
     );
   }
   const report: ReportOptions = {
-    maxTokensPerTrace: positiveInt('--max-tokens-per-trace', options.maxTokensPerTrace, 2000) as number,
-    maxTrajectories: positiveInt('--max-trajectories', options.maxTrajectories, run ? 16 : null),
+    maxTokensPerTrace: options.maxTokensPerTrace ?? DEFAULTS.maxTokensPerTrace.value,
+    maxTrajectories:
+      options.maxTrajectories === 'all' ? null : (options.maxTrajectories ?? (run ? RUN_TRAJECTORIES : null)),
   };
   const decoder = await loadTokenDecoder(options.tokenizer);
   const page = run ? await reportForRun(input, decoder, report) : await reportForFile(input, decoder, report);
   return renderHtml(page);
 }
 
-export async function runInspect(input: string, options: RawInspectOptions): Promise<void> {
+export async function runInspect(input: string, options: InspectFlags): Promise<number> {
   const html = await inspectToHtml(input, options);
-  const out = options.output ?? 'report.html';
+  const out = options.output ?? DEFAULTS.inspectOutput.value;
   if (out === '-') {
     process.stdout.write(html);
-    return;
+    return 0;
   }
   const partial = `${out}.partial`;
   writeFileSync(partial, html);
   renameSync(partial, out);
   log.info(`wrote ${out} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB)`);
+  return 0;
 }

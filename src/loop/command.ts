@@ -1,57 +1,68 @@
-/** The body of `polar loop`: flags in, runLoop, exit code out. */
+/** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type BackendFlags, backendOptions, parseNonNegativeInt, parseSeconds } from '../capture/options.ts';
-import { UsageError } from '../errors.ts';
+import type { HarnessName } from '../harnesses/types.ts';
+import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { log } from '../util/log.ts';
-import { runLoop } from './loop.ts';
+import { type LoopOptions, runLoop } from './loop.ts';
 
-export async function loopCommand(flags: Record<string, unknown>): Promise<number> {
-  const f = flags as BackendFlags & Record<string, string | boolean | undefined>;
-  log.configure({ quiet: Boolean(f.quiet) });
-  const str = (k: string) => (typeof f[k] === 'string' ? (f[k] as string) : undefined);
-  const int = (flag: string, k: string, min = 1) => {
-    const n = parseNonNegativeInt(flag, str(k));
-    if (n === undefined || n < min) throw new UsageError(`${flag} ${str(k)}: expected an integer >= ${min}`);
-    return n;
-  };
-  const backend = backendOptions({ ...f, model: str('model') } as BackendFlags);
-  const trainModel = str('trainModel') ?? backend.model;
-  const lr = str('lr');
-  const summaries = await runLoop({
-    trainSet: str('trainSet')!,
-    ...(str('evalSet') ? { evalSet: str('evalSet')! } : {}),
-    harness: str('harness')!,
-    ...(str('piApi') ? { piApi: str('piApi')! } : {}),
+/** `polar loop` flags after parsing (commands/loop.ts). */
+export interface LoopFlags extends BackendFlags, RolloutFlags {
+  trainSet: string;
+  evalSet?: string;
+  harness: HarnessName;
+  trainModel?: string;
+  groupSize: number;
+  tasksPerStep: number;
+  steps: number;
+  evalEvery: number;
+  out: string;
+  concurrency: number;
+  reloadCmd?: string;
+  trainConfig?: string;
+  device: 'cuda' | 'cpu';
+  lora?: boolean;
+  lr?: number;
+  gradeEmptyPatches?: boolean;
+  resume?: boolean;
+  quiet?: boolean;
+}
+
+/** The loop's options from its flags (the evaluation part is the setup polar eval makes). */
+export function loopOptions(f: LoopFlags): LoopOptions {
+  const backend = backendOptions(f);
+  const trainModel = f.trainModel ?? backend.model;
+  return {
+    trainSet: f.trainSet,
+    ...(f.evalSet ? { evalSet: f.evalSet } : {}),
+    agent: { agent: f.harness, ...(f.piApi ? { piApi: f.piApi } : {}) },
+    runtime: runtimeSetup(f),
     backend,
     trainModel: existsSync(trainModel) ? resolve(trainModel) : trainModel,
-    groupSize: int('--group-size', 'groupSize'),
-    tasksPerStep: int('--tasks-per-step', 'tasksPerStep'),
-    steps: int('--steps', 'steps'),
-    evalEvery: int('--eval-every', 'evalEvery', 0),
-    out: str('out')!,
-    runtime: str('runtime') ?? 'docker',
-    repos: str('repos') ?? 'fixtures/swe/repos',
-    ...(str('image') ? { image: str('image')! } : {}),
-    ...(str('network') ? { network: str('network')! } : {}),
-    allowUnsandboxed: Boolean(f.allowUnsandboxed),
-    concurrency: int('--concurrency', 'concurrency'),
-    agentTimeoutMs: parseSeconds('--agent-timeout', str('agentTimeout')) ?? 1_800_000,
-    testTimeoutMs: parseSeconds('--test-timeout', str('testTimeout')) ?? 1_800_000,
+    groupSize: f.groupSize,
+    tasksPerStep: f.tasksPerStep,
+    steps: f.steps,
+    evalEvery: f.evalEvery,
+    out: f.out,
+    concurrency: f.concurrency,
+    agentTimeoutMs: f.agentTimeout,
+    testTimeoutMs: f.testTimeout,
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
-    ...(str('reloadCmd') ? { reloadCmd: str('reloadCmd')! } : {}),
-    ...(str('trainConfig') ? { trainConfig: str('trainConfig')! } : {}),
-    trainFlags: {
-      device: str('device') ?? 'cuda',
-      lora: Boolean(f.lora),
-      ...(lr !== undefined ? { lr: Number(lr) } : {}),
-    },
+    ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
+    ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
+    trainFlags: { device: f.device, lora: Boolean(f.lora), ...(f.lr !== undefined ? { lr: f.lr } : {}) },
     exportOnnx: async (checkpoint, dir) => {
       const { runExport } = await import('../export/index.ts');
       await runExport({ checkpoint, onnx: dir });
     },
-  });
+  };
+}
+
+export async function loopCommand(f: LoopFlags): Promise<number> {
+  log.configure({ quiet: Boolean(f.quiet) });
+  const summaries = await runLoop(loopOptions(f));
   const last = summaries.at(-1);
   if (last) log.info(`loop finished at step ${last.step}: policy ${last.checkpoint}`);
   return 0;

@@ -14,10 +14,11 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
-import { UsageError } from '../errors.ts';
-import { type EvalCliOptions, setupEval } from '../eval/command.ts';
+import { PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../eval/dataset.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
+import type { RuntimeSetup } from '../eval/runtime/create.ts';
+import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../eval/setup.ts';
 import { runTrain } from '../train/launch.ts';
 import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
@@ -26,9 +27,10 @@ import { type Publisher, publisherFor } from './publish.ts';
 export interface LoopOptions {
   trainSet: string;
   evalSet?: string;
-  harness: string;
-  /** Pi's wire API (profile option) */
-  piApi?: string;
+  /** the harness agent of every evaluation (its backend is `backend`): the setup polar eval makes */
+  agent: Omit<AgentSetup, 'backend'>;
+  /** where the samples run: the same runtime setup as polar eval and polar gym */
+  runtime: RuntimeSetup;
   backend: BackendOptions;
   /** the checkpoint (or model id) training starts from; the backend serves the same weights */
   trainModel: string;
@@ -37,12 +39,6 @@ export interface LoopOptions {
   steps: number;
   evalEvery: number;
   out: string;
-  runtime: string;
-  repos: string;
-  /** container image template and network (docker/podman runtimes) */
-  image?: string;
-  network?: string;
-  allowUnsandboxed: boolean;
   concurrency: number;
   agentTimeoutMs: number;
   testTimeoutMs: number;
@@ -112,14 +108,12 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
 
   // where the policy is now: the last finished step's checkpoint, or the starting model
   let checkpoint = o.trainModel;
-  let policy = 'step-0';
   let first = 1;
   for (let n = 1; n <= o.steps; n++) {
     const done = await readStep(join(out, `step-${n}`));
     if (!done) break;
     summaries.push(done);
     checkpoint = done.checkpoint;
-    policy = `step-${n}`;
     first = n + 1;
   }
   if (first > 1) log.info(`resuming after step ${first - 1} (policy ${checkpoint})`);
@@ -139,91 +133,113 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   try {
     if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
     for (let n = first; n <= o.steps; n++) {
-      const dir = join(out, `step-${n}`);
-      await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
-      await mkdir(dir, { recursive: true });
-      const started = new Date();
-      const tasks = tasksForStep(trainSet, n, o.tasksPerStep);
-      log.info(`step ${n}/${o.steps}: ${tasks.length} tasks x ${o.groupSize} samples from ${policy}`);
-
-      const rollouts = await evaluate(o, backend, tasks, o.groupSize, join(dir, 'eval'), o.trainSet, {
-        policy,
-        loop_step: String(n),
-      });
-      if (o.crashAfter?.step === n && o.crashAfter.phase === 'eval')
-        throw new Error(`simulated crash after eval of step ${n}`);
-
-      const traj = join(dir, 'traj.jsonl');
-      const stats = await runBuild([join(dir, 'eval')], {
-        output: traj,
-        advantage: 'grpo',
-        groupBy: 'task_id',
-        quiet: true,
-      });
-      await writeFile(join(dir, 'build-stats.json'), `${JSON.stringify(stats, null, 2)}\n`);
-      if (o.crashAfter?.step === n && o.crashAfter.phase === 'build')
-        throw new Error(`simulated crash after build of step ${n}`);
-
-      const trajectories = stats.trajectories_written;
-      if (trajectories === 0)
-        throw new Error(
-          `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
-        );
-      // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
-      // this step's rollouts, and the optimiser's moments and schedule carry over
-      const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
-      const resume = previousTrain && existsSync(join(previousTrain, 'latest')) ? previousTrain : undefined;
-      const trained = await runTrain({
-        trajectories: traj,
-        out: join(dir, 'train'),
-        configFile: o.trainConfig,
-        ...(resume ? { resume } : {}),
-        flags: {
-          ...o.trainFlags,
-          ...(resume ? {} : { model: checkpoint }),
-          batch_rollouts: tasks.length * o.groupSize,
-          epochs: 1,
-        },
-      });
-      if (!trained.checkpoint) throw new Error(`step ${n}: training wrote no checkpoint`);
-      if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
-        throw new Error(`simulated crash after train of step ${n}`);
-      checkpoint = trained.checkpoint;
-      policy = `step-${n}`;
-      await publish(publisher, checkpoint, join(dir, 'onnx'), o);
-
-      let heldout: StepSummary['heldout'] = null;
-      if (evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
-        const r = await evaluate(o, backend, evalSet, 1, join(dir, 'heldout'), o.evalSet!, {
-          policy,
-          loop_step: String(n),
-          heldout: '1',
-        });
-        heldout = { pass_at_1: r.report.pass_at_1.mean };
-      }
-      const summary: StepSummary = {
-        step: n,
-        status: 'done',
-        started_at: started.toISOString(),
-        ended_at: new Date().toISOString(),
-        policy: `step-${n - 1}`,
-        checkpoint,
-        tasks: tasks.map((t) => t.instance_id),
-        rollouts: { pass_at_1: rollouts.report.pass_at_1.mean, samples: rollouts.report.total },
-        heldout,
-        trajectories,
-        trainable_tokens: stats.tokens_trainable,
-      };
-      await writeFile(join(dir, 'step.json'), `${JSON.stringify(summary, null, 2)}\n`);
+      const summary = await runStep(o, { out, backend, publisher, trainSet, evalSet }, n, checkpoint);
       summaries.push(summary);
-      log.info(
-        `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
-      );
+      checkpoint = summary.checkpoint;
     }
   } finally {
     if (!o.backendInstance) await backend.close();
   }
   return summaries;
+}
+
+interface StepContext {
+  out: string;
+  backend: Backend;
+  publisher: Publisher;
+  trainSet: SweInstance[];
+  evalSet: SweInstance[];
+}
+
+/** Step n: rollouts from the current policy, build, train from it, publish the new weights, held-out eval. */
+async function runStep(
+  o: LoopOptions,
+  ctx: StepContext,
+  n: number,
+  checkpoint: string,
+): Promise<StepSummary> {
+  const { out, backend, publisher } = ctx;
+  const crash = (phase: 'eval' | 'build' | 'train') => {
+    if (o.crashAfter?.step === n && o.crashAfter.phase === phase)
+      throw new PolarError(`simulated crash after ${phase} of step ${n}`);
+  };
+  let policy = `step-${n - 1}`;
+  const dir = join(out, `step-${n}`);
+  await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
+  await mkdir(dir, { recursive: true });
+  const started = new Date();
+  const tasks = tasksForStep(ctx.trainSet, n, o.tasksPerStep);
+  log.info(`step ${n}/${o.steps}: ${tasks.length} tasks x ${o.groupSize} samples from ${policy}`);
+
+  const rollouts = await evaluate(o, backend, tasks, o.groupSize, join(dir, 'eval'), o.trainSet, {
+    policy,
+    loop_step: String(n),
+  });
+  crash('eval');
+
+  const traj = join(dir, 'traj.jsonl');
+  const stats = await runBuild([join(dir, 'eval')], {
+    output: traj,
+    advantage: 'grpo',
+    groupBy: 'task_id',
+    quiet: true,
+  });
+  await writeFile(join(dir, 'build-stats.json'), `${JSON.stringify(stats, null, 2)}\n`);
+  crash('build');
+
+  const trajectories = stats.trajectories_written;
+  if (trajectories === 0)
+    throw new PolarError(
+      `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
+    );
+  // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
+  // this step's rollouts, and the optimiser's moments and schedule carry over
+  const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
+  const resume = previousTrain && existsSync(join(previousTrain, 'latest')) ? previousTrain : undefined;
+  const trained = await runTrain({
+    trajectories: traj,
+    out: join(dir, 'train'),
+    configFile: o.trainConfig,
+    ...(resume ? { resume } : {}),
+    flags: {
+      ...o.trainFlags,
+      ...(resume ? {} : { model: checkpoint }),
+      batch_rollouts: tasks.length * o.groupSize,
+      epochs: 1,
+    },
+  });
+  if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
+  crash('train');
+  policy = `step-${n}`;
+  await publish(publisher, trained.checkpoint, join(dir, 'onnx'), o);
+
+  let heldout: StepSummary['heldout'] = null;
+  if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
+    const r = await evaluate(o, backend, ctx.evalSet, 1, join(dir, 'heldout'), o.evalSet, {
+      policy,
+      loop_step: String(n),
+      heldout: '1',
+    });
+    heldout = { pass_at_1: r.report.pass_at_1.mean };
+  }
+  const summary: StepSummary = {
+    step: n,
+    status: 'done',
+    started_at: started.toISOString(),
+    ended_at: new Date().toISOString(),
+    policy: `step-${n - 1}`,
+    checkpoint: trained.checkpoint,
+    tasks: tasks.map((t) => t.instance_id),
+    rollouts: { pass_at_1: rollouts.report.pass_at_1.mean, samples: rollouts.report.total },
+    heldout,
+    trajectories,
+    trainable_tokens: stats.tokens_trainable,
+  };
+  await writeFile(join(dir, 'step.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  log.info(
+    `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
+  );
+  return summary;
 }
 
 async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {
@@ -245,6 +261,11 @@ async function publish(
   await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
 }
 
+/** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */
+export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runtime'>): EvaluationSetup {
+  return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
+}
+
 async function evaluate(
   o: LoopOptions,
   backend: Backend,
@@ -254,26 +275,7 @@ async function evaluate(
   dataset: string,
   meta: Record<string, string>,
 ): Promise<EvalOutcome> {
-  const cli: EvalCliOptions = {
-    dataset,
-    harness: o.harness,
-    runtime: o.runtime,
-    repos: o.repos,
-    ...(o.image ? { image: o.image } : {}),
-    ...(o.network ? { network: o.network } : {}),
-    samples: String(samples),
-    concurrency: String(o.concurrency),
-    out,
-    agentTimeout: String(o.agentTimeoutMs / 1000),
-    testTimeout: String(o.testTimeoutMs / 1000),
-    grader: 'polar',
-    allowUnsandboxed: o.allowUnsandboxed,
-    ...(o.piApi ? { piApi: o.piApi } : {}),
-    backend: o.backend.kind,
-    model: o.backend.model,
-    ...(o.backend.url ? { backendUrl: o.backend.url } : {}),
-  };
-  const { agent, runtime } = await setupEval(cli, { backendInstance: backend });
+  const { agent, runtime } = await setupEvaluation(loopEvaluation(o), { backendInstance: backend });
   await runtime.check(instances);
   try {
     return await runEval({

@@ -5,8 +5,16 @@
  */
 import { execa } from 'execa';
 import type { Backend } from '../backends/types.ts';
-import { UsageError } from '../errors.ts';
+import { PolarError, UsageError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
+
+/** New weights could not be put in front of the backend (an export missing, a refused update, a server down). */
+export class PublishError extends PolarError {
+  constructor(message: string, hint?: string) {
+    super(message, { hint });
+  }
+}
 
 export interface PublishContext {
   /** the trained checkpoint directory (transformers/vLLM layout, or polar's tiny layout) */
@@ -26,13 +34,17 @@ export function publisherFor(
   options: { reloadCmd?: string; readyTimeoutMs?: number },
 ): Publisher {
   if (options.reloadCmd)
-    return commandPublisher(backend, options.reloadCmd, options.readyTimeoutMs ?? 600_000);
+    return commandPublisher(
+      backend,
+      options.reloadCmd,
+      options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value,
+    );
   if (backend.kind === 'embedded') {
     if (!backend.reload) throw new UsageError('this embedded backend cannot reload weights in process');
     return {
       needsOnnx: true,
       async publish({ onnx }) {
-        if (!onnx) throw new Error('embedded publish needs an ONNX export');
+        if (!onnx) throw new PublishError('embedded publish needs an ONNX export of the checkpoint');
         await backend.reload!(onnx);
       },
     };
@@ -49,7 +61,11 @@ export function publisherFor(
           body: JSON.stringify({ model_path: checkpoint }),
         });
         const body = await r.text();
-        if (!r.ok) throw new Error(`SGLang refused the weight update (${r.status}): ${body.slice(0, 300)}`);
+        if (!r.ok)
+          throw new PublishError(
+            `SGLang refused the weight update (${r.status}): ${body.slice(0, 300)}`,
+            'check that the server can read the checkpoint directory, or give --reload-cmd',
+          );
       },
     };
   }
@@ -70,7 +86,8 @@ function commandPublisher(backend: Backend, command: string, readyTimeoutMs: num
         env: { POLAR_CHECKPOINT: checkpoint, ...(onnx ? { POLAR_ONNX: onnx } : {}) },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
-      if (r.exitCode !== 0) throw new Error(`--reload-cmd exited with ${r.exitCode}`);
+      if (r.exitCode !== 0)
+        throw new PublishError(`--reload-cmd exited with ${r.exitCode}`, `the command was: ${line}`);
       if (backend.kind === 'embedded' && onnx && backend.reload) await backend.reload(onnx);
       if (backend.url) await waitReady(backend.url, readyTimeoutMs);
     },
@@ -92,5 +109,8 @@ export async function waitReady(url: string, timeoutMs: number): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  throw new Error(`the backend at ${url} was not ready within ${Math.round(timeoutMs / 1000)} s (${last})`);
+  throw new PublishError(
+    `the backend at ${url} was not ready within ${Math.round(timeoutMs / 1000)} s (${last})`,
+    'check that --reload-cmd restarts the server on the new checkpoint, and its log',
+  );
 }

@@ -14,7 +14,11 @@ import { firstIssue } from '../capture/reader.ts';
 import { type CaptureSession, openSession } from '../capture/session.ts';
 import { HARNESSES } from '../harnesses/index.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
-import { limitBackend } from '../proxy/limits.ts';
+import { errorReply, HttpError } from '../http/errors.ts';
+import { readJson, sendJson } from '../http/reply.ts';
+import { dispatch, matchRoute, pathOf, type Route } from '../http/router.ts';
+import type { ConnectionOptions } from '../http/server.ts';
+import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
 
 export interface ServeOptions {
@@ -28,6 +32,8 @@ export interface ServeOptions {
   /** when set, the admin API requires `Authorization: Bearer <token>` */
   adminToken?: string;
   maxBodyBytes?: number;
+  /** timeouts and the connection cap of the HTTP server */
+  connections?: ConnectionOptions;
 }
 
 const createSessionSchema = z.strictObject({
@@ -48,6 +54,10 @@ interface Live {
   harness: string;
 }
 
+const SESSION_PATH = /^\/sessions\/([^/]+)$/;
+/** admin request bodies are small JSON objects */
+const ADMIN_BODY_BYTES = 1024 * 1024;
+
 export interface Served {
   url: string;
   /** stops accepting, waits for calls in flight, closes every open session as interrupted */
@@ -59,195 +69,205 @@ export async function startServe(options: ServeOptions): Promise<Served> {
   const backend = limitBackend(await createBackend(options.backend), options.maxInflight ?? 64);
   const captures = resolve(options.captures);
   await mkdir(captures, { recursive: true });
-  const sessions = new Map<string, Live>();
-  const startedAt = Date.now();
-  let url = '';
-
-  const status = () => ({
-    accepting: true,
-    uptime_s: Math.round((Date.now() - startedAt) / 1000),
-    sessions: sessions.size,
-    requests_in_flight: proxy.inflightCount,
-    backend: {
-      kind: backend.kind,
-      url: backend.url,
-      max_inflight: backend.limit.max,
-      inflight: backend.limit.inflight,
-      queued: backend.limit.queued,
-    },
-  });
-
-  const describe = (live: Live) => ({
-    id: live.capture.proxy.id,
-    harness: live.harness,
-    capture: live.capture.output,
-    created_at: live.createdAt.toISOString(),
-    calls: live.capture.proxy.calls,
-    errors: live.capture.proxy.errors,
-  });
-
-  const admin = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
-    const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
-    const isAdmin = path === '/status' || path === '/sessions' || path.startsWith('/sessions/');
-    if (!isAdmin) return false;
-    if (options.adminToken && req.headers.authorization !== `Bearer ${options.adminToken}`) {
-      req.resume();
-      send(res, 401, {
-        error: { message: 'admin API: missing or wrong admin token', type: 'authentication_error' },
-      });
-      return true;
-    }
-    const method = req.method ?? 'GET';
-    if (path === '/status' && method === 'GET') {
-      req.resume();
-      send(res, 200, status());
-      return true;
-    }
-    if (path === '/sessions' && method === 'GET') {
-      req.resume();
-      send(res, 200, { sessions: [...sessions.values()].map(describe) });
-      return true;
-    }
-    if (path === '/sessions' && method === 'POST') {
-      let body: unknown = {};
-      const text = await readText(req);
-      if (text.trim()) {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          send(res, 400, { error: { message: 'body is not valid JSON', type: 'invalid_request_error' } });
-          return true;
-        }
-      }
-      const parsed = createSessionSchema.safeParse(body);
-      if (!parsed.success) {
-        const { field, message } = firstIssue(parsed.error);
-        send(res, 400, { error: { message: `${field}: ${message}`, type: 'invalid_request_error' } });
-        return true;
-      }
-      const spec = parsed.data;
-      const profile = HARNESSES[spec.harness];
-      const capture = openSession({
-        profile,
-        backend,
-        model: options.backend.model,
-        output: join(captures, `${Date.now()}-${Math.random().toString(36).slice(2, 8)}.jsonl`),
-        argv: spec.argv ?? [],
-        cwd: process.cwd(),
-        proxyUrl: url,
-        ...(spec.task_id !== undefined ? { taskId: spec.task_id } : {}),
-        ...(spec.sample !== undefined ? { sample: spec.sample } : {}),
-        ...(spec.meta ? { meta: spec.meta } : {}),
-      });
-      const runDir = join(captures, '.config', capture.proxy.id);
-      await mkdir(runDir, { recursive: true });
-      const prepared = await profile.prepare({
-        proxyUrl: url,
-        key: capture.proxy.key,
-        model: options.backend.model,
-        runDir,
-        argv: spec.argv ?? [],
-        options: spec.harness_options ?? {},
-      });
-      capture.begin(prepared.argv, { served: true });
-      proxy.addSession(capture.proxy);
-      const live: Live = { capture, createdAt: new Date(), runDir, harness: profile.name };
-      sessions.set(capture.proxy.id, live);
-      const files = await Promise.all(
-        prepared.files.map(async (p) => ({ path: p, content: await readFile(p, 'utf8') })),
-      );
-      send(res, 201, {
-        ...describe(live),
-        key: capture.proxy.key,
-        proxy_url: url,
-        model: options.backend.model,
-        env: Object.fromEntries(Object.entries(prepared.env).filter(([, v]) => v !== null)),
-        unset_env: Object.entries(prepared.env)
-          .filter(([, v]) => v === null)
-          .map(([k]) => k),
-        files,
-      });
-      return true;
-    }
-    const m = /^\/sessions\/([^/]+)$/.exec(path);
-    if (m) {
-      req.resume();
-      const live = sessions.get(decodeURIComponent(m[1]!));
-      if (!live) {
-        send(res, 404, { error: { message: `no open session ${m[1]}`, type: 'not_found_error' } });
-        return true;
-      }
-      if (method === 'GET') {
-        send(res, 200, describe(live));
-        return true;
-      }
-      if (method === 'DELETE') {
-        const query = new URL(req.url ?? '/', 'http://x').searchParams;
-        const exit = query.get('exit_code');
-        const outcome = query.get('status');
-        proxy.removeSession(live.capture.proxy.key);
-        await proxy.drain(live.capture.proxy);
-        sessions.delete(live.capture.proxy.id);
-        const exitCode = exit === null ? null : Number(exit);
-        live.capture.end({
-          exitCode: Number.isInteger(exitCode) ? exitCode : null,
-          signal: null,
-          status:
-            outcome === 'error' || outcome === 'timeout'
-              ? outcome
-              : exitCode !== null && exitCode !== 0
-                ? 'error'
-                : 'completed',
-        });
-        await rm(live.runDir, { recursive: true, force: true });
-        send(res, 200, { ...describe(live), closed: true });
-        return true;
-      }
-    }
-    req.resume();
-    send(res, 405, {
-      error: { message: `${method} ${path} is not an admin route`, type: 'invalid_request_error' },
-    });
-    return true;
-  };
-
+  const admin = new AdminApi(options, backend, captures);
   const proxy = new ProxyServer({
     ...(options.host ? { host: options.host } : {}),
     port: options.port ?? 8100,
     ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
-    admin,
+    ...(options.connections ? { connections: options.connections } : {}),
+    admin: (req, res) => admin.handle(req, res),
   });
-  url = (await proxy.listen()).url;
-
+  admin.proxy = proxy;
+  admin.url = (await proxy.listen()).url;
   return {
-    url,
-    status,
+    url: admin.url,
+    status: () => admin.status(),
     async close(graceMs = 30_000) {
       await proxy.close(graceMs);
-      for (const live of sessions.values()) {
-        live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted' });
-        await rm(live.runDir, { recursive: true, force: true });
-      }
-      sessions.clear();
-      await rm(join(captures, '.config'), { recursive: true, force: true });
+      await admin.closeAll();
       await backend.close();
     },
   };
 }
 
-async function readText(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length;
-    if (size > 1024 * 1024) throw new Error('admin request body over 1 MiB');
-    chunks.push(c);
+/** The admin API: open sessions, their routes, and the server's status. */
+class AdminApi {
+  readonly sessions = new Map<string, Live>();
+  readonly startedAt = Date.now();
+  proxy!: ProxyServer;
+  url = '';
+  readonly routes: Route[] = [
+    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: this.status() }) },
+    {
+      method: 'GET',
+      path: '/sessions',
+      handler: () => ({ status: 200, body: { sessions: [...this.sessions.values()].map(describe) } }),
+    },
+    {
+      method: 'POST',
+      path: '/sessions',
+      handler: async ({ req }) => {
+        const body = await readJson(req, ADMIN_BODY_BYTES, { empty: {} });
+        return { status: 201, body: await this.create(body) };
+      },
+    },
+    {
+      method: 'GET',
+      path: SESSION_PATH,
+      handler: ({ params }) => ({ status: 200, body: describe(this.live(params[0]!)) }),
+    },
+    {
+      method: 'DELETE',
+      path: SESSION_PATH,
+      handler: async ({ params, query }) => ({
+        status: 200,
+        body: await this.close(this.live(params[0]!), query),
+      }),
+    },
+  ];
+
+  constructor(
+    private readonly options: ServeOptions,
+    private readonly backend: LimitedBackend,
+    private readonly captures: string,
+  ) {}
+
+  status(): Record<string, unknown> {
+    const backend = this.backend;
+    return {
+      accepting: true,
+      uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
+      sessions: this.sessions.size,
+      requests_in_flight: this.proxy.inflightCount,
+      backend: {
+        kind: backend.kind,
+        url: backend.url,
+        max_inflight: backend.limit.max,
+        inflight: backend.limit.inflight,
+        queued: backend.limit.queued,
+      },
+    };
   }
-  return Buffer.concat(chunks).toString('utf8');
+
+  /** served before model-call authentication; false: not an admin path */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const path = pathOf(req.url);
+    const method = req.method ?? 'GET';
+    if (!matchRoute(this.routes, method, path) && !path.startsWith('/sessions/')) return false;
+    try {
+      const token = this.options.adminToken;
+      if (token && req.headers.authorization !== `Bearer ${token}`) {
+        req.resume();
+        throw new HttpError(401, 'admin API: missing or wrong admin token', 'authentication_error');
+      }
+      if (await dispatch(this.routes, req, res, path)) return true;
+      req.resume();
+      throw new HttpError(405, `${method} ${path} is not an admin route`);
+    } catch (error) {
+      const reply = errorReply(error, 'polar serve');
+      sendJson(res, reply.status, reply.body);
+      return true;
+    }
+  }
+
+  private live(id: string): Live {
+    const live = this.sessions.get(id);
+    if (!live) throw new HttpError(404, `no open session ${encodeURIComponent(id)}`, 'not_found_error');
+    return live;
+  }
+
+  /** POST /sessions: opens a capture session and tells the client how to point its harness at it */
+  private async create(body: unknown): Promise<Record<string, unknown>> {
+    const parsed = createSessionSchema.safeParse(body);
+    if (!parsed.success) {
+      const { field, message } = firstIssue(parsed.error);
+      throw new HttpError(400, `${field}: ${message}`);
+    }
+    const spec = parsed.data;
+    const { options, url } = this;
+    const profile = HARNESSES[spec.harness];
+    const capture = openSession({
+      profile,
+      backend: this.backend,
+      model: options.backend.model,
+      output: join(this.captures, `${Date.now()}-${Math.random().toString(36).slice(2, 8)}.jsonl`),
+      argv: spec.argv ?? [],
+      cwd: process.cwd(),
+      proxyUrl: url,
+      ...(spec.task_id !== undefined ? { taskId: spec.task_id } : {}),
+      ...(spec.sample !== undefined ? { sample: spec.sample } : {}),
+      ...(spec.meta ? { meta: spec.meta } : {}),
+    });
+    const runDir = join(this.captures, '.config', capture.proxy.id);
+    await mkdir(runDir, { recursive: true });
+    const prepared = await profile.prepare({
+      proxyUrl: url,
+      key: capture.proxy.key,
+      model: options.backend.model,
+      runDir,
+      argv: spec.argv ?? [],
+      options: spec.harness_options ?? {},
+    });
+    capture.begin(prepared.argv, { served: true });
+    this.proxy.addSession(capture.proxy);
+    const live: Live = { capture, createdAt: new Date(), runDir, harness: profile.name };
+    this.sessions.set(capture.proxy.id, live);
+    const files = await Promise.all(
+      prepared.files.map(async (p) => ({ path: p, content: await readFile(p, 'utf8') })),
+    );
+    return {
+      ...describe(live),
+      key: capture.proxy.key,
+      proxy_url: url,
+      model: options.backend.model,
+      env: Object.fromEntries(Object.entries(prepared.env).filter(([, v]) => v !== null)),
+      unset_env: Object.entries(prepared.env)
+        .filter(([, v]) => v === null)
+        .map(([k]) => k),
+      files,
+    };
+  }
+
+  /** DELETE /sessions/:id?exit_code=&status=: waits for its calls, writes session_end, removes its key */
+  private async close(live: Live, query: URLSearchParams): Promise<Record<string, unknown>> {
+    const exit = query.get('exit_code');
+    const outcome = query.get('status');
+    this.proxy.removeSession(live.capture.proxy.key);
+    await this.proxy.drain(live.capture.proxy);
+    this.sessions.delete(live.capture.proxy.id);
+    const exitCode = exit === null ? null : Number(exit);
+    live.capture.end({
+      exitCode: Number.isInteger(exitCode) ? exitCode : null,
+      signal: null,
+      status:
+        outcome === 'error' || outcome === 'timeout'
+          ? outcome
+          : exitCode !== null && exitCode !== 0
+            ? 'error'
+            : 'completed',
+    });
+    await rm(live.runDir, { recursive: true, force: true });
+    return { ...describe(live), closed: true };
+  }
+
+  /** at shutdown: every open session ends as interrupted */
+  async closeAll(): Promise<void> {
+    for (const live of this.sessions.values()) {
+      live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted' });
+      await rm(live.runDir, { recursive: true, force: true });
+    }
+    this.sessions.clear();
+    await rm(join(this.captures, '.config'), { recursive: true, force: true });
+  }
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+function describe(live: Live): Record<string, unknown> {
+  return {
+    id: live.capture.proxy.id,
+    harness: live.harness,
+    capture: live.capture.output,
+    created_at: live.createdAt.toISOString(),
+    calls: live.capture.calls,
+    errors: live.capture.errors,
+  };
 }

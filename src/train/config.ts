@@ -177,3 +177,68 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
     resume: inputs.resume ?? null,
   };
 }
+
+/** `polar train` flags after parsing (commands/train.ts); undefined = not given (train.json or the default applies). */
+export interface TrainFlags {
+  model?: string;
+  out: string;
+  resume?: string;
+  config?: string;
+  lora?: boolean;
+  device?: 'cuda' | 'cpu';
+  gpus?: number;
+  python?: string;
+  json?: boolean;
+  lr?: number;
+  epochs?: number;
+  maxSteps?: number;
+  batchRollouts?: number;
+  miniBatches?: number;
+  ppoEpochs?: number;
+  clipLow?: number;
+  clipHigh?: number;
+  lossAgg?: (typeof lossAggregations)[number];
+  advantage?: (typeof trainAdvantages)[number];
+  tis?: boolean;
+  tisCap?: number;
+  klCoef?: number;
+  microBatchTokens?: number;
+  logprobChunk?: number;
+  warmupSteps?: number;
+  schedule?: 'constant' | 'cosine';
+  gradientCheckpointing?: boolean;
+  bf16?: boolean;
+  saveEvery?: number;
+  seed?: number;
+}
+
+/** commander's camelCase flags -> the config's snake_case keys (undefined = not given). */
+export function flagsToOptions(f: TrainFlags): Partial<Record<keyof TrainOptions, unknown>> {
+  return {
+    model: f.model,
+    lora: f.lora,
+    device: f.device,
+    gpus: f.gpus,
+    lr: f.lr,
+    epochs: f.epochs,
+    max_steps: f.maxSteps,
+    batch_rollouts: f.batchRollouts,
+    mini_batches: f.miniBatches,
+    ppo_epochs: f.ppoEpochs,
+    clip_low: f.clipLow,
+    clip_high: f.clipHigh,
+    loss_agg: f.lossAgg,
+    advantage: f.advantage,
+    tis: f.tis,
+    tis_cap: f.tisCap,
+    kl_coef: f.klCoef,
+    micro_batch_tokens: f.microBatchTokens,
+    logprob_chunk: f.logprobChunk,
+    warmup_steps: f.warmupSteps,
+    schedule: f.schedule,
+    gradient_checkpointing: f.gradientCheckpointing,
+    bf16: f.bf16,
+    save_every: f.saveEvery,
+    seed: f.seed,
+  };
+}

@@ -12,7 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
-import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
+import {
+  flagsToOptions,
+  type ResolvedTrainConfig,
+  readUserConfig,
+  resolveTrainConfig,
+  type TrainFlags,
+  type TrainOptions,
+} from './config.ts';
 import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
 import { TrainProgress } from './progress.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
@@ -281,4 +288,18 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const steps = Number(outcome.done?.steps ?? 0);
   progress.stop(true, `done: ${steps} steps, checkpoint ${checkpoint ?? '(none)'}`);
   return { config, configPath, metricsPath: join(config.out, 'metrics.jsonl'), checkpoint, steps, data };
+}
+
+/** The body of `polar train`: typed flags in, the run, exit code out. */
+export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {
+  await runTrain({
+    trajectories,
+    out: flags.out,
+    resume: flags.resume,
+    configFile: flags.config,
+    flags: flagsToOptions(flags),
+    python: flags.python,
+    json: flags.json ?? false,
+  });
+  return 0;
 }

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
+import { connect, createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa, type ResultPromise } from 'execa';
@@ -242,4 +243,66 @@ describe('polar serve', () => {
     }
     for (const text of finished) assert.ok(recorded.has(text), `finished call ${text} is in a capture`);
   });
+  test('failed backend calls release their slots: --max-inflight 2, every call refused, then one gets through', async () => {
+    // a port nothing listens on: every backend call is refused (ECONNREFUSED -> 502)
+    const port = await freePort();
+    const s = await serve(`http://127.0.0.1:${port}/v1`, ['--max-inflight', '2']);
+    let relay: NetServer | undefined;
+    try {
+      const { key } = (await json(`${s.url}/sessions`, { method: 'POST', body: '{}' })).body as {
+        key: string;
+      };
+      // streamed and buffered calls, more than the two slots: before the fix the third one hung for ever
+      for (let i = 0; i < 5; i++) {
+        const r = await fetch(`${s.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'm',
+            stream: i % 2 === 0,
+            messages: [{ role: 'user', content: `x${i}` }],
+          }),
+          signal: AbortSignal.timeout(60_000),
+        });
+        assert.equal(r.status, 502, `call ${i} fails as unreachable`);
+        await r.text();
+      }
+      let status = (await json(`${s.url}/status`)).body.backend as { inflight: number; queued: number };
+      assert.equal(status.inflight, 0);
+      assert.equal(status.queued, 0);
+      // the backend comes up on that port (a TCP relay to the stand-in): the next call succeeds
+      relay = await relayTo(port, new URL(standin.url).port);
+      assert.equal(await chat(s.url, key, 'after the failures'), true);
+      status = (await json(`${s.url}/status`)).body.backend as { inflight: number; queued: number };
+      assert.equal(status.inflight, 0);
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.child;
+      await new Promise((r) => (relay ? relay.close(r) : r(undefined)));
+    }
+  });
 });
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as { port: number };
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+/** a TCP relay on 127.0.0.1:port to the stand-in's port */
+async function relayTo(port: number, target: string): Promise<NetServer> {
+  const relay = createServer((socket) => {
+    const upstream = connect(Number(target), '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    const drop = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    socket.on('error', drop);
+    upstream.on('error', drop);
+  });
+  await new Promise<void>((r) => relay.listen(port, '127.0.0.1', r));
+  return relay;
+}

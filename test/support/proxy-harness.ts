@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBackend } from '../../src/backends/index.ts';
 import type { BackendOptions } from '../../src/backends/types.ts';
+import { type CallCounters, recordCalls } from '../../src/capture/call-record.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
 import { CaptureWriter } from '../../src/capture/writer.ts';
+import { limitBackend } from '../../src/proxy/limits.ts';
 import { ProxyServer, type ProxySession } from '../../src/proxy/server.ts';
 
 export interface TestProxy {
@@ -15,13 +17,17 @@ export interface TestProxy {
   file: string;
   proxy: ProxyServer;
   session: ProxySession;
+  counters: CallCounters;
   records(): Promise<CallRecord[]>;
   close(): Promise<void>;
 }
 
 export async function startProxy(
   backend: Partial<BackendOptions> & { url: string },
-  options: { maxBodyBytes?: number } = {},
+  options: {
+    maxBodyBytes?: number /** wrap the backend in polar serve's in-flight bound */;
+    maxInflight?: number;
+  } = {},
 ): Promise<TestProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
   const file = join(dir, 'capture.jsonl');
@@ -29,17 +35,19 @@ export async function startProxy(
   const proxy = new ProxyServer({ maxBodyBytes: options.maxBodyBytes });
   const { url } = await proxy.listen();
   const key = 'polar-test-key-0123456789abcdef';
+  const plain = await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend });
+  const created = options.maxInflight ? limitBackend(plain, options.maxInflight) : plain;
+  const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
   const session: ProxySession = {
     id: 'sess_test',
     key,
-    harness: 'generic',
     model: 'Qwen/Qwen3-4B',
-    backend: await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend }),
-    writer,
+    backend: created,
     state: new Map(),
-    seq: 0,
-    calls: 0,
-    errors: 0,
+    complete: recordCalls(
+      { id: 'sess_test', key, harness: 'generic', tokenExact: created.tokenExact, writer },
+      counters,
+    ),
   };
   proxy.addSession(session);
   return {
@@ -48,6 +56,7 @@ export async function startProxy(
     file,
     proxy,
     session,
+    counters,
     async records() {
       const out: CallRecord[] = [];
       for await (const { record } of readCapture(file)) if (record.type === 'call') out.push(record);
@@ -65,9 +74,11 @@ export function post(
   path: string,
   body: unknown,
   headers: Record<string, string> = {},
+  signal?: AbortSignal,
 ): Promise<Response> {
   return fetch(`${url}${path}`, {
     method: 'POST',
+    ...(signal ? { signal } : {}),
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });

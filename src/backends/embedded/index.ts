@@ -24,7 +24,14 @@ import {
 } from '../token-generator.ts';
 import { TokenBackend } from '../tokens.ts';
 import type { Backend, BackendOptions } from '../types.ts';
-import type { GenerateMessage, InitMessage, LoadMessage, SwapMessage, WorkerReply } from './worker.ts';
+import type {
+  CloseMessage,
+  GenerateMessage,
+  InitMessage,
+  LoadMessage,
+  SwapMessage,
+  WorkerReply,
+} from './worker.ts';
 
 /** A small instruct model with a Transformers.js ONNX export, fetched into the Transformers.js cache on first use. */
 export const DEFAULT_EMBEDDED_MODEL = 'onnx-community/Qwen3-0.6B-ONNX';
@@ -67,6 +74,10 @@ export class EmbeddedGenerator implements TokenGenerator {
   private dead: string | null = null;
   private readonly ready: Promise<void>;
   private readonly controls = new Map<number, { ok: () => void; fail: (message: string) => void }>();
+  /** the abort flag of each generation the worker may still be running */
+  private readonly aborts = new Map<number, Int32Array>();
+  private closing: Promise<void> | null = null;
+  private onClosed: (() => void) | null = null;
 
   constructor(options: EmbeddedOptions) {
     this.model = options.source;
@@ -75,7 +86,8 @@ export class EmbeddedGenerator implements TokenGenerator {
     this.worker.unref();
     this.ready = new Promise((resolveReady, rejectReady) => {
       this.worker.on('message', (reply: WorkerReply) => {
-        if (reply.type === 'ready') {
+        if (reply.type === 'closed') this.onClosed?.();
+        else if (reply.type === 'ready') {
           this.device = reply.device;
           for (const w of reply.warnings) log.warn(w);
           resolveReady();
@@ -98,6 +110,7 @@ export class EmbeddedGenerator implements TokenGenerator {
         for (const p of this.pending.values()) p.fail(new GeneratorFault('backend_error', this.dead));
         this.pending.clear();
         this.failControls(this.dead);
+        this.onClosed?.();
       });
     });
     const local = isLocalPath(options.source);
@@ -114,7 +127,7 @@ export class EmbeddedGenerator implements TokenGenerator {
     this.worker.ref();
     this.worker.postMessage(init);
     this.ready.then(
-      () => this.worker.unref(),
+      () => this.maybeUnref(),
       () => {},
     );
   }
@@ -124,9 +137,9 @@ export class EmbeddedGenerator implements TokenGenerator {
     return this.ready;
   }
 
-  /** the worker keeps the process alive only while a call or a reload is outstanding */
+  /** the worker keeps the process alive only while a call, a reload or the close is outstanding */
   private maybeUnref(): void {
-    if (this.pending.size === 0 && this.controls.size === 0) this.worker.unref();
+    if (this.pending.size === 0 && this.controls.size === 0 && !this.closing) this.worker.unref();
   }
 
   private failControls(message: string): void {
@@ -137,8 +150,8 @@ export class EmbeddedGenerator implements TokenGenerator {
   /** sends a load/swap message; resolves on its reply */
   private control(message: LoadMessage | SwapMessage): Promise<void> {
     return new Promise((ok, fail) => {
-      if (this.dead) {
-        fail(new Error(this.dead));
+      if (this.dead || this.closing) {
+        fail(new Error(this.dead ?? 'the backend closed'));
         return;
       }
       this.controls.set(message.id, { ok, fail: (m) => fail(new Error(m)) });
@@ -182,7 +195,9 @@ export class EmbeddedGenerator implements TokenGenerator {
     }
   }
 
-  private onReply(reply: Exclude<WorkerReply, { type: 'ready' } | { type: 'init-error' }>): void {
+  private onReply(
+    reply: Exclude<WorkerReply, { type: 'ready' } | { type: 'init-error' } | { type: 'closed' }>,
+  ): void {
     if (reply.type === 'loaded' || reply.type === 'load-error' || reply.type === 'swapped') {
       const c = this.controls.get(reply.id);
       this.controls.delete(reply.id);
@@ -237,6 +252,8 @@ export class EmbeddedGenerator implements TokenGenerator {
     const id = this.nextId++;
     try {
       if (this.dead) throw new GeneratorFault('backend_error', `the embedded engine stopped: ${this.dead}`);
+      if (this.closing) throw new GeneratorFault('backend_error', 'the backend closed');
+      this.aborts.set(id, flag);
       this.pending.set(id, {
         push: (chunk) => {
           chunks.push(chunk);
@@ -279,21 +296,54 @@ export class EmbeddedGenerator implements TokenGenerator {
       // an abandoned stream (consumer stopped reading) must stop the worker too
       if (!finish && !failure) Atomics.store(flag, 0, 1);
       context.signal.removeEventListener('abort', onAbort);
-      if (finish || failure || this.dead) this.pending.delete(id);
+      if (finish || failure || this.dead || this.closing) this.settled(id);
+      // the worker still runs this one until it sees the flag: keep the worker referenced until then
       else
         this.pending.set(id, {
           push: () => {},
-          done: () => this.pending.delete(id),
-          fail: () => this.pending.delete(id),
+          done: () => this.settled(id),
+          fail: () => this.settled(id),
         });
       this.maybeUnref();
       release();
     }
   }
 
-  async close(): Promise<void> {
+  private settled(id: number): void {
+    this.pending.delete(id);
+    this.aborts.delete(id);
+    this.maybeUnref();
+  }
+
+  /**
+   * Shuts the engine down in order: calls still open fail, running generations are told to stop, and
+   * the worker releases its ONNX sessions and says `closed` before the thread is ended (see worker.ts:
+   * ending it while onnxruntime runs aborts the whole process). Resolves once the thread has exited;
+   * the process never exits with the worker still running. Safe to call more than once.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    for (const flag of this.aborts.values()) Atomics.store(flag, 0, 1);
+    this.aborts.clear();
     for (const p of this.pending.values()) p.fail(new GeneratorFault('backend_error', 'the backend closed'));
     this.pending.clear();
+    this.failControls('the backend closed');
+    if (!this.dead) {
+      // keep the process alive until the worker has let go of everything
+      this.worker.ref();
+      const closed = new Promise<void>((ok) => {
+        this.onClosed = ok;
+      });
+      const message: CloseMessage = { type: 'close' };
+      this.worker.postMessage(message);
+      await closed;
+    }
+    this.dead ??= 'the backend closed';
+    // nothing of onnxruntime is live in the worker now (or it is already gone): ending it is safe
     await this.worker.terminate();
   }
 }

@@ -12,6 +12,15 @@
  * current one (while calls go on), `swap` makes it current; the parent sends `swap` at its place in the
  * call queue, so calls before it finish on the old weights and calls after it use the new ones. The old
  * model is disposed once no generation still runs on it.
+ *
+ * Close (`close`, then `closed`): the worker stops taking work, raises the abort flag of every running
+ * generation, waits for them and for any model still loading, releases every ONNX session
+ * (`model.dispose()`, awaited), answers `closed` and closes its port. Only then may the parent end the
+ * thread: terminating it while a `session.run` is on its stack makes that call's N-API result fail, and
+ * onnxruntime-node's binding turns the failure into a C++ `Napi::Error` no one catches (std::terminate,
+ * SIGABRT, the whole process gone with a good run behind it). Mechanism: node-addon-api built with C++
+ * exceptions (napi-inl.h, `Error::ThrowAsJavaScriptException`) throws `Error::New(env)` when `napi_throw`
+ * fails, which it does once the env is terminating; hence the empty `what():` in the abort message.
  */
 import { parentPort } from 'node:worker_threads';
 import {
@@ -62,6 +71,13 @@ export interface SwapMessage {
   discard?: boolean;
 }
 
+/** stop: finish or abort what runs, release every session, answer `closed` */
+export interface CloseMessage {
+  type: 'close';
+}
+
+export type WorkerMessage = InitMessage | GenerateMessage | LoadMessage | SwapMessage | CloseMessage;
+
 export type WorkerReply =
   | { type: 'ready'; device: string; warnings: string[] }
   | { type: 'init-error'; message: string }
@@ -70,7 +86,8 @@ export type WorkerReply =
   | { type: 'error'; id: number; message: string }
   | { type: 'loaded'; id: number }
   | { type: 'load-error'; id: number; message: string }
-  | { type: 'swapped'; id: number };
+  | { type: 'swapped'; id: number }
+  | { type: 'closed' };
 
 type Model = Awaited<ReturnType<typeof AutoModelForCausalLM.from_pretrained>>;
 
@@ -86,9 +103,31 @@ interface Slot {
 let current: Slot | null = null;
 let settings: InitMessage | null = null;
 const staged = new Map<number, Model>();
+/** what runs now (init, loads, generations: the abort flag of each generation), for close to wait on */
+const busy = new Set<Promise<void>>();
+const aborts = new Set<Int32Array>();
+/** session releases in flight */
+const disposals = new Set<Promise<void>>();
+let closing = false;
+
+function dispose(model: Model): void {
+  const done = model
+    .dispose()
+    .then(() => {})
+    .catch(() => {})
+    .finally(() => disposals.delete(done));
+  disposals.add(done);
+}
 
 function release(slot: Slot): void {
-  if (slot.retired && slot.users === 0) slot.model.dispose().catch(() => {});
+  if (slot.retired && slot.users === 0) dispose(slot.model);
+}
+
+/** runs `work`, tracked so that close waits for it */
+function track(work: Promise<void>): void {
+  const tracked = work.finally(() => busy.delete(tracked));
+  tracked.catch(() => {});
+  busy.add(tracked);
 }
 
 function post(message: WorkerReply): void {
@@ -156,14 +195,19 @@ async function init(message: InitMessage): Promise<void> {
 
 async function load(message: LoadMessage): Promise<void> {
   if (!settings) throw new Error('model not loaded');
-  staged.set(message.id, await loadModel(message.source, message.local, settings.device));
+  const model = await loadModel(message.source, message.local, settings.device);
+  if (closing) {
+    dispose(model);
+    throw new Error('the backend closed');
+  }
+  staged.set(message.id, model);
   post({ type: 'loaded', id: message.id });
 }
 
 function swap(message: SwapMessage): void {
   const next = staged.get(message.id);
   staged.delete(message.id);
-  if (next && message.discard) next.dispose().catch(() => {});
+  if (next && message.discard) dispose(next);
   else if (next) {
     const old = current;
     current = { model: next, users: 0, retired: false };
@@ -189,6 +233,15 @@ async function generate(message: GenerateMessage): Promise<void> {
 
 async function generateWith(model: Model, message: GenerateMessage): Promise<void> {
   const flag = new Int32Array(message.abort);
+  aborts.add(flag);
+  try {
+    await sample(model, message, flag);
+  } finally {
+    aborts.delete(flag);
+  }
+}
+
+async function sample(model: Model, message: GenerateMessage, flag: Int32Array): Promise<void> {
   const stops = new Set(message.stopTokenIds);
   const sampled: number[] = [];
   const logprobs: number[] = [];
@@ -239,18 +292,52 @@ async function generateWith(model: Model, message: GenerateMessage): Promise<voi
   });
 }
 
-port.on('message', (message: InitMessage | GenerateMessage | LoadMessage | SwapMessage) => {
-  if (message.type === 'load') {
-    load(message).catch((error: unknown) =>
-      post({ type: 'load-error', id: message.id, message: (error as Error).message }),
+/** the ordered shutdown (see the header): nothing of onnxruntime is live when `closed` goes out */
+async function close(): Promise<void> {
+  closing = true;
+  for (const flag of aborts) Atomics.store(flag, 0, 1);
+  // a generation or load settles its own tracking entry; loop until none is left
+  while (busy.size > 0) await Promise.allSettled([...busy]);
+  if (current) {
+    current.retired = true;
+    if (current.users === 0) dispose(current.model);
+    current = null;
+  }
+  for (const model of staged.values()) dispose(model);
+  staged.clear();
+  while (disposals.size > 0) await Promise.allSettled([...disposals]);
+  post({ type: 'closed' });
+  port.close();
+}
+
+port.on('message', (message: WorkerMessage) => {
+  if (message.type === 'close') {
+    if (!closing) close().catch(() => port.close());
+  } else if (closing) {
+    // work sent after close is refused (the parent fails its calls itself; this is a safety net)
+    if (message.type === 'generate') post({ type: 'error', id: message.id, message: 'the backend closed' });
+    else if (message.type === 'load')
+      post({ type: 'load-error', id: message.id, message: 'the backend closed' });
+    else if (message.type === 'swap') post({ type: 'swapped', id: message.id });
+  } else if (message.type === 'load') {
+    track(
+      load(message).catch((error: unknown) =>
+        post({ type: 'load-error', id: message.id, message: (error as Error).message }),
+      ),
     );
   } else if (message.type === 'swap') {
     swap(message);
   } else if (message.type === 'init') {
-    init(message).catch((error: unknown) => post({ type: 'init-error', message: (error as Error).message }));
+    track(
+      init(message).catch((error: unknown) =>
+        post({ type: 'init-error', message: (error as Error).message }),
+      ),
+    );
   } else if (message.type === 'generate') {
-    generate(message).catch((error: unknown) =>
-      post({ type: 'error', id: message.id, message: (error as Error).message }),
+    track(
+      generate(message).catch((error: unknown) =>
+        post({ type: 'error', id: message.id, message: (error as Error).message }),
+      ),
     );
   }
 });

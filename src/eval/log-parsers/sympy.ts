@@ -1,39 +1,26 @@
 /**
- * sympy's bin/test --verbose: one `test_name ok|F|E|f|s|X|Skipped [0.1s]` line per test under a file
- * header, and `___ sympy/x/tests/test_y.py:test_name ___` banners for failures and errors (as in
- * swebench's parse_log_sympy).
+ * sympy's bin/test --verbose, read as swebench's parse_log_sympy does (SWE-bench/SWE-bench
+ * swebench/harness/log_parsers/python.py, identical at v4.1.0 and v5.0.1): every `___ path.py:name ___`
+ * banner anywhere in the log records `path.py:name` as FAILED, then a line starting `test_` and ending
+ * ` E`, ` F` or ` ok` records its first word. A test whose printed output pushes its status onto a
+ * later line is not recorded (as officially); XFAIL (`f`), skips (`s`) and XPASS (`X`) are not either.
  */
-import { lines, type StatusMap, type TestStatus } from './types.ts';
+import { pyLines, pySplit, pyStrip } from './python-str.ts';
+import type { StatusMap } from './types.ts';
 
-const CODES: Record<string, TestStatus> = {
-  ok: 'PASSED',
-  F: 'FAILED',
-  E: 'ERROR',
-  f: 'XFAIL',
-  X: 'FAILED',
-  s: 'SKIPPED',
-  Skipped: 'SKIPPED',
-  w: 'SKIPPED',
-};
+// r"(_*) (.*)\.py:(.*) (_*)" with re.findall over the whole log (`.` stops at a newline)
+const BANNER = /(_*) ([^\n]*)\.py:([^\n]*) (_*)/g;
 
 export function parseSympy(log: string): StatusMap {
   const map: StatusMap = new Map();
-  const banners: Array<{ name: string; kind: TestStatus }> = [];
-  let section: TestStatus = 'FAILED';
-  for (const raw of lines(log)) {
-    const line = raw.trim();
-    if (/^_{5,} (Failures|Errors) _{5,}$/.test(line) || /^_+ (FAILURES|ERRORS) _+$/.test(line)) {
-      section = /rror/i.test(line) ? 'ERROR' : 'FAILED';
-      continue;
-    }
-    const banner = /^_{3,} \S+\.py:(\w+) _{3,}$/.exec(line);
-    if (banner) {
-      banners.push({ name: banner[1]!, kind: section });
-      continue;
-    }
-    const result = /^(test_\w+)\s+(ok|F|E|f|X|s|w|Skipped)\b/.exec(line);
-    if (result) map.set(result[1]!, CODES[result[2]!]!);
+  for (const m of log.matchAll(BANNER)) map.set(`${m[2]}.py:${m[3]}`, 'FAILED');
+  for (const raw of pyLines(log)) {
+    const line = pyStrip(raw);
+    if (!line.startsWith('test_')) continue;
+    const name = pySplit(line)[0]!;
+    if (line.endsWith(' E')) map.set(name, 'ERROR');
+    if (line.endsWith(' F')) map.set(name, 'FAILED');
+    if (line.endsWith(' ok')) map.set(name, 'PASSED');
   }
-  for (const { name, kind } of banners) map.set(name, kind);
   return map;
 }

@@ -1,13 +1,25 @@
-/** A test log parser: the text between the test markers in, test id -> status out. */
+/**
+ * A test log parser: the text between the test markers in, test id -> status out. Statuses are the
+ * first word of the line that named the test, as the official parsers keep it (swebench
+ * harness/log_parsers/python.py stores `test_case[0]` unchecked), so a map can hold a value outside
+ * TEST_STATUSES; grading treats such a value as neither passed nor failed, as the official grading does.
+ */
 export type TestStatus = 'PASSED' | 'FAILED' | 'SKIPPED' | 'ERROR' | 'XFAIL';
 
-export const TEST_STATUSES: readonly TestStatus[] = ['PASSED', 'FAILED', 'SKIPPED', 'ERROR', 'XFAIL'];
+/** In the order of swebench's `TestStatus` enum (harness/constants/__init__.py, v4.1.0 and v5.0.1). */
+export const TEST_STATUSES: readonly TestStatus[] = ['FAILED', 'PASSED', 'SKIPPED', 'ERROR', 'XFAIL'];
 
-export type StatusMap = Map<string, TestStatus>;
+export type StatusMap = Map<string, string>;
 
-export type LogParser = (log: string) => StatusMap;
+/**
+ * Which official harness's parser rules apply: '4.1' (tag v4.1.0; SWE-bench Verified rows without an
+ * eval_script) or '5' (swebench 5.x, v5.0.1; rows that carry their own eval_script and log_parser).
+ */
+export type ParserVersion = '4.1' | '5';
 
-/** Strips ANSI colour and cursor sequences (pytest and tox colour their output on some images). */
+export type LogParser = (log: string, version?: ParserVersion) => StatusMap;
+
+/** Strips ANSI colour and cursor sequences (for polar's own parsers; the official ones keep them). */
 export function stripAnsi(text: string): string {
   return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '');
 }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { EnvironmentError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
 
 export interface Mount {
@@ -25,12 +26,19 @@ export interface ContainerRuntimeOptions {
   network?: string;
   platform?: string;
   mounts?: Mount[];
+  /**
+   * a host dir mounted writable at the same path: where harness config dirs are made so a harness in the
+   * container reads them (InstanceEnv.harnessDirBase)
+   */
+  harnessDirBase?: string;
   env?: Record<string, string>;
   /** runs engine commands; injected in tests */
   runner?: (argv: string[], options: { input?: string; timeoutMs?: number }) => Promise<ExecResult>;
 }
 
 export const TESTBED = '/testbed';
+/** `run` may pull a multi-GB SWE-bench image first */
+const START_TIMEOUT_MS = 30 * 60_000;
 const ACTIVATE =
   'if [ -f /opt/miniconda3/bin/activate ]; then . /opt/miniconda3/bin/activate && conda activate testbed; fi';
 
@@ -91,6 +99,24 @@ export function buildExecArgs(
   return args;
 }
 
+/**
+ * The environment set-up lines of the official eval script, in its order (SWE-bench/SWE-bench v4.1.0
+ * swebench/harness/test_spec/python.py make_eval_script_list_py): the spec's eval_commands, the
+ * safe.directory config, the conda env activated again, then the spec's install (a non-editable
+ * reinstall for old Django, C extension rebuilds for scikit-learn and astropy). Only a container runs
+ * them: they change the image's system and environment.
+ */
+export function envSetupLines(setup: EnvSetup): string[] {
+  if (setup.evalCommands.length === 0 && setup.install === null) return [];
+  return [
+    ...setup.evalCommands,
+    `git config --global --add safe.directory ${TESTBED}`,
+    `cd ${TESTBED}`,
+    ACTIVATE,
+    ...(setup.install === null ? [] : [setup.install]),
+  ];
+}
+
 export function buildWriteArgs(engine: string, name: string, path: string): string[] {
   return [
     engine,
@@ -129,6 +155,15 @@ export class ContainerRuntime implements Runtime {
     this.runner = options.runner ?? defaultRunner;
   }
 
+  /** the mounts of every container: the configured ones, then the harness dir base (writable) */
+  get mounts(): Mount[] {
+    const base = this.options.harnessDirBase;
+    return [
+      ...(this.options.mounts ?? []),
+      ...(base ? [{ host: base, container: base, readonly: false }] : []),
+    ];
+  }
+
   imageFor(instance: SweInstance): string {
     return this.options.image?.(instance) ?? instance.image ?? officialImage(instance.instance_id);
   }
@@ -147,15 +182,19 @@ export class ContainerRuntime implements Runtime {
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
     const name = containerName(instance.instance_id, purpose, Math.random().toString(36).slice(2, 8));
-    const run = await this.runner(buildRunArgs(this.engine, name, this.imageFor(instance), this.options), {
-      timeoutMs: 30 * 60_000,
+    const argv = buildRunArgs(this.engine, name, this.imageFor(instance), {
+      ...this.options,
+      mounts: this.mounts,
+    });
+    const run = await this.runner(argv, {
+      timeoutMs: START_TIMEOUT_MS,
     });
     if (run.exitCode !== 0) {
       throw new RuntimeError(
         `cannot start ${this.imageFor(instance)}: ${run.output.trim().split('\n').pop() ?? ''}`,
       );
     }
-    return new ContainerEnv(this.engine, name, this.runner);
+    return new ContainerEnv(this.engine, name, this.runner, this.options.harnessDirBase);
   }
 }
 
@@ -167,6 +206,7 @@ class ContainerEnv implements InstanceEnv {
     private readonly engine: string,
     readonly name: string,
     private readonly runner: NonNullable<ContainerRuntimeOptions['runner']>,
+    readonly harnessDirBase?: string,
   ) {}
 
   exec(script: string, options: EnvExecOptions = {}) {
@@ -197,6 +237,10 @@ class ContainerEnv implements InstanceEnv {
 
   reachHost(url: string): string {
     return url; // host networking
+  }
+
+  envSetup(setup: EnvSetup): string[] {
+    return envSetupLines(setup);
   }
 
   async dispose(): Promise<void> {

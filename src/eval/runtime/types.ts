@@ -4,8 +4,10 @@
  * extraction, grading) talks to it only through InstanceEnv, so a new runtime (apptainer, a remote
  * sandbox) is one new file.
  */
+import { PolarError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import type { ExecResult } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 
 export interface EnvExecOptions {
   /** kill the whole process tree after this many ms */
@@ -29,8 +31,17 @@ export interface InstanceEnv {
    * variables (proxy URL, API key) the harness must see inside.
    */
   hostCommand(argv: string[], passEnv: string[]): { command: string[]; cwd: string };
+  /**
+   * A host directory that is visible at the same path inside the environment: where runCapture makes a
+   * harness's private config dir (CODEX_HOME, CLAUDE_CONFIG_DIR, the Pi agent dir) so a harness running
+   * inside reads it. Absent when the harness runs on this host (any host dir will do).
+   */
+  readonly harnessDirBase?: string;
   /** how a URL on the host (the capture proxy) is reached from inside */
   reachHost(url: string): string;
+  /** shell lines that set the environment up before the tests as the official eval script does;
+   * absent where that would change this machine (the local runtime) */
+  envSetup?(setup: EnvSetup): string[];
   dispose(): Promise<void>;
 }
 
@@ -44,4 +55,15 @@ export interface Runtime {
   prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv>;
 }
 
-export class RuntimeError extends Error {}
+export const RUNTIME_KINDS = ['local', 'docker', 'podman'] as const;
+export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
+
+/**
+ * An environment could not be set up (a checkout or a container start failed). An expected failure of
+ * one sample: the orchestrator records it as that sample's error, and the CLI reports it as one line.
+ */
+export class RuntimeError extends PolarError {
+  constructor(message: string, hint?: string) {
+    super(message, { hint });
+  }
+}

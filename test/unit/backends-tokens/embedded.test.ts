@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildTinyModel, makeTinyModel } from '../../../scripts/make-tiny-model.ts';
-import { createEmbeddedBackend } from '../../../src/backends/embedded/index.ts';
+import { createEmbeddedBackend, EmbeddedGenerator } from '../../../src/backends/embedded/index.ts';
 import type { TokenBackend } from '../../../src/backends/tokens.ts';
 import type { Backend } from '../../../src/backends/types.ts';
 import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
@@ -158,5 +158,37 @@ describe('stop strings on the embedded engine', () => {
     assert.ok(ids.length < all.length, 'generation ended early');
     assert.deepEqual(ids, all.slice(0, ids.length), 'the same greedy ids, cut');
     assert.equal(stopped.recorded.tokens!.completionLogprobs!.length, ids.length);
+  });
+});
+
+describe('closing the embedded engine', () => {
+  it('closes in order while a generation runs: the call fails, close resolves once the worker is gone', async () => {
+    // a second engine of its own (the shared one stays open for the other tests)
+    const engine = new EmbeddedGenerator({ source: dir, threads: 1, allowRemote: false });
+    await engine.load();
+    const rec = recorder().recorder;
+    const params = { promptIds: [1, 2, 3], maxTokens: 100000, temperature: 1, topP: 1, stopTokenIds: [] };
+    const gen = engine.generate(
+      { ...params, seed: 3 },
+      { signal: new AbortController().signal, recorder: rec },
+    );
+    assert.equal((await gen.next()).done, false, 'the generation is running');
+    // close with the worker mid-generation: ending the thread there used to abort the process at exit
+    const closing = engine.close();
+    assert.equal(engine.close(), closing, 'close is idempotent');
+    await assert.rejects(
+      (async () => {
+        for (let r = await gen.next(); !r.done; r = await gen.next());
+      })(),
+      /the backend closed/,
+    );
+    await closing;
+    // nothing runs after close
+    const after = engine.generate(
+      { ...params, seed: 4 },
+      { signal: new AbortController().signal, recorder: rec },
+    );
+    await assert.rejects(after.next(), /the backend closed/);
+    await assert.rejects(engine.reload(dir), /the backend closed/);
   });
 });

@@ -8,7 +8,7 @@ import type {
   CanonicalResponse,
 } from '../../../src/protocols/canonical.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
-import { type StandIn, startStandIn } from './standin.ts';
+import { type StandIn, startStandIn } from '../../support/completions-standin.ts';
 import { collect, context, isPrefix, qwenDir, type Recorded, recorder } from './support.ts';
 
 let tok: ChatTokenizer;

@@ -1,76 +1,118 @@
 /** Table-driven: argv of `polar capture` -> normalised options, and every bad value named. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { backendOptions, defaultOutput, parseMeta } from '../../../src/capture/options.ts';
+import { defaultOutput } from '../../../src/capture/options.ts';
 import { UsageError } from '../../../src/errors.ts';
 import { resolveHarness } from '../../../src/harnesses/index.ts';
+import { type BackendFlags, backendOptions } from '../../../src/options/backend.ts';
+import { parseArgv, usageError } from '../../support/argv.ts';
+
+/** the capture flags argv parses to, without commander's defaults that every row shares */
+function captureFlags(argv: string[]): BackendFlags {
+  return parseArgv(['capture', ...argv, '--', 'true']).flags as BackendFlags;
+}
 
 describe('backend options', () => {
-  const ok: Array<[Record<string, string | boolean>, Record<string, unknown>]> = [
-    [{}, { kind: 'embedded', model: 'onnx-community/Qwen3-0.6B-ONNX' }],
+  const ok: Array<[string[], Record<string, unknown>]> = [
+    [[], { kind: 'embedded', model: 'onnx-community/Qwen3-0.6B-ONNX', timeoutMs: 600_000 }],
     [
-      { backendUrl: 'http://h/v1', model: 'm' },
-      { kind: 'vllm', url: 'http://h/v1', model: 'm' },
+      ['--backend-url', 'http://h/v1', '--model', 'm'],
+      { kind: 'vllm', url: 'http://h/v1', model: 'm', timeoutMs: 600_000 },
     ],
     [
-      { backend: 'sglang', backendUrl: 'http://h/v1', model: 'm', backendTimeout: '5' },
+      ['--backend', 'sglang', '--backend-url', 'http://h/v1', '--model', 'm', '--backend-timeout', '5'],
       { kind: 'sglang', url: 'http://h/v1', model: 'm', timeoutMs: 5000 },
     ],
     [
-      { backend: 'openai', backendUrl: 'u', model: 'm', requireTokenIds: false },
-      { kind: 'openai', url: 'u', model: 'm', requireTokenIds: false },
+      ['--backend', 'openai', '--backend-url', 'http://u', '--model', 'm', '--no-require-token-ids'],
+      { kind: 'openai', url: 'http://u', model: 'm', timeoutMs: 600_000, requireTokenIds: false },
     ],
     [
-      {
-        backend: 'tokens',
-        backendUrl: 'u',
-        model: 'm',
-        chatTemplateKwargs: '{"enable_thinking":false}',
-        temperature: '0.7',
-        topP: '0.9',
-        maxTokens: '64',
-      },
+      [
+        '--backend',
+        'tokens',
+        '--backend-url',
+        'http://u',
+        '--model',
+        'm',
+        '--chat-template-kwargs',
+        '{"enable_thinking":false}',
+        '--temperature',
+        '0.7',
+        '--top-p',
+        '0.9',
+        '--max-tokens',
+        '64',
+      ],
       {
         kind: 'tokens',
-        url: 'u',
+        url: 'http://u',
         model: 'm',
         chatTemplateKwargs: { enable_thinking: false },
         temperature: 0.7,
         topP: 0.9,
         maxTokens: 64,
+        timeoutMs: 600_000,
       },
     ],
   ];
-  for (const [flags, expected] of ok) {
-    test(JSON.stringify(flags), () => {
+  for (const [argv, expected] of ok) {
+    test(argv.join(' ') || '(no flags)', () => {
       const saved = process.env.POLAR_BACKEND_API_KEY;
       delete process.env.POLAR_BACKEND_API_KEY;
       try {
-        assert.deepEqual(backendOptions(flags), expected);
+        assert.deepEqual(backendOptions(captureFlags(argv)), expected);
       } finally {
         if (saved !== undefined) process.env.POLAR_BACKEND_API_KEY = saved;
       }
     });
   }
-  const bad: Array<[Record<string, string>, RegExp]> = [
-    [{ backend: 'x' }, /--backend x is not one of/],
-    [{ backend: 'vllm', backendUrl: 'u' }, /needs --model/],
-    [{ backendUrl: 'u', model: 'm', temperature: '-1' }, /--temperature -1: expected a number >= 0/],
-    [{ backendUrl: 'u', model: 'm', topP: '2' }, /--top-p 2/],
-    [{ backendUrl: 'u', model: 'm', maxTokens: '1.5' }, /--max-tokens 1.5: expected a positive integer/],
-    [{ backendUrl: 'u', model: 'm', chatTemplateKwargs: '{' }, /--chat-template-kwargs \{: not valid JSON/],
+  const bad: Array<[string[], RegExp]> = [
+    [['--backend', 'x'], /^--backend x is not one of vllm, sglang, openai, tokens, embedded$/],
+    [['--temperature', '-1'], /^--temperature -1: expected a number >= 0$/],
+    [['--top-p', '2'], /^--top-p 2: expected a number in \(0, 1\]$/],
+    [['--max-tokens', '1.5'], /^--max-tokens 1.5: expected a positive integer$/],
+    [['--chat-template-kwargs', '{'], /^--chat-template-kwargs \{: not valid JSON/],
+    [['--backend-url', 'localhost:8000'], /^--backend-url localhost:8000: expected an http\(s\) URL/],
+    [['--backend-timeout', '0'], /^--backend-timeout 0: expected seconds > 0$/],
+    [['--sample', '-1'], /^--sample -1: expected a non-negative integer$/],
+    [['--port', '70000'], /^--port 70000: expected an integer from 0 to 65535$/],
+    [['--max-body', 'lots'], /^--max-body lots: expected a byte count/],
+    [['--harness', 'gemini'], /^--harness gemini is not one of codex, claude, pi, generic$/],
+    [['--pi-api', 'grpc'], /^--pi-api grpc is not one of openai-completions/],
+    [['--meta', 'nokey'], /^--meta nokey: expected key=value$/],
   ];
-  for (const [flags, message] of bad) {
-    test(`rejects ${JSON.stringify(flags)}`, () => {
-      assert.throws(
-        () => backendOptions(flags),
-        (e: unknown) => e instanceof UsageError && message.test(e.message),
-      );
+  for (const [argv, message] of bad) {
+    test(`rejects ${argv.join(' ')}`, () => {
+      const error = usageError(['capture', ...argv, '--', 'true']);
+      assert.ok(error, 'a usage error');
+      assert.match(error, message);
     });
   }
-  test('meta pairs', () => {
-    assert.deepEqual(parseMeta(['a=1', 'b=x=y']), { a: '1', b: 'x=y' });
-    assert.throws(() => parseMeta(['nokey']), /--meta nokey: expected key=value/);
+  test('a server backend without --model is a usage error', () => {
+    assert.throws(
+      () => backendOptions(captureFlags(['--backend', 'vllm', '--backend-url', 'http://u'])),
+      (e: unknown) => e instanceof UsageError && /needs --model/.test(e.message),
+    );
+  });
+  test('meta pairs, bytes and seconds', () => {
+    const f = parseArgv([
+      'capture',
+      '--meta',
+      'a=1',
+      '--meta',
+      'b=x=y',
+      '--max-body',
+      '1MiB',
+      '--timeout',
+      '2.5',
+      '--',
+      'true',
+    ]).flags;
+    assert.deepEqual(f.meta, { a: '1', b: 'x=y' });
+    assert.equal(f.maxBody, 1024 * 1024);
+    assert.equal(f.timeout, 2500);
+    assert.equal(parseArgv(['capture', '--', 'true']).flags.maxBody, 64 * 1024 * 1024);
   });
   test('default output names the harness', () => {
     assert.equal(

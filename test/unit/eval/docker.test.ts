@@ -1,16 +1,20 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
+import type { SweInstance } from '../../../src/eval/dataset.ts';
 import { loadDataset } from '../../../src/eval/dataset.ts';
 import type { ExecResult } from '../../../src/eval/exec.ts';
+import { gradePatch } from '../../../src/eval/grade.ts';
 import {
   buildExecArgs,
   buildHostCommand,
   buildRunArgs,
   ContainerRuntime,
+  envSetupLines,
   officialImage,
   sweGymImage,
 } from '../../../src/eval/runtime/docker.ts';
+import { specFor } from '../../../src/eval/specs.ts';
 import { MINI } from './helpers.ts';
 
 test('official image names use _1776_ and lower case', () => {
@@ -95,6 +99,91 @@ test('ContainerRuntime drives the engine through its runner (fake engine)', asyn
   assert.equal(calls[2]!.at(-2), '/testbed/a.diff');
   assert.equal(calls[2]!.at(-1), '<stdin:3>');
   assert.deepEqual(calls[4], ['docker', 'rm', '-f', calls[1]![5]]);
+});
+
+const row = (over: Partial<SweInstance>): SweInstance => ({
+  instance_id: 'django__django-1',
+  repo: 'django/django',
+  base_commit: 'abc123',
+  patch: '',
+  test_patch: 'diff --git a/tests/view_tests/tests/test_i18n.py b/tests/view_tests/tests/test_i18n.py\n',
+  problem_statement: '',
+  hints_text: '',
+  created_at: '',
+  version: '3.1',
+  FAIL_TO_PASS: [],
+  PASS_TO_PASS: [],
+  ...over,
+});
+
+const setupOf = (over: Partial<SweInstance>) => {
+  const spec = specFor(row(over));
+  assert.ok(!('error' in spec));
+  return envSetupLines(spec.setup);
+};
+
+test('environment set-up lines: eval_commands and the reinstall of the official eval script (v4.1.0)', () => {
+  assert.deepEqual(setupOf({ version: '2.2' }), [
+    'export LANG=en_US.UTF-8',
+    'export LC_ALL=en_US.UTF-8',
+    'export PYTHONIOENCODING=utf8',
+    'export LANGUAGE=en_US:en',
+    'git config --global --add safe.directory /testbed',
+    'cd /testbed',
+    'if [ -f /opt/miniconda3/bin/activate ]; then . /opt/miniconda3/bin/activate && conda activate testbed; fi',
+    'python setup.py install',
+  ]);
+  const d31 = setupOf({ version: '3.1' });
+  assert.equal(d31[0], "sed -i '/en_US.UTF-8/s/^# //g' /etc/locale.gen && locale-gen");
+  assert.equal(d31.at(-1), 'python -m pip install -e .');
+  assert.equal(setupOf({ version: '4.0' })[0], 'git config --global --add safe.directory /testbed');
+  assert.equal(
+    setupOf({ repo: 'scikit-learn/scikit-learn', version: '1.3' }).at(-1),
+    'python -m pip install -v --no-use-pep517 --no-build-isolation -e .',
+  );
+  assert.equal(
+    setupOf({ repo: 'astropy/astropy', version: '5.0' }).at(-1),
+    'python -m pip install -e .[test] --verbose',
+  );
+  assert.equal(setupOf({ repo: 'psf/requests', version: '2.0' }).at(-1), 'python -m pip install .');
+  // a row with its own test_cmd (other datasets) has no set-up
+  assert.deepEqual(setupOf({ repo: 'x/y', test_cmd: 'pytest -rA' }), []);
+});
+
+test('a graded row runs its set-up in the container before the tests; a 5.x eval_script gets the exit-code capture', async () => {
+  const scripts: string[] = [];
+  const runner = async (argv: string[]): Promise<ExecResult> => {
+    if (argv[1] === 'exec' && argv.at(-3) === 'bash') scripts.push(argv.at(-1)!);
+    return { exitCode: 0, signal: null, output: '', timedOut: false, durationMs: 1 };
+  };
+  const rt = new ContainerRuntime({ engine: 'docker', runner });
+  const g = await gradePatch(rt, row({ version: '2.2' }), 'diff --git a/x b/x\n', { testTimeoutMs: 5000 });
+  assert.equal(g.status, 'unresolved');
+  const script = scripts.at(-1)!;
+  const at = (text: string) => script.indexOf(text);
+  assert.ok(at('export LANG=en_US.UTF-8') > 0, script);
+  assert.ok(at('export LANG=en_US.UTF-8') < at('python setup.py install'));
+  assert.ok(at('python setup.py install') < at("git apply --verbose '/tmp/polar-test.diff'"));
+  assert.ok(
+    script.includes(
+      "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 'view_tests.tests.test_i18n'",
+    ),
+  );
+  scripts.length = 0;
+  const evalScript =
+    "#!/bin/bash\nset -uxo pipefail\ngit apply -v /tmp/t.diff\n: '>>>>> Start Test Output'\npytest -rA t.py\n: '>>>>> End Test Output'\ngit checkout abc t.py\n";
+  await gradePatch(
+    rt,
+    row({ eval_script: evalScript, log_parser: 'parse_log_pytest' }),
+    'diff --git a/x b/x\n',
+    {
+      testTimeoutMs: 5000,
+    },
+  );
+  assert.match(
+    scripts.at(-1)!,
+    /conda activate testbed; fi\n#!\/bin\/bash\nset -uxo pipefail\ngit apply -v \/tmp\/t.diff\n: '>>>>> Start Test Output'\npytest -rA t.py\nSWEBENCH_TEST_EXIT_CODE=\$\?\n: '>>>>> End Test Output'\necho ">>>>> Test Exit Code: \$SWEBENCH_TEST_EXIT_CODE"\ngit checkout abc t.py\n$/,
+  );
 });
 
 test('ContainerRuntime.check reports a missing engine', async () => {

@@ -52,26 +52,41 @@ test('pytest -rA summary lines', () => {
   assert.equal(m.size, 7);
 });
 
-test('pytest with options keeps parametrised ids that contain spaces', () => {
+test('pytest with options: ids cut at a space, absolute-path options shortened (official rules)', () => {
   const log =
-    'PASSED tests/test_requests.py::test_x[a b c]\nFAILED tests/test_requests.py::test_y[http://a b] - AssertionError\nPASSED tests/t.py::plain\n';
-  const m = parsePytestOptions(log);
-  assert.equal(m.get('tests/test_requests.py::test_x[a b c]'), 'PASSED');
-  assert.equal(m.get('tests/test_requests.py::test_y[http://a b]'), 'FAILED');
-  assert.equal(m.get('tests/t.py::plain'), 'PASSED');
-  // the plain parser splits at the space, like swebench's parse_log_pytest
+    'PASSED tests/test_requests.py::test_x[a b c]\nFAILED tests/test_requests.py::test_y[http://a b] - AssertionError\n' +
+    'PASSED tests/t.py::plain\nPASSED tests/t.py::test_p[/usr/lib/site.py]\nPASSED tests/t.py::test_p[//net/x]\n';
+  for (const version of ['4.1', '5'] as const) {
+    const m = parsePytestOptions(log, version);
+    // swebench parse_log_pytest_options takes the second word, so a space cuts the id
+    assert.equal(m.get('tests/test_requests.py::test_x[a'), 'PASSED');
+    assert.equal(m.get('tests/test_requests.py::test_y[http://a'), 'FAILED');
+    assert.equal(m.get('tests/t.py::plain'), 'PASSED');
+    assert.equal(m.get('tests/t.py::test_p[/site.py]'), 'PASSED');
+    assert.equal(m.get('tests/t.py::test_p[//net/x]'), 'PASSED');
+    assert.equal(m.size, 5);
+  }
   assert.equal(parsePytest(log).get('tests/test_requests.py::test_x[a'), 'PASSED');
 });
 
-test('pytest v2 (astropy): colour codes and verbose lines', () => {
+test('pytest v2 (astropy): colour codes and verbose lines, 4.1 and 5.x', () => {
   const log =
     '\x1b[32mPASSED\x1b[0m astropy/io/tests/test_a.py::test_one\n' +
-    'astropy/io/tests/test_a.py::test_two FAILED                     [ 50%]\n' +
-    'astropy/io/tests/test_a.py::test_three PASSED [100%]\n';
-  const m = parsePytestV2(log);
-  assert.equal(m.get('astropy/io/tests/test_a.py::test_one'), 'PASSED');
-  assert.equal(m.get('astropy/io/tests/test_a.py::test_two'), 'FAILED');
-  assert.equal(m.get('astropy/io/tests/test_a.py::test_three'), 'PASSED');
+    'astropy/io/tests/test_a.py::test_two FAILED\n' +
+    'astropy/io/tests/test_a.py::test_three PASSED [100%]\n' +
+    'PASSED astropy/units/tests/test_f.py::test_fail[log(photon cm-2 s-1)]\n' +
+    'FAILED astropy/t.py::test_m - assert a - b\n';
+  const v4 = parsePytestV2(log, '4.1');
+  assert.equal(v4.get('astropy/io/tests/test_a.py::test_one'), 'PASSED');
+  assert.equal(v4.get('astropy/io/tests/test_a.py::test_two'), 'FAILED');
+  // a line with a [100%] progress suffix does not end with a status: not read
+  assert.equal(v4.has('astropy/io/tests/test_a.py::test_three'), false);
+  // 4.1 keeps the second word: the truncated ids of SWE-bench Verified
+  assert.equal(v4.get('astropy/units/tests/test_f.py::test_fail[log(photon'), 'PASSED');
+  assert.equal(v4.get('astropy/t.py::test_m'), 'FAILED');
+  const v5 = parsePytestV2(log, '5');
+  assert.equal(v5.get('astropy/units/tests/test_f.py::test_fail[log(photon cm-2 s-1)]'), 'PASSED');
+  assert.equal(v5.get('astropy/t.py::test_m'), 'FAILED');
 });
 
 test('matplotlib: MouseButton enum reprs normalised', () => {
@@ -79,12 +94,18 @@ test('matplotlib: MouseButton enum reprs normalised', () => {
   assert.equal(m.get('lib/matplotlib/tests/test_widgets.py::test_span[1]'), 'PASSED');
 });
 
-test('seaborn: summary and progress lines', () => {
+test('seaborn: only PASSED and FAILED are read; a tear-down ERROR leaves PASSED', () => {
   const m = parseSeaborn(
-    'tests/test_core.py::TestX::test_a PASSED\nFAILED tests/test_core.py::TestX::test_b - ValueError\n',
+    'tests/test_core.py::TestX::test_a PASSED \ntests/test_core.py::TestX::test_c PASSED\n' +
+      'FAILED tests/test_core.py::TestX::test_b - ValueError\nPASSED tests/test_core.py::TestX::test_d\n' +
+      'ERROR tests/test_core.py::TestX::test_d - RuntimeError\nSKIPPED [1] tests/x.py:3: no\n',
   );
   assert.equal(m.get('tests/test_core.py::TestX::test_a'), 'PASSED');
+  // the official test is `" PASSED " in line`: a progress line ending in PASSED is not read
+  assert.equal(m.has('tests/test_core.py::TestX::test_c'), false);
   assert.equal(m.get('tests/test_core.py::TestX::test_b'), 'FAILED');
+  assert.equal(m.get('tests/test_core.py::TestX::test_d'), 'PASSED');
+  assert.equal(m.size, 3);
 });
 
 const DJANGO = `Testing against Django installed in '/testbed/django'
@@ -112,13 +133,17 @@ Ran 5 tests in 0.101s
 FAILED (failures=1, errors=1, skipped=1, expected failures=1)
 `;
 
-test('django --verbosity 2, docstring lines included', () => {
+test('django --verbosity 2: a docstring line is the id, FAIL: headers add the bare name', () => {
   const m = parseDjango(DJANGO);
   assert.equal(m.get('test_basic (migrations.test_operations.OperationTests)'), 'PASSED');
   assert.equal(m.get('test_skip (migrations.test_operations.OperationTests)'), 'SKIPPED');
-  assert.equal(m.get('test_rename (migrations.test_operations.OperationTests)'), 'FAILED');
+  assert.equal(m.get('Tests the RenameModel operation.'), 'FAILED');
+  assert.equal(m.has('test_rename (migrations.test_operations.OperationTests)'), false);
+  assert.equal(m.get('test_rename'), 'FAILED');
   assert.equal(m.get('test_bad (migrations.test_operations.OperationTests)'), 'ERROR');
-  assert.equal(m.get('test_xf (migrations.test_operations.OperationTests)'), 'XFAIL');
+  // swebench's parse_log_django records no `expected failure`
+  assert.equal(m.has('test_xf (migrations.test_operations.OperationTests)'), false);
+  assert.equal(m.size, 5);
 });
 
 const SYMPY = `============================= test process starts ==============================
@@ -139,12 +164,14 @@ AssertionError
 ========== tests finished: 2 passed, 1 failed, 1 exceptions, in 0.05 seconds ===
 `;
 
-test('sympy bin/test --verbose', () => {
+test('sympy bin/test --verbose: status words at the line end, banners as path.py:name', () => {
   const m = parseSympy(SYMPY);
   assert.equal(m.get('test__aresame'), 'PASSED');
   assert.equal(m.get('test_structure'), 'PASSED');
   assert.equal(m.get('test_equality'), 'FAILED');
-  assert.equal(m.get('test_broken'), 'ERROR');
+  // `test_broken E   [FAIL]` does not end with " E": not recorded officially
+  assert.equal(m.has('test_broken'), false);
+  assert.equal(m.get('sympy/core/tests/test_basic.py:test_equality'), 'FAILED');
 });
 
 const TAP = `TAP version 13

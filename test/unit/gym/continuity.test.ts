@@ -29,7 +29,7 @@ import { ROOT } from '../../support/capture-run.ts';
 import { type StandIn, startCompletionsStandIn } from '../../support/completions-standin.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
 import { pyJson } from '../../support/vllm-standin.ts';
-import { loadSample, samplesMissing } from '../protocols/harness-samples.ts';
+import { loadSample } from '../protocols/harness-samples.ts';
 import { NonContiguousMessages, nemoRlPostprocess } from './nemo-rl-client.ts';
 
 const MODEL = 'Qwen/Qwen3-4B';
@@ -188,152 +188,146 @@ function checkAnswer(result: Record<string, unknown>, served: StandIn['calls'], 
   return rl;
 }
 
-describe(
-  'polar gym /run: NeMo RL contiguity over harness-shaped traffic (tokens backend, Qwen3, thinking on)',
-  {
-    skip: samplesMissing,
-  },
-  () => {
-    for (const [name, shape] of [
-      [
-        'Codex (Responses API)',
-        () => ({ api: 'responses', body: loadSample('codex-1-first-request.json').body }),
-      ],
-      [
-        'Claude Code (Anthropic Messages)',
-        () => ({ api: 'anthropic', body: loadSample('claude-1-first-request.json').body }),
-      ],
-      [
-        'Pi (Chat Completions, with a follow-up query)',
-        () => ({ api: 'chat', body: loadSample('pi-chat-1-first-request.json').body, followUp: FOLLOW_UP }),
-      ],
-    ] as const) {
-      test(`${name}: resolved, reward 1, one contiguous chain with the sampled ids`, async () => {
-        const { gym } = await gymFor(shape() as Shape);
-        try {
-          const from = standin.calls.length;
-          const result = await run(gym, row(0));
-          const served = servedSince(from);
-          const followUp = (shape() as Shape).followUp ? 1 : 0;
-          assert.equal(served.length, 3 + followUp, 'two tool calls, the answer (and the follow-up answer)');
-          checkAnswer(result, served, served.length);
-          assert.equal(result.resolved, true);
-          assert.equal(result.status, 'resolved');
-          assert.equal(result.polar_traces, 1);
-          assert.equal(result.polar_calls_outside_main, 0);
-          // row fields ride along, as NeMo Gym's agents echo them
-          assert.deepEqual(result.agent_ref, { name: 'polar_swe_agent' });
-          assert.equal(result._ng_task_index, 0);
-          assert.deepEqual(result.verifier_metadata, { instance });
-          if (followUp) {
-            // the follow-up moved Qwen3's last query: its template drops earlier <think> blocks; the splice
-            // keeps the sampled ids in the prompt, so the chain stays contiguous
-            const prompt = tok.decode(served.at(-1)!.promptIds);
-            assert.ok(
-              prompt.includes('<think>\nStep 1: run echo gym-0'),
-              'earlier reasoning kept in the prompt',
-            );
-          }
-        } finally {
-          await gym.close();
+describe('polar gym /run: NeMo RL contiguity over harness-shaped traffic (tokens backend, Qwen3, thinking on)', () => {
+  for (const [name, shape] of [
+    [
+      'Codex (Responses API)',
+      () => ({ api: 'responses', body: loadSample('codex-1-first-request.json').body }),
+    ],
+    [
+      'Claude Code (Anthropic Messages)',
+      () => ({ api: 'anthropic', body: loadSample('claude-1-first-request.json').body }),
+    ],
+    [
+      'Pi (Chat Completions, with a follow-up query)',
+      () => ({ api: 'chat', body: loadSample('pi-chat-1-first-request.json').body, followUp: FOLLOW_UP }),
+    ],
+  ] as const) {
+    test(`${name}: resolved, reward 1, one contiguous chain with the sampled ids`, async () => {
+      const { gym } = await gymFor(shape() as Shape);
+      try {
+        const from = standin.calls.length;
+        const result = await run(gym, row(0));
+        const served = servedSince(from);
+        const followUp = (shape() as Shape).followUp ? 1 : 0;
+        assert.equal(served.length, 3 + followUp, 'two tool calls, the answer (and the follow-up answer)');
+        checkAnswer(result, served, served.length);
+        assert.equal(result.resolved, true);
+        assert.equal(result.status, 'resolved');
+        assert.equal(result.polar_traces, 1);
+        assert.equal(result.polar_calls_outside_main, 0);
+        // row fields ride along, as NeMo Gym's agents echo them
+        assert.deepEqual(result.agent_ref, { name: 'polar_swe_agent' });
+        assert.equal(result._ng_task_index, 0);
+        assert.deepEqual(result.verifier_metadata, { instance });
+        if (followUp) {
+          // the follow-up moved Qwen3's last query: its template drops earlier <think> blocks; the splice
+          // keeps the sampled ids in the prompt, so the chain stays contiguous
+          const prompt = tok.decode(served.at(-1)!.promptIds);
+          assert.ok(
+            prompt.includes('<think>\nStep 1: run echo gym-0'),
+            'earlier reasoning kept in the prompt',
+          );
         }
+      } finally {
+        await gym.close();
+      }
+    });
+  }
+
+  test('POST /v1/responses without an instance: the harness runs in a scratch folder, ungraded', async () => {
+    const { gym } = await gymFor({ api: 'chat', body: loadSample('pi-chat-1-first-request.json').body });
+    try {
+      const from = standin.calls.length;
+      const res = await fetch(`${gym.url}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input: 'Run two commands.' }),
       });
+      const body = (await res.json()) as Record<string, unknown>;
+      // no instance: the traffic client's `git apply` fails outside a repository, which is fine here
+      assert.equal(res.status, 200, JSON.stringify(body).slice(0, 500));
+      const parsed = responseSchema.safeParse(body);
+      assert.ok(parsed.success, parsed.success ? '' : JSON.stringify(parsed.error.issues.slice(0, 3)));
+      const served = servedSince(from);
+      assert.equal(served.length, 3);
+      const rl = nemoRlPostprocess({ response: body as never, reward: 0 });
+      assert.equal(rl.message_log.length, 6);
+      assert.deepEqual(rl.sequence, [...served[2]!.promptIds, ...served[2]!.completionIds]);
+      assert.equal(
+        (body.usage as { output_tokens: number }).output_tokens,
+        served.reduce((n, c) => n + c.completionIds.length, 0),
+      );
+    } finally {
+      await gym.close();
     }
+  });
 
-    test('POST /v1/responses without an instance: the harness runs in a scratch folder, ungraded', async () => {
-      const { gym } = await gymFor({ api: 'chat', body: loadSample('pi-chat-1-first-request.json').body });
-      try {
-        const from = standin.calls.length;
-        const res = await fetch(`${gym.url}/v1/responses`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ input: 'Run two commands.' }),
-        });
-        const body = (await res.json()) as Record<string, unknown>;
-        // no instance: the traffic client's `git apply` fails outside a repository, which is fine here
-        assert.equal(res.status, 200, JSON.stringify(body).slice(0, 500));
-        const parsed = responseSchema.safeParse(body);
-        assert.ok(parsed.success, parsed.success ? '' : JSON.stringify(parsed.error.issues.slice(0, 3)));
-        const served = servedSince(from);
-        assert.equal(served.length, 3);
-        const rl = nemoRlPostprocess({ response: body as never, reward: 0 });
-        assert.equal(rl.message_log.length, 6);
-        assert.deepEqual(rl.sequence, [...served[2]!.promptIds, ...served[2]!.completionIds]);
-        assert.equal(
-          (body.usage as { output_tokens: number }).output_tokens,
-          served.reduce((n, c) => n + c.completionIds.length, 0),
-        );
-      } finally {
-        await gym.close();
-      }
-    });
+  test('Codex with a compaction: several traces, the answer is the main chain, the rest in polar_* fields', async () => {
+    const codex = loadSample('codex-1-first-request.json').body;
+    const compactionText = (
+      loadSample('codex-3-compaction-request.json').body.input as { content: { text: string }[] }[]
+    )
+      .at(-1)!
+      .content[0]!.text.slice(0, 400);
+    assert.ok(compactionText.includes(COMPACTION_MARK));
+    const keepItems = (codex.input as unknown[]).length;
+    const { gym } = await gymFor({ api: 'responses', body: codex, compaction: compactionText, keepItems });
+    try {
+      const from = standin.calls.length;
+      const result = await run(gym, row(1));
+      const served = servedSince(from);
+      // before: two tool calls + answer; the summary; after: two tool calls + answer
+      assert.equal(served.length, 7);
+      const rl = checkAnswer(result, served, 3);
+      assert.ok(
+        tok.decode(rl.sequence).includes('Summary of earlier work:'),
+        'the main chain is the resumed one',
+      );
+      assert.equal(result.polar_calls, 7);
+      assert.equal(result.polar_main_calls, 3);
+      assert.equal(result.polar_calls_outside_main, 4);
+      assert.equal(result.polar_traces, 2);
+      const traces = (result.polar as { traces: { kind: string; calls: number; main: boolean }[] }).traces;
+      assert.deepEqual(
+        traces.map((t) => [t.calls, t.main]),
+        [
+          [4, false],
+          [3, true],
+        ],
+      );
 
-    test('Codex with a compaction: several traces, the answer is the main chain, the rest in polar_* fields', async () => {
-      const codex = loadSample('codex-1-first-request.json').body;
-      const compactionText = (
-        loadSample('codex-3-compaction-request.json').body.input as { content: { text: string }[] }[]
-      )
-        .at(-1)!
-        .content[0]!.text.slice(0, 400);
-      assert.ok(compactionText.includes(COMPACTION_MARK));
-      const keepItems = (codex.input as unknown[]).length;
-      const { gym } = await gymFor({ api: 'responses', body: codex, compaction: compactionText, keepItems });
-      try {
-        const from = standin.calls.length;
-        const result = await run(gym, row(1));
-        const served = servedSince(from);
-        // before: two tool calls + answer; the summary; after: two tool calls + answer
-        assert.equal(served.length, 7);
-        const rl = checkAnswer(result, served, 3);
-        assert.ok(
-          tok.decode(rl.sequence).includes('Summary of earlier work:'),
-          'the main chain is the resumed one',
-        );
-        assert.equal(result.polar_calls, 7);
-        assert.equal(result.polar_main_calls, 3);
-        assert.equal(result.polar_calls_outside_main, 4);
-        assert.equal(result.polar_traces, 2);
-        const traces = (result.polar as { traces: { kind: string; calls: number; main: boolean }[] }).traces;
-        assert.deepEqual(
-          traces.map((t) => [t.calls, t.main]),
-          [
-            [4, false],
-            [3, true],
-          ],
-        );
+      // gluing the pre-compaction chain in front (what a naive adapter returns) is not contiguous
+      const capture = (result.polar as { capture: string }).capture;
+      const calls: CallRecord[] = [];
+      for await (const { record } of readCapture(capture)) if (record.type === 'call') calls.push(record);
+      const pre = rolloutOutput(calls.slice(0, 4)).output;
+      const glued = {
+        ...result,
+        response: { output: [...pre, ...(result.response as { output: Item[] }).output] },
+      };
+      assert.throws(() => nemoRlPostprocess(glued as never), NonContiguousMessages);
 
-        // gluing the pre-compaction chain in front (what a naive adapter returns) is not contiguous
-        const capture = (result.polar as { capture: string }).capture;
-        const calls: CallRecord[] = [];
-        for await (const { record } of readCapture(capture)) if (record.type === 'call') calls.push(record);
-        const pre = rolloutOutput(calls.slice(0, 4)).output;
-        const glued = {
-          ...result,
-          response: { output: [...pre, ...(result.response as { output: Item[] }).output] },
-        };
-        assert.throws(() => nemoRlPostprocess(glued as never), NonContiguousMessages);
-
-        // as Codex's profile records it (harness_meta.request_kind), the summary call is a compaction trace
-        // and the chain after it resumes the root conversation; the answer is the same main chain
-        const marked = calls.map((c, i) =>
-          i === 3 ? { ...c, harness_meta: { request_kind: 'compaction' } } : c,
-        );
-        const out = rolloutOutput(marked);
-        assert.deepEqual(
-          out.traces.map((t) => [t.kind, t.calls, t.main, t.after_compaction ?? false]),
-          [
-            ['root', 3, false, false],
-            ['compaction', 1, false, false],
-            ['root', 3, true, true],
-          ],
-        );
-        assert.deepEqual(
-          out.output,
-          (result.response as { output: Item[] }).output.map((i) => i),
-        );
-      } finally {
-        await gym.close();
-      }
-    });
-  },
-);
+      // as Codex's profile records it (harness_meta.request_kind), the summary call is a compaction trace
+      // and the chain after it resumes the root conversation; the answer is the same main chain
+      const marked = calls.map((c, i) =>
+        i === 3 ? { ...c, harness_meta: { request_kind: 'compaction' } } : c,
+      );
+      const out = rolloutOutput(marked);
+      assert.deepEqual(
+        out.traces.map((t) => [t.kind, t.calls, t.main, t.after_compaction ?? false]),
+        [
+          ['root', 3, false, false],
+          ['compaction', 1, false, false],
+          ['root', 3, true, true],
+        ],
+      );
+      assert.deepEqual(
+        out.output,
+        (result.response as { output: Item[] }).output.map((i) => i),
+      );
+    } finally {
+      await gym.close();
+    }
+  });
+});

@@ -1,6 +1,6 @@
 // A stand-in harness for the gym tests, run by `polar gym --harness generic` under polar's capture proxy:
 // it replays a Codex-, Claude Code- or Pi-shaped session (the recorded first request of that harness, see
-// /work/shared/samples/harness-requests/) against the proxy the generic profile points it at, sending
+// fixtures/samples/harness-requests/) against the proxy the generic profile points it at, sending
 // back each answer the way that harness does (Responses output items with reasoning encrypted_content,
 // Anthropic content blocks with thinking signatures, Chat messages with tool_calls) with a tool result,
 // until the model answers; optionally a Codex-style compaction (summary request, then a fresh history

@@ -156,7 +156,7 @@ describe('the report in headless Chromium', { skip }, () => {
     const traj = join(root, 'capped.jsonl');
     writeJsonl(traj, await sampleRecords());
     const page = join(root, 'capped.html');
-    writeFileSync(page, await inspectToHtml(traj, { maxTokensPerTrace: '10' }));
+    writeFileSync(page, await inspectToHtml(traj, { maxTokensPerTrace: 10 }));
     const dom = await dumpDom(page);
     const responses = containers(dom, 'tokens response');
     // only the first trajectory is open; its trace shows 10 tokens, the closed ones nothing yet

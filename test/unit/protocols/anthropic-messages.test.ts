@@ -18,7 +18,6 @@ import {
   events,
   eventsFor,
   loadSample,
-  samplesMissing,
 } from './harness-samples.ts';
 
 const SAMPLES = [
@@ -28,7 +27,6 @@ const SAMPLES = [
   'pi-anthropic-1-first-request.json',
   'pi-anthropic-2-after-tool.json',
 ];
-const skip = samplesMissing;
 
 const response = (over: Partial<CanonicalResponse> = {}): CanonicalResponse =>
   cannedResponse('msg_test', over);
@@ -40,7 +38,7 @@ function run(evts: StreamEvent[]): string {
 
 const noPing = (evts: Event[]) => evts.filter((e) => e.type !== 'ping');
 
-describe('anthropic-messages parseRequest on recorded requests', { skip }, () => {
+describe('anthropic-messages parseRequest on recorded requests', () => {
   test('every sample parses; tool results answer a tool call with the same id', () => {
     for (const name of SAMPLES) {
       const { value } = anthropic.parseRequest(loadSample(name).body);
@@ -280,7 +278,7 @@ function responseFromRecorded(sse: string): CanonicalResponse {
   });
 }
 
-describe('anthropic-messages stream writer against recorded streams', { skip }, () => {
+describe('anthropic-messages stream writer against recorded streams', () => {
   for (const name of SAMPLES) {
     test(`${name}: same event sequence and fields as the recorded response`, () => {
       const recorded = events(loadSample(name).response);

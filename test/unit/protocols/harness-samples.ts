@@ -1,17 +1,16 @@
 /**
- * Test support for the wire-API tests: loads the recorded harness requests from shared/samples (tools
- * there are reduced to names; they are expanded back into real tool definitions), checks that a JSON
- * value has every field a recorded one has, and folds SSE back the way a harness does.
+ * Test support for the wire-API tests: loads the recorded harness requests kept in
+ * fixtures/samples/harness-requests (provenance in fixtures/samples/README.md; tools there are reduced to
+ * names, they are expanded back into real tool definitions), checks that a JSON value has every field a
+ * recorded one has, and folds SSE back the way a harness does.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import type { CanonicalResponse, StreamEvent } from '../../../src/protocols/canonical.ts';
 import { decodeSse } from '../../../src/protocols/sse.ts';
 
-const DIR = new URL('../../../../shared/samples/harness-requests/', import.meta.url);
-export const samplesDir = fileURLToPath(DIR);
-export const samplesMissing = existsSync(samplesDir) ? false : `recorded samples not found at ${samplesDir}`;
+/** the recorded requests, in the checkout */
+export const SAMPLES_DIR = new URL('../../../fixtures/samples/harness-requests/', import.meta.url);
 
 export interface Sample {
   body: Record<string, unknown>;
@@ -48,7 +47,7 @@ function expandTool(t: Reduced, api: 'responses' | 'anthropic'): unknown {
 }
 
 export function loadSample(name: string): Sample {
-  const json = JSON.parse(readFileSync(new URL(name, DIR), 'utf8')) as {
+  const json = JSON.parse(readFileSync(new URL(name, SAMPLES_DIR), 'utf8')) as {
     body: Record<string, unknown>;
     response: string;
   };

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import type { StreamEvent } from '../../../src/protocols/canonical.ts';
 import { ProtocolError } from '../../../src/protocols/errors.ts';
@@ -13,11 +13,11 @@ import {
   renderResponse,
 } from '../../../src/protocols/openai-chat/index.ts';
 import { decodeSse } from '../../../src/protocols/sse.ts';
+import { SAMPLES_DIR } from './harness-samples.ts';
 
-const SAMPLES = new URL('../../../../shared/samples/harness-requests/', import.meta.url);
 /** Loads a recorded request; its tools were reduced to names and params, so real schemas are rebuilt. */
 const sample = (name: string) => {
-  const json = JSON.parse(readFileSync(new URL(name, SAMPLES), 'utf8')) as {
+  const json = JSON.parse(readFileSync(new URL(name, SAMPLES_DIR), 'utf8')) as {
     body: Record<string, unknown>;
     response: string;
   };
@@ -38,74 +38,69 @@ const sample = (name: string) => {
   }
   return json;
 };
-const haveSamples = existsSync(SAMPLES);
 
-describe(
-  'openai-chat request conversion',
-  { skip: haveSamples ? false : 'shared/samples not present' },
-  () => {
-    test('pi first request: system, user, tools', () => {
-      const { value, warnings } = parseRequest(sample('pi-chat-1-first-request.json').body);
-      assert.equal(value.messages[0]!.role, 'system');
-      assert.equal(value.messages.at(-1)!.role, 'user');
-      assert.ok(value.tools.some((t) => t.name === 'bash'));
-      assert.equal(value.stream, true);
-      assert.ok(value.maxTokens! > 0, 'max_completion_tokens kept');
-      assert.deepEqual(warnings, []);
-    });
+describe('openai-chat request conversion', () => {
+  test('pi first request: system, user, tools', () => {
+    const { value, warnings } = parseRequest(sample('pi-chat-1-first-request.json').body);
+    assert.equal(value.messages[0]!.role, 'system');
+    assert.equal(value.messages.at(-1)!.role, 'user');
+    assert.ok(value.tools.some((t) => t.name === 'bash'));
+    assert.equal(value.stream, true);
+    assert.ok(value.maxTokens! > 0, 'max_completion_tokens kept');
+    assert.deepEqual(warnings, []);
+  });
 
-    test('pi after tool: assistant tool call and its result are matched by id', () => {
-      const { value } = parseRequest(sample('pi-chat-2-after-tool.json').body);
-      const assistant = value.messages.find((m) => m.role === 'assistant');
-      const tool = value.messages.find((m) => m.role === 'tool');
-      assert.ok(assistant && assistant.role === 'assistant' && assistant.toolCalls.length === 1);
-      assert.ok(tool && tool.role === 'tool');
-      assert.equal(tool.toolCallId, assistant.toolCalls[0]!.id);
-      assert.equal(JSON.parse(assistant.toolCalls[0]!.arguments).command, 'echo hi');
-    });
+  test('pi after tool: assistant tool call and its result are matched by id', () => {
+    const { value } = parseRequest(sample('pi-chat-2-after-tool.json').body);
+    const assistant = value.messages.find((m) => m.role === 'assistant');
+    const tool = value.messages.find((m) => m.role === 'tool');
+    assert.ok(assistant && assistant.role === 'assistant' && assistant.toolCalls.length === 1);
+    assert.ok(tool && tool.role === 'tool');
+    assert.equal(tool.toolCallId, assistant.toolCalls[0]!.id);
+    assert.equal(JSON.parse(assistant.toolCalls[0]!.arguments).command, 'echo hi');
+  });
 
-    test('round trip: harness request -> canonical -> backend request keeps messages and tools', () => {
-      const raw = sample('pi-chat-2-after-tool.json').body as { messages: unknown[]; tools: unknown[] };
-      const { value } = parseRequest(raw);
-      const out = buildRequest(value, { stream: true, extra: { return_token_ids: true } });
-      assert.equal((out.messages as unknown[]).length, raw.messages.length);
-      assert.equal((out.tools as unknown[]).length, raw.tools.length);
-      assert.equal(out.return_token_ids, true);
-      assert.deepEqual(out.stream_options, { include_usage: true });
-      const back = parseRequest({ ...out, model: 'm' }).value;
-      assert.deepEqual(back.messages, value.messages, 'parse(build(x)) == x');
-    });
+  test('round trip: harness request -> canonical -> backend request keeps messages and tools', () => {
+    const raw = sample('pi-chat-2-after-tool.json').body as { messages: unknown[]; tools: unknown[] };
+    const { value } = parseRequest(raw);
+    const out = buildRequest(value, { stream: true, extra: { return_token_ids: true } });
+    assert.equal((out.messages as unknown[]).length, raw.messages.length);
+    assert.equal((out.tools as unknown[]).length, raw.tools.length);
+    assert.equal(out.return_token_ids, true);
+    assert.deepEqual(out.stream_options, { include_usage: true });
+    const back = parseRequest({ ...out, model: 'm' }).value;
+    assert.deepEqual(back.messages, value.messages, 'parse(build(x)) == x');
+  });
 
-    test('invalid bodies name the field', () => {
-      assert.throws(
-        () => parseRequest({ model: 'm', messages: [{ role: 'wizard', content: 'x' }] }),
-        (e: unknown) => {
-          assert.ok(e instanceof ProtocolError);
-          assert.match(e.message, /messages\[0\]\.role/);
-          assert.equal(e.fault.status, 400);
-          return true;
-        },
-      );
-      assert.throws(() => parseRequest(null), ProtocolError);
-    });
+  test('invalid bodies name the field', () => {
+    assert.throws(
+      () => parseRequest({ model: 'm', messages: [{ role: 'wizard', content: 'x' }] }),
+      (e: unknown) => {
+        assert.ok(e instanceof ProtocolError);
+        assert.match(e.message, /messages\[0\]\.role/);
+        assert.equal(e.fault.status, 400);
+        return true;
+      },
+    );
+    assert.throws(() => parseRequest(null), ProtocolError);
+  });
 
-    test('non-function tools are dropped with a warning', () => {
-      const { value, warnings } = parseRequest({
-        model: 'm',
-        messages: [{ role: 'user', content: 'x' }],
-        tools: [
-          { type: 'web_search' },
-          { type: 'function', function: { name: 'f', parameters: { type: 'object' } } },
-        ],
-      });
-      assert.deepEqual(
-        value.tools.map((t) => t.name),
-        ['f'],
-      );
-      assert.match(warnings[0]!, /dropped tool type web_search/);
+  test('non-function tools are dropped with a warning', () => {
+    const { value, warnings } = parseRequest({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [
+        { type: 'web_search' },
+        { type: 'function', function: { name: 'f', parameters: { type: 'object' } } },
+      ],
     });
-  },
-);
+    assert.deepEqual(
+      value.tools.map((t) => t.name),
+      ['f'],
+    );
+    assert.match(warnings[0]!, /dropped tool type web_search/);
+  });
+});
 
 describe('openai-chat backend stream parsing (vLLM token-id contract)', () => {
   const chunks = [
@@ -231,76 +226,72 @@ describe('openai-chat backend stream parsing (vLLM token-id contract)', () => {
   });
 });
 
-describe(
-  'openai-chat stream writer (what Pi accepts)',
-  { skip: haveSamples ? false : 'shared/samples not present' },
-  () => {
-    test('tool call stream has the recorded sample event shape and reassembles', () => {
-      const recorded = decodeSse(sample('pi-chat-1-first-request.json').response);
-      const writer = createStreamWriter({ created: 1, includeUsage: true });
-      const response = {
-        id: 'chatcmpl_x',
-        model: 'm',
-        content: '',
-        reasoning: '',
-        toolCalls: [{ id: 'call_1', name: 'bash', arguments: '{"command":"echo hi"}' }],
-        finishReason: 'tool_calls' as const,
-        usage: { promptTokens: 10, completionTokens: 1 },
-      };
-      const text = [
-        writer.write({ type: 'start', id: 'chatcmpl_x', model: 'm' }),
-        writer.write({ type: 'tool-call-start', index: 0, id: 'call_1', name: 'bash' }),
-        writer.write({ type: 'tool-call-delta', index: 0, arguments: '{"command":"echo hi"}' }),
-        writer.write({ type: 'tool-call-end', index: 0 }),
-        writer.write({ type: 'finish', response }),
-      ].join('');
-      const ours = decodeSse(text);
-      assert.equal(ours.length, recorded.length, 'same number of chunks as the accepted sample');
-      assert.equal(ours.at(-1)!.data, '[DONE]');
-      const parsed = ours.slice(0, -1).map((e) => JSON.parse(e.data));
-      const shape = (c: {
-        choices: Array<{ delta: Record<string, unknown>; finish_reason: unknown }>;
-        usage?: unknown;
-      }) => ({
-        keys: c.choices[0] ? Object.keys(c.choices[0].delta).sort() : [],
-        finish: c.choices[0]?.finish_reason ?? null,
-        usage: Boolean(c.usage),
-      });
-      const recordedShapes = recorded.slice(0, -1).map((e) => shape(JSON.parse(e.data)));
-      assert.deepEqual(
-        parsed.map(shape).map((s) => ({ ...s, keys: s.keys.filter((k) => k !== 'content') })),
-        recordedShapes.map((s) => ({ ...s, keys: s.keys.filter((k) => k !== 'content') })),
-      );
-      // the harness-side reassembly gives back the call
-      const reparser = new ChatStreamParser('x', 'm');
-      for (const c of parsed) reparser.push(c);
-      assert.deepEqual(reparser.end().response.toolCalls, response.toolCalls);
+describe('openai-chat stream writer (what Pi accepts)', () => {
+  test('tool call stream has the recorded sample event shape and reassembles', () => {
+    const recorded = decodeSse(sample('pi-chat-1-first-request.json').response);
+    const writer = createStreamWriter({ created: 1, includeUsage: true });
+    const response = {
+      id: 'chatcmpl_x',
+      model: 'm',
+      content: '',
+      reasoning: '',
+      toolCalls: [{ id: 'call_1', name: 'bash', arguments: '{"command":"echo hi"}' }],
+      finishReason: 'tool_calls' as const,
+      usage: { promptTokens: 10, completionTokens: 1 },
+    };
+    const text = [
+      writer.write({ type: 'start', id: 'chatcmpl_x', model: 'm' }),
+      writer.write({ type: 'tool-call-start', index: 0, id: 'call_1', name: 'bash' }),
+      writer.write({ type: 'tool-call-delta', index: 0, arguments: '{"command":"echo hi"}' }),
+      writer.write({ type: 'tool-call-end', index: 0 }),
+      writer.write({ type: 'finish', response }),
+    ].join('');
+    const ours = decodeSse(text);
+    assert.equal(ours.length, recorded.length, 'same number of chunks as the accepted sample');
+    assert.equal(ours.at(-1)!.data, '[DONE]');
+    const parsed = ours.slice(0, -1).map((e) => JSON.parse(e.data));
+    const shape = (c: {
+      choices: Array<{ delta: Record<string, unknown>; finish_reason: unknown }>;
+      usage?: unknown;
+    }) => ({
+      keys: c.choices[0] ? Object.keys(c.choices[0].delta).sort() : [],
+      finish: c.choices[0]?.finish_reason ?? null,
+      usage: Boolean(c.usage),
     });
+    const recordedShapes = recorded.slice(0, -1).map((e) => shape(JSON.parse(e.data)));
+    assert.deepEqual(
+      parsed.map(shape).map((s) => ({ ...s, keys: s.keys.filter((k) => k !== 'content') })),
+      recordedShapes.map((s) => ({ ...s, keys: s.keys.filter((k) => k !== 'content') })),
+    );
+    // the harness-side reassembly gives back the call
+    const reparser = new ChatStreamParser('x', 'm');
+    for (const c of parsed) reparser.push(c);
+    assert.deepEqual(reparser.end().response.toolCalls, response.toolCalls);
+  });
 
-    test('non-streaming render and error shape', () => {
-      const body = renderResponse(
-        {
-          id: 'a',
-          model: 'm',
-          content: 'hi',
-          reasoning: '',
-          toolCalls: [],
-          finishReason: 'length',
-          usage: { promptTokens: 2, completionTokens: 3 },
-        },
-        { created: 5 },
-      ) as {
-        choices: Array<{ finish_reason: string; message: { content: string } }>;
-        usage: { total_tokens: number };
-      };
-      assert.equal(body.choices[0]!.finish_reason, 'length');
-      assert.equal(body.choices[0]!.message.content, 'hi');
-      assert.equal(body.usage.total_tokens, 5);
-      const err = renderError({ kind: 'backend_timeout', message: 'slow', status: 504 });
-      assert.equal(err.status, 504);
-      assert.deepEqual(err.body, {
-        error: { message: 'slow', type: 'timeout_error', param: null, code: 'backend_timeout' },
-      });
+  test('non-streaming render and error shape', () => {
+    const body = renderResponse(
+      {
+        id: 'a',
+        model: 'm',
+        content: 'hi',
+        reasoning: '',
+        toolCalls: [],
+        finishReason: 'length',
+        usage: { promptTokens: 2, completionTokens: 3 },
+      },
+      { created: 5 },
+    ) as {
+      choices: Array<{ finish_reason: string; message: { content: string } }>;
+      usage: { total_tokens: number };
+    };
+    assert.equal(body.choices[0]!.finish_reason, 'length');
+    assert.equal(body.choices[0]!.message.content, 'hi');
+    assert.equal(body.usage.total_tokens, 5);
+    const err = renderError({ kind: 'backend_timeout', message: 'slow', status: 504 });
+    assert.equal(err.status, 504);
+    assert.deepEqual(err.body, {
+      error: { message: 'slow', type: 'timeout_error', param: null, code: 'backend_timeout' },
     });
-  },
-);
+  });
+});

@@ -11,14 +11,7 @@ import {
 import { ProtocolError } from '../../../src/protocols/errors.ts';
 import * as responses from '../../../src/protocols/openai-responses/index.ts';
 import { foldResponses } from './harness-fold.ts';
-import {
-  assertCovers,
-  cannedResponse,
-  events,
-  eventsFor,
-  loadSample,
-  samplesMissing,
-} from './harness-samples.ts';
+import { assertCovers, cannedResponse, events, eventsFor, loadSample } from './harness-samples.ts';
 
 const SAMPLES = [
   'codex-1-first-request.json',
@@ -27,7 +20,6 @@ const SAMPLES = [
   'pi-responses-1-first-request.json',
   'pi-responses-2-after-tool.json',
 ];
-const skip = samplesMissing;
 
 const response = (over: Partial<CanonicalResponse> = {}): CanonicalResponse =>
   cannedResponse('resp_test', over);
@@ -37,7 +29,7 @@ function run(evts: StreamEvent[]): string {
   return evts.map((e) => writer.write(e)).join('');
 }
 
-describe('openai-responses parseRequest on recorded requests', { skip }, () => {
+describe('openai-responses parseRequest on recorded requests', () => {
   test('every sample parses; tool results answer a tool call with the same id', () => {
     for (const name of SAMPLES) {
       const { value } = responses.parseRequest(loadSample(name).body);
@@ -245,7 +237,7 @@ function responseFromRecorded(sse: string): CanonicalResponse {
   });
 }
 
-describe('openai-responses stream writer against recorded streams', { skip }, () => {
+describe('openai-responses stream writer against recorded streams', () => {
   for (const name of SAMPLES) {
     test(`${name}: same event sequence and fields as the recorded response`, () => {
       const recorded = events(loadSample(name).response);
@@ -408,7 +400,7 @@ describe('openai-responses stream writer', () => {
   });
 });
 
-describe('openai-responses round trip (rendered output fed back as history)', { skip }, () => {
+describe('openai-responses round trip (rendered output fed back as history)', () => {
   const produced = response({
     reasoning: 'I should list files.',
     reasoningSignature: 'polar:v1:abc',

@@ -2,9 +2,13 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { flagsToOptions } from '../../../commands/train.ts';
 import { InputError, UsageError } from '../../../src/errors.ts';
-import { readUserConfig, resolveTrainConfig, TRAIN_DEFAULTS } from '../../../src/train/config.ts';
+import {
+  flagsToOptions,
+  readUserConfig,
+  resolveTrainConfig,
+  TRAIN_DEFAULTS,
+} from '../../../src/train/config.ts';
 import { tempDir } from './fixtures.ts';
 
 const base = { trajectories: '/d/t.jsonl', out: '/d/out' };

@@ -1,20 +1,25 @@
+/** Reading a request body with a size limit, decoding gzip/deflate/br. */
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { fault, type ProxyFault } from '../protocols/canonical.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-/** Reads a request body up to a limit, decoding gzip/deflate/br. Resolves a fault instead of throwing. */
+/** Why a body could not be read: over the limit, an encoding we do not decode, or a broken stream. */
+export interface BodyError {
+  kind: 'too_large' | 'unsupported_encoding' | 'unreadable';
+  status: number;
+  message: string;
+}
+
+/** Reads a request body up to a limit. Resolves an error value instead of throwing. */
 export async function readBody(
   req: IncomingMessage,
   maxBytes: number,
-): Promise<{ text: string; bytes: Buffer } | { fault: ProxyFault }> {
+): Promise<{ text: string; bytes: Buffer } | { error: BodyError }> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();
-    return {
-      fault: fault('too_large', `request body of ${declared} bytes is over the limit of ${maxBytes} bytes`),
-    };
+    return tooLarge(`request body of ${declared} bytes is over the limit of ${maxBytes} bytes`);
   }
   const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
   let source: NodeJS.ReadableStream = req;
@@ -23,7 +28,8 @@ export async function readBody(
   else if (encoding === 'br') source = req.pipe(createBrotliDecompress());
   else if (encoding !== 'identity') {
     req.resume();
-    return { fault: fault('invalid_request', `content-encoding ${encoding} is not supported`, 415) };
+    const message = `content-encoding ${encoding} is not supported`;
+    return { error: { kind: 'unsupported_encoding', status: 415, message } };
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -32,15 +38,18 @@ export async function readBody(
       size += chunk.length;
       if (size > maxBytes) {
         req.resume();
-        return { fault: fault('too_large', `request body is over the limit of ${maxBytes} bytes`) };
+        return tooLarge(`request body is over the limit of ${maxBytes} bytes`);
       }
       chunks.push(chunk);
     }
   } catch (error) {
-    return {
-      fault: fault('invalid_request', `could not read the request body: ${(error as Error).message}`),
-    };
+    const message = `could not read the request body: ${(error as Error).message}`;
+    return { error: { kind: 'unreadable', status: 400, message } };
   }
   const bytes = Buffer.concat(chunks);
   return { text: bytes.toString('utf8'), bytes };
+}
+
+function tooLarge(message: string): { error: BodyError } {
+  return { error: { kind: 'too_large', status: 413, message } };
 }

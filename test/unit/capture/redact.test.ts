@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { route } from '../../../src/proxy/protocols.ts';
-import { redactHeaders, redactSecrets } from '../../../src/proxy/redact.ts';
+import { redactHeaders, redactSecrets } from '../../../src/capture/redact.ts';
 
 describe('redaction', () => {
   test('auth headers and key-like headers are redacted, others kept', () => {
@@ -28,25 +27,4 @@ describe('redaction', () => {
     const out = redactSecrets({ a: [`token ${key} end`], b: { c: key }, n: 3 }, [key]);
     assert.deepEqual(out, { a: ['token <redacted> end'], b: { c: '<redacted>' }, n: 3 });
   });
-});
-
-describe('routes', () => {
-  const cases: Array<[string, string, Record<string, string>, string]> = [
-    ['POST', '/v1/responses', {}, 'model-call:openai-responses'],
-    ['POST', '/responses', {}, 'model-call:openai-responses'],
-    ['POST', '/v1/messages?beta=true', {}, 'model-call:anthropic-messages'],
-    ['POST', '/v1/messages/count_tokens?beta=true', {}, 'count-tokens'],
-    ['POST', '/v1/chat/completions', {}, 'model-call:openai-chat'],
-    ['POST', '/chat/completions/', {}, 'model-call:openai-chat'],
-    ['GET', '/v1/models', {}, 'models'],
-    ['GET', '/health', {}, 'health'],
-    ['POST', '/v1/embeddings', {}, 'unknown:openai-chat'],
-    ['POST', '/v1/other', { 'anthropic-version': '2023-06-01' }, 'unknown:anthropic-messages'],
-  ];
-  for (const [method, url, headers, expected] of cases) {
-    test(`${method} ${url}`, () => {
-      const r = route(method, url, headers);
-      assert.equal('api' in r ? `${r.kind}:${r.api}` : r.kind, expected);
-    });
-  }
 });

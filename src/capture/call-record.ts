@@ -1,0 +1,134 @@
+/**
+ * From the proxy's completed call to one line of the capture file: the CallRecord (format in
+ * docs/capture-format.md), the session key scrubbed, written as one append. The harness's request body
+ * goes in as the bytes it arrived as (valid JSON: it parsed) instead of being serialised and encoded
+ * again, spliced into the line and written with one writev.
+ */
+import type { CompletedCall } from '../proxy/call.ts';
+import { log } from '../util/log.ts';
+import type { CallRecord } from './record.ts';
+import { redactHeaders, redactSecrets } from './redact.ts';
+import type { CaptureWriter } from './writer.ts';
+
+/** What the recorder knows of the session a call belongs to. */
+export interface RecordingSession {
+  id: string;
+  key: string;
+  harness: string;
+  tokenExact: boolean;
+  writer: CaptureWriter;
+  /** harness-specific facts about a model call (request kind, thread id) from its headers and body */
+  callMeta?: (headers: Record<string, string>, body: unknown) => Record<string, unknown>;
+  onCall?: (record: CallRecord) => void;
+}
+
+/** Counts a session's calls and errors, and numbers its records in the order calls end. */
+export interface CallCounters {
+  seq: number;
+  calls: number;
+  errors: number;
+}
+
+export function toCallRecord(
+  call: CompletedCall,
+  session: Pick<RecordingSession, 'id' | 'harness' | 'tokenExact' | 'callMeta'>,
+  seq: number,
+): CallRecord {
+  const headers = redactHeaders(call.request.headers);
+  const final = call.canonicalResponse;
+  const tokenExact =
+    session.tokenExact &&
+    call.error === null &&
+    call.tokens.promptTokenIds !== null &&
+    call.tokens.completionTokenIds !== null &&
+    call.tokens.inexact === undefined;
+  // a model call whose body parsed as JSON: the harness profile reads its facts from it
+  const harnessMeta =
+    call.modelCall && call.request.raw !== null ? (session.callMeta?.(headers, call.request.body) ?? {}) : {};
+  return {
+    v: 1,
+    type: 'call',
+    id: call.id,
+    session: session.id,
+    seq,
+    api: call.api,
+    harness: session.harness,
+    stream: call.stream,
+    started_at: call.startedAt.toISOString(),
+    ended_at: call.endedAt.toISOString(),
+    timings: {
+      ttfb_ms: call.ttfbMs === null ? null : round(call.ttfbMs),
+      backend_ms: call.backendMs === null ? null : round(call.backendMs),
+      total_ms: round(call.totalMs),
+    },
+    request: { method: call.request.method, path: call.request.path, headers, body: call.request.body },
+    response: call.response ?? { status: 0, body: null },
+    canonical_request: call.canonicalRequest,
+    canonical_response: final,
+    backend_request: call.backendRequest,
+    prompt_token_ids: call.tokens.promptTokenIds,
+    completion_token_ids: call.tokens.completionTokenIds,
+    completion_logprobs: call.tokens.completionLogprobs,
+    finish_reason: final?.finishReason ?? (call.error ? 'error' : null),
+    usage: final
+      ? { prompt_tokens: final.usage.promptTokens, completion_tokens: final.usage.completionTokens }
+      : null,
+    token_exact: tokenExact,
+    warnings: call.warnings,
+    harness_meta: harnessMeta,
+    backend_info: call.backendInfo,
+    error: call.error,
+  };
+}
+
+/**
+ * The record as the pieces of one JSONL line: the raw body spliced in, unless it spans lines or holds
+ * the session key (then the record is serialised whole).
+ */
+export function serialiseRecord(record: CallRecord, raw: Buffer | null, key: string): Buffer[] | string {
+  if (raw === null || raw.includes(10) || raw.includes(13) || raw.includes(key))
+    return JSON.stringify(record);
+  const line = JSON.stringify({ ...record, request: { ...record.request, body: RAW_BODY } });
+  const at = line.indexOf(RAW_BODY_JSON);
+  if (at < 0) return JSON.stringify(record);
+  return [Buffer.from(line.slice(0, at)), raw, Buffer.from(line.slice(at + RAW_BODY_JSON.length))];
+}
+
+/**
+ * The session's `complete`: numbers, records, scrubs and writes each call. A failed write is logged
+ * (the harness already has its answer).
+ */
+export function recordCalls(
+  session: RecordingSession,
+  counters: CallCounters,
+): (call: CompletedCall) => void {
+  return (call) => {
+    const record = toCallRecord(call, session, counters.seq++);
+    counters.calls++;
+    if (record.error) counters.errors++;
+    // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
+    // a harness echoing its own env), which keeps the hot path to one JSON.stringify
+    let line = serialiseRecord(record, call.request.raw, session.key);
+    let clean = record;
+    const leaked = Array.isArray(line)
+      ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
+      : line.includes(session.key);
+    if (leaked) {
+      clean = redactSecrets(record, [session.key]);
+      line = JSON.stringify(clean);
+    }
+    try {
+      session.writer.writeLine(line);
+    } catch (error) {
+      log.error(`could not write the call record to ${session.writer.path}: ${(error as Error).message}`);
+    }
+    session.onCall?.(clean);
+  };
+}
+
+const RAW_BODY = '\u0000polar-raw-body\u0000';
+const RAW_BODY_JSON = JSON.stringify(RAW_BODY);
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

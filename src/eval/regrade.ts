@@ -1,0 +1,122 @@
+/**
+ * `polar eval --regrade --out DIR`: grades every test log of an earlier run again, in place, with the
+ * parsers and rules of this polar (after a parser fix, without running agents or tests again), then
+ * rewrites results.jsonl and report.json. Samples whose outcome did not come from a test log (an
+ * error, an empty patch, a patch that did not apply, a test timeout, the official grader) keep their
+ * line. Capture files are append-only and keep the grading record they had.
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { UsageError } from '../errors.ts';
+import { log } from '../util/log.ts';
+import { loadDataset, type SweInstance } from './dataset.ts';
+import { gradeLog } from './grade.ts';
+import { buildReport, formatReport, type Report, type ResultLine } from './report.ts';
+import { readResults, sampleKey, writeAtomic } from './run.ts';
+
+export interface RegradeOptions {
+  out: string;
+  /** the dataset rows of the run (FAIL_TO_PASS / PASS_TO_PASS) */
+  instances: SweInstance[];
+  /** label for the report when the run has no report.json */
+  dataset: string;
+}
+
+export interface RegradeOutcome {
+  report: Report;
+  results: ResultLine[];
+  /** samples graded again from their log */
+  regraded: number;
+  /** of those, samples whose resolved flag changed */
+  changed: number;
+  /** samples kept as they were (no test log, or an outcome that did not come from one) */
+  kept: number;
+}
+
+function fromLog(r: ResultLine): boolean {
+  if (r.status !== 'resolved' && r.status !== 'unresolved') return false;
+  if (r.grader === 'swebench') return false;
+  return r.reason !== 'patch does not apply' && !String(r.reason ?? '').startsWith('tests timed out');
+}
+
+export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
+  const out = resolve(o.out);
+  const resultsPath = join(out, 'results.jsonl');
+  if (!existsSync(resultsPath)) {
+    throw new UsageError(
+      `--out ${o.out}: no results.jsonl to re-grade`,
+      'give the folder of an earlier polar eval',
+    );
+  }
+  const byId = new Map(o.instances.map((i) => [i.instance_id, i]));
+  const results = [...(await readResults(resultsPath)).values()];
+  let regraded = 0;
+  let changed = 0;
+  let missing = 0;
+  const next: ResultLine[] = [];
+  for (const r of results) {
+    const instance = byId.get(r.instance_id);
+    const logFile = join(out, 'logs', `${sampleKey(r.instance_id, r.sample)}.test.log`);
+    if (!fromLog(r) || !instance || !existsSync(logFile)) {
+      if (fromLog(r)) missing++;
+      next.push(r);
+      continue;
+    }
+    const g = gradeLog(instance, await readFile(logFile, 'utf8'));
+    const line: ResultLine = { ...r, regraded_at: new Date().toISOString() };
+    if ('error' in g) {
+      Object.assign(line, { status: 'error', resolved: false, reward: 0, reason: g.error });
+    } else {
+      Object.assign(line, {
+        status: g.resolved ? 'resolved' : 'unresolved',
+        resolved: g.resolved,
+        reward: g.resolved ? 1 : 0,
+        reason: g.reason,
+        suspicious: g.suspicious,
+        fail_to_pass: g.fail_to_pass,
+        pass_to_pass: g.pass_to_pass,
+        test_exit_code: g.test_exit_code,
+        official_version: g.rules.version,
+      });
+    }
+    regraded++;
+    if (line.resolved !== r.resolved) changed++;
+    next.push(line);
+  }
+  if (missing > 0) log.warn(`${missing} samples kept as they were: no test log or no dataset row for them`);
+  await writeAtomic(resultsPath, next.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  const previous = existsSync(join(out, 'report.json'))
+    ? (JSON.parse(await readFile(join(out, 'report.json'), 'utf8')) as Partial<Report>)
+    : {};
+  const ids = [...new Set(next.map((r) => r.instance_id))];
+  const samples = Math.max(previous.samples ?? 0, ...next.map((r) => r.sample + 1));
+  const report = buildReport(next, {
+    dataset: previous.dataset ?? o.dataset,
+    agent: previous.agent ?? 'unknown',
+    model: previous.model ?? 'unknown',
+    runtime: previous.runtime ?? 'unknown',
+    instances: ids,
+    samples,
+  });
+  await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  return { report, results: next, regraded, changed, kept: next.length - regraded };
+}
+
+/** The CLI side of `polar eval --regrade`: loads the dataset, re-grades, prints the report. */
+export async function regradeCommand(o: {
+  out: string;
+  dataset: string;
+  split?: string;
+  json?: boolean;
+}): Promise<number> {
+  const instances = await loadDataset(o.dataset, { split: o.split });
+  const outcome = await regradeRun({ out: o.out, instances, dataset: o.dataset });
+  log.info(
+    `re-graded ${outcome.regraded} samples from their logs (${outcome.changed} changed), kept ${outcome.kept}`,
+  );
+  if (o.json) process.stdout.write(`${JSON.stringify(outcome.report, null, 2)}\n`);
+  else process.stdout.write(`${formatReport(outcome.report)}\n`);
+  log.info(`rewrote ${resolve(o.out)}/{results.jsonl,report.json}`);
+  return 0;
+}

@@ -1,0 +1,318 @@
+/**
+ * The rollouts a `polar gym` server runs: POST /run (a task row: run the harness on its SWE-bench
+ * instance, grade, answer with the Responses object and the reward) and POST /v1/responses (the harness
+ * on an instance or in a scratch folder, ungraded). Each rollout gets its own folder under --out and
+ * waits for one of --max-rollouts slots.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Backend } from '../backends/types.ts';
+import { firstIssue, readCapture } from '../capture/reader.ts';
+import type { CallRecord } from '../capture/record.ts';
+import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
+import { parseRow, type SweInstance } from '../eval/dataset.ts';
+import { runEval } from '../eval/run.ts';
+import { scratchEnv } from '../eval/runtime/scratch.ts';
+import { HttpError } from '../http/errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
+import { Semaphore } from '../proxy/limits.ts';
+import {
+  type ResponseCreateParams,
+  ROLLOUT_INDEX_KEY,
+  responseCreateParamsSchema,
+  runRequestSchema,
+  TASK_INDEX_KEY,
+} from './contract.ts';
+import { NonContiguousError, type RolloutOutput, rolloutOutput } from './rollout.ts';
+import type { GymOptions } from './server.ts';
+
+type Json = Record<string, unknown>;
+
+export class GymRollouts {
+  readonly slots: Semaphore;
+  private readonly byId: Map<string, SweInstance>;
+  private counter = 0;
+
+  constructor(
+    private readonly options: GymOptions,
+    private readonly backend: Backend,
+    private readonly out: string,
+  ) {
+    this.slots = new Semaphore(options.maxRollouts ?? DEFAULTS.maxRollouts.value);
+    this.byId = new Map((options.dataset ?? []).map((i) => [i.instance_id, i]));
+  }
+
+  /** POST /run: one graded rollout of a task row */
+  async run(body: unknown): Promise<Json> {
+    const parsed = runRequestSchema.safeParse(body);
+    if (!parsed.success) throw zodError(parsed.error);
+    const row = body as Json;
+    const params = parsed.data.responses_create_params;
+    const instance = instanceOf(row, params, this.byId);
+    if (!instance) {
+      throw new HttpError(
+        400,
+        'the row names no SWE-bench instance: give verifier_metadata.instance (a SWE-bench row), or an instance_id of the --dataset in verifier_metadata or responses_create_params.metadata',
+      );
+    }
+    return this.inSlot(async () => {
+      const dir = await this.rolloutDir(row);
+      const { line, capture, rollout } = await this.onInstance(instance, params, dir, true);
+      return {
+        ...row,
+        response: responseObject(params, rollout, this.options.backend.model, capture),
+        reward: line.reward,
+        resolved: line.resolved,
+        status: line.status,
+        reason: line.reason,
+        ...traceFields(rollout),
+        polar: {
+          instance_id: instance.instance_id,
+          capture,
+          patch_file: line.patch_file,
+          agent: line.agent,
+          traces: rollout.traces,
+          skipped_calls: rollout.skipped,
+        },
+      };
+    });
+  }
+
+  /** POST /v1/responses: the harness on the named instance, or in a scratch folder; not graded */
+  async responses(body: unknown): Promise<Json> {
+    const parsed = responseCreateParamsSchema.safeParse(body);
+    if (!parsed.success) throw zodError(parsed.error);
+    const params = parsed.data;
+    const instance = instanceOf({}, params, this.byId);
+    const runtime = this.options.runtime;
+    if (!instance && runtime.isolated) {
+      throw new HttpError(
+        400,
+        `/v1/responses without an instance would run the harness outside the ${runtime.kind} runtime: name one in metadata.instance_id`,
+      );
+    }
+    return this.inSlot(async () => {
+      const dir = await this.rolloutDir({});
+      const { capture, rollout } = instance
+        ? await this.onInstance(instance, params, dir, false)
+        : await this.onScratch(params, dir);
+      return responseObject(params, rollout, this.options.backend.model, capture);
+    });
+  }
+
+  private async inSlot<T>(work: () => Promise<T>): Promise<T> {
+    const release = await this.slots.acquire();
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  private agentFor(params: ResponseCreateParams): Agent {
+    const o = this.options;
+    return new HarnessAgent({
+      harness: o.harness,
+      backend: o.backend,
+      model: o.backend.model,
+      placement: o.placement,
+      promptTemplate: promptText(params) || o.promptTemplate || PROMPT_TEMPLATES[o.harness],
+      // every rollout shares the server's backend (and its in-flight bound); agents never close it
+      createBackend: async () => this.backend,
+      ...(o.genericCommand ? { genericCommand: o.genericCommand } : {}),
+      ...(o.harnessEnv ? { env: o.harnessEnv } : {}),
+      ...(o.harnessOptions ? { harnessOptions: o.harnessOptions } : {}),
+    });
+  }
+
+  private async rolloutDir(row: Json): Promise<string> {
+    const task = typeof row[TASK_INDEX_KEY] === 'number' ? `t${row[TASK_INDEX_KEY]}` : 't';
+    const sample = typeof row[ROLLOUT_INDEX_KEY] === 'number' ? `r${row[ROLLOUT_INDEX_KEY]}` : 'r';
+    const name = `${task}-${sample}-${Date.now().toString(36)}-${(this.counter++).toString(36)}`;
+    const dir = join(this.out, name);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  }
+
+  /** runs the harness on an instance (graded or not) and converts its capture */
+  private async onInstance(instance: SweInstance, params: ResponseCreateParams, dir: string, grade: boolean) {
+    const outcome = await runEval({
+      instances: [instance],
+      agent: this.agentFor(params),
+      runtime: this.options.runtime,
+      out: dir,
+      samples: 1,
+      concurrency: 1,
+      agentTimeoutMs: this.options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
+      testTimeoutMs: this.options.testTimeoutMs ?? DEFAULTS.testTimeoutMs.value,
+      resume: false,
+      dataset: 'polar-gym',
+      grade: grade ? 'polar' : 'none',
+      progress: false,
+    });
+    const line = outcome.results[0];
+    if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');
+    const capture = typeof line.capture === 'string' ? line.capture : null;
+    return { line, capture, rollout: await convert(capture, line.reason) };
+  }
+
+  /** runs the harness in an empty scratch folder (a /v1/responses call naming no instance) */
+  private async onScratch(params: ResponseCreateParams, dir: string) {
+    const env = await scratchEnv();
+    const pseudo: SweInstance = {
+      instance_id: `gym-${Date.now().toString(36)}`,
+      repo: 'polar/scratch',
+      base_commit: '0000000',
+      patch: '',
+      test_patch: '',
+      problem_statement: promptText(params),
+      hints_text: '',
+      created_at: '',
+      version: '',
+      FAIL_TO_PASS: [],
+      PASS_TO_PASS: [],
+    };
+    try {
+      const agent = await this.agentFor(params).run({
+        instance: pseudo,
+        sample: 0,
+        env,
+        timeoutMs: this.options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
+        capturePath: join(dir, 'capture.jsonl'),
+        meta: { dataset: 'polar-gym', runtime: 'scratch' },
+      });
+      return { capture: agent.capture, rollout: await convert(agent.capture, agent.error) };
+    } finally {
+      await env.dispose();
+    }
+  }
+}
+
+/** A rollout's capture as Responses output items; a rollout without a usable call is a 502. */
+async function convert(capture: string | null, reason: string | null): Promise<RolloutOutput> {
+  const calls: CallRecord[] = [];
+  if (capture) {
+    for await (const { record } of readCapture(capture, { skipInvalid: true }))
+      if (record.type === 'call') calls.push(record);
+  }
+  let rollout: RolloutOutput;
+  try {
+    rollout = rolloutOutput(calls);
+  } catch (error) {
+    if (error instanceof NonContiguousError)
+      throw new HttpError(500, `polar built a non-contiguous chain: ${error.message}`, 'server_error');
+    throw error;
+  }
+  if (rollout.main < 0) {
+    const skipped = rollout.skipped.length ? `; ${rollout.skipped.slice(0, 3).join('; ')}` : '';
+    throw new HttpError(
+      502,
+      `the rollout made no usable model call${reason ? ` (${reason})` : ''}${skipped}`,
+      'rollout_error',
+    );
+  }
+  return rollout;
+}
+
+/** The harness prompt a row gives: instructions plus the text of its input messages (empty: none). */
+export function promptText(params: ResponseCreateParams): string {
+  const parts: string[] = [];
+  if (params.instructions) parts.push(params.instructions);
+  if (typeof params.input === 'string') parts.push(params.input);
+  else {
+    for (const item of params.input as Json[]) {
+      if (item.type !== undefined && item.type !== 'message') continue;
+      if (item.role === 'assistant') continue;
+      const content = item.content;
+      if (typeof content === 'string') parts.push(content);
+      else if (Array.isArray(content)) {
+        for (const c of content as Json[]) if (typeof c.text === 'string') parts.push(c.text);
+      }
+    }
+  }
+  return parts.join('\n\n').trim();
+}
+
+/**
+ * The row's SWE-bench instance: verifier_metadata.instance (a SWE-bench row), verifier_metadata itself
+ * when it is one, or an instance_id (verifier_metadata.instance_id, responses_create_params.metadata
+ * .instance_id) looked up in the --dataset.
+ */
+export function instanceOf(
+  row: Json,
+  params: ResponseCreateParams,
+  dataset: Map<string, SweInstance>,
+): SweInstance | null {
+  const meta = (row.verifier_metadata ?? null) as Json | null;
+  const candidate =
+    meta && typeof meta.instance === 'object' && meta.instance !== null
+      ? meta.instance
+      : meta && typeof meta.base_commit === 'string'
+        ? meta
+        : null;
+  if (candidate) return parseRow('verifier_metadata.instance', undefined, candidate);
+  const id =
+    (meta && typeof meta.instance_id === 'string' ? meta.instance_id : undefined) ??
+    params.metadata?.instance_id;
+  if (!id) return null;
+  const found = dataset.get(id);
+  if (!found) throw new HttpError(400, `instance ${id} is not in the --dataset of this server`);
+  return found;
+}
+
+function traceFields(rollout: RolloutOutput): Json {
+  const main = rollout.traces[rollout.main];
+  return {
+    // numeric top-level fields: NeMo Gym's aggregation turns them into mean/ max/ ... metrics
+    polar_calls: rollout.calls.recorded,
+    polar_usable_calls: rollout.calls.usable,
+    polar_call_errors: rollout.calls.errors,
+    polar_traces: rollout.traces.length,
+    polar_main_calls: main?.calls ?? 0,
+    polar_calls_outside_main: rollout.calls.outside_main,
+    polar_compactions: rollout.traces.filter((t) => t.kind === 'compaction').length,
+    polar_subagent_traces: rollout.traces.filter((t) => t.kind === 'subagent').length,
+  };
+}
+
+function responseObject(
+  params: ResponseCreateParams,
+  rollout: RolloutOutput,
+  model: string,
+  capture: string | null,
+): Json {
+  const metadata: Record<string, string> = {
+    polar_main_trace: String(rollout.main),
+    polar_traces: String(rollout.traces.length),
+  };
+  if (capture) metadata.polar_capture = capture;
+  return {
+    id: `resp_polar_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    model: params.model ?? model,
+    status: 'completed',
+    output: rollout.output,
+    parallel_tool_calls: params.parallel_tool_calls ?? true,
+    tool_choice: params.tool_choice ?? 'auto',
+    tools: params.tools ?? [],
+    error: null,
+    incomplete_details: null,
+    instructions: params.instructions ?? null,
+    metadata,
+    temperature: params.temperature ?? null,
+    top_p: params.top_p ?? null,
+    usage: {
+      input_tokens: rollout.usage.input_tokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: rollout.usage.output_tokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: rollout.usage.input_tokens + rollout.usage.output_tokens,
+    },
+  };
+}
+
+export function zodError(error: import('zod').ZodError): HttpError {
+  const { field, message } = firstIssue(error);
+  return new HttpError(422, `${field}: ${message}`);
+}

@@ -1,0 +1,63 @@
+/**
+ * Every CLI default, declared once: the value the code uses (already parsed: milliseconds, bytes, numbers)
+ * and the words --help shows for it. Commands take defaults from here (through `withDefault`), and code
+ * that runs without the CLI (polar gym's server, the loop's evaluations) falls back to the same values.
+ */
+import type { Option } from 'commander';
+
+export interface Default<T> {
+  value: T;
+  /** what --help shows after "default:" */
+  shown: string;
+}
+
+const d = <T>(value: T, shown = String(value)): Default<T> => ({ value, shown });
+
+export const DEFAULTS = {
+  /** harness and test time limits of one sample (eval, loop, gym) */
+  agentTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
+  testTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
+  /** abandon one backend call after this long */
+  backendTimeoutMs: d(600_000, '600 (10 min)'),
+  /** largest request body the capture proxy accepts */
+  maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
+  /** backend calls in flight at most (serve, gym) */
+  maxInflight: d(64),
+  /** rollouts at once in polar gym */
+  maxRollouts: d(8),
+  /** samples run at once (eval, loop) */
+  concurrency: d(4),
+  samples: d(1),
+  /** binding */
+  host: d('127.0.0.1'),
+  servePort: d(8100),
+  gymPort: d(8200),
+  /** output places */
+  evalOut: d('runs/eval'),
+  gymOut: d('runs/gym'),
+  serveCaptures: d('polar-captures'),
+  inspectOutput: d('report.html'),
+  /** the SWE-bench-style runtime */
+  runtime: d('docker' as 'local' | 'docker' | 'podman'),
+  repos: d('fixtures/swe/repos'),
+  split: d('test'),
+  grader: d('polar' as 'polar' | 'swebench'),
+  gymHarness: d('pi' as const),
+  /** the model the embedded backend loads when no --model is given */
+  embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),
+  /** polar inspect */
+  maxTokensPerTrace: d(2000),
+  /** polar loop */
+  groupSize: d(16),
+  tasksPerStep: d(9),
+  steps: d(50),
+  evalEvery: d(10),
+  trainDevice: d('cuda' as 'cuda' | 'cpu'),
+  /** how long polar loop waits for a restarted server to answer */
+  reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
+} as const;
+
+/** An option with its typed default from DEFAULTS, shown in --help as words (`default: 1800 (30 min)`). */
+export function withDefault<T>(option: Option, value: Default<T>): Option {
+  return option.default(value.value, value.shown);
+}

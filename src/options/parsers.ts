@@ -1,0 +1,156 @@
+/**
+ * commander argument parsers: each turns a flag's text into its typed value once, at parse time, or
+ * throws commander's InvalidArgumentError. The message is a predicate on the value ("expected a positive
+ * integer", "is not one of a, b"); src/cli.ts prefixes it with the flag and the value, so every bad value
+ * reads `polar: error: --samples 0: expected a positive integer`.
+ */
+import { InvalidArgumentError } from 'commander';
+
+export type Parser<T> = (value: string) => T;
+
+function finite(value: string): number {
+  const n = value.trim() === '' ? Number.NaN : Number(value);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError('expected a number');
+  return n;
+}
+
+function integer(value: string, what: string, ok: (n: number) => boolean): number {
+  const n = value.trim() === '' ? Number.NaN : Number(value);
+  if (!Number.isInteger(n) || !ok(n)) throw new InvalidArgumentError(`expected ${what}`);
+  return n;
+}
+
+/** any integer */
+export const int: Parser<number> = (v) => integer(v, 'an integer', () => true);
+/** 1, 2, ... */
+export const positiveInt: Parser<number> = (v) => integer(v, 'a positive integer', (n) => n > 0);
+/** 0, 1, ... */
+export const nonNegativeInt: Parser<number> = (v) => integer(v, 'a non-negative integer', (n) => n >= 0);
+/** an integer from min to max */
+export const intIn =
+  (min: number, max: number): Parser<number> =>
+  (v) =>
+    integer(v, `an integer from ${min} to ${max}`, (n) => n >= min && n <= max);
+
+/** a TCP port; 0 asks for an ephemeral one */
+export const port: Parser<number> = intIn(0, 65535);
+
+/** any finite number */
+export const float: Parser<number> = finite;
+
+/**
+ * A number in a range; `open` makes the lower bound exclusive (top-p is in (0, 1]).
+ * `what` overrides the wording, e.g. 'a fraction between 0 and 1'.
+ */
+export function floatIn(
+  min: number,
+  max: number,
+  options: { open?: 'min'; what?: string } = {},
+): Parser<number> {
+  const what =
+    options.what ??
+    (max === Number.POSITIVE_INFINITY
+      ? `a number ${options.open === 'min' ? '>' : '>='} ${min}`
+      : `a number in ${options.open === 'min' ? '(' : '['}${min}, ${max}]`);
+  return (v) => {
+    const n = v.trim() === '' ? Number.NaN : Number(v);
+    const ok = Number.isFinite(n) && (options.open === 'min' ? n > min : n >= min) && n <= max;
+    if (!ok) throw new InvalidArgumentError(`expected ${what}`);
+    return n;
+  };
+}
+
+/** seconds > 0 given on the command line, as milliseconds */
+export const seconds: Parser<number> = (v) => {
+  const n = v.trim() === '' ? Number.NaN : Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected seconds > 0');
+  return n * 1000;
+};
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1000,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1000 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1000 ** 3,
+  gib: 1024 ** 3,
+};
+
+/** a byte count: 67108864, 64MiB, 64M (binary), 64MB (decimal) */
+export const bytes: Parser<number> = (v) => {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(v);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  const n = m && unit !== undefined ? Number(m[1]) * unit : Number.NaN;
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError('expected a byte count (e.g. 67108864, 64MiB, 512KiB)');
+  return n;
+};
+
+/** one of a fixed set of words */
+export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
+  return (v) => {
+    if (!(values as readonly string[]).includes(v))
+      throw new InvalidArgumentError(`is not one of ${values.join(', ')}`);
+    return v as T;
+  };
+}
+
+/** a JSON object */
+export const jsonObject: Parser<Record<string, unknown>> = (v) => {
+  let value: unknown;
+  try {
+    value = JSON.parse(v);
+  } catch {
+    throw new InvalidArgumentError(`not valid JSON (for example '{"enable_thinking": false}')`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidArgumentError('expected a JSON object');
+  return value as Record<string, unknown>;
+};
+
+/** an http(s) URL */
+export const url: Parser<string> = (v) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL, e.g. http://127.0.0.1:8000/v1');
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new InvalidArgumentError('expected an http(s) URL, e.g. http://127.0.0.1:8000/v1');
+  return v;
+};
+
+/** comma-separated words, empty items dropped */
+export const list: Parser<string[]> = (v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** a repeatable flag: each use appends */
+export const repeatable = (v: string, previous: string[] = []): string[] => [...previous, v];
+
+/** `key=value`, repeatable, into a record */
+export const keyValue = (v: string, previous: Record<string, string> = {}): Record<string, string> => {
+  const eq = v.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError('expected key=value');
+  return { ...previous, [v.slice(0, eq)]: v.slice(eq + 1) };
+};
+
+/** `i/n`: the i-th of n shards, 1-based */
+export const shard: Parser<{ index: number; count: number }> = (v) => {
+  const m = /^(\d+)\/(\d+)$/.exec(v.trim());
+  const index = m ? Number(m[1]) : Number.NaN;
+  const count = m ? Number(m[2]) : Number.NaN;
+  if (!m || count < 1 || index < 1 || index > count)
+    throw new InvalidArgumentError(
+      'expected i/n with 1 <= i <= n (for example 2/4: the second of four shards)',
+    );
+  return { index, count };
+};

@@ -1,0 +1,28 @@
+/** The typed flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym). */
+import type { RuntimeSetup } from '../eval/runtime/create.ts';
+import type { RuntimeKind } from '../eval/runtime/types.ts';
+
+export interface RolloutFlags {
+  piApi?: string;
+  runtime: RuntimeKind;
+  repos: string;
+  image?: string;
+  network?: string;
+  allowUnsandboxed?: boolean;
+  /** milliseconds */
+  agentTimeout: number;
+  /** milliseconds */
+  testTimeout: number;
+}
+
+/** --runtime and its companions as the runtime factory takes them (the same for eval, loop and gym). */
+export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }): RuntimeSetup {
+  return {
+    kind: flags.runtime,
+    repos: flags.repos,
+    ...(flags.image ? { image: flags.image } : {}),
+    ...(flags.network ? { network: flags.network } : {}),
+    ...(flags.allowUnsandboxed ? { allowUnsandboxed: true } : {}),
+    ...(flags.keepEnvs ? { keepEnvs: true } : {}),
+  };
+}

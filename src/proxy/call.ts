@@ -1,0 +1,121 @@
+/**
+ * One model call as the proxy sees it: the state while it runs (CallInProgress) and the plain value it
+ * hands to its session when it is over (CompletedCall). Turning that value into a record, redacting and
+ * writing it is the session's business (src/capture/call-record.ts); the proxy knows nothing of files.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { CallRecorder } from '../backends/types.ts';
+import type { ApiName, CanonicalRequest, CanonicalResponse, TokenData } from '../protocols/canonical.ts';
+
+export type CallError = {
+  kind: string;
+  message: string;
+  status: number;
+};
+
+/** Everything known about one finished call. Times are performance.now() milliseconds. */
+export interface CompletedCall {
+  id: string;
+  /** the front API, or the token-count endpoint's own name */
+  api: ApiName | 'anthropic-count-tokens';
+  /** the API served a model call (not a token count): harness facts apply to it */
+  modelCall: boolean;
+  stream: boolean;
+  startedAt: Date;
+  endedAt: Date;
+  ttfbMs: number | null;
+  backendMs: number | null;
+  totalMs: number;
+  request: {
+    method: string;
+    path: string;
+    /** as received: redacting them is the recorder's job */
+    headers: IncomingHttpHeaders;
+    /** the parsed JSON body; the start of the text when it did not parse; null when unread */
+    body: unknown;
+    /** the body bytes as received, when they parsed as JSON */
+    raw: Buffer | null;
+  };
+  canonicalRequest: CanonicalRequest | null;
+  canonicalResponse: CanonicalResponse | null;
+  backendRequest: { url: string; body: unknown } | null;
+  tokens: TokenData;
+  /** what the harness got: status and body (for a stream, the body a non-streamed call would have had) */
+  response: { status: number; body: unknown } | null;
+  error: CallError | null;
+  warnings: string[];
+  backendInfo: Record<string, unknown>;
+}
+
+/** The state of one call while it runs. */
+export class CallInProgress {
+  readonly id = `call_${randomUUID()}`;
+  readonly t0 = performance.now();
+  readonly startedAt = new Date();
+  readonly warnings: string[] = [];
+  readonly backendInfo: Record<string, unknown> = {};
+  requestBody: unknown = null;
+  rawBody: Buffer | null = null;
+  stream = false;
+  canonical: CanonicalRequest | null = null;
+  backendRequest: { url: string; body: unknown } | null = null;
+  tokens: TokenData = { promptTokenIds: null, completionTokenIds: null, completionLogprobs: null };
+  final: CanonicalResponse | null = null;
+  response: { status: number; body: unknown } | null = null;
+  error: CallError | null = null;
+  ttfb: number | null = null;
+  backendMs: number | null = null;
+  readonly recorder: CallRecorder;
+
+  constructor(
+    readonly api: CompletedCall['api'],
+    readonly modelCall: boolean,
+    readonly req: IncomingMessage,
+  ) {
+    this.recorder = {
+      backendRequest: (url, body) => {
+        this.backendRequest = { url, body };
+      },
+      tokens: (data) => {
+        this.tokens = data;
+      },
+      warn: (message) => {
+        this.warnings.push(message);
+      },
+      annotate: (key, value) => {
+        this.backendInfo[key] = value;
+      },
+    };
+  }
+
+  /** the value handed to the session (call once, when the call is over) */
+  completed(): CompletedCall {
+    return {
+      id: this.id,
+      api: this.api,
+      modelCall: this.modelCall,
+      stream: this.stream,
+      startedAt: this.startedAt,
+      endedAt: new Date(),
+      ttfbMs: this.ttfb,
+      backendMs: this.backendMs,
+      totalMs: performance.now() - this.t0,
+      request: {
+        method: this.req.method ?? 'POST',
+        path: this.req.url ?? '/',
+        headers: this.req.headers,
+        body: this.requestBody,
+        raw: this.rawBody,
+      },
+      canonicalRequest: this.canonical,
+      canonicalResponse: this.final,
+      backendRequest: this.backendRequest,
+      tokens: this.tokens,
+      response: this.response,
+      error: this.error,
+      warnings: this.warnings,
+      backendInfo: this.backendInfo,
+    };
+  }
+}

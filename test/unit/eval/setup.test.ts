@@ -1,0 +1,137 @@
+/**
+ * One evaluation setup: `polar eval`, `polar loop` and `polar gym` given the same flags build the same
+ * runtime and the same container command lines (the engine is a recorder: docker.ts builds argv without
+ * one). The harness config dir is mounted for all three (it was missing for gym, see c01d727).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { HarnessAgent, type RunCapture } from '../../../src/eval/agents.ts';
+import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
+import { loadDataset } from '../../../src/eval/dataset.ts';
+import type { ExecResult } from '../../../src/eval/exec.ts';
+import { createRuntime } from '../../../src/eval/runtime/create.ts';
+import { type EvaluationSetup, harnessSetup, setupEvaluation } from '../../../src/eval/setup.ts';
+import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
+import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
+import { loopEvaluation } from '../../../src/loop/loop.ts';
+import { parseArgv } from '../../support/argv.ts';
+import { MINI } from './helpers.ts';
+
+const SHARED = [
+  '--harness',
+  'pi',
+  '--pi-api',
+  'openai-responses',
+  '--backend-url',
+  'http://127.0.0.1:8000/v1',
+  '--model',
+  'Qwen/Qwen3.5-4B',
+  '--runtime',
+  'podman',
+  '--image',
+  'registry.example/{instance_id}:v1',
+  '--network',
+  'polar-net',
+];
+
+function setups(extra: string[] = []): Record<'eval' | 'loop' | 'gym', EvaluationSetup> {
+  const evalFlags = parseArgv(['eval', '--dataset', MINI, ...SHARED, ...extra]).flags as unknown as EvalFlags;
+  const loopFlags = parseArgv(['loop', '--train-set', MINI, '--out', 'run', ...SHARED, ...extra])
+    .flags as unknown as LoopFlags;
+  const gymFlags = parseArgv(['gym', ...SHARED, ...extra]).flags as unknown as GymFlags;
+  return {
+    eval: evaluationSetup(evalFlags),
+    loop: loopEvaluation(loopOptions(loopFlags)),
+    gym: gymEvaluation(gymFlags),
+  };
+}
+
+/** what one sample does in a container: start it, then start the harness in it under capture */
+async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
+  const lines: string[][] = [];
+  const runner = async (argv: string[]): Promise<ExecResult> => {
+    lines.push(argv);
+    return { exitCode: 0, signal: null, output: '', timedOut: false, durationMs: 1 };
+  };
+  const tmpRoot = mkdtempSync(join(tmpdir(), 'polar-setup-test-'));
+  const { runtime } = await setupEvaluation(setup, { runner, tmpRoot });
+  const [instance] = await loadDataset(MINI);
+  const env = await runtime.prepare(instance!, 'agent');
+  const fake: RunCapture = async (o) => {
+    lines.push(o.command, [`runDirBase=${o.runDirBase}`], [`api=${o.harnessOptions?.api}`]);
+    return {
+      sessionId: 's',
+      exitCode: 0,
+      signal: null,
+      status: 'completed',
+      calls: 0,
+      errors: 0,
+      output: o.output,
+    };
+  };
+  // the harness agent as gym makes it per rollout (eval and loop: createAgent, from the same harnessSetup)
+  const agent = new HarnessAgent({
+    ...(await harnessSetup({ ...setup.agent, agent: 'pi' }, runtime)),
+    runCapture: fake,
+    createBackend: async () => ({}) as never,
+  });
+  await agent.run({ instance: instance!, sample: 0, env, timeoutMs: 1000, capturePath: 'c.jsonl', meta: {} });
+  // the container name carries a random nonce and the config dir a temp name: the same for all three
+  const name = lines[0]![lines[0]!.indexOf('--name') + 1]!;
+  return lines.map((l) =>
+    l.map((a) =>
+      a.replaceAll(name, '<name>').replace(/\/[^ :]*polar-setup-test-[^/]+\/polar-harness-\w+/g, '<dir>'),
+    ),
+  );
+}
+
+describe('one evaluation setup for eval, loop and gym', () => {
+  test('the same options give the same runtime setup and harness', () => {
+    const { eval: e, loop, gym } = setups();
+    assert.deepEqual(loop, e);
+    assert.deepEqual(gym, e);
+    assert.deepEqual(e.runtime, {
+      kind: 'podman',
+      repos: 'fixtures/swe/repos',
+      image: 'registry.example/{instance_id}:v1',
+      network: 'polar-net',
+    });
+  });
+
+  test('the same container command lines, with the harness config dir mounted in all three', async () => {
+    const all = setups();
+    const lines = await containerLines(all.eval);
+    assert.deepEqual(await containerLines(all.loop), lines);
+    assert.deepEqual(await containerLines(all.gym), lines);
+    const run = lines[0]!;
+    assert.deepEqual(run.slice(0, 2), ['podman', 'run']);
+    assert.ok(run.includes('registry.example/polar-fixtures__textkit-1:v1'), 'the --image template');
+    assert.deepEqual(run.slice(run.indexOf('--network'), run.indexOf('--network') + 2), [
+      '--network',
+      'polar-net',
+    ]);
+    assert.ok(run.includes(`${process.execPath}:/polar/bin/node:ro`), 'node mounted read-only');
+    assert.ok(
+      run.some((a) => /node_modules:\/polar\/node_modules:ro$/.test(a)),
+      'node_modules mounted',
+    );
+    assert.ok(run.includes('<dir>:<dir>'), 'the harness config dir mounted writable at the same path');
+    assert.deepEqual(lines[1]!.slice(0, 3), ['podman', 'exec', '-i']);
+    assert.ok(lines[1]!.includes('/polar/bin/node'), 'the harness starts with the mounted node');
+    assert.deepEqual(lines[2], ['runDirBase=<dir>']);
+    assert.deepEqual(lines[3], ['api=openai-responses']);
+  });
+
+  test('the local runtime refuses a harness without --allow-unsandboxed, for all three', async () => {
+    for (const [name, setup] of Object.entries(setups(['--runtime', 'local']))) {
+      await assert.rejects(
+        createRuntime(setup.runtime, { harness: 'pi' }),
+        /--runtime local would run the pi harness unsandboxed/,
+        name,
+      );
+    }
+  });
+});

@@ -1,0 +1,321 @@
+/**
+ * The option layer: each parser's accepted and refused values, argv -> typed flags for every command,
+ * commander's own errors in polar's format (`polar: error: --flag value: problem`, exit 2), and the
+ * defaults shown in --help as values.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CommanderError } from 'commander';
+import { main, program, reportError } from '../../../src/cli.ts';
+import { DEFAULTS } from '../../../src/options/defaults.ts';
+import {
+  bytes,
+  floatIn,
+  int,
+  intIn,
+  jsonObject,
+  keyValue,
+  list,
+  nonNegativeInt,
+  oneOf,
+  port,
+  positiveInt,
+  seconds,
+  shard,
+  url,
+} from '../../../src/options/parsers.ts';
+import { parseArgv, usageError } from '../../support/argv.ts';
+
+describe('parsers', () => {
+  const ok: Array<[string, (v: string) => unknown, string, unknown]> = [
+    ['int', int, '-3', -3],
+    ['positiveInt', positiveInt, '7', 7],
+    ['nonNegativeInt', nonNegativeInt, '0', 0],
+    ['intIn', intIn(14, 20), '17', 17],
+    ['port', port, '0', 0],
+    ['floatIn', floatIn(0, 1), '0.25', 0.25],
+    ['floatIn open', floatIn(0, 1, { open: 'min' }), '1', 1],
+    ['seconds', seconds, '1.5', 1500],
+    ['bytes plain', bytes, '67108864', 67108864],
+    ['bytes MiB', bytes, '64MiB', 64 * 1024 * 1024],
+    ['bytes MB', bytes, '2MB', 2_000_000],
+    ['bytes k', bytes, '512k', 512 * 1024],
+    ['oneOf', oneOf(['a', 'b']), 'b', 'b'],
+    ['jsonObject', jsonObject, '{"a":1}', { a: 1 }],
+    ['url', url, 'https://h:1/v1', 'https://h:1/v1'],
+    ['list', list, 'a, b,,c', ['a', 'b', 'c']],
+    ['shard', shard, '2/4', { index: 2, count: 4 }],
+  ];
+  for (const [name, parse, value, expected] of ok) {
+    test(`${name} ${value}`, () => assert.deepEqual(parse(value), expected));
+  }
+  const bad: Array<[string, (v: string) => unknown, string, RegExp]> = [
+    ['int', int, '1.5', /expected an integer/],
+    ['int', int, '', /expected an integer/],
+    ['positiveInt', positiveInt, '0', /expected a positive integer/],
+    ['positiveInt', positiveInt, '2x', /expected a positive integer/],
+    ['nonNegativeInt', nonNegativeInt, '-1', /expected a non-negative integer/],
+    ['intIn', intIn(14, 20), '21', /expected an integer from 14 to 20/],
+    ['floatIn', floatIn(0, 1), '1.1', /expected a number in \[0, 1\]/],
+    ['floatIn open', floatIn(0, 1, { open: 'min' }), '0', /expected a number in \(0, 1\]/],
+    ['seconds', seconds, '0', /expected seconds > 0/],
+    ['seconds', seconds, 'soon', /expected seconds > 0/],
+    ['bytes', bytes, '1.5', /expected a byte count/],
+    ['bytes', bytes, '12 parsecs', /expected a byte count/],
+    ['oneOf', oneOf(['a', 'b']), 'c', /^is not one of a, b$/],
+    ['jsonObject', jsonObject, '[1]', /expected a JSON object/],
+    ['jsonObject', jsonObject, '{', /not valid JSON/],
+    ['url', url, 'ftp://h', /expected an http\(s\) URL/],
+    ['shard', shard, '5/4', /expected i\/n with 1 <= i <= n/],
+  ];
+  for (const [name, parse, value, message] of bad) {
+    test(`${name} refuses ${JSON.stringify(value)}`, () =>
+      assert.throws(
+        () => parse(value),
+        (e: unknown) =>
+          e instanceof CommanderError && e.code === 'commander.invalidArgument' && message.test(e.message),
+      ));
+  }
+  test('keyValue accumulates', () => {
+    assert.deepEqual(keyValue('b=2', keyValue('a=1')), { a: '1', b: '2' });
+    assert.throws(() => keyValue('=x'), /expected key=value/);
+  });
+});
+
+describe('argv -> typed flags', () => {
+  const BACKEND = ['--backend-url', 'http://h/v1', '--model', 'm'];
+  const cases: Array<[string[], Record<string, unknown>]> = [
+    [
+      ['eval', '--dataset', 'd.jsonl', '--agent', 'gold'],
+      {
+        dataset: 'd.jsonl',
+        agent: 'gold',
+        split: 'test',
+        samples: 1,
+        concurrency: 4,
+        out: 'runs/eval',
+        grader: 'polar',
+        runtime: 'docker',
+        repos: 'fixtures/swe/repos',
+        agentTimeout: 1_800_000,
+        testTimeout: 1_800_000,
+        backendTimeout: 600_000,
+        requireTokenIds: true,
+      },
+    ],
+    [
+      [
+        'eval',
+        '--dataset',
+        'd.jsonl',
+        '--harness',
+        'pi',
+        '--samples',
+        '3',
+        '--instances',
+        'a,b',
+        '--limit',
+        '2',
+        '--shard',
+        '1/2',
+        '--fail-under',
+        '0.5',
+        '--agent-timeout',
+        '60',
+        ...BACKEND,
+      ],
+      {
+        harness: 'pi',
+        samples: 3,
+        instances: ['a', 'b'],
+        limit: 2,
+        shard: { index: 1, count: 2 },
+        failUnder: 0.5,
+        agentTimeout: 60_000,
+        backendUrl: 'http://h/v1',
+        model: 'm',
+      },
+    ],
+    [
+      [
+        'loop',
+        '--train-set',
+        't.jsonl',
+        '--harness',
+        'pi',
+        '--out',
+        'run',
+        '--eval-every',
+        '0',
+        '--lr',
+        '0.05',
+      ],
+      {
+        trainSet: 't.jsonl',
+        harness: 'pi',
+        out: 'run',
+        groupSize: 16,
+        tasksPerStep: 9,
+        steps: 50,
+        evalEvery: 0,
+        concurrency: 4,
+        device: 'cuda',
+        lr: 0.05,
+        agentTimeout: 1_800_000,
+      },
+    ],
+    [
+      ['gym', '--port', '0', '--max-rollouts', '2'],
+      {
+        harness: 'pi',
+        port: 0,
+        maxRollouts: 2,
+        maxInflight: 64,
+        out: 'runs/gym',
+        host: '127.0.0.1',
+        testTimeout: 1_800_000,
+      },
+    ],
+    [
+      ['serve', '--max-inflight', '4'],
+      { port: 8100, maxInflight: 4, captures: 'polar-captures', host: '127.0.0.1' },
+    ],
+    [
+      ['inspect', 't.jsonl', '--max-trajectories', 'all'],
+      { output: 'report.html', maxTokensPerTrace: 2000, maxTrajectories: 'all' },
+    ],
+    [['inspect', 't.jsonl', '--max-trajectories', '3'], { maxTrajectories: 3 }],
+    [
+      [
+        'train',
+        't.jsonl',
+        '--out',
+        'o',
+        '--lr',
+        '1e-5',
+        '--gpus',
+        '2',
+        '--no-tis',
+        '--loss-agg',
+        'dr-grpo',
+        '--seed',
+        '0',
+      ],
+      { out: 'o', lr: 1e-5, gpus: 2, tis: false, lossAgg: 'dr-grpo', seed: 0 },
+    ],
+    [
+      ['export', 'ckpt', '--onnx', 'dir', '--opset', '18', '--quantize', 'int8'],
+      { onnx: 'dir', opset: 18, quantize: 'int8' },
+    ],
+  ];
+  for (const [argv, expected] of cases) {
+    test(argv.join(' '), () => {
+      const { flags } = parseArgv(argv);
+      for (const [key, value] of Object.entries(expected)) assert.deepEqual(flags[key], value, key);
+    });
+  }
+  test('train leaves unset flags undefined (train.json and the defaults apply later)', () => {
+    const { flags } = parseArgv(['train', 't.jsonl', '--out', 'o']);
+    assert.equal(flags.lr, undefined);
+    assert.equal(flags.device, undefined);
+  });
+});
+
+describe('usage errors name the flag', () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['eval', '--dataset', 'd', '--samples', '0'], /^--samples 0: expected a positive integer$/],
+    [
+      ['eval', '--dataset', 'd', '--harness', 'cdex'],
+      /^--harness cdex is not one of codex, claude, pi, generic$/,
+    ],
+    [
+      ['eval', '--dataset', 'd', '--agent', 'golden'],
+      /^--agent golden is not one of gold, empty, predictions, codex/,
+    ],
+    [['eval', '--dataset', 'd', '--fail-under', '2'], /^--fail-under 2: expected a fraction between 0 and 1/],
+    [['eval', '--dataset', 'd', '--grader', 'x'], /^--grader x is not one of polar, swebench$/],
+    [['eval', '--dataset', 'd', '--runtime', 'lxc'], /^--runtime lxc is not one of local, docker, podman$/],
+    [['eval', '--dataset', 'd', '--test-timeout', '-5'], /^--test-timeout -5: expected seconds > 0$/],
+    [['eval', '--dataset', 'd', '--shard', '0/2'], /^--shard 0\/2: expected i\/n/],
+    [['eval'], /^required option '--dataset <path\|hub-id>' not specified$/],
+    [
+      ['loop', '--train-set', 't', '--out', 'o', '--harness', 'pi', '--steps', 'x'],
+      /^--steps x: expected a positive integer$/,
+    ],
+    [['loop', '--train-set', 't', '--out', 'o'], /^required option '--harness <name>' not specified$/],
+    [['gym', '--max-inflight', '0'], /^--max-inflight 0: expected a positive integer$/],
+    [['serve', '--port', 'http'], /^--port http: expected an integer from 0 to 65535$/],
+    [
+      ['inspect', 't', '--max-tokens-per-trace', '0'],
+      /^--max-tokens-per-trace 0: expected a positive integer$/,
+    ],
+    [
+      ['inspect', 't', '--max-trajectories', 'some'],
+      /^--max-trajectories some: expected a positive integer or "all"$/,
+    ],
+    [['train', 't', '--out', 'o', '--gpus', '1.5'], /^--gpus 1.5: expected a positive integer$/],
+    [['train', 't', '--out', 'o', '--device', 'tpu'], /^--device tpu is not one of cuda, cpu$/],
+    [['export', 'c', '--onnx', 'd', '--opset', '9'], /^--opset 9: expected an integer from 14 to 20$/],
+    [['capture', '--bogus', '--', 'true'], /^unknown option '--bogus'$/],
+  ];
+  for (const [argv, message] of cases) {
+    test(argv.join(' '), () => assert.match(usageError(argv) ?? '(parsed)', message));
+  }
+});
+
+/** runs main with stderr captured (stdout belongs to the test runner's reporter) */
+async function run(argv: string[]): Promise<{ code: number; stderr: string }> {
+  const err: string[] = [];
+  const saved = process.stderr.write;
+  process.stderr.write = ((chunk: string) => err.push(String(chunk)) > 0) as typeof process.stderr.write;
+  try {
+    const code = await main(['node', 'polar', ...argv]);
+    return { code, stderr: err.join('') };
+  } finally {
+    process.stderr.write = saved;
+  }
+}
+
+describe('main', () => {
+  test("commander's errors in polar's format, exit 2", async () => {
+    const r = await run(['eval', '--dataset', 'd', '--samples', 'many']);
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /^polar: error: --samples many: expected a positive integer\n {2}run with --help for usage\n$/,
+    );
+    const unknown = await run(['evaluate']);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /^polar: error: unknown command 'evaluate'/);
+  });
+  test('a PolarError from a command: its message, its exit code, no stack', async () => {
+    const r = await run(['eval', '--dataset', 'd.jsonl']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /polar: error: give --harness <codex\|claude\|pi\|generic> or --agent/);
+    assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
+  });
+  test('help and version exit 0; `polar` alone prints the help and is a usage error', () => {
+    assert.equal(reportError(new CommanderError(0, 'commander.helpDisplayed', '(outputHelp)'), false), 0);
+    assert.equal(reportError(new CommanderError(0, 'commander.version', '0.1.0'), false), 0);
+    assert.equal(reportError(new CommanderError(1, 'commander.help', '(outputHelp)'), false), 2);
+  });
+  test('--help shows defaults as values, and the exit codes', () => {
+    const root = program();
+    // commander wraps at the terminal width: compare with the whitespace folded
+    const help = (name: string) =>
+      root.commands
+        .find((c) => c.name() === name)!
+        .helpInformation()
+        .replace(/\s+/g, ' ');
+    assert.match(
+      help('eval'),
+      /--agent-timeout <s> seconds before the harness is killed \(default: 1800 \(30 min\)\)/,
+    );
+    assert.match(help('capture'), /--max-body <bytes> largest request body accepted \(default: 64MiB\)/);
+    assert.match(help('train'), /--lr <lr> learning rate \(default: 0\.000001\)/);
+    assert.match(help('gym'), /--port <port> port to bind \(0: ephemeral\) \(default: 8200\)/);
+    assert.doesNotMatch(help('capture'), /67108864/);
+    assert.match(root.helpInformation() + '', /Usage: polar/);
+    assert.equal(DEFAULTS.agentTimeoutMs.value, 30 * 60_000);
+  });
+});
