@@ -117,9 +117,7 @@ export type TokenInexactCause =
   /** vLLM 0.10.2 until PR #29074 drops the ids of streamed chunks its tool parser swallows */
   | 'ids_dropped_by_server'
   /** fewer or more ids than usage.completion_tokens for another reason */
-  | 'ids_count_mismatch'
-  /** the server used other prompt ids than the ones it reports */
-  | 'prompt_ids_unreliable';
+  | 'ids_count_mismatch';
 
 /**
  * Stream events of the canonical form: small, named noun-verb. A stream is
