@@ -7,6 +7,7 @@
 import { Command, CommanderError } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
+import { defineDoctor } from '../commands/doctor.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineExport } from '../commands/export.ts';
 import { defineGrade } from '../commands/grade.ts';
@@ -45,6 +46,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (mis
   defineGym(cmd, report);
   defineExport(cmd, report);
   defineLoop(cmd, report);
+  defineDoctor(cmd, report);
   return cmd;
 }
 

@@ -13,6 +13,7 @@ import { SseDecoder, type SseEvent } from '../protocols/sse.ts';
 export interface BackendResponse {
   ok: boolean;
   status: number;
+  headers: { get(name: string): string | null };
   /** the body as it arrives; leaving the iteration early closes the connection */
   body: AsyncIterable<Uint8Array>;
   text(): Promise<string>;
@@ -77,6 +78,12 @@ function wrap(res: IncomingMessage, signal: AbortSignal): BackendResponse {
   return {
     ok: status >= 200 && status < 300,
     status,
+    headers: {
+      get: (name) => {
+        const value = res.headers[name.toLowerCase()];
+        return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+      },
+    },
     body,
     text,
     json: async () => JSON.parse(await text()) as unknown,
@@ -128,18 +135,117 @@ export function transportFault(
   );
 }
 
-/** An upstream HTTP error: client errors (bad request, context too long) pass through as 400. */
-export function upstreamFault(url: string, status: number, text: string): ProxyFault {
-  let detail = text.slice(0, 500);
+/**
+ * The message of an inference server's error body: current vLLM nests it (`{"error": {"message", "type",
+ * "param", "code"}}`, vllm/entrypoints/openai/engine/protocol.py ErrorResponse), older vLLM is flat
+ * (`{"object": "error", "message": ...}`), SGLang's /generate answers `{"error": {"message"}}`,
+ * FastAPI's own errors `{"detail": ...}`. An HTML page or other text is cut to a line.
+ */
+export function errorDetail(text: string): string {
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
-    detail =
-      (typeof parsed.error === 'string' ? parsed.error : parsed.error?.message) ?? parsed.message ?? detail;
+    const parsed = JSON.parse(text) as {
+      error?: { message?: unknown } | string;
+      message?: unknown;
+      detail?: unknown;
+    };
+    const nested = typeof parsed.error === 'string' ? parsed.error : parsed.error?.message;
+    const found = nested ?? parsed.message ?? parsed.detail;
+    if (typeof found === 'string') return found;
+    if (found !== undefined) return JSON.stringify(found).slice(0, 500);
   } catch {}
+  if (/^\s*<(!doctype|html)/i.test(text)) return `an HTML page, not a JSON error (${oneLine(text)})`;
+  return oneLine(text);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().slice(0, 300);
+}
+
+/**
+ * What a context-length rejection says, when it says it: vLLM "This model's maximum context length is M
+ * tokens and your request has P input tokens" (max_tokens too large) or "... M tokens. However, your
+ * request has P input tokens" (vllm/entrypoints/openai/engine/serving.py, _validate_input; wording varies
+ * by version), SGLang "The input (P tokens) is longer than the model's context length (M tokens)" and
+ * "Requested token count exceeds the model's maximum context length of M tokens"
+ * (tokenizer_manager._validate_one_request), NeMo RL "Prompt length (P) fills or exceeds max_model_len (M)"
+ * (vllm_worker_async.py _clamp_max_tokens).
+ */
+export function contextLimit(message: string): { maxModelLen?: number; promptTokens?: number } | null {
+  const m = message.toLowerCase();
+  const isContext =
+    /context length|context window|max_model_len|prompt is too long|longer than the model|requested token count exceeds/.test(
+      m,
+    );
+  if (!isContext) return null;
+  const out: { maxModelLen?: number; promptTokens?: number } = {};
+  const limit =
+    /maximum context length (?:is|of) (\d+)/.exec(m) ??
+    /context length \((\d+) tokens\)/.exec(m) ??
+    /max_model_len \((\d+)\)/.exec(m);
+  if (limit) out.maxModelLen = Number(limit[1]);
+  const prompt =
+    /request has (\d+) input tokens/.exec(m) ??
+    /\((\d+) in the messages/.exec(m) ??
+    /prompt contains at least (\d+) input tokens/.exec(m) ??
+    /the input \((\d+) tokens\)/.exec(m) ??
+    /prompt length \((\d+)\)/.exec(m) ??
+    /(\d+) tokens from the input/.exec(m);
+  if (prompt) out.promptTokens = Number(prompt[1]);
+  return out;
+}
+
+/**
+ * An upstream HTTP error. Client errors (a bad request, a prompt over the context) are the harness's
+ * own 400, not a retryable 502; a context-length rejection becomes `context_length_exceeded`, which each
+ * front API renders as its vendor does (Codex and Claude Code compact on it).
+ */
+export function upstreamFault(url: string, status: number, text: string): ProxyFault {
+  const detail = errorDetail(text);
   if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429) {
+    if (contextLimit(detail)) {
+      return fault('context_length_exceeded', `prompt is too long for the model's context: ${detail}`);
+    }
     return fault('invalid_request', `backend rejected the request (${status}): ${detail}`, 400);
   }
+  if (status === 401 || status === 403) {
+    return fault(
+      'backend_error',
+      `backend ${url} answered ${status}: ${detail} (pass the server's key with --api-key or $POLAR_BACKEND_API_KEY)`,
+    );
+  }
   return fault('backend_error', `backend ${url} answered ${status}: ${detail}`);
+}
+
+/** The auth header polar sends with every request to a server started with an API key. */
+export function authHeaders(apiKey: string | undefined): Record<string, string> {
+  return apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+}
+
+/** GET of a JSON document (server info routes); a fault names the URL and what came back instead. */
+export async function getJson(
+  url: string,
+  options: { signal?: AbortSignal; timeoutMs: number; headers?: Record<string, string> },
+): Promise<{ ok: true; json: unknown } | { ok: false; fault: ProxyFault; status?: number }> {
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { accept: 'application/json', ...options.headers }, signal });
+  } catch (error) {
+    return { ok: false, fault: transportFault(url, error, timeout.aborted, options.timeoutMs) };
+  }
+  const text = await response.text().catch(() => '');
+  if (!response.ok)
+    return { ok: false, status: response.status, fault: upstreamFault(url, response.status, text) };
+  try {
+    return { ok: true, json: JSON.parse(text) };
+  } catch {
+    return {
+      ok: false,
+      status: response.status,
+      fault: fault('backend_error', `${url} answered ${errorDetail(text)} where JSON was expected`),
+    };
+  }
 }
 
 /** Reads an SSE response body as events; yields nothing more once the body ends. */

@@ -2,7 +2,7 @@ import { UsageError } from '../errors.ts';
 import { OpenAICompatibleBackend } from './openai-compatible.ts';
 import type { Backend, BackendOptions } from './types.ts';
 
-export const BACKEND_KINDS = ['vllm', 'sglang', 'openai', 'tokens', 'embedded'] as const;
+export const BACKEND_KINDS = ['vllm', 'sglang', 'openai', 'tokens', 'embedded', 'nemo-rl'] as const;
 
 /** Creates the backend a run asked for. tokens and embedded load lazily (they pull in Transformers.js). */
 export async function createBackend(options: BackendOptions): Promise<Backend> {
@@ -22,6 +22,16 @@ async function createUncapped(options: BackendOptions): Promise<Backend> {
         );
       }
       return new OpenAICompatibleBackend(options.kind, options);
+    case 'nemo-rl': {
+      if (!options.url) {
+        throw new UsageError(
+          '--backend nemo-rl needs --backend-url',
+          "NeMo RL's generation server, e.g. http://10.0.0.5:41231/v1 (the policy_base_url NeMo RL hands to Gym)",
+        );
+      }
+      const { NemoRlBackend } = await import('./nemo-rl.ts');
+      return new NemoRlBackend(options);
+    }
     case 'tokens': {
       const { createTokensBackend } = await import('./tokens.ts');
       return createTokensBackend(options);

@@ -3,11 +3,29 @@
  * `logprobs`), SGLang (token ids only without streaming: `return_prompt_token_ids` + `return_meta_info`,
  * so the call is made non-streaming and the harness stream is synthesised), and any OpenAI-compatible
  * upstream (text only: records say token_exact false).
+ *
+ * Facts this file relies on (../shared/reference/real-servers.md): vLLM answers 400 when prompt +
+ * max_tokens exceeds max_model_len, so a harness's max_tokens is fitted to what is left (src/backends/
+ * context-fit.ts); vLLM 0.10.2 until PR #29074 drops the streamed ids of chunks its tool parser swallows
+ * while usage.completion_tokens stays true, so ids are checked against usage (src/backends/token-check.ts);
+ * `finish_reason: "abort"` is a cancelled request, not a completion.
  */
 import { randomUUID } from 'node:crypto';
-import { type CanonicalRequest, fault, type StreamEvent } from '../protocols/canonical.ts';
+import { type CanonicalRequest, fault, type ProxyFault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
-import { type BackendResponse, postJson, sseEvents, transportFault, trimSlash } from './http.ts';
+import { fitMaxTokens, retryAfterContextFault } from './context-fit.ts';
+import {
+  authHeaders,
+  type BackendResponse,
+  errorDetail,
+  type FetchOutcome,
+  postJson,
+  sseEvents,
+  transportFault,
+  trimSlash,
+} from './http.ts';
+import { ContextLength, tokenizeChat } from './server-info.ts';
+import { abortFault, checkCompletionIds, type IdsCheck } from './token-check.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';
 
 type Flavour = 'vllm' | 'sglang' | 'openai';
@@ -20,6 +38,8 @@ const EXTRA: Record<Flavour, Record<string, unknown>> = {
   openai: {},
 };
 
+type Outcome = FetchOutcome;
+
 export class OpenAICompatibleBackend implements Backend {
   readonly kind: Flavour;
   readonly tokenExact: boolean;
@@ -27,6 +47,7 @@ export class OpenAICompatibleBackend implements Backend {
   private readonly options: BackendOptions;
   private readonly requireIds: boolean;
   private readonly headers: Record<string, string>;
+  private readonly contextLength: ContextLength;
 
   constructor(kind: Flavour, options: BackendOptions) {
     if (!options.url) throw new Error(`--backend-url is required for --backend ${kind}`);
@@ -35,17 +56,17 @@ export class OpenAICompatibleBackend implements Backend {
     this.options = options;
     this.tokenExact = kind !== 'openai';
     this.requireIds = options.requireTokenIds ?? kind !== 'openai';
-    this.headers = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+    this.headers = authHeaders(options.apiKey);
+    this.contextLength = new ContextLength(this.url, options.model, this.headers);
   }
 
   private get timeoutMs(): number {
     return this.options.timeoutMs ?? 600_000;
   }
 
-  async *generate(request: CanonicalRequest, context: CallContext): AsyncGenerator<StreamEvent> {
-    const stream = this.kind !== 'sglang';
-    const body = buildRequest(
-      { ...request, model: this.options.model },
+  private body(request: CanonicalRequest, stream: boolean, maxTokens?: number): Record<string, unknown> {
+    return buildRequest(
+      { ...request, model: this.options.model, ...(maxTokens !== undefined ? { maxTokens } : {}) },
       {
         stream,
         extra: {
@@ -61,6 +82,39 @@ export class OpenAICompatibleBackend implements Backend {
         },
       },
     );
+  }
+
+  /** Fits max_tokens to the context (vLLM: /v1/models + /tokenize); a fault when the prompt fills it. */
+  private async fit(
+    request: CanonicalRequest,
+    context: CallContext,
+  ): Promise<number | undefined | ProxyFault> {
+    const asked = request.maxTokens ?? this.options.maxTokens;
+    if (this.kind !== 'vllm' || asked === undefined) return asked;
+    const body = this.body(request, false);
+    const fitted = await fitMaxTokens({
+      asked,
+      request,
+      maxModelLen: () => this.contextLength.get(),
+      countPrompt: () =>
+        tokenizeChat(
+          this.url,
+          {
+            model: this.options.model,
+            messages: body.messages,
+            ...(body.tools ? { tools: body.tools } : {}),
+            ...(body.chat_template_kwargs ? { chat_template_kwargs: body.chat_template_kwargs } : {}),
+          },
+          { headers: this.headers, signal: context.signal },
+        ),
+    });
+    if ('fault' in fitted) return fitted.fault;
+    if (fitted.fit) context.recorder.annotate('max_tokens_fit', fitted.fit);
+    return fitted.maxTokens;
+  }
+
+  private async post(request: CanonicalRequest, context: CallContext, stream: boolean, maxTokens?: number) {
+    const body = this.body(request, stream, maxTokens);
     const url = `${this.url}/chat/completions`;
     // messages and tools are a pure function of canonical_request (buildRequest); recording them again
     // would triple the size of every call record, so the record points at them instead
@@ -69,48 +123,76 @@ export class OpenAICompatibleBackend implements Backend {
       messages: '<canonical_request.messages>',
       tools: body.tools ? '<canonical_request.tools>' : undefined,
     });
-    const outcome = await postJson(url, body, {
-      signal: context.signal,
-      timeoutMs: this.timeoutMs,
-      headers: this.headers,
-    });
+    return postJson(url, body, { signal: context.signal, timeoutMs: this.timeoutMs, headers: this.headers });
+  }
+
+  async *generate(request: CanonicalRequest, context: CallContext): AsyncGenerator<StreamEvent> {
+    const stream = this.kind !== 'sglang';
+    const maxTokens = await this.fit(request, context);
+    if (typeof maxTokens === 'object') {
+      yield { type: 'error', error: maxTokens };
+      return;
+    }
+    let outcome: Outcome = await this.post(request, context, stream, maxTokens);
+    // a server whose context this backend could not measure says so in its 400: fit once from that
+    const retry = outcome.ok ? null : retryAfterContextFault(outcome.fault, maxTokens);
+    if (retry) {
+      context.recorder.annotate('max_tokens_fit', retry);
+      outcome = await this.post(request, context, stream, retry.sent);
+    }
     if (!outcome.ok) {
       yield { type: 'error', error: outcome.fault };
       return;
     }
     const id = `resp_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    if (!stream) {
-      yield* this.fromCompletion(outcome.response, id, context);
+    const type = outcome.response.headers.get('content-type') ?? '';
+    if (!stream || !type.includes('text/event-stream')) {
+      yield* this.fromCompletion(outcome.response, id, context, request);
       return;
     }
+    yield* this.fromStream(outcome.response, id, context, request);
+  }
+
+  private async *fromStream(
+    response: BackendResponse,
+    id: string,
+    context: CallContext,
+    request: CanonicalRequest,
+  ): AsyncGenerator<StreamEvent> {
+    const url = `${this.url}/chat/completions`;
     const parser = new ChatStreamParser(id, request.model);
     let first = true;
+    let usageCompletion: number | null = null;
     try {
       // read to the end of the body even after [DONE]: leaving early cancels the body, and the
       // HTTP client then closes the keep-alive connection instead of reusing it
-      for await (const event of sseEvents(outcome.response)) {
+      for await (const event of sseEvents(response)) {
         if (event.data === '[DONE]') continue;
-        let chunk: unknown;
+        let chunk: StreamChunk;
         try {
-          chunk = JSON.parse(event.data);
+          chunk = JSON.parse(event.data) as StreamChunk;
         } catch {
           context.recorder.warn(`backend sent a non-JSON SSE data line: ${event.data.slice(0, 200)}`);
           continue;
         }
-        if ((chunk as { error?: unknown }).error) {
-          yield {
-            type: 'error',
-            error: fault('backend_error', `backend stream error: ${JSON.stringify(chunk).slice(0, 300)}`),
-          };
+        if (chunk.error) {
+          const detail = errorDetail(JSON.stringify(chunk));
+          yield { type: 'error', error: fault('backend_error', `backend stream error: ${detail}`) };
           return;
         }
         if (first) {
           first = false;
-          if (this.requireIds && !(chunk as { prompt_token_ids?: unknown }).prompt_token_ids) {
+          if (this.requireIds && !chunk.prompt_token_ids) {
             yield { type: 'error', error: this.noIds('prompt_token_ids missing from the first chunk') };
             return;
           }
         }
+        if (chunk.choices?.some((c) => c.finish_reason === 'abort')) {
+          yield { type: 'error', error: abortFault(url) };
+          return;
+        }
+        if (typeof chunk.usage?.completion_tokens === 'number')
+          usageCompletion = chunk.usage.completion_tokens;
         yield* parser.push(chunk);
       }
     } catch (error) {
@@ -126,7 +208,11 @@ export class OpenAICompatibleBackend implements Backend {
       return;
     }
     const done = parser.end();
-    const problem = this.checkTokens(done.tokens, context);
+    const problem = this.checkTokens(
+      done.tokens,
+      { usageCompletion, streamed: true, tools: request.tools.length > 0 },
+      context,
+    );
     if (problem) {
       yield { type: 'error', error: problem };
       return;
@@ -138,23 +224,42 @@ export class OpenAICompatibleBackend implements Backend {
     response: BackendResponse,
     id: string,
     context: CallContext,
+    request: CanonicalRequest,
   ): AsyncGenerator<StreamEvent> {
+    const url = `${this.url}/chat/completions`;
+    const text = await response.text().catch(() => '');
     let raw: unknown;
     try {
-      raw = await response.json();
-    } catch (error) {
+      raw = JSON.parse(text);
+    } catch {
+      const what = errorDetail(text);
       yield {
         type: 'error',
-        error: fault('backend_error', `backend answered non-JSON: ${(error as Error).message}`),
+        error: fault('backend_error', `${url} answered ${what}, not a chat completion`),
       };
+      return;
+    }
+    const choice = (raw as { choices?: { finish_reason?: unknown }[] })?.choices?.[0];
+    if (choice?.finish_reason === 'abort') {
+      yield { type: 'error', error: abortFault(url) };
       return;
     }
     const done = completionToEvents(raw, id, this.options.model);
     if (!done) {
-      yield { type: 'error', error: fault('backend_error', 'backend answer is not a chat completion') };
+      const what = errorDetail(text);
+      yield {
+        type: 'error',
+        error: fault('backend_error', `${url} answered ${what}, not a chat completion`),
+      };
       return;
     }
-    const problem = this.checkTokens(done.tokens, context);
+    const usage = (raw as { usage?: { completion_tokens?: unknown } }).usage?.completion_tokens;
+    const check = {
+      usageCompletion: typeof usage === 'number' ? usage : null,
+      streamed: false,
+      tools: request.tools.length > 0,
+    };
+    const problem = this.checkTokens(done.tokens, check, context);
     if (problem) {
       yield { type: 'error', error: problem };
       return;
@@ -176,6 +281,7 @@ export class OpenAICompatibleBackend implements Backend {
       completionTokenIds: number[] | null;
       completionLogprobs: number[] | null;
     },
+    check: Omit<IdsCheck, 'server' | 'ids'>,
     context: CallContext,
   ) {
     if (this.kind === 'openai') {
@@ -192,7 +298,11 @@ export class OpenAICompatibleBackend implements Backend {
       );
       logprobs = null;
     }
-    context.recorder.tokens({ ...tokens, completionLogprobs: logprobs });
+    const inexact = checkCompletionIds(
+      { ...check, server: this.kind, ids: tokens.completionTokenIds },
+      context.recorder,
+    );
+    context.recorder.tokens({ ...tokens, completionLogprobs: logprobs, ...(inexact ? { inexact } : {}) });
     return null;
   }
 
@@ -201,23 +311,25 @@ export class OpenAICompatibleBackend implements Backend {
     context: CallContext,
   ): Promise<{ tokens: number; exact: boolean }> {
     if (this.kind === 'vllm') {
-      // vLLM serves /tokenize at the server root, beside /v1
-      const root = this.url.replace(/\/v1$/, '');
-      const body = buildRequest({ ...request, model: this.options.model }, { stream: false });
-      const outcome = await postJson(
-        `${root}/tokenize`,
+      const body = this.body(request, false);
+      const count = await tokenizeChat(
+        this.url,
         { model: this.options.model, messages: body.messages, ...(body.tools ? { tools: body.tools } : {}) },
-        { signal: context.signal, timeoutMs: 30_000, headers: this.headers },
+        { headers: this.headers, signal: context.signal },
       );
-      if (outcome.ok) {
-        const json = (await outcome.response.json().catch(() => null)) as { count?: number } | null;
-        if (typeof json?.count === 'number') return { tokens: json.count, exact: true };
-      }
+      if (count !== null) return { tokens: count, exact: true };
     }
     return { tokens: estimateTokens(request), exact: false };
   }
 
   async close(): Promise<void> {}
+}
+
+interface StreamChunk {
+  error?: unknown;
+  prompt_token_ids?: unknown;
+  usage?: { completion_tokens?: unknown } | null;
+  choices?: { finish_reason?: unknown }[];
 }
 
 /** About 4 characters a token: used only when the server cannot count. */

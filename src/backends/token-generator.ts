@@ -7,6 +7,8 @@
 import type { ProxyFault } from '../protocols/canonical.ts';
 import { fault } from '../protocols/canonical.ts';
 import { SseDecoder } from '../protocols/sse.ts';
+import { authHeaders, errorDetail, upstreamFault } from './http.ts';
+import { ContextLength } from './server-info.ts';
 import type { CallRecorder } from './types.ts';
 
 export interface GenerateParams {
@@ -46,14 +48,17 @@ export interface TokenGenerator {
   readonly model: string;
   generate(params: GenerateParams, context: GeneratorContext): AsyncGenerator<TokenChunk, GenerateOutcome>;
   close(): Promise<void>;
+  /** the model's context length when the server tells (prompt + max tokens must fit in it) */
+  maxModelLen?(): Promise<number | null>;
 }
 
 /** A fault a generator raises; the backend turns it into the stream's `error` event. */
 export class GeneratorFault extends Error {
   readonly fault: ProxyFault;
-  constructor(kind: ProxyFault['kind'], message: string) {
-    super(message);
-    this.fault = fault(kind, message);
+  constructor(kind: ProxyFault['kind'] | ProxyFault, message?: string) {
+    const f = typeof kind === 'string' ? fault(kind, message ?? kind) : kind;
+    super(f.message);
+    this.fault = f;
   }
 }
 
@@ -69,6 +74,8 @@ export class HttpCompletions implements TokenGenerator {
   readonly kind: string;
   readonly url: string;
   private readonly base: string;
+  private readonly headers: Record<string, string>;
+  private readonly contextLength: ContextLength;
 
   constructor(
     readonly server: CompletionServer,
@@ -79,9 +86,22 @@ export class HttpCompletions implements TokenGenerator {
     this.kind = server;
     this.base = serverBase(url);
     this.url = server === 'vllm' ? `${this.base}/v1/completions` : `${this.base}/generate`;
+    this.headers = authHeaders(options.apiKey);
+    this.contextLength = new ContextLength(this.base, model, this.headers);
   }
 
   async close(): Promise<void> {}
+
+  /**
+   * vLLM's /v1/models states max_model_len, SGLang's model card too (http_server.py available_models:
+   * `max_model_len=context_len`). vLLM takes prompt + max_tokens <= max_model_len; SGLang refuses
+   * prompt + max_new_tokens >= context_len (tokenizer_manager._validate_one_request), so its usable
+   * total is one token less.
+   */
+  async maxModelLen(): Promise<number | null> {
+    const len = await this.contextLength.get();
+    return len !== null && this.server === 'sglang' ? len - 1 : len;
+  }
 
   async *generate(
     params: GenerateParams,
@@ -95,10 +115,7 @@ export class HttpCompletions implements TokenGenerator {
     try {
       response = await fetch(this.url, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
-        },
+        headers: { 'content-type': 'application/json', ...this.headers },
         body: JSON.stringify(body),
         signal,
       });
@@ -106,11 +123,10 @@ export class HttpCompletions implements TokenGenerator {
       throw this.transportFault(error, signal, timeoutMs);
     }
     if (!response.ok) {
+      // vLLM's nested or flat error body, SGLang's /generate 400 {"error": {"message"}}: a client
+      // error is the harness's 400 (a prompt over the context its context-length error), not a 502
       const text = await response.text().catch(() => '');
-      throw new GeneratorFault(
-        'backend_error',
-        `${this.url} answered ${response.status}: ${text.slice(0, 500)}`,
-      );
+      throw new GeneratorFault(upstreamFault(this.url, response.status, text));
     }
     try {
       if (this.server === 'vllm') return yield* this.readVllm(response);
@@ -163,8 +179,9 @@ export class HttpCompletions implements TokenGenerator {
         ...(params.stop?.length ? { stop: params.stop } : {}),
         stop_token_ids: params.stopTokenIds,
         skip_special_tokens: false,
+        // the seed is a sampling parameter in SGLang (io_struct.py SamplingParams.sampling_seed)
+        ...(params.seed !== undefined ? { sampling_seed: params.seed } : {}),
       },
-      ...(params.seed !== undefined ? { sampling_seed: params.seed } : {}),
       return_logprob: true,
       stream: false,
     };
@@ -189,7 +206,7 @@ export class HttpCompletions implements TokenGenerator {
         throw new GeneratorFault('backend_error', `${this.url} sent a stream event that is not JSON`);
       }
       if (chunk.error)
-        throw new GeneratorFault('backend_error', `${this.url}: ${chunk.error.message ?? 'error'}`);
+        throw new GeneratorFault('backend_error', `${this.url}: ${errorDetail(JSON.stringify(chunk))}`);
       const choice = chunk.choices?.[0];
       const promptIds = chunk.prompt_token_ids ?? choice?.prompt_token_ids;
       if (Array.isArray(promptIds)) serverPromptIds = promptIds;
@@ -206,6 +223,7 @@ export class HttpCompletions implements TokenGenerator {
         const lps = choice.logprobs?.token_logprobs ?? [];
         yield { ids, logprobs: ids.map((_, i) => (typeof lps[i] === 'number' ? (lps[i] as number) : null)) };
       }
+      if (choice.finish_reason === 'abort') throw abortedFault(this.url);
       if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
     };
     for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
@@ -221,12 +239,20 @@ export class HttpCompletions implements TokenGenerator {
 
   private async *readSglang(response: Response): AsyncGenerator<TokenChunk, GenerateOutcome> {
     let body: SglangResponse;
+    const text = await response.text();
     try {
-      body = (await response.json()) as SglangResponse;
+      body = JSON.parse(text) as SglangResponse;
     } catch {
-      throw new GeneratorFault('backend_error', `${this.url} answered with a body that is not JSON`);
+      throw new GeneratorFault('backend_error', `${this.url} answered ${errorDetail(text)}, not JSON`);
     }
     const entry = Array.isArray(body) ? body[0] : body;
+    const finish = entry?.meta_info?.finish_reason;
+    const type = typeof finish === 'string' ? finish : finish?.type;
+    // SGLang's finish_reason is an object {type: stop|length|abort, matched|length|message}
+    if (type === 'abort') {
+      const message = typeof finish === 'object' ? finish?.message : undefined;
+      throw abortedFault(this.url, message);
+    }
     const triples = entry?.meta_info?.output_token_logprobs;
     let ids: number[] | undefined;
     let logprobs: (number | null)[] = [];
@@ -244,10 +270,16 @@ export class HttpCompletions implements TokenGenerator {
       );
     }
     if (ids.length > 0) yield { ids, logprobs };
-    const finish = entry?.meta_info?.finish_reason;
-    const type = typeof finish === 'string' ? finish : finish?.type;
     return { finishReason: type === 'length' ? 'length' : 'stop', serverPromptIds: null };
   }
+}
+
+/** An `abort` finish: the server cancelled the request, so the sampled ids are not a completion. */
+function abortedFault(url: string, message?: string | null): GeneratorFault {
+  return new GeneratorFault(
+    'backend_error',
+    `${url} aborted the generation (finish_reason abort${message ? `: ${message}` : ''})`,
+  );
 }
 
 function idsFromTokens(tokens: unknown): number[] | undefined {
@@ -278,7 +310,7 @@ type SglangEntry = {
   output_ids?: number[];
   meta_info?: {
     output_token_logprobs?: [number | null, number, string | null][];
-    finish_reason?: string | { type?: string } | null;
+    finish_reason?: string | { type?: string; message?: string | null } | null;
   };
 };
 type SglangResponse = SglangEntry | SglangEntry[];

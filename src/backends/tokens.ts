@@ -11,6 +11,7 @@ import { type ChatTokenizer, loadChatTokenizer, StreamDecoder } from '../tokeniz
 import { OutputParser, type ParsedEvent } from '../tokenizer/output-parser.ts';
 import { type PreparedPrompt, prepareTokenPrompt, SpliceState, templateKwargs } from '../tokenizer/splice.ts';
 import { StopStrings } from '../tokenizer/stop-strings.ts';
+import { fitToContext } from './context-fit.ts';
 import {
   type CompletionServer,
   GeneratorFault,
@@ -81,7 +82,8 @@ export class TokenBackend implements Backend {
       annotatePrompt(recorder, prompt);
       const parser = new OutputParser({ startInReasoning: prompt.startsInReasoning, tools: request.tools });
       const toolCalls: ToolCall[] = [];
-      const sampled = yield* this.sample(request, context, prompt, parser, toolCalls);
+      const maxTokens = await this.fitMaxTokens(request, prompt, recorder);
+      const sampled = yield* this.sample(request, context, prompt, parser, toolCalls, maxTokens);
       this.record(recorder, prompt, parser, sampled);
       const signature = this.remember(context, prompt, parser, toolCalls, sampled.ids);
       const response: CanonicalResponse = {
@@ -106,6 +108,24 @@ export class TokenBackend implements Backend {
   }
 
   /**
+   * The harness's max tokens fitted to what the prompt leaves of the server's context (recorded in
+   * `backend_info.max_tokens_fit`); a context-length fault when the prompt alone fills it.
+   */
+  private async fitMaxTokens(
+    request: CanonicalRequest,
+    prompt: PreparedPrompt,
+    recorder: CallContext['recorder'],
+  ): Promise<number> {
+    const asked = request.maxTokens ?? this.options.maxTokens ?? 4096;
+    const len = (await this.generator.maxModelLen?.()) ?? null;
+    if (len === null) return asked;
+    const fitted = fitToContext(asked, prompt.ids.length, len, 'prompt_ids');
+    if ('fault' in fitted) throw new GeneratorFault(fitted.fault);
+    if (fitted.fit) recorder.annotate('max_tokens_fit', fitted.fit);
+    return fitted.maxTokens;
+  }
+
+  /**
    * Streams the generation: sampled ids decoded (stop ids left out), cut at a stop string, parsed into
    * reasoning, text and tool calls as they come; returns the sampled ids and how the generation ended.
    */
@@ -115,6 +135,7 @@ export class TokenBackend implements Backend {
     prompt: PreparedPrompt,
     parser: OutputParser,
     toolCalls: ToolCall[],
+    maxTokens: number,
   ): AsyncGenerator<StreamEvent, Sampled> {
     const { recorder } = context;
     const decoder = new StreamDecoder(this.tokenizer);
@@ -123,7 +144,7 @@ export class TokenBackend implements Backend {
     const iterator = this.generator.generate(
       {
         promptIds: prompt.ids,
-        maxTokens: request.maxTokens ?? this.options.maxTokens ?? 4096,
+        maxTokens,
         temperature: request.temperature ?? this.options.temperature ?? 1,
         topP: request.topP ?? this.options.topP ?? 1,
         stopTokenIds: this.stopIds,

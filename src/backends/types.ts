@@ -2,7 +2,7 @@
  * The seam between the proxy and inference servers. The proxy converts a harness request to the
  * canonical form, asks a Backend to generate, and renders the canonical stream back in the harness's
  * wire API. Backends: vllm / sglang / openai (chat completions), tokens (token-in/token-out with
- * splicing), embedded (in-process Transformers.js).
+ * splicing), embedded (in-process Transformers.js), nemo-rl (NeMo RL's generation server).
  */
 import type { CanonicalRequest, StreamEvent, TokenData } from '../protocols/canonical.ts';
 
@@ -47,7 +47,7 @@ export interface Backend {
 }
 
 export interface BackendOptions {
-  kind: 'vllm' | 'sglang' | 'openai' | 'tokens' | 'embedded';
+  kind: 'vllm' | 'sglang' | 'openai' | 'tokens' | 'embedded' | 'nemo-rl';
   url?: string;
   model: string;
   apiKey?: string;

@@ -40,7 +40,8 @@ export function toCallRecord(
     session.tokenExact &&
     call.error === null &&
     call.tokens.promptTokenIds !== null &&
-    call.tokens.completionTokenIds !== null;
+    call.tokens.completionTokenIds !== null &&
+    call.tokens.inexact === undefined;
   // a model call whose body parsed as JSON: the harness profile reads its facts from it
   const harnessMeta =
     call.modelCall && call.request.raw !== null ? (session.callMeta?.(headers, call.request.body) ?? {}) : {};

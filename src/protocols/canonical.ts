@@ -105,7 +105,19 @@ export interface TokenData {
   promptTokenIds: number[] | null;
   completionTokenIds: number[] | null;
   completionLogprobs: number[] | null;
+  /**
+   * set when the ids are known to be incomplete or unreliable (the call is then never token_exact):
+   * `cause` is a stable key `polar build` counts by, `detail` says what was seen
+   */
+  inexact?: { cause: TokenInexactCause; detail: string };
 }
+
+/** Why a call's token ids cannot be trusted although the server returned some. */
+export type TokenInexactCause =
+  /** vLLM 0.10.2 until PR #29074 drops the ids of streamed chunks its tool parser swallows */
+  | 'ids_dropped_by_server'
+  /** fewer or more ids than usage.completion_tokens for another reason */
+  | 'ids_count_mismatch';
 
 /**
  * Stream events of the canonical form: small, named noun-verb. A stream is
@@ -137,6 +149,8 @@ export interface ProxyFault {
     | 'authentication'
     | 'not_found'
     | 'too_large'
+    /** the prompt alone fills the model's context: the harness compacts, as with its vendor's API */
+    | 'context_length_exceeded'
     | 'backend_unreachable'
     | 'backend_timeout'
     | 'backend_error'
@@ -175,6 +189,7 @@ export function emptyResponse(id: string, model: string): CanonicalResponse {
 export function faultStatus(kind: ProxyFault['kind']): number {
   switch (kind) {
     case 'invalid_request':
+    case 'context_length_exceeded':
       return 400;
     case 'authentication':
       return 401;

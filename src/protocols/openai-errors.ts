@@ -8,6 +8,7 @@ export function errorType(kind: ProxyFault['kind']): string {
   switch (kind) {
     case 'invalid_request':
     case 'too_large':
+    case 'context_length_exceeded':
       return 'invalid_request_error';
     case 'authentication':
       return 'authentication_error';
@@ -24,7 +25,9 @@ export function errorType(kind: ProxyFault['kind']): string {
 }
 
 export function errorBody(fault: ProxyFault) {
-  return { error: { message: fault.message, type: errorType(fault.kind), param: null, code: fault.kind } };
+  // code `context_length_exceeded` is the kind's own name: OpenAI's code, which Codex compacts on
+  const param = fault.kind === 'context_length_exceeded' ? 'messages' : null;
+  return { error: { message: fault.message, type: errorType(fault.kind), param, code: fault.kind } };
 }
 
 export function renderError(fault: ProxyFault): { status: number; body: unknown } {

@@ -145,6 +145,8 @@ class SessionCollector {
       state.textOnly++;
     } else {
       state.calls.push(toMergeCall(record));
+      const inexact = record.backend_info?.token_inexact as { cause?: unknown } | undefined;
+      if (typeof inexact?.cause === 'string') count(stats.calls_inexact, inexact.cause);
     }
   }
 

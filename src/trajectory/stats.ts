@@ -26,6 +26,8 @@ export interface BuildStats {
   /** calls that extended an existing chain (calls_used minus the calls that started a trace) */
   calls_merged: number;
   calls_skipped: Reasons;
+  /** calls used although their ids are not token-exact, by cause (backend_info.token_inexact.cause) */
+  calls_inexact: Reasons;
   /** traces started, by kind, before filters */
   chains: number;
   kinds: Record<TraceKind, number>;
@@ -58,6 +60,7 @@ export function emptyStats(): BuildStats {
     calls_used: 0,
     calls_merged: 0,
     calls_skipped: {},
+    calls_inexact: {},
     chains: 0,
     kinds: { root: 0, compaction: 0, subagent: 0, divergence: 0, side: 0 },
     traces_dropped: {},
@@ -109,6 +112,7 @@ export function formatStats(s: BuildStats): string {
     `  skipped lines              ${list(s.lines_skipped)}`,
     `  skipped files              ${list(s.files_skipped)}`,
     `  skipped calls              ${list(s.calls_skipped)}`,
+    `  calls not token-exact      ${list(s.calls_inexact)}`,
     `  skipped sessions           ${list(s.sessions_skipped)}`,
     `  dropped traces             ${list(s.traces_dropped)}`,
     `  notes                      ${list(s.notes)}`,
@@ -123,6 +127,7 @@ export function addStats(into: BuildStats, from: BuildStats): void {
     'files_skipped',
     'sessions_skipped',
     'calls_skipped',
+    'calls_inexact',
     'traces_dropped',
     'truncations',
     'status',

@@ -2,11 +2,20 @@
  * A stand-in for vLLM's `/v1/completions` (streamed, prompt given as token ids, `return_token_ids`) and
  * SGLang's `/generate` (`input_ids`, `return_logprob`), on 127.0.0.1, with the real Qwen3 tokenizer.
  *
- * vLLM's token-id contract as the stand-in honours it (>= 0.10.2): `prompt` must be a list of token
- * ids (each in the vocabulary) and `return_token_ids: true`; every streamed chunk's choice carries its
- * `token_ids` and `text`, the first chunk `prompt_token_ids` as well; with `logprobs: N` each chunk's
+ * vLLM's token-id contract as the stand-in honours it (>= 0.10.2, vllm/entrypoints/openai/completion/
+ * serving.py and protocol.py): `prompt` must be a list of token ids (each in the vocabulary) and
+ * `return_token_ids: true`; every streamed chunk's choice carries its `token_ids` and `text`, the first
+ * chunk's choice `prompt_token_ids` as well (per choice, not top level); with `logprobs: N` each chunk's
  * `logprobs.token_logprobs` has one value per token. Stop ids end the completion and are part of
- * `token_ids`, as vLLM does with `skip_special_tokens: false`.
+ * `token_ids`, as vLLM does with `skip_special_tokens: false`. `GET /v1/models` states `max_model_len`;
+ * prompt + max_tokens over it is a 400 in vLLM's nested error form.
+ *
+ * SGLang's `/generate` (python/sglang/srt/managers/io_struct.py GenerateReqInput, the HTTP server's
+ * generate handler, tokenizer_manager._validate_one_request): `input_ids`, `sampling_params` (with
+ * `sampling_seed` inside), `return_logprob`; the answer `{text, output_ids, meta_info}` with
+ * `meta_info.output_token_logprobs` as `[logprob, id, null]` triples and `finish_reason` an object
+ * `{type: stop|length|abort, matched|length|message}`; a prompt over the context is a 400
+ * `{"error": {"message": "The input (N tokens) is longer than the model's context length (M tokens)."}}`.
  *
  * What it samples is either a fixed script of id lists (one per call, cycling) or a policy: a function
  * of the decoded prompt text that returns the completion as text (reasoning, content and tool calls in
@@ -46,9 +55,11 @@ export interface CompletionsStandInOptions {
   script?: number[][];
   /** or: what to sample for each prompt (wins over script) */
   policy?: CompletionPolicy;
-  finish?: 'stop' | 'length';
+  finish?: 'stop' | 'length' | 'abort';
   /** tokens per streamed chunk (default: two chunks per completion) */
   chunkTokens?: number;
+  /** the served context (default 40960) */
+  maxModelLen?: number;
 }
 
 /** Scripted logprobs (kept from the first version of this stand-in): -0.25, -0.251, ... */
@@ -75,14 +86,25 @@ export async function startCompletionsStandIn(options: CompletionsStandInOptions
     return { ids, logprobs: scriptedLogprobs(ids), promptText: '' };
   };
   const decode = (ids: number[]) => (tok ? tok.decode(ids, { skip_special_tokens: false }) : 'x');
+  const maxModelLen = options.maxModelLen ?? 40960;
   const badRequest = (res: import('node:http').ServerResponse, message: string) => {
     res.writeHead(400, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message, type: 'BadRequestError' } }));
+    res.end(JSON.stringify({ error: { message, type: 'BadRequestError', param: null, code: 400 } }));
   };
   const validIds = (ids: unknown): ids is number[] =>
     Array.isArray(ids) && ids.every((t) => Number.isInteger(t) && t >= 0 && t < vocabSize);
 
   const server: Server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/v1/models') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          object: 'list',
+          data: [{ id: 'standin', object: 'model', max_model_len: maxModelLen }],
+        }),
+      );
+      return;
+    }
     let raw = '';
     req.on('data', (c) => {
       raw += c;
@@ -102,9 +124,45 @@ export async function startCompletionsStandIn(options: CompletionsStandInOptions
         if (!validIds(prompt) || body.return_token_ids !== true) {
           return badRequest(res, 'prompt must be token ids in the vocabulary and return_token_ids true');
         }
+        const asked = typeof body.max_tokens === 'number' ? body.max_tokens : 16;
+        if (prompt.length + asked > maxModelLen) {
+          return badRequest(
+            res,
+            `'max_tokens' or 'max_completion_tokens' is too large: ${asked}. This model's maximum context length is ${maxModelLen} tokens and your request has ${prompt.length} input tokens (${asked} > ${maxModelLen} - ${prompt.length}).`,
+          );
+        }
         const { ids, logprobs, promptText } = sample(prompt);
         calls.push({ path, body, promptIds: prompt, promptText, completionIds: ids, logprobs });
         const wantLogprobs = typeof body.logprobs === 'number' && body.logprobs >= 0;
+        if (body.stream !== true) {
+          // stream defaults to false: one CompletionResponse, ids and prompt ids per choice
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              id: `cmpl-${calls.length}`,
+              object: 'text_completion',
+              model: body.model,
+              choices: [
+                {
+                  index: 0,
+                  text: decode(ids),
+                  token_ids: ids,
+                  prompt_token_ids: prompt,
+                  logprobs: wantLogprobs
+                    ? { token_logprobs: logprobs, tokens: ids.map((t) => decode([t])) }
+                    : null,
+                  finish_reason: options.finish ?? 'stop',
+                },
+              ],
+              usage: {
+                prompt_tokens: prompt.length,
+                completion_tokens: ids.length,
+                total_tokens: prompt.length + ids.length,
+              },
+            }),
+          );
+          return;
+        }
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const step = options.chunkTokens ?? Math.max(1, Math.ceil(ids.length / 2));
         for (let i = 0; i < ids.length; i += step) {
@@ -123,8 +181,8 @@ export async function startCompletionsStandIn(options: CompletionsStandInOptions
             id: `cmpl-${calls.length}`,
             object: 'text_completion',
             model: body.model,
-            choices: [choice],
-            ...(i === 0 ? { prompt_token_ids: prompt } : {}),
+            // vLLM puts prompt_token_ids on the first chunk's choice (CompletionResponseStreamChoice)
+            choices: [i === 0 ? { ...choice, prompt_token_ids: prompt } : choice],
           };
           res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         }
@@ -132,16 +190,41 @@ export async function startCompletionsStandIn(options: CompletionsStandInOptions
       } else if (path === '/generate') {
         const prompt = body.input_ids;
         if (!validIds(prompt)) return badRequest(res, 'input_ids must be token ids in the vocabulary');
+        const params = (body.sampling_params ?? {}) as Record<string, unknown>;
+        const asked = typeof params.max_new_tokens === 'number' ? params.max_new_tokens : 128;
+        if (prompt.length >= maxModelLen) {
+          return badRequest(
+            res,
+            `The input (${prompt.length} tokens) is longer than the model's context length (${maxModelLen} tokens).`,
+          );
+        }
+        if (prompt.length + asked >= maxModelLen) {
+          return badRequest(
+            res,
+            `Requested token count exceeds the model's maximum context length of ${maxModelLen} tokens. You requested a total of ${prompt.length + asked} tokens: ${prompt.length} tokens from the input messages and ${asked} tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.`,
+          );
+        }
         const { ids, logprobs, promptText } = sample(prompt);
         calls.push({ path, body, promptIds: prompt, promptText, completionIds: ids, logprobs });
+        const finishType = options.finish ?? 'stop';
+        const finishReason =
+          finishType === 'length'
+            ? { type: 'length', length: ids.length }
+            : finishType === 'abort'
+              ? { type: 'abort', message: 'Abort before prefill' }
+              : { type: 'stop', matched: ids.at(-1) };
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
           JSON.stringify({
             text: decode(ids),
+            output_ids: ids,
             meta_info: {
+              id: `gen-${calls.length}`,
+              prompt_tokens: prompt.length,
+              completion_tokens: ids.length,
               output_token_logprobs:
                 body.return_logprob === true ? ids.map((id, i) => [logprobs[i], id, null]) : undefined,
-              finish_reason: { type: options.finish ?? 'stop' },
+              finish_reason: finishReason,
             },
           }),
         );
@@ -168,7 +251,7 @@ export async function startCompletionsStandIn(options: CompletionsStandInOptions
 /** The scripted form the unit tests use: `startStandIn([[ids...], ...])`. */
 export function startStandIn(
   script: number[][],
-  options: { finish?: 'stop' | 'length' } = {},
+  options: { finish?: 'stop' | 'length' | 'abort'; maxModelLen?: number } = {},
 ): Promise<StandIn> {
   return startCompletionsStandIn({ script, ...options });
 }

@@ -4,6 +4,23 @@
  * `return_token_ids: true` the first streamed chunk carries `prompt_token_ids` and every choice delta its
  * `token_ids`; with `logprobs: true` each chunk's `logprobs.content` has one entry per token. Without the
  * flags, no ids come back, as with the real server. What it answers is decided by a policy function.
+ *
+ * Transcribed from vLLM's OpenAI server (vllm-project/vllm, vllm/entrypoints/openai/chat_completion/
+ * serving.py and protocol.py, engine/protocol.py, models/protocol.py, serve/tokenize/; summarised with
+ * versions in ../shared/reference/real-servers.md):
+ * - reasoning comes back as `reasoning` (current vLLM; `reasoning_content` before the rename: option
+ *   `reasoningField`), on the message and on deltas;
+ * - errors are nested `{"error": {"message", "type", "param", "code"}}` (old servers: flat
+ *   `{"object": "error", "message", ...}`, option `errorForm: 'flat'`);
+ * - `GET /v1/models` lists `max_model_len`; `POST /tokenize` returns `{count, max_model_len, tokens}`;
+ *   prompt + max_tokens over `max_model_len` is a 400 naming both numbers;
+ * - with tools and `tool_choice` auto (the default when tools are present) a server started without
+ *   `--enable-auto-tool-choice --tool-call-parser` answers 400 (option `toolParser: false`);
+ * - `dropToolParserIds` reproduces vllm-project/vllm#27482 (0.10.2 until PR #29074): the chunks the
+ *   tool parser swallows are never sent, so their `token_ids` and logprobs are missing while
+ *   `usage.completion_tokens` stays the true count;
+ * - `finish_reason: "abort"` for a cancelled request (fault `abort`);
+ * - `--api-key`: every /v1 route answers 401 without `Authorization: Bearer <key>`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +43,7 @@ export interface ChatBody {
     tool_calls?: unknown[];
     tool_call_id?: string;
     reasoning_content?: string;
+    reasoning?: string;
   }>;
   tools?: Array<{
     type: string;
@@ -54,6 +72,31 @@ export interface Fault {
   noTokenIds?: boolean;
   /** close the connection before answering */
   reset?: boolean;
+  /** stream a generation that ends with finish_reason "abort" */
+  abort?: boolean;
+  /** the error message of a `status` fault */
+  message?: string;
+}
+
+export interface StandinOptions {
+  policy?: Policy;
+  model?: string;
+  chunkTokens?: number;
+  chatTemplate?: string;
+  /** the served model's context (default 40960, Qwen3-4B's) */
+  maxModelLen?: number;
+  /** started with --enable-auto-tool-choice --tool-call-parser hermes (default true) */
+  toolParser?: boolean;
+  /** reproduce vLLM #27482: streamed tool-call chunks lose their token_ids and logprobs */
+  dropToolParserIds?: boolean;
+  /** the reasoning field of messages and deltas (default 'reasoning', current vLLM) */
+  reasoningField?: 'reasoning' | 'reasoning_content';
+  /** error bodies: nested (current vLLM, default) or flat (old vLLM) */
+  errorForm?: 'nested' | 'flat';
+  /** require this key on every /v1 route and /tokenize, as `vllm serve --api-key` does */
+  apiKey?: string;
+  /** list the model without max_model_len, as a gateway in front of vLLM (LiteLLM) does */
+  hideMaxModelLen?: boolean;
 }
 
 export interface Standin {
@@ -113,7 +156,8 @@ export const echoPolicy: Policy = (body) => {
 function templateMessages(body: ChatBody): Record<string, unknown>[] {
   return body.messages.map((m) => {
     const out: Record<string, unknown> = { role: m.role, content: text(m.content) };
-    if (m.reasoning_content) out.reasoning_content = m.reasoning_content;
+    const reasoning = m.reasoning_content ?? m.reasoning;
+    if (reasoning) out.reasoning_content = reasoning;
     if (Array.isArray(m.tool_calls)) {
       // vLLM parses the JSON arguments back into a mapping before templating (the template tojson's it)
       out.tool_calls = m.tool_calls.map((c) => {
@@ -134,7 +178,7 @@ export function fakeLogprob(id: number, position: number): number {
   return -((((id * 31 + position * 7) % 997) + 1) / 500);
 }
 
-async function readJson(req: IncomingMessage): Promise<ChatBody> {
+export async function readJson(req: IncomingMessage): Promise<ChatBody> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
@@ -176,14 +220,28 @@ export const APPEND_ONLY_TEMPLATE = [
   "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}",
 ].join('');
 
-export async function startStandin(
-  options: { policy?: Policy; model?: string; chunkTokens?: number; chatTemplate?: string } = {},
-): Promise<Standin> {
+export async function startStandin(options: StandinOptions = {}): Promise<Standin> {
   const tok = await qwenTokenizer();
   const policy = options.policy ?? echoPolicy;
   const calls: StandinCall[] = [];
   const faults: Fault[] = [];
   const served = options.model ?? 'Qwen/Qwen3-4B';
+  const maxModelLen = options.maxModelLen ?? 40960;
+  const reasoningField = options.reasoningField ?? 'reasoning';
+  const error = (
+    res: ServerResponse,
+    status: number,
+    message: string,
+    type: string,
+    param: string | null = null,
+  ) =>
+    json(
+      res,
+      status,
+      options.errorForm === 'flat'
+        ? { object: 'error', message, type, param, code: status }
+        : { error: { message, type, param, code: status } },
+    );
   const server = createServer((req, res) => {
     handle(req, res).catch((error) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
@@ -198,17 +256,32 @@ export async function startStandin(
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0];
+    // `vllm serve --api-key`: the /v1 routes check the bearer token (api_server.py AuthenticationMiddleware)
+    if (options.apiKey && path !== '/health' && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      return json(res, 401, { error: 'Unauthorized' });
+    }
     if (req.method === 'GET' && path === '/v1/models') {
-      return json(res, 200, { object: 'list', data: [{ id: served, object: 'model', owned_by: 'vllm' }] });
+      return json(res, 200, {
+        object: 'list',
+        data: [
+          {
+            id: served,
+            object: 'model',
+            owned_by: 'vllm',
+            root: served,
+            ...(options.hideMaxModelLen ? {} : { max_model_len: maxModelLen }),
+          },
+        ],
+      });
     }
     const body = await readJson(req);
     if (req.method === 'POST' && path === '/tokenize') {
       const prompt = render(tok, body);
       const ids = tok.encode(prompt, { add_special_tokens: false });
-      return json(res, 200, { count: ids.length, tokens: ids, max_model_len: 131072 });
+      return json(res, 200, { count: ids.length, tokens: ids, max_model_len: maxModelLen, token_strs: null });
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
-      return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError' } });
+      return error(res, 404, `no route ${req.method} ${path}`, 'NotFoundError');
     }
     const fault = faults.shift();
     if (fault?.hang) return; // never answers
@@ -216,12 +289,41 @@ export async function startStandin(
       req.socket.destroy();
       return;
     }
-    if (fault?.status)
-      return json(res, fault.status, {
-        error: { message: `injected ${fault.status}`, type: 'InternalServerError' },
-      });
+    if (fault?.status) {
+      const type = fault.status < 500 ? 'BadRequestError' : 'InternalServerError';
+      return error(res, fault.status, fault.message ?? `injected ${fault.status}`, type);
+    }
+    // tools with tool_choice auto (the default when tools are present) need the auto tool parser
+    const choice = body.tool_choice ?? (body.tools?.length ? 'auto' : 'none');
+    if (choice === 'auto' && options.toolParser === false) {
+      return error(
+        res,
+        400,
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+        'BadRequestError',
+      );
+    }
     const promptText = render(tok, body, options.chatTemplate);
     const promptIds = tok.encode(promptText, { add_special_tokens: false });
+    const asked = (body.max_completion_tokens ?? body.max_tokens) as number | undefined;
+    if (promptIds.length >= maxModelLen) {
+      return error(
+        res,
+        400,
+        `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${promptIds.length} input tokens. Please reduce the length of the input messages.`,
+        'BadRequestError',
+        'input_tokens',
+      );
+    }
+    if (asked !== undefined && promptIds.length + asked > maxModelLen) {
+      return error(
+        res,
+        400,
+        `'max_tokens' or 'max_completion_tokens' is too large: ${asked}. This model's maximum context length is ${maxModelLen} tokens and your request has ${promptIds.length} input tokens (${asked} > ${maxModelLen} - ${promptIds.length}).`,
+        'BadRequestError',
+        'max_tokens',
+      );
+    }
     const reply = policy(body);
     const reasoningText = reply.reasoning ? `<think>\n${reply.reasoning}\n</think>\n\n` : '';
     const content = reply.content ?? '';
@@ -240,7 +342,7 @@ export async function startStandin(
     calls.push({ body, promptText, promptIds, completionIds, logprobs });
     const giveIds = body.return_token_ids === true && !fault?.noTokenIds;
     const giveLogprobs = body.logprobs === true;
-    const finish = reply.toolCalls?.length ? 'tool_calls' : 'stop';
+    const finish = fault?.abort ? 'abort' : reply.toolCalls?.length ? 'tool_calls' : 'stop';
     const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
       id: `chatcmpl-tool-${calls.length}-${i}`,
       type: 'function',
@@ -278,7 +380,7 @@ export async function startStandin(
             message: {
               role: 'assistant',
               content: content || null,
-              ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
+              ...(reply.reasoning ? { [reasoningField]: reply.reasoning } : {}),
               tool_calls: toolCalls,
             },
             finish_reason: finish,
@@ -317,7 +419,7 @@ export async function startStandin(
     chunk({ role: 'assistant', content: '' }, [], 0, null, giveIds ? { prompt_token_ids: promptIds } : {});
     let offset = 0;
     if (reasoningIds.length) {
-      chunk({ reasoning_content: reply.reasoning }, reasoningIds, offset);
+      chunk({ [reasoningField]: reply.reasoning }, reasoningIds, offset);
       offset += reasoningIds.length;
     }
     const step = options.chunkTokens ?? 1;
@@ -330,7 +432,19 @@ export async function startStandin(
       offset += ids.length;
     }
     if (toolCalls.length) {
-      chunk({ tool_calls: toolCalls.map((c, index) => ({ index, ...c })) }, toolIds, offset);
+      if (options.dropToolParserIds) {
+        // vLLM #27482: the tool parser returns no delta for most tool-call tokens, and those chunks
+        // (with their token_ids and logprobs) are never sent; only the chunk that completes the call is
+        const kept = Math.min(3, toolIds.length);
+        const skipped = toolIds.length - kept;
+        chunk(
+          { tool_calls: toolCalls.map((c, index) => ({ index, ...c })) },
+          toolIds.slice(skipped),
+          offset + skipped,
+        );
+      } else {
+        chunk({ tool_calls: toolCalls.map((c, index) => ({ index, ...c })) }, toolIds, offset);
+      }
       offset += toolIds.length;
     }
     chunk({}, eot, offset, finish);
@@ -359,17 +473,23 @@ export async function startStandin(
   };
 }
 
-function render(tok: PreTrainedTokenizer, body: ChatBody, chatTemplate?: string): string {
+/** The prompt text vLLM renders for a chat body (the real template unless another is given). */
+export function render(
+  tok: PreTrainedTokenizer,
+  body: ChatBody,
+  chatTemplate?: string,
+  addGenerationPrompt = true,
+): string {
   return tok.apply_chat_template(templateMessages(body) as never, {
     ...(chatTemplate ? { chat_template: chatTemplate } : {}),
     tools: body.tools as never,
     tokenize: false,
-    add_generation_prompt: true,
+    add_generation_prompt: addGenerationPrompt,
     ...(body.chat_template_kwargs ?? {}),
   }) as string;
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
+export function json(res: ServerResponse, status: number, body: unknown): void {
   const t = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(t) });
   res.end(t);

@@ -4,6 +4,7 @@ import type { ProxyFault } from '../canonical.ts';
 export function errorType(kind: ProxyFault['kind']): string {
   switch (kind) {
     case 'invalid_request':
+    case 'context_length_exceeded':
       return 'invalid_request_error';
     case 'authentication':
       return 'authentication_error';
@@ -22,7 +23,12 @@ export function errorType(kind: ProxyFault['kind']): string {
 }
 
 export function errorBody(fault: ProxyFault) {
-  return { type: 'error', error: { type: errorType(fault.kind), message: fault.message } };
+  // Claude Code compacts on an invalid_request_error whose message starts "prompt is too long"
+  const message =
+    fault.kind === 'context_length_exceeded' && !/^prompt is too long/i.test(fault.message)
+      ? `prompt is too long: ${fault.message}`
+      : fault.message;
+  return { type: 'error', error: { type: errorType(fault.kind), message } };
 }
 
 export function renderError(fault: ProxyFault): { status: number; body: unknown } {

@@ -68,7 +68,7 @@ describe('backend options', () => {
     });
   }
   const bad: Array<[string[], RegExp]> = [
-    [['--backend', 'x'], /^--backend x is not one of vllm, sglang, openai, tokens, embedded$/],
+    [['--backend', 'x'], /^--backend x is not one of vllm, sglang, openai, tokens, embedded, nemo-rl$/],
     [['--temperature', '-1'], /^--temperature -1: expected a number >= 0$/],
     [['--top-p', '2'], /^--top-p 2: expected a number in \(0, 1\]$/],
     [['--max-tokens', '1.5'], /^--max-tokens 1.5: expected a positive integer$/],

@@ -458,6 +458,7 @@ describe('anthropic-messages renderError', () => {
       authentication: 'authentication_error',
       not_found: 'not_found_error',
       too_large: 'request_too_large',
+      context_length_exceeded: 'invalid_request_error',
       backend_unreachable: 'api_error',
       backend_timeout: 'timeout_error',
       backend_error: 'api_error',
@@ -467,8 +468,18 @@ describe('anthropic-messages renderError', () => {
     for (const [kind, type] of Object.entries(types) as [ProxyFault['kind'], string][]) {
       const { status, body } = anthropic.renderError(fault(kind, `problem ${kind}`));
       assert.equal(status, faultStatus(kind));
-      assert.deepEqual(body, { type: 'error', error: { type, message: `problem ${kind}` } });
+      // Claude Code compacts on "prompt is too long", so a context fault always says it first
+      const message =
+        kind === 'context_length_exceeded' ? `prompt is too long: problem ${kind}` : `problem ${kind}`;
+      assert.deepEqual(body, { type: 'error', error: { type, message } });
     }
+    const own = anthropic.renderError(
+      fault('context_length_exceeded', 'prompt is too long: 9 tokens > 8 maximum'),
+    );
+    assert.equal(
+      (own.body as { error: { message: string } }).error.message,
+      'prompt is too long: 9 tokens > 8 maximum',
+    );
     assert.equal(anthropic.api, 'anthropic-messages');
     assert.equal(anthropic.mapFinishReason({ finishReason: 'content_filter' }), 'refusal');
   });

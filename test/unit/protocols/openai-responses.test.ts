@@ -465,6 +465,7 @@ describe('openai-responses renderResponse and renderError', () => {
       authentication: 'authentication_error',
       not_found: 'not_found_error',
       too_large: 'invalid_request_error',
+      context_length_exceeded: 'invalid_request_error',
       backend_unreachable: 'server_error',
       backend_timeout: 'timeout_error',
       backend_error: 'server_error',
@@ -474,7 +475,9 @@ describe('openai-responses renderResponse and renderError', () => {
     for (const [kind, type] of Object.entries(types) as [ProxyFault['kind'], string][]) {
       const { status, body } = responses.renderError(fault(kind, `problem ${kind}`));
       assert.equal(status, faultStatus(kind));
-      assert.deepEqual(body, { error: { message: `problem ${kind}`, type, param: null, code: kind } });
+      // OpenAI's own code for a prompt over the context window, with the param it names
+      const param = kind === 'context_length_exceeded' ? 'messages' : null;
+      assert.deepEqual(body, { error: { message: `problem ${kind}`, type, param, code: kind } });
     }
     assert.equal(responses.api, 'openai-responses');
   });

@@ -349,6 +349,24 @@ describe('prefix merging', () => {
     assert.equal(stats.notes['grading for unknown session'], undefined);
   });
 
+  it('counts the calls whose ids are not token-exact by cause (backend_info.token_inexact)', async () => {
+    const inexact = call('s', {
+      id: 'b',
+      prompt: [...SYS, 100, EOT, 300],
+      completion: [101],
+      tokenExact: false,
+    });
+    inexact.backend_info = { token_inexact: { cause: 'ids_dropped_by_server', detail: '1 for 4' } };
+    const { out, stats } = await buildFrom([
+      session('s'),
+      call('s', { id: 'a', prompt: SYS, completion: [100, EOT] }),
+      inexact,
+      sessionEnd('s'),
+    ]);
+    assert.equal((out[0] as Out).traces[0]!.token_exact, false);
+    assert.deepEqual(stats.calls_inexact, { ids_dropped_by_server: 1 });
+  });
+
   it('skips and counts calls with an error, keeping the chain intact', async () => {
     const { out, stats } = await buildFrom([
       session('s'),

@@ -1,0 +1,21 @@
+import type { Command } from 'commander';
+import type { DoctorFlags } from '../src/backends/doctor.ts';
+import { addBackendFlags, type Report } from './shared.ts';
+
+export function defineDoctor(program: Command, report: Report): void {
+  const cmd = program
+    .command('doctor')
+    .description(
+      "check an inference server's set-up before a run: model, token ids, tool calling (docs/backends.md)",
+    )
+    .option(
+      '--wait',
+      'wait for a server that is still starting, up to --backend-timeout, with a countdown',
+      false,
+    )
+    .option('--json', 'print the report as JSON', false);
+  addBackendFlags(cmd).action(async (flags: DoctorFlags) => {
+    const { doctorCommand } = await import('../src/backends/doctor.ts');
+    report(await doctorCommand(flags));
+  });
+}
