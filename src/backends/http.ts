@@ -1,15 +1,20 @@
 /** Shared HTTP plumbing for backends: one fetch wrapper that turns transport faults into ProxyFaults. */
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
-import { SseDecoder, type SseEvent } from '../protocols/sse.ts';
+import { SseDecoder, type SseEvent, SseEventTooLarge } from '../protocols/sse.ts';
+import type { CallDeadline } from './deadline.ts';
 
 export type FetchOutcome = { ok: true; response: Response } | { ok: false; fault: ProxyFault };
 
+/**
+ * POSTs JSON under the call's deadline (which the caller holds, and disposes of, for the whole call:
+ * reading the body after this returns stays under its limits).
+ */
 export async function postJson(
   url: string,
   body: unknown,
-  options: { signal: AbortSignal; timeoutMs: number; headers?: Record<string, string> },
+  options: { deadline: CallDeadline; headers?: Record<string, string> },
 ): Promise<FetchOutcome> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const { deadline } = options;
   try {
     const response = await fetch(url, {
       method: 'POST',
@@ -19,25 +24,24 @@ export async function postJson(
         ...options.headers,
       },
       body: JSON.stringify(body),
-      signal: AbortSignal.any([options.signal, timeout]),
+      signal: deadline.signal,
     });
+    deadline.touch();
     if (!response.ok) {
       const text = await response.text().catch(() => '');
       return { ok: false, fault: upstreamFault(url, response.status, text) };
     }
     return { ok: true, response };
   } catch (error) {
-    return { ok: false, fault: transportFault(url, error, timeout.aborted, options.timeoutMs) };
+    return { ok: false, fault: transportFault(url, error, deadline) };
   }
 }
 
-export function transportFault(
-  url: string,
-  error: unknown,
-  timedOut: boolean,
-  timeoutMs: number,
-): ProxyFault {
-  if (timedOut) return fault('backend_timeout', `backend ${url} did not answer within ${timeoutMs} ms`);
+/** The fault for a failed fetch or body read: a passed limit, the harness leaving, or the network. */
+export function transportFault(url: string, error: unknown, deadline?: CallDeadline): ProxyFault {
+  if (deadline?.timedOut) return deadline.fault(url);
+  if (error instanceof SseEventTooLarge)
+    return fault('backend_error', `backend ${url} sent a stream event over ${error.limit} characters`);
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   const name = (error as Error)?.name;
   if (name === 'AbortError') return fault('backend_error', `backend call to ${url} was cancelled`, 499);
@@ -61,12 +65,16 @@ export function upstreamFault(url: string, status: number, text: string): ProxyF
   return fault('backend_error', `backend ${url} answered ${status}: ${detail}`);
 }
 
-/** Reads an SSE response body as events; yields nothing more once the body ends. */
-export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
+/**
+ * Reads an SSE response body as events; yields nothing more once the body ends. Each read restarts the
+ * deadline's idle clock; an event over the decoder's bound throws SseEventTooLarge.
+ */
+export async function* sseEvents(response: Response, deadline?: CallDeadline): AsyncGenerator<SseEvent> {
   if (!response.body) return;
   const decoder = new SseDecoder();
   const text = new TextDecoder();
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    deadline?.touch();
     for (const event of decoder.push(text.decode(chunk, { stream: true }))) yield event;
   }
   for (const event of decoder.push(text.decode())) yield event;

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { type CanonicalRequest, fault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
+import { CallDeadline } from './deadline.ts';
 import { postJson, sseEvents, transportFault, trimSlash } from './http.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';
 
@@ -38,11 +39,29 @@ export class OpenAICompatibleBackend implements Backend {
     this.headers = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   }
 
-  private get timeoutMs(): number {
-    return this.options.timeoutMs ?? 600_000;
+  /** the limits of one call, from the request to the end of its body */
+  private deadline(signal: AbortSignal, totalMs?: number): CallDeadline {
+    const total = totalMs ?? this.options.timeoutMs;
+    return new CallDeadline(signal, {
+      ...(total !== undefined ? { totalMs: total } : {}),
+      ...(this.options.idleTimeoutMs !== undefined ? { idleMs: this.options.idleTimeoutMs } : {}),
+    });
   }
 
   async *generate(request: CanonicalRequest, context: CallContext): AsyncGenerator<StreamEvent> {
+    const deadline = this.deadline(context.signal);
+    try {
+      yield* this.generateWithin(request, context, deadline);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async *generateWithin(
+    request: CanonicalRequest,
+    context: CallContext,
+    deadline: CallDeadline,
+  ): AsyncGenerator<StreamEvent> {
     const stream = this.kind !== 'sglang';
     const body = buildRequest(
       { ...request, model: this.options.model },
@@ -69,18 +88,14 @@ export class OpenAICompatibleBackend implements Backend {
       messages: '<canonical_request.messages>',
       tools: body.tools ? '<canonical_request.tools>' : undefined,
     });
-    const outcome = await postJson(url, body, {
-      signal: context.signal,
-      timeoutMs: this.timeoutMs,
-      headers: this.headers,
-    });
+    const outcome = await postJson(url, body, { deadline, headers: this.headers });
     if (!outcome.ok) {
       yield { type: 'error', error: outcome.fault };
       return;
     }
     const id = `resp_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
     if (!stream) {
-      yield* this.fromCompletion(outcome.response, id, context);
+      yield* this.fromCompletion(outcome.response, id, context, deadline);
       return;
     }
     const parser = new ChatStreamParser(id, request.model);
@@ -88,7 +103,7 @@ export class OpenAICompatibleBackend implements Backend {
     try {
       // read to the end of the body even after [DONE]: leaving early cancels the body, and the
       // HTTP client then closes the keep-alive connection instead of reusing it
-      for await (const event of sseEvents(outcome.response)) {
+      for await (const event of sseEvents(outcome.response, deadline)) {
         if (event.data === '[DONE]') continue;
         let chunk: unknown;
         try {
@@ -114,7 +129,7 @@ export class OpenAICompatibleBackend implements Backend {
         yield* parser.push(chunk);
       }
     } catch (error) {
-      yield { type: 'error', error: transportFault(url, error, false, this.timeoutMs) };
+      yield { type: 'error', error: transportFault(url, error, deadline) };
       return;
     }
     for (const w of parser.warnings) context.recorder.warn(w);
@@ -138,6 +153,7 @@ export class OpenAICompatibleBackend implements Backend {
     response: Response,
     id: string,
     context: CallContext,
+    deadline: CallDeadline,
   ): AsyncGenerator<StreamEvent> {
     let raw: unknown;
     try {
@@ -145,7 +161,9 @@ export class OpenAICompatibleBackend implements Backend {
     } catch (error) {
       yield {
         type: 'error',
-        error: fault('backend_error', `backend answered non-JSON: ${(error as Error).message}`),
+        error: deadline.timedOut
+          ? deadline.fault(response.url || this.url)
+          : fault('backend_error', `backend answered non-JSON: ${(error as Error).message}`),
       };
       return;
     }
@@ -204,14 +222,23 @@ export class OpenAICompatibleBackend implements Backend {
       // vLLM serves /tokenize at the server root, beside /v1
       const root = this.url.replace(/\/v1$/, '');
       const body = buildRequest({ ...request, model: this.options.model }, { stream: false });
-      const outcome = await postJson(
-        `${root}/tokenize`,
-        { model: this.options.model, messages: body.messages, ...(body.tools ? { tools: body.tools } : {}) },
-        { signal: context.signal, timeoutMs: 30_000, headers: this.headers },
-      );
-      if (outcome.ok) {
-        const json = (await outcome.response.json().catch(() => null)) as { count?: number } | null;
-        if (typeof json?.count === 'number') return { tokens: json.count, exact: true };
+      const deadline = this.deadline(context.signal, 30_000);
+      try {
+        const outcome = await postJson(
+          `${root}/tokenize`,
+          {
+            model: this.options.model,
+            messages: body.messages,
+            ...(body.tools ? { tools: body.tools } : {}),
+          },
+          { deadline, headers: this.headers },
+        );
+        if (outcome.ok) {
+          const json = (await outcome.response.json().catch(() => null)) as { count?: number } | null;
+          if (typeof json?.count === 'number') return { tokens: json.count, exact: true };
+        }
+      } finally {
+        deadline.dispose();
       }
     }
     return { tokens: estimateTokens(request), exact: false };

@@ -19,6 +19,8 @@ export const DEFAULTS = {
   testTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
   /** abandon one backend call after this long */
   backendTimeoutMs: d(600_000, '600 (10 min)'),
+  /** abandon a backend call whose started response sends nothing for this long */
+  backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
   /** backend calls in flight at most (serve, gym) */
