@@ -94,35 +94,98 @@ export function serialiseRecord(record: CallRecord, raw: Buffer | null, key: str
 }
 
 /**
- * The session's `complete`: numbers, records, scrubs and writes each call. A failed write is logged
- * (the harness already has its answer).
+ * The session's `complete`: numbers, records, scrubs and writes each call. It never throws into the call
+ * path: a record that cannot be serialised as it is (a value too deep for JSON.stringify) is written
+ * degraded (the request body as text, the canonical forms left out, a warning saying so); a failed write
+ * is logged (the harness already has its answer). `calls`/`errors` count the records written, so the
+ * session_end record agrees with the file.
  */
 export function recordCalls(
   session: RecordingSession,
   counters: CallCounters,
 ): (call: CompletedCall) => void {
   return (call) => {
-    const record = toCallRecord(call, session, counters.seq++);
-    counters.calls++;
-    if (record.error) counters.errors++;
-    // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
-    // a harness echoing its own env), which keeps the hot path to one JSON.stringify
-    let line = serialiseRecord(record, call.request.raw, session.key);
-    let clean = record;
-    const leaked = Array.isArray(line)
-      ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
-      : line.includes(session.key);
-    if (leaked) {
-      clean = redactSecrets(record, [session.key]);
-      line = JSON.stringify(clean);
+    const seq = counters.seq++;
+    let out: { line: Buffer[] | string; record: CallRecord };
+    try {
+      out = fullLine(call, session, seq);
+    } catch (error) {
+      out = degradedLine(call, session, seq, error);
     }
     try {
-      session.writer.writeLine(line);
+      session.writer.writeLine(out.line);
+      counters.calls++;
+      if (out.record.error) counters.errors++;
     } catch (error) {
       log.error(`could not write the call record to ${session.writer.path}: ${(error as Error).message}`);
+      return;
     }
-    session.onCall?.(clean);
+    try {
+      session.onCall?.(out.record);
+    } catch (error) {
+      log.error(`call record ${call.id}: ${(error as Error).message}`);
+    }
   };
+}
+
+function fullLine(
+  call: CompletedCall,
+  session: RecordingSession,
+  seq: number,
+): { line: Buffer[] | string; record: CallRecord } {
+  const record = toCallRecord(call, session, seq);
+  // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
+  // a harness echoing its own env), which keeps the hot path to one JSON.stringify
+  const line = serialiseRecord(record, call.request.raw, session.key);
+  const leaked = Array.isArray(line)
+    ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
+    : line.includes(session.key);
+  if (!leaked) return { line, record };
+  const clean = redactSecrets(record, [session.key]);
+  return { line: JSON.stringify(clean), record: clean };
+}
+
+/**
+ * The record of a call whose full record could not be serialised: the request body as the text it
+ * arrived as, no canonical request, backend request or harness facts; failing that, no answer body
+ * either. Shallow by construction, so it serialises; the key is scrubbed from the text.
+ */
+function degradedLine(
+  call: CompletedCall,
+  session: RecordingSession,
+  seq: number,
+  cause: unknown,
+): { line: string; record: CallRecord } {
+  const why = `record degraded: ${(cause as Error)?.message ?? cause}`;
+  log.warn(`call ${call.id}: ${why}`);
+  const bodyText = call.request.raw ? call.request.raw.toString('utf8') : null;
+  const plain: CompletedCall = {
+    ...call,
+    request: { ...call.request, body: bodyText ?? String(call.request.body), raw: null },
+    canonicalRequest: null,
+    backendRequest: null,
+    warnings: [...call.warnings, `${why}: the request body is stored as text`],
+  };
+  const bare = { id: session.id, harness: session.harness, tokenExact: session.tokenExact };
+  const scrub = (text: string) => text.split(session.key).join('<redacted>');
+  let record = toCallRecord(plain, bare, seq);
+  try {
+    const line = JSON.stringify(record);
+    return { line: scrub(line), record: JSON.parse(scrub(line)) as CallRecord };
+  } catch {
+    record = toCallRecord(
+      {
+        ...plain,
+        canonicalResponse: null,
+        response: call.response && { status: call.response.status, body: null },
+      },
+      bare,
+      seq,
+    );
+    record.warnings.push('the answer body is left out too');
+    const line = scrub(JSON.stringify(record));
+    return { line, record: JSON.parse(line) as CallRecord };
+  }
 }
 
 const RAW_BODY = '\u0000polar-raw-body\u0000';

@@ -195,8 +195,10 @@ export class ProxyServer {
         session.complete(call.completed());
       } catch (error) {
         log.error(`proxy: the session could not take call ${call.id}: ${(error as Error).message}`);
+      } finally {
+        // (after the record: drain() waits for it; in finally: whatever recording did)
+        this.active.set(session.key, (this.active.get(session.key) ?? 1) - 1);
       }
-      this.active.set(session.key, (this.active.get(session.key) ?? 1) - 1);
     }
   }
 }
