@@ -23,6 +23,10 @@ export const DEFAULTS = {
   backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
+  /** every polar HTTP server (proxy, serve, gym): ms for a whole request (headers and body) to arrive */
+  requestTimeoutMs: d(300_000, '300 (5 min)'),
+  /** every polar HTTP server: open connections at most (beyond it node drops new ones) */
+  maxConnections: d(1024),
   /** backend calls in flight at most (serve, gym) */
   maxInflight: d(64),
   /** rollouts at once in polar gym */
