@@ -49,7 +49,8 @@ export class HttpServer {
     const requestTimeout = options.requestTimeout ?? DEFAULTS.requestTimeoutMs.value;
     // node checks the request timeout every connectionsCheckingInterval (30 s by default): a short
     // limit is checked more often, so it holds within about a quarter of itself
-    const interval = requestTimeout > 0 ? Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))) : 30_000;
+    const interval =
+      requestTimeout > 0 ? Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))) : 30_000;
     this.server = createServer({ connectionsCheckingInterval: interval }, (req, res) => {
       const done = handler(req, res).catch((error) => {
         let reply: { status: number; body: unknown };
