@@ -27,6 +27,10 @@ export const DEFAULTS = {
   requestTimeoutMs: d(300_000, '300 (5 min)'),
   /** every polar HTTP server: open connections at most (beyond it node drops new ones) */
   maxConnections: d(1024),
+  /** largest request body polar gym reads (a task row, a batch of verify responses) */
+  gymMaxBodyBytes: d(16 * 1024 * 1024, '16MiB'),
+  /** request bodies polar gym reads at once; the rest wait (memory: this times the body limit) */
+  gymBodyReads: d(4),
   /** backend calls in flight at most (serve, gym) */
   maxInflight: d(64),
   /** rollouts at once in polar gym */

@@ -116,6 +116,8 @@ async function gymFor(shape: Shape): Promise<{ gym: Gym; out: string }> {
     port: 0,
     agentTimeoutMs: 60_000,
     testTimeoutMs: 60_000,
+    // the fixture row carries its own test_cmd
+    trustRowCommands: true,
   });
   return { gym, out: join(dir, 'out') };
 }
@@ -134,7 +136,7 @@ const row = (taskIndex: number) => ({
 async function run(gym: Gym, body: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(`${gym.url}/run`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${gym.token}` },
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as Record<string, unknown>;
@@ -246,7 +248,7 @@ describe(
         const from = standin.calls.length;
         const res = await fetch(`${gym.url}/v1/responses`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${gym.token}` },
           body: JSON.stringify({ input: 'Run two commands.' }),
         });
         const body = (await res.json()) as Record<string, unknown>;
