@@ -31,6 +31,10 @@ export const DEFAULTS = {
   gymMaxBodyBytes: d(16 * 1024 * 1024, '16MiB'),
   /** request bodies polar gym reads at once; the rest wait (memory: this times the body limit) */
   gymBodyReads: d(4),
+  /** sessions polar serve keeps open at once (each holds a capture file open) */
+  maxSessions: d(256),
+  /** polar serve closes a session (status timeout) that saw no call and no admin request for this long */
+  sessionIdleTimeoutMs: d(3_600_000, '3600 (1 h)'),
   /** backend calls in flight at most (serve, gym) */
   maxInflight: d(64),
   /** rollouts at once in polar gym */

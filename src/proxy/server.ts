@@ -101,6 +101,11 @@ export class ProxyServer {
     return this.sessions.size;
   }
 
+  /** requests of this session (by its key) in flight now */
+  activeCalls(key: string): number {
+    return this.active.get(key) ?? 0;
+  }
+
   /** resolves when no request of this session is in flight any more (or after timeoutMs) */
   async drain(session: ProxySession, timeoutMs = 30_000): Promise<void> {
     const t0 = Date.now();
