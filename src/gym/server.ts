@@ -105,6 +105,8 @@ export async function startGym(options: GymOptions): Promise<Gym> {
   const server = new HttpServer(
     async (req, res) => {
       if (token !== null && !OPEN_PATHS.has(pathOf(req.url)) && !sameToken(presentedToken(req), token)) {
+        // (the body is not read: the connection closes after the answer)
+        res.setHeader('connection', 'close');
         req.resume();
         throw new HttpError(401, 'polar gym: missing or wrong bearer token', 'authentication_error');
       }

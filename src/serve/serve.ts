@@ -200,6 +200,7 @@ class AdminApi {
     if (!matchRoute(this.routes, method, path) && !path.startsWith('/sessions/')) return false;
     try {
       if (!sameToken(presentedToken(req), this.token)) {
+        res.setHeader('connection', 'close');
         req.resume();
         throw new HttpError(401, 'admin API: missing or wrong admin token', 'authentication_error');
       }
