@@ -116,8 +116,9 @@ async function gymFor(shape: Shape): Promise<{ gym: Gym; out: string }> {
     port: 0,
     agentTimeoutMs: 60_000,
     testTimeoutMs: 60_000,
-    // the fixture row carries its own test_cmd
+    // the fixture row carries its own test_cmd; no token (test/unit/gym/hardening.test.ts covers both)
     trustRowCommands: true,
+    token: null,
   });
   return { gym, out: join(dir, 'out') };
 }
@@ -136,7 +137,7 @@ const row = (taskIndex: number) => ({
 async function run(gym: Gym, body: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(`${gym.url}/run`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${gym.token}` },
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   const json = (await res.json()) as Record<string, unknown>;
@@ -248,7 +249,7 @@ describe(
         const from = standin.calls.length;
         const res = await fetch(`${gym.url}/v1/responses`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${gym.token}` },
+          headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ input: 'Run two commands.' }),
         });
         const body = (await res.json()) as Record<string, unknown>;
