@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { port, positiveInt } from '../src/options/parsers.ts';
+import { bytes, port, positiveInt } from '../src/options/parsers.ts';
 import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineGym(program: Command, report: Report): void {
@@ -43,6 +43,26 @@ export function defineGym(program: Command, report: Report): void {
           positiveInt,
         ),
         DEFAULTS.maxInflight,
+      ),
+    )
+    .option(
+      '--token <token>',
+      'bearer token every route but /health requires (default: $POLAR_GYM_TOKEN, else a fresh one, printed)',
+    )
+    .option(
+      '--no-auth',
+      'serve without a token (for callers that send no Authorization header, such as NeMo Gym; keep it on loopback)',
+    )
+    .option(
+      '--trust-row-commands',
+      "run a row's own test_cmd / eval_script and use its image (without it such a row is refused)",
+    )
+    .addOption(
+      withDefault(
+        new Option('--max-body <bytes>', 'largest request body (a task row, verify responses)').argParser(
+          bytes,
+        ),
+        DEFAULTS.gymMaxBodyBytes,
       ),
     )
     .option('-q, --quiet', 'no status output', false);

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { port, positiveInt } from '../src/options/parsers.ts';
+import { port, positiveInt, seconds } from '../src/options/parsers.ts';
 import type { ServeFlags } from '../src/serve/command.ts';
 import { addBackendFlags, type Report } from './shared.ts';
 
@@ -31,13 +31,30 @@ export function defineServe(program: Command, report: Report): void {
     )
     .option(
       '--admin-token <token>',
-      'require this bearer token on the admin API (default: $POLAR_ADMIN_TOKEN)',
+      'the bearer token the admin API requires (default: $POLAR_ADMIN_TOKEN, else a fresh one, printed)',
+    )
+    .addOption(
+      withDefault(
+        new Option('--max-sessions <n>', 'sessions open at once at most; more are refused (429)').argParser(
+          positiveInt,
+        ),
+        DEFAULTS.maxSessions,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--session-idle-timeout <s>',
+          'close a session (status timeout) after this long without a call or an admin request',
+        ).argParser(seconds),
+        DEFAULTS.sessionIdleTimeoutMs,
+      ),
     )
     .option('-q, --quiet', 'no status output', false)
     .addHelpText(
       'after',
       `
-Admin API (JSON):
+Admin API (JSON; every request needs "Authorization: Bearer <admin token>"):
   POST   /sessions        {harness?, task_id?, sample?, meta?, harness_options?, argv?}
                           -> {id, key, proxy_url, env, unset_env, files, capture}
   GET    /sessions[/:id]  open sessions and their call counts

@@ -58,10 +58,20 @@ export function addBackendFlags(cmd: Command): Command {
     )
     .addOption(
       withDefault(
-        new Option('--backend-timeout <seconds>', 'abandon a backend call after this long').argParser(
-          seconds,
-        ),
+        new Option(
+          '--backend-timeout <seconds>',
+          'abandon a backend call after this long, streaming or not',
+        ).argParser(seconds),
         DEFAULTS.backendTimeoutMs,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--backend-idle-timeout <seconds>',
+          'abandon a backend call whose started answer sends nothing for this long',
+        ).argParser(seconds),
+        DEFAULTS.backendIdleTimeoutMs,
       ),
     )
     .option(

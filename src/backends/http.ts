@@ -7,7 +7,8 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
-import { SseDecoder, type SseEvent } from '../protocols/sse.ts';
+import { SseDecoder, type SseEvent, SseEventTooLarge } from '../protocols/sse.ts';
+import { CallDeadline } from './deadline.ts';
 
 /** The part of a fetch Response the backends use. */
 export interface BackendResponse {
@@ -90,13 +91,23 @@ function wrap(res: IncomingMessage, signal: AbortSignal): BackendResponse {
   };
 }
 
+/**
+ * POSTs JSON. With a `deadline` (the call's, which the caller holds and disposes of for the whole call),
+ * reading the body after this returns stays under its total and idle limits; with `timeoutMs`, one
+ * timeout covers the request and the body read right after it (server-info routes, probes).
+ */
 export async function postJson(
   url: string,
   body: unknown,
-  options: { signal: AbortSignal; timeoutMs: number; headers?: Record<string, string> },
+  options:
+    | { deadline: CallDeadline; headers?: Record<string, string> }
+    | { signal?: AbortSignal; timeoutMs: number; headers?: Record<string, string> },
 ): Promise<FetchOutcome> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = AbortSignal.any([options.signal, timeout]);
+  const deadline = 'deadline' in options ? options.deadline : undefined;
+  const timeout = 'deadline' in options ? undefined : AbortSignal.timeout(options.timeoutMs);
+  const signal =
+    deadline?.signal ??
+    ('signal' in options && options.signal ? AbortSignal.any([options.signal, timeout!]) : timeout!);
   try {
     const res = await send(
       url,
@@ -108,6 +119,7 @@ export async function postJson(
       },
       signal,
     );
+    deadline?.touch();
     const response = wrap(res, signal);
     if (!response.ok) {
       const text = await response.text().catch(() => '');
@@ -115,17 +127,29 @@ export async function postJson(
     }
     return { ok: true, response };
   } catch (error) {
-    return { ok: false, fault: transportFault(url, error, timeout.aborted, options.timeoutMs) };
+    return {
+      ok: false,
+      fault: deadline
+        ? transportFault(url, error, deadline)
+        : transportFault(url, error, timeout!.aborted, (options as { timeoutMs: number }).timeoutMs),
+    };
   }
 }
 
+/**
+ * The fault for a failed request or body read: a passed limit (the call's deadline, or a plain timeout),
+ * an SSE event over the decoder's bound, the harness leaving, or the network.
+ */
 export function transportFault(
   url: string,
   error: unknown,
-  timedOut: boolean,
-  timeoutMs: number,
+  limit?: CallDeadline | boolean,
+  timeoutMs?: number,
 ): ProxyFault {
-  if (timedOut) return fault('backend_timeout', `backend ${url} did not answer within ${timeoutMs} ms`);
+  if (limit instanceof CallDeadline && limit.timedOut) return limit.fault(url);
+  if (limit === true) return fault('backend_timeout', `backend ${url} did not answer within ${timeoutMs} ms`);
+  if (error instanceof SseEventTooLarge)
+    return fault('backend_error', `backend ${url} sent a stream event over ${error.limit} characters`);
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   const name = (error as Error)?.name;
   if (name === 'AbortError') return fault('backend_error', `backend call to ${url} was cancelled`, 499);
@@ -248,11 +272,18 @@ export async function getJson(
   }
 }
 
-/** Reads an SSE response body as events; yields nothing more once the body ends. */
-export async function* sseEvents(response: BackendResponse): AsyncGenerator<SseEvent> {
+/**
+ * Reads an SSE response body as events; yields nothing more once the body ends. Each read restarts the
+ * deadline's idle clock; an event over the decoder's bound throws SseEventTooLarge.
+ */
+export async function* sseEvents(
+  response: BackendResponse,
+  deadline?: CallDeadline,
+): AsyncGenerator<SseEvent> {
   const decoder = new SseDecoder();
   const text = new TextDecoder();
   for await (const chunk of response.body) {
+    deadline?.touch();
     for (const event of decoder.push(text.decode(chunk, { stream: true }))) yield event;
   }
   for (const event of decoder.push(text.decode())) yield event;

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { type CanonicalRequest, fault, type ProxyFault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
 import { fitMaxTokens, retryAfterContextFault } from './context-fit.ts';
+import { CallDeadline } from './deadline.ts';
 import {
   authHeaders,
   type BackendResponse,
@@ -60,8 +61,12 @@ export class OpenAICompatibleBackend implements Backend {
     this.contextLength = new ContextLength(this.url, options.model, this.headers);
   }
 
-  private get timeoutMs(): number {
-    return this.options.timeoutMs ?? 600_000;
+  /** the limits of one call, from the request to the end of its body */
+  private deadline(signal: AbortSignal): CallDeadline {
+    return new CallDeadline(signal, {
+      ...(this.options.timeoutMs !== undefined ? { totalMs: this.options.timeoutMs } : {}),
+      ...(this.options.idleTimeoutMs !== undefined ? { idleMs: this.options.idleTimeoutMs } : {}),
+    });
   }
 
   private body(request: CanonicalRequest, stream: boolean, maxTokens?: number): Record<string, unknown> {
@@ -113,7 +118,13 @@ export class OpenAICompatibleBackend implements Backend {
     return fitted.maxTokens;
   }
 
-  private async post(request: CanonicalRequest, context: CallContext, stream: boolean, maxTokens?: number) {
+  private async post(
+    request: CanonicalRequest,
+    context: CallContext,
+    deadline: CallDeadline,
+    stream: boolean,
+    maxTokens?: number,
+  ) {
     const body = this.body(request, stream, maxTokens);
     const url = `${this.url}/chat/completions`;
     // messages and tools are a pure function of canonical_request (buildRequest); recording them again
@@ -123,22 +134,35 @@ export class OpenAICompatibleBackend implements Backend {
       messages: '<canonical_request.messages>',
       tools: body.tools ? '<canonical_request.tools>' : undefined,
     });
-    return postJson(url, body, { signal: context.signal, timeoutMs: this.timeoutMs, headers: this.headers });
+    return postJson(url, body, { deadline, headers: this.headers });
   }
 
   async *generate(request: CanonicalRequest, context: CallContext): AsyncGenerator<StreamEvent> {
+    const deadline = this.deadline(context.signal);
+    try {
+      yield* this.generateWithin(request, context, deadline);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async *generateWithin(
+    request: CanonicalRequest,
+    context: CallContext,
+    deadline: CallDeadline,
+  ): AsyncGenerator<StreamEvent> {
     const stream = this.kind !== 'sglang';
     const maxTokens = await this.fit(request, context);
     if (typeof maxTokens === 'object') {
       yield { type: 'error', error: maxTokens };
       return;
     }
-    let outcome: Outcome = await this.post(request, context, stream, maxTokens);
+    let outcome: Outcome = await this.post(request, context, deadline, stream, maxTokens);
     // a server whose context this backend could not measure says so in its 400: fit once from that
     const retry = outcome.ok ? null : retryAfterContextFault(outcome.fault, maxTokens);
     if (retry) {
       context.recorder.annotate('max_tokens_fit', retry);
-      outcome = await this.post(request, context, stream, retry.sent);
+      outcome = await this.post(request, context, deadline, stream, retry.sent);
     }
     if (!outcome.ok) {
       yield { type: 'error', error: outcome.fault };
@@ -147,10 +171,10 @@ export class OpenAICompatibleBackend implements Backend {
     const id = `resp_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
     const type = outcome.response.headers.get('content-type') ?? '';
     if (!stream || !type.includes('text/event-stream')) {
-      yield* this.fromCompletion(outcome.response, id, context, request);
+      yield* this.fromCompletion(outcome.response, id, context, request, deadline);
       return;
     }
-    yield* this.fromStream(outcome.response, id, context, request);
+    yield* this.fromStream(outcome.response, id, context, request, deadline);
   }
 
   private async *fromStream(
@@ -158,6 +182,7 @@ export class OpenAICompatibleBackend implements Backend {
     id: string,
     context: CallContext,
     request: CanonicalRequest,
+    deadline: CallDeadline,
   ): AsyncGenerator<StreamEvent> {
     const url = `${this.url}/chat/completions`;
     const parser = new ChatStreamParser(id, request.model);
@@ -166,7 +191,7 @@ export class OpenAICompatibleBackend implements Backend {
     try {
       // read to the end of the body even after [DONE]: leaving early cancels the body, and the
       // HTTP client then closes the keep-alive connection instead of reusing it
-      for await (const event of sseEvents(response)) {
+      for await (const event of sseEvents(response, deadline)) {
         if (event.data === '[DONE]') continue;
         let chunk: StreamChunk;
         try {
@@ -196,7 +221,7 @@ export class OpenAICompatibleBackend implements Backend {
         yield* parser.push(chunk);
       }
     } catch (error) {
-      yield { type: 'error', error: transportFault(url, error, false, this.timeoutMs) };
+      yield { type: 'error', error: transportFault(url, error, deadline) };
       return;
     }
     for (const w of parser.warnings) context.recorder.warn(w);
@@ -225,6 +250,7 @@ export class OpenAICompatibleBackend implements Backend {
     id: string,
     context: CallContext,
     request: CanonicalRequest,
+    deadline: CallDeadline,
   ): AsyncGenerator<StreamEvent> {
     const url = `${this.url}/chat/completions`;
     const text = await response.text().catch(() => '');
@@ -235,7 +261,9 @@ export class OpenAICompatibleBackend implements Backend {
       const what = errorDetail(text);
       yield {
         type: 'error',
-        error: fault('backend_error', `${url} answered ${what}, not a chat completion`),
+        error: deadline.timedOut
+          ? deadline.fault(url)
+          : fault('backend_error', `${url} answered ${what}, not a chat completion`),
       };
       return;
     }
@@ -249,7 +277,9 @@ export class OpenAICompatibleBackend implements Backend {
       const what = errorDetail(text);
       yield {
         type: 'error',
-        error: fault('backend_error', `${url} answered ${what}, not a chat completion`),
+        error: deadline.timedOut
+          ? deadline.fault(url)
+          : fault('backend_error', `${url} answered ${what}, not a chat completion`),
       };
       return;
     }

@@ -6,7 +6,8 @@
  */
 import type { ProxyFault } from '../protocols/canonical.ts';
 import { fault } from '../protocols/canonical.ts';
-import { SseDecoder } from '../protocols/sse.ts';
+import { SseDecoder, SseEventTooLarge } from '../protocols/sse.ts';
+import { CallDeadline } from './deadline.ts';
 import { authHeaders, errorDetail, upstreamFault } from './http.ts';
 import { ContextLength } from './server-info.ts';
 import type { CallRecorder } from './types.ts';
@@ -81,7 +82,7 @@ export class HttpCompletions implements TokenGenerator {
     readonly server: CompletionServer,
     url: string,
     readonly model: string,
-    private readonly options: { apiKey?: string; timeoutMs?: number } = {},
+    private readonly options: { apiKey?: string; timeoutMs?: number; idleTimeoutMs?: number } = {},
   ) {
     this.kind = server;
     this.base = serverBase(url);
@@ -109,42 +110,53 @@ export class HttpCompletions implements TokenGenerator {
   ): AsyncGenerator<TokenChunk, GenerateOutcome> {
     const body = this.server === 'vllm' ? this.vllmBody(params) : this.sglangBody(params);
     context.recorder.backendRequest(this.url, body);
-    const timeoutMs = this.options.timeoutMs ?? 600_000;
-    const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
-    let response: Response;
+    // the limits hold for the whole call, body included (CallDeadline keeps its timers alive)
+    const deadline = new CallDeadline(context.signal, {
+      ...(this.options.timeoutMs !== undefined ? { totalMs: this.options.timeoutMs } : {}),
+      ...(this.options.idleTimeoutMs !== undefined ? { idleMs: this.options.idleTimeoutMs } : {}),
+    });
     try {
-      response = await fetch(this.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...this.headers },
-        body: JSON.stringify(body),
-        signal,
-      });
-    } catch (error) {
-      throw this.transportFault(error, signal, timeoutMs);
-    }
-    if (!response.ok) {
-      // vLLM's nested or flat error body, SGLang's /generate 400 {"error": {"message"}}: a client
-      // error is the harness's 400 (a prompt over the context its context-length error), not a 502
-      const text = await response.text().catch(() => '');
-      throw new GeneratorFault(upstreamFault(this.url, response.status, text));
-    }
-    try {
-      if (this.server === 'vllm') return yield* this.readVllm(response);
-      return yield* this.readSglang(response);
-    } catch (error) {
-      if (error instanceof GeneratorFault) throw error;
-      throw this.transportFault(error, signal, timeoutMs);
+      let response: Response;
+      try {
+        response = await fetch(this.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...this.headers },
+          body: JSON.stringify(body),
+          signal: deadline.signal,
+        });
+      } catch (error) {
+        throw this.transportFault(error, deadline);
+      }
+      deadline.touch();
+      if (!response.ok) {
+        // vLLM's nested or flat error body, SGLang's /generate 400 {"error": {"message"}}: a client
+        // error is the harness's 400 (a prompt over the context its context-length error), not a 502
+        const text = await response.text().catch(() => '');
+        throw new GeneratorFault(upstreamFault(this.url, response.status, text));
+      }
+      try {
+        if (this.server === 'vllm') return yield* this.readVllm(response, deadline);
+        return yield* this.readSglang(response);
+      } catch (error) {
+        if (error instanceof GeneratorFault) throw error;
+        throw this.transportFault(error, deadline);
+      }
+    } finally {
+      deadline.dispose();
     }
   }
 
-  private transportFault(error: unknown, signal: AbortSignal, timeoutMs: number): GeneratorFault {
-    if (signal.aborted) {
-      const reason = signal.reason as { name?: string } | undefined;
-      if (reason?.name === 'TimeoutError') {
-        return new GeneratorFault('backend_timeout', `${this.url} did not finish within ${timeoutMs} ms`);
-      }
-      return new GeneratorFault('backend_error', 'the call was cancelled');
+  private transportFault(error: unknown, deadline: CallDeadline): GeneratorFault {
+    if (deadline.timedOut) {
+      const f = deadline.fault(this.url);
+      return new GeneratorFault('backend_timeout', f.message);
     }
+    if (deadline.signal.aborted) return new GeneratorFault('backend_error', 'the call was cancelled');
+    if (error instanceof SseEventTooLarge)
+      return new GeneratorFault(
+        'backend_error',
+        `${this.url} sent a stream event over ${error.limit} characters`,
+      );
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     const detail = cause?.code ?? cause?.message ?? (error as Error).message;
     return new GeneratorFault('backend_unreachable', `cannot reach ${this.url}: ${detail}`);
@@ -187,7 +199,10 @@ export class HttpCompletions implements TokenGenerator {
     };
   }
 
-  private async *readVllm(response: Response): AsyncGenerator<TokenChunk, GenerateOutcome> {
+  private async *readVllm(
+    response: Response,
+    deadline: CallDeadline,
+  ): AsyncGenerator<TokenChunk, GenerateOutcome> {
     if (!response.body) throw new GeneratorFault('backend_error', `${this.url} sent no body`);
     const decoder = new SseDecoder();
     const text = new TextDecoder();
@@ -227,6 +242,7 @@ export class HttpCompletions implements TokenGenerator {
       if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
     };
     for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
+      deadline.touch();
       for (const event of decoder.push(text.decode(bytes, { stream: true })))
         yield* handle.call(this, event.data);
     }

@@ -306,6 +306,7 @@ export async function createTokensBackend(
   const generator = new HttpCompletions(server, url, options.model, {
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
   });
   return new TokenBackend({ kind: 'tokens', tokenizer, generator, options });
 }

@@ -51,8 +51,10 @@ export interface BackendOptions {
   url?: string;
   model: string;
   apiKey?: string;
-  /** ms before a backend call is abandoned (default 600000) */
+  /** ms before a backend call is abandoned, streaming or not (default DEFAULTS.backendTimeoutMs) */
   timeoutMs?: number;
+  /** ms a started response may send nothing before the call is abandoned; 0: no limit (default DEFAULTS.backendIdleTimeoutMs) */
+  idleTimeoutMs?: number;
   /** fail calls whose answer lacks token ids (default: true for vllm/sglang/tokens/embedded) */
   requireTokenIds?: boolean;
   /** tokenizer dir or hub id (tokens, embedded) */

@@ -115,49 +115,57 @@ export function serialiseRecord(
   return [Buffer.from(text.slice(0, at)), raw, Buffer.from(text.slice(at + RAW_BODY_JSON.length))];
 }
 
-/** One call's record, encoded in the writer's format, scrubbed and appended. */
-function writeCall(session: RecordingSession, call: CompletedCall, seq: number): void {
-  const record = toCallRecord(call, session, seq);
-  const { writer } = session;
-  let clean = record;
+/**
+ * One call's record, encoded in the writer's format, scrubbed and appended. It never throws into the
+ * call path: a record that cannot be serialised as it is (a value too deep for JSON.stringify) is written
+ * degraded (the request body as text, the canonical forms left out, a warning saying so); a failed write
+ * is logged (the harness already has its answer; the writer keeps the failure for the session's end).
+ * `calls`/`errors` count the records written, so the session_end record agrees with the file.
+ */
+function writeCall(
+  session: RecordingSession,
+  call: CompletedCall,
+  seq: number,
+  counters: CallCounters,
+): void {
+  let out: { line: Buffer[] | string; record: CallRecord };
   try {
-    // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
-    // a harness echoing its own env), which keeps this to one JSON.stringify
-    const encoded = writer.encodeCall(record);
-    let line = serialiseRecord(encoded, record, call.request.raw, session.key);
-    const leaked = Array.isArray(line)
-      ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
-      : line.includes(session.key);
-    if (leaked) {
-      line = JSON.stringify(redactSecrets(encoded, [session.key]));
-      clean = redactSecrets(record, [session.key]);
-    }
-    writer.writeLine(line);
+    out = fullLine(call, session, seq);
   } catch (error) {
-    log.error(`could not write the call record to ${writer.path}: ${(error as Error).message}`);
+    out = degradedLine(call, session, seq, error);
   }
-  session.onCall?.(clean);
+  try {
+    session.writer.writeLine(out.line);
+    counters.calls++;
+    if (out.record.error) counters.errors++;
+  } catch (error) {
+    log.error(`could not write the call record to ${session.writer.path}: ${(error as Error).message}`);
+    return;
+  }
+  try {
+    session.onCall?.(out.record);
+  } catch (error) {
+    log.error(`call record ${call.id}: ${(error as Error).message}`);
+  }
 }
 
 /** The session's `complete`, and `flush` to write what is queued now (before session_end). */
 export type RecordCalls = ((call: CompletedCall) => void) & { flush(): void };
 
 /**
- * The session's `complete`: numbers and counts each call at once, in the order calls end; building,
- * encoding and writing its record happens on the next turn of the event loop, off the response path
- * (the answer's last bytes leave first). A failed write is logged (the harness already has its answer);
- * the writer keeps the failure for the session's end.
+ * The session's `complete`: numbers each call at once, in the order calls end; building, encoding and
+ * writing its record happens on the next turn of the event loop, off the response path (the answer's
+ * last bytes leave first).
  */
 export function recordCalls(session: RecordingSession, counters: CallCounters): RecordCalls {
   const queue: Array<{ call: CompletedCall; seq: number }> = [];
   let scheduled = false;
   const flush = () => {
     scheduled = false;
-    for (let next = queue.shift(); next; next = queue.shift()) writeCall(session, next.call, next.seq);
+    for (let next = queue.shift(); next; next = queue.shift())
+      writeCall(session, next.call, next.seq, counters);
   };
   const complete = (call: CompletedCall) => {
-    counters.calls++;
-    if (call.error) counters.errors++;
     queue.push({ call, seq: counters.seq++ });
     if (!scheduled) {
       scheduled = true;
@@ -165,6 +173,69 @@ export function recordCalls(session: RecordingSession, counters: CallCounters): 
     }
   };
   return Object.assign(complete, { flush });
+}
+
+function fullLine(
+  call: CompletedCall,
+  session: RecordingSession,
+  seq: number,
+): { line: Buffer[] | string; record: CallRecord } {
+  const record = toCallRecord(call, session, seq);
+  // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
+  // a harness echoing its own env), which keeps the hot path to one JSON.stringify
+  const encoded = session.writer.encodeCall(record);
+  const line = serialiseRecord(encoded, record, call.request.raw, session.key);
+  const leaked = Array.isArray(line)
+    ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
+    : line.includes(session.key);
+  if (!leaked) return { line, record };
+  return {
+    line: JSON.stringify(redactSecrets(encoded, [session.key])),
+    record: redactSecrets(record, [session.key]),
+  };
+}
+
+/**
+ * The record of a call whose full record could not be serialised: the request body as the text it
+ * arrived as, no canonical request, backend request or harness facts; failing that, no answer body
+ * either. Shallow by construction, so it serialises; the key is scrubbed from the text.
+ */
+function degradedLine(
+  call: CompletedCall,
+  session: RecordingSession,
+  seq: number,
+  cause: unknown,
+): { line: string; record: CallRecord } {
+  const why = `record degraded: ${(cause as Error)?.message ?? cause}`;
+  log.warn(`call ${call.id}: ${why}`);
+  const bodyText = call.request.raw ? call.request.raw.toString('utf8') : null;
+  const plain: CompletedCall = {
+    ...call,
+    request: { ...call.request, body: bodyText ?? String(call.request.body), raw: null },
+    canonicalRequest: null,
+    backendRequest: null,
+    warnings: [...call.warnings, `${why}: the request body is stored as text`],
+  };
+  const bare = { id: session.id, harness: session.harness, tokenExact: session.tokenExact };
+  const scrub = (text: string) => text.split(session.key).join('<redacted>');
+  let record = toCallRecord(plain, bare, seq);
+  try {
+    const line = JSON.stringify(record);
+    return { line: scrub(line), record: JSON.parse(scrub(line)) as CallRecord };
+  } catch {
+    record = toCallRecord(
+      {
+        ...plain,
+        canonicalResponse: null,
+        response: call.response && { status: call.response.status, body: null },
+      },
+      bare,
+      seq,
+    );
+    record.warnings.push('the answer body is left out too');
+    const line = scrub(JSON.stringify(record));
+    return { line, record: JSON.parse(line) as CallRecord };
+  }
 }
 
 const RAW_BODY = '\u0000polar-raw-body\u0000';

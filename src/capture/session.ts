@@ -121,6 +121,10 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
     end({ exitCode, signal, status, unauthorized }) {
       if (ended) return;
       ended = true;
+      // the calls still queued are written first, so the counts below are those of the file
+      try {
+        complete.flush();
+      } catch {}
       const endedAt = new Date();
       const record: SessionEndRecord = {
         v: 1,

@@ -11,6 +11,7 @@ import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
+import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
 
 export interface SweInstance {
   instance_id: string;
@@ -44,8 +45,9 @@ const optionalText = z
 const testList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
 
 const rowSchema = z.looseObject({
-  instance_id: z.string().min(1),
-  repo: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'must be owner/name'),
+  // (both become file and folder names: src/util/safe-path.ts)
+  instance_id: z.string().refine(isSafeName, `must be a file name: ${SAFE_NAME_RULE}`),
+  repo: z.string().refine(isRepoName, 'must be owner/name, each part letters, digits, ".", "_" or "-"'),
   base_commit: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a commit hash'),
   patch: z.string(),
   test_patch: z.string(),
@@ -291,8 +293,9 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
   await mkdir(cacheDir, { recursive: true });
   const all: SweInstance[] = [];
   for (const [i, file] of files.entries()) {
-    const name = file.filename ?? `${i}.parquet`;
-    const local = join(cacheDir, name);
+    // (the listing names the file: a name that is not a plain file name is not used)
+    const name = file.filename && isSafeName(file.filename) ? file.filename : `${i}.parquet`;
+    const local = insideDir(cacheDir, name);
     if (!existsSync(local)) {
       log.info(`downloading ${id} ${split} (${name})`);
       const response = await doFetch(file.url, { headers });

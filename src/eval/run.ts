@@ -10,6 +10,7 @@ import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { log } from '../util/log.ts';
+import { insideDir } from '../util/safe-path.ts';
 import type { Agent, AgentOutcome } from './agents.ts';
 import type { SweInstance } from './dataset.ts';
 import { killAllTrees } from './exec.ts';
@@ -131,7 +132,7 @@ async function runSample(
 ): Promise<ResultLine> {
   const key = sampleKey(instance.instance_id, sample);
   const t0 = performance.now();
-  const capturePath = join(dirs.captures, `${key}.jsonl`);
+  const capturePath = insideDir(dirs.captures, `${key}.jsonl`);
   let agentMs = 0;
   let agent: AgentOutcome = { status: 'error', capture: null, sessionId: null, calls: 0, error: null };
   let patch = '';
@@ -160,13 +161,13 @@ async function runSample(
     } finally {
       await env.dispose().catch(() => {});
     }
-    await writeAtomic(join(dirs.patches, `${key}.diff`), patch);
+    await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (failure === null && options.grade !== 'none') {
       grade = await gradePatch(options.runtime, instance, patch, {
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
       });
-      if (grade.log) await writeAtomic(join(dirs.logs, `${key}.test.log`), grade.log);
+      if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
     }
   } catch (error) {
     failure = (error as Error).message;

@@ -22,6 +22,11 @@ export interface GymFlags extends BackendFlags, RolloutFlags {
   port: number;
   maxRollouts: number;
   maxInflight: number;
+  token?: string;
+  /** false with --no-auth */
+  auth: boolean;
+  trustRowCommands?: boolean;
+  maxBody: number;
   quiet?: boolean;
 }
 
@@ -47,6 +52,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   const runtime = await createRuntime(setup.runtime, { harness: f.harness });
   const harness = await harnessSetup(setup.agent, runtime);
   const backend = harness.backend;
+  const given = f.auth ? (f.token ?? process.env.POLAR_GYM_TOKEN) : undefined;
   const dataset = f.dataset ? await loadDataset(f.dataset, { split: f.split }) : undefined;
   if (dataset) await runtime.check(dataset);
   const gym = await startGym({
@@ -60,8 +66,16 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     maxInflight: f.maxInflight,
     agentTimeoutMs: f.agentTimeout,
     testTimeoutMs: f.testTimeout,
+    maxBodyBytes: f.maxBody,
+    ...(f.trustRowCommands ? { trustRowCommands: true } : {}),
+    token: f.auth ? given : null,
   });
-  process.stdout.write(`${JSON.stringify({ url: gym.url, out: resolve(f.out) })}\n`);
+  // one machine-readable line on stdout: the token too when polar made it (the caller must learn it)
+  const made = f.auth && given === undefined;
+  const line = { url: gym.url, out: resolve(f.out), ...(made ? { token: gym.token } : {}) };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+  if (made)
+    log.info(`requests need "Authorization: Bearer ${gym.token}" (--token or $POLAR_GYM_TOKEN to choose it)`);
   log.info(`NeMo Gym agent server (${f.harness}, ${runtime.kind}, ${backend.kind}) on ${gym.url}: POST /run`);
   await untilSignal((signal) => {
     log.info(`${signal}: closing`);

@@ -16,6 +16,7 @@ import { scratchEnv } from '../eval/runtime/scratch.ts';
 import { HttpError } from '../http/errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { Semaphore } from '../proxy/limits.ts';
+import { insideDir } from '../util/safe-path.ts';
 import {
   type ResponseCreateParams,
   ROLLOUT_INDEX_KEY,
@@ -55,6 +56,7 @@ export class GymRollouts {
         'the row names no SWE-bench instance: give verifier_metadata.instance (a SWE-bench row), or an instance_id of the --dataset in verifier_metadata or responses_create_params.metadata',
       );
     }
+    if (this.byId.get(instance.instance_id) !== instance) this.checkRowCommands(instance);
     return this.inSlot(async () => {
       const dir = await this.rolloutDir(row);
       const { line, capture, rollout } = await this.onInstance(instance, params, dir, true);
@@ -100,6 +102,21 @@ export class GymRollouts {
     });
   }
 
+  /**
+   * A row sent over HTTP names the commands polar runs to grade it (test_cmd, eval_script) and the
+   * container it runs in (image): taken only when the operator said so (--trust-row-commands).
+   */
+  private checkRowCommands(instance: SweInstance): void {
+    if (this.options.trustRowCommands) return;
+    const fields = (['test_cmd', 'eval_script', 'image'] as const).filter((f) => instance[f] !== undefined);
+    if (fields.length === 0) return;
+    throw new HttpError(
+      403,
+      `verifier_metadata.instance sets ${fields.join(', ')}: commands or an image chosen by the caller run only when polar gym is started with --trust-row-commands (or name the instance by instance_id from --dataset)`,
+      'permission_error',
+    );
+  }
+
   private async inSlot<T>(work: () => Promise<T>): Promise<T> {
     const release = await this.slots.acquire();
     try {
@@ -127,10 +144,11 @@ export class GymRollouts {
   }
 
   private async rolloutDir(row: Json): Promise<string> {
-    const task = typeof row[TASK_INDEX_KEY] === 'number' ? `t${row[TASK_INDEX_KEY]}` : 't';
-    const sample = typeof row[ROLLOUT_INDEX_KEY] === 'number' ? `r${row[ROLLOUT_INDEX_KEY]}` : 'r';
+    const index = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? String(v) : '');
+    const task = `t${index(row[TASK_INDEX_KEY])}`;
+    const sample = `r${index(row[ROLLOUT_INDEX_KEY])}`;
     const name = `${task}-${sample}-${Date.now().toString(36)}-${(this.counter++).toString(36)}`;
-    const dir = join(this.out, name);
+    const dir = insideDir(this.out, name);
     await mkdir(dir, { recursive: true });
     return dir;
   }

@@ -16,12 +16,13 @@ import { UsageError } from '../errors.ts';
 import type { SweInstance } from '../eval/dataset.ts';
 import type { Runtime } from '../eval/runtime/types.ts';
 import type { HarnessName } from '../harnesses/types.ts';
+import { isLoopback, newToken, presentedToken, sameToken } from '../http/auth.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
 import { readJson } from '../http/reply.ts';
 import { dispatch, pathOf, type Route } from '../http/router.ts';
 import { type ConnectionOptions, HttpServer } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
-import { limitBackend } from '../proxy/limits.ts';
+import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import { log } from '../util/log.ts';
 import { aggregateMetricsRequestSchema } from './contract.ts';
 import { aggregateMetrics } from './metrics.ts';
@@ -59,23 +60,37 @@ export interface GymOptions {
   maxInflight?: number;
   agentTimeoutMs?: number;
   testTimeoutMs?: number;
+  /** largest request body (default DEFAULTS.gymMaxBodyBytes) */
   maxBodyBytes?: number;
+  /** request bodies read at once; the rest wait (default DEFAULTS.gymBodyReads) */
+  maxBodyReads?: number;
   /** timeouts and the connection cap of the HTTP server */
   connections?: ConnectionOptions;
+  /**
+   * the bearer token every route but GET /health and GET / requires; undefined: a fresh one is made
+   * (Gym.token); null: none (--no-auth, for callers that cannot send a header, such as NeMo Gym)
+   */
+  token?: string | null;
+  /** take a row's own test_cmd / eval_script / image (commands and a container the caller chose) */
+  trustRowCommands?: boolean;
 }
 
 export interface Gym {
   url: string;
+  /** the bearer token the routes require; null with --no-auth */
+  token: string | null;
   close(): Promise<void>;
 }
 
 const RESPONSES_PATH = /^\/(?:ng-rollout\/[^/]+\/(?:training-token-capture\/)?)?v1\/responses$/;
-const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
+/** routes open without the token: liveness only (NeMo Gym polls GET / for readiness) */
+const OPEN_PATHS = new Set(['/', '/health']);
 
 export async function startGym(options: GymOptions): Promise<Gym> {
   for (const [flag, value] of [
     ['--max-rollouts', options.maxRollouts],
     ['--max-inflight', options.maxInflight],
+    ['maxBodyReads', options.maxBodyReads],
   ] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
       throw new UsageError(`${flag} must be a whole number of at least 1, got ${value}`);
@@ -88,8 +103,15 @@ export async function startGym(options: GymOptions): Promise<Gym> {
   await mkdir(out, { recursive: true });
   const rollouts = new GymRollouts(options, backend, out);
   const routes = gymRoutes(options, rollouts);
+  const token = options.token === undefined ? newToken('polar-gym') : options.token;
   const server = new HttpServer(
     async (req, res) => {
+      if (token !== null && !OPEN_PATHS.has(pathOf(req.url)) && !sameToken(presentedToken(req), token)) {
+        // (the body is not read: the connection closes after the answer)
+        res.setHeader('connection', 'close');
+        req.resume();
+        throw new HttpError(401, 'polar gym: missing or wrong bearer token', 'authentication_error');
+      }
       if (await dispatch(routes, req, res)) return;
       req.resume();
       throw new HttpError(404, `no route for ${req.method} ${pathOf(req.url)}`, 'not_found_error');
@@ -103,9 +125,13 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       },
     },
   );
-  const { url } = await server.listen(options.port ?? 8200, options.host ?? '127.0.0.1');
+  const host = options.host ?? '127.0.0.1';
+  if (token === null && !isLoopback(host))
+    log.warn(`polar gym on ${host} runs rollouts for anyone who can reach it: drop --no-auth`);
+  const { url } = await server.listen(options.port ?? 8200, host);
   return {
     url,
+    token,
     async close() {
       await server.close();
       if (!options.backendInstance) await backend.close();
@@ -115,7 +141,17 @@ export async function startGym(options: GymOptions): Promise<Gym> {
 
 /** The gym's routes: health, the two rollout endpoints, and metric aggregation. */
 function gymRoutes(options: GymOptions, rollouts: GymRollouts): Route[] {
-  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBody = options.maxBodyBytes ?? DEFAULTS.gymMaxBodyBytes.value;
+  // a bound on bodies read at once: memory is at most this many times the body limit
+  const reads = new Semaphore(options.maxBodyReads ?? DEFAULTS.gymBodyReads.value);
+  const readRow = async (req: import('node:http').IncomingMessage) => {
+    const release = await reads.acquire();
+    try {
+      return await readJson(req, maxBody);
+    } finally {
+      release();
+    }
+  };
   const health = ({ req }: { req: import('node:http').IncomingMessage }) => {
     req.resume();
     const body = {
@@ -124,6 +160,7 @@ function gymRoutes(options: GymOptions, rollouts: GymRollouts): Route[] {
       runtime: options.runtime.kind,
       rollouts_in_flight: rollouts.slots.inflight,
       rollouts_queued: rollouts.slots.queued,
+      body_reads_queued: reads.queued,
     };
     return { status: 200, body };
   };
@@ -133,21 +170,21 @@ function gymRoutes(options: GymOptions, rollouts: GymRollouts): Route[] {
     {
       method: 'POST',
       path: '/run',
-      handler: async ({ req }) => ({ status: 200, body: await rollouts.run(await readJson(req, maxBody)) }),
+      handler: async ({ req }) => ({ status: 200, body: await rollouts.run(await readRow(req)) }),
     },
     {
       method: 'POST',
       path: RESPONSES_PATH,
       handler: async ({ req }) => ({
         status: 200,
-        body: await rollouts.responses(await readJson(req, maxBody)),
+        body: await rollouts.responses(await readRow(req)),
       }),
     },
     {
       method: 'POST',
       path: '/aggregate_metrics',
       handler: async ({ req }) => {
-        const parsed = aggregateMetricsRequestSchema.safeParse(await readJson(req, maxBody));
+        const parsed = aggregateMetricsRequestSchema.safeParse(await readRow(req));
         if (!parsed.success) throw zodError(parsed.error);
         return { status: 200, body: aggregateMetrics(parsed.data.verify_responses) };
       },

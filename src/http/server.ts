@@ -5,24 +5,28 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
 import { errorReply } from './errors.ts';
 import { sendJson } from './reply.ts';
 
-/** The connection knobs every polar server takes (issue 17 sets their defaults). */
+/**
+ * The connection knobs every polar server takes. Unset, a server gets DEFAULTS.requestTimeoutMs (a body
+ * that trickles in is cut off) and DEFAULTS.maxConnections.
+ */
 export type ConnectionOptions = Pick<
   HttpServerOptions,
   'requestTimeout' | 'headersTimeout' | 'keepAliveTimeout' | 'maxConnections'
 >;
 
 export interface HttpServerOptions {
-  /** ms for a whole request (headers and body) to arrive; 0: none (node's meaning) */
+  /** ms for a whole request (headers and body) to arrive; 0: none (node's meaning). Default DEFAULTS.requestTimeoutMs */
   requestTimeout?: number;
   /** ms for the headers to arrive */
   headersTimeout?: number;
   /** ms an idle keep-alive connection stays open */
   keepAliveTimeout?: number;
-  /** open connections at most; beyond it node drops new ones. Unset: no cap */
+  /** open connections at most; beyond it node drops new ones. Default DEFAULTS.maxConnections */
   maxConnections?: number;
   /** the reply for an error a handler threw (default: errorReply) */
   onError?: (error: unknown, req: IncomingMessage) => { status: number; body: unknown };
@@ -42,7 +46,12 @@ export class HttpServer {
 
   constructor(handler: Handler, options: HttpServerOptions = {}) {
     const onError = options.onError ?? ((error: unknown) => errorReply(error));
-    this.server = createServer((req, res) => {
+    const requestTimeout = options.requestTimeout ?? DEFAULTS.requestTimeoutMs.value;
+    // node checks the request timeout every connectionsCheckingInterval (30 s by default): a short
+    // limit is checked more often, so it holds within about a quarter of itself
+    const interval =
+      requestTimeout > 0 ? Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))) : 30_000;
+    this.server = createServer({ connectionsCheckingInterval: interval }, (req, res) => {
       const done = handler(req, res).catch((error) => {
         let reply: { status: number; body: unknown };
         try {
@@ -58,9 +67,11 @@ export class HttpServer {
       done.finally(() => this.pending.delete(done));
     });
     this.server.keepAliveTimeout = options.keepAliveTimeout ?? 65_000;
-    this.server.headersTimeout = options.headersTimeout ?? 70_000;
-    this.server.requestTimeout = options.requestTimeout ?? 0;
-    if (options.maxConnections !== undefined) this.server.maxConnections = options.maxConnections;
+    this.server.requestTimeout = requestTimeout;
+    // (node requires headersTimeout <= requestTimeout)
+    const headers = options.headersTimeout ?? 70_000;
+    this.server.headersTimeout = requestTimeout > 0 ? Math.min(headers, requestTimeout) : headers;
+    this.server.maxConnections = options.maxConnections ?? DEFAULTS.maxConnections.value;
   }
 
   /** requests whose handler has not finished */

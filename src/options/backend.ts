@@ -19,6 +19,8 @@ export interface BackendFlags {
   maxTokensCap?: number;
   /** milliseconds */
   backendTimeout?: number;
+  /** milliseconds */
+  backendIdleTimeout?: number;
   /** false with --no-require-token-ids */
   requireTokenIds?: boolean;
 }
@@ -44,6 +46,7 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
   if (flags.maxTokens !== undefined) options.maxTokens = flags.maxTokens;
   if (flags.maxTokensCap !== undefined) options.maxTokensCap = flags.maxTokensCap;
   if (flags.backendTimeout !== undefined) options.timeoutMs = flags.backendTimeout;
+  if (flags.backendIdleTimeout !== undefined) options.idleTimeoutMs = flags.backendIdleTimeout;
   if (flags.requireTokenIds === false) options.requireTokenIds = false;
   return options;
 }

@@ -21,8 +21,22 @@ export const DEFAULTS = {
   backendTimeoutMs: d(600_000, '600 (10 min)'),
   /** capture file format version written (docs/capture-format.md) */
   captureFormat: d(2 as 1 | 2, 'v2'),
+  /** abandon a backend call whose started response sends nothing for this long */
+  backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
+  /** every polar HTTP server (proxy, serve, gym): ms for a whole request (headers and body) to arrive */
+  requestTimeoutMs: d(300_000, '300 (5 min)'),
+  /** every polar HTTP server: open connections at most (beyond it node drops new ones) */
+  maxConnections: d(1024),
+  /** largest request body polar gym reads (a task row, a batch of verify responses) */
+  gymMaxBodyBytes: d(16 * 1024 * 1024, '16MiB'),
+  /** request bodies polar gym reads at once; the rest wait (memory: this times the body limit) */
+  gymBodyReads: d(4),
+  /** sessions polar serve keeps open at once (each holds a capture file open) */
+  maxSessions: d(256),
+  /** polar serve closes a session (status timeout) that saw no call and no admin request for this long */
+  sessionIdleTimeoutMs: d(3_600_000, '3600 (1 h)'),
   /** backend calls in flight at most (serve, gym) */
   maxInflight: d(64),
   /** rollouts at once in polar gym */

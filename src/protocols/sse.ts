@@ -10,20 +10,49 @@ export function encodeSse(data: unknown, event?: string): string {
   return `${event ? `event: ${event}\n` : ''}data: ${payload}\n\n`;
 }
 
-/** Incremental SSE decoder: push text chunks, get complete events. Handles \r\n and multi-line data. */
+/** One event of a stream grew past the decoder's bound (a broken or hostile server). */
+export class SseEventTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`a server-sent event is larger than ${limit} characters`);
+    this.name = 'SseEventTooLarge';
+  }
+}
+
+/** Largest event the decoder buffers (characters): a first vLLM chunk with a long prompt's ids fits. */
+export const MAX_SSE_EVENT_CHARS = 32 * 1024 * 1024;
+
+/**
+ * Incremental SSE decoder: push text chunks, get complete events. Handles \r\n and multi-line data.
+ * An event that grows past maxEventChars throws SseEventTooLarge (the buffer is never unbounded).
+ */
 export class SseDecoder {
   private buffer = '';
+  /** where the search for the next blank line resumes (text before it holds none) */
+  private scanned = 0;
+
+  constructor(private readonly maxEventChars = MAX_SSE_EVENT_CHARS) {}
 
   push(chunk: string): SseEvent[] {
     this.buffer += chunk;
     const events: SseEvent[] = [];
+    const boundary = /\r?\n\r?\n/g;
+    let start = 0;
     for (;;) {
-      const match = /\r?\n\r?\n/.exec(this.buffer);
+      // (back up 3 characters: a boundary may straddle two chunks)
+      boundary.lastIndex = Math.max(start, this.scanned - 3);
+      const match = boundary.exec(this.buffer);
       if (!match) break;
-      const block = this.buffer.slice(0, match.index);
-      this.buffer = this.buffer.slice(match.index + match[0].length);
-      const event = parseBlock(block);
+      const event = parseBlock(this.buffer.slice(start, match.index));
       if (event) events.push(event);
+      start = match.index + match[0].length;
+      this.scanned = start;
+    }
+    this.buffer = this.buffer.slice(start);
+    this.scanned = this.buffer.length;
+    if (this.buffer.length > this.maxEventChars) {
+      this.buffer = '';
+      this.scanned = 0;
+      throw new SseEventTooLarge(this.maxEventChars);
     }
     return events;
   }
@@ -32,6 +61,7 @@ export class SseDecoder {
   flush(): SseEvent[] {
     const rest = this.buffer;
     this.buffer = '';
+    this.scanned = 0;
     const event = rest.trim() ? parseBlock(rest) : undefined;
     return event ? [event] : [];
   }

@@ -17,6 +17,7 @@ import {
 } from '../protocols/canonical.ts';
 import { ProtocolError } from '../protocols/errors.ts';
 import type { FrontProtocol } from '../protocols/front.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
 import { log } from '../util/log.ts';
 import type { CallInProgress } from './call.ts';
 
@@ -48,6 +49,12 @@ export async function readJsonBody(scope: CallScope): Promise<{ body: unknown } 
   if ('error' in read) {
     const e = read.error;
     return { fault: fault(e.kind === 'too_large' ? 'too_large' : 'invalid_request', e.message, e.status) };
+  }
+  if (nestsDeeperThan(read.bytes, MAX_JSON_DEPTH)) {
+    // refused before anything walks it (conversion, the record's serialisation would overflow the stack)
+    call.requestBody = read.text.slice(0, 4096);
+    const message = `request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`;
+    return { fault: fault('invalid_request', message) };
   }
   try {
     const body = JSON.parse(read.text) as unknown;

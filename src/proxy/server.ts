@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
+import { presentedToken, sameToken, tokenDigest } from '../http/auth.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../http/body.ts';
 import { sendJson } from '../http/reply.ts';
 import { type ConnectionOptions, HttpServer, type Listening } from '../http/server.ts';
@@ -49,6 +50,7 @@ export interface ProxyOptions {
 
 export class ProxyServer {
   private readonly http: HttpServer;
+  /** by the SHA-256 digest of their key (hex): a lookup never compares the secret itself */
   private readonly sessions = new Map<string, ProxySession>();
   private readonly controllers = new Set<AbortController>();
   private readonly host: string;
@@ -81,12 +83,13 @@ export class ProxyServer {
   }
 
   addSession(session: ProxySession): void {
-    this.sessions.set(session.key, session);
+    this.sessions.set(tokenDigest(session.key).toString('hex'), session);
   }
 
   removeSession(key: string): ProxySession | undefined {
-    const session = this.sessions.get(key);
-    this.sessions.delete(key);
+    const digest = tokenDigest(key).toString('hex');
+    const session = this.sessions.get(digest);
+    this.sessions.delete(digest);
     return session;
   }
 
@@ -96,6 +99,11 @@ export class ProxyServer {
 
   get sessionCount(): number {
     return this.sessions.size;
+  }
+
+  /** requests of this session (by its key) in flight now */
+  activeCalls(key: string): number {
+    return this.active.get(key) ?? 0;
   }
 
   /** resolves when no request of this session is in flight any more (or after timeoutMs) */
@@ -118,9 +126,10 @@ export class ProxyServer {
   }
 
   private authenticate(req: IncomingMessage): ProxySession | undefined {
-    const bearer = /^Bearer\s+(.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1]?.trim();
-    const key = bearer ?? (req.headers['x-api-key'] as string | undefined)?.trim();
-    return key ? this.sessions.get(key) : undefined;
+    const key = presentedToken(req, { apiKeyHeader: true });
+    if (!key) return undefined;
+    const session = this.sessions.get(tokenDigest(key).toString('hex'));
+    return session && sameToken(key, session.key) ? session : undefined;
   }
 
   /** answers with a fault in an API's error shape, without reading the body */
@@ -195,8 +204,10 @@ export class ProxyServer {
         session.complete(call.completed());
       } catch (error) {
         log.error(`proxy: the session could not take call ${call.id}: ${(error as Error).message}`);
+      } finally {
+        // (after the record: drain() waits for it; in finally: whatever recording did)
+        this.active.set(session.key, (this.active.get(session.key) ?? 1) - 1);
       }
-      this.active.set(session.key, (this.active.get(session.key) ?? 1) - 1);
     }
   }
 }

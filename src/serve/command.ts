@@ -12,6 +12,9 @@ export interface ServeFlags extends BackendFlags {
   captures: string;
   maxInflight: number;
   adminToken?: string;
+  maxSessions: number;
+  /** milliseconds */
+  sessionIdleTimeout: number;
   quiet?: boolean;
 }
 
@@ -19,22 +22,28 @@ export async function serveCommand(f: ServeFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
   const backend = backendOptions(f);
   const { host, port, maxInflight } = f;
+  // the admin API always needs a token: the one given, or one made here and printed once
   const adminToken = f.adminToken ?? process.env.POLAR_ADMIN_TOKEN;
-  if (!adminToken && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    log.warn(
-      `the admin API on ${host} is open to anyone who can reach it: set --admin-token or POLAR_ADMIN_TOKEN`,
-    );
-  }
   const served = await startServe({
     backend,
     host,
     port,
     captures: f.captures,
     maxInflight,
+    maxSessions: f.maxSessions,
+    sessionIdleTimeoutMs: f.sessionIdleTimeout,
     ...(adminToken ? { adminToken } : {}),
   });
-  // one machine-readable line on stdout for scripts; the human line on stderr
-  process.stdout.write(`${JSON.stringify({ url: served.url, captures: f.captures })}\n`);
+  // one machine-readable line on stdout for scripts (with the admin token when polar made it); the
+  // human line on stderr
+  const line = {
+    url: served.url,
+    captures: f.captures,
+    ...(adminToken ? {} : { admin_token: served.adminToken }),
+  };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+  if (!adminToken)
+    log.info(`admin API token: ${served.adminToken} (--admin-token or $POLAR_ADMIN_TOKEN to choose it)`);
   log.info(
     `serving ${backend.kind} (${backend.model}) on ${served.url}; POST ${served.url}/sessions to start a rollout`,
   );

@@ -14,12 +14,15 @@ import { firstIssue } from '../capture/reader.ts';
 import { type CaptureSession, openSession } from '../capture/session.ts';
 import { HARNESSES } from '../harnesses/index.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
+import { newToken, presentedToken, sameToken } from '../http/auth.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
 import { readJson, sendJson } from '../http/reply.ts';
 import { dispatch, matchRoute, pathOf, type Route } from '../http/router.ts';
 import type { ConnectionOptions } from '../http/server.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
+import { insideDir } from '../util/safe-path.ts';
 
 export interface ServeOptions {
   backend: BackendOptions;
@@ -29,8 +32,12 @@ export interface ServeOptions {
   captures: string;
   /** backend calls in flight at most; the rest queue */
   maxInflight?: number;
-  /** when set, the admin API requires `Authorization: Bearer <token>` */
+  /** the bearer token the admin API requires; a fresh one when not given (Served.adminToken) */
   adminToken?: string;
+  /** sessions open at once at most; POST /sessions beyond it is 429 (default DEFAULTS.maxSessions) */
+  maxSessions?: number;
+  /** ms a session may see no call and no admin request before it is closed as timeout (default DEFAULTS.sessionIdleTimeoutMs) */
+  sessionIdleTimeoutMs?: number;
   maxBodyBytes?: number;
   /** timeouts and the connection cap of the HTTP server */
   connections?: ConnectionOptions;
@@ -52,6 +59,10 @@ interface Live {
   createdAt: Date;
   runDir: string;
   harness: string;
+  /** Date.now() of its last call or admin request */
+  activity: { at: number };
+  /** being closed (DELETE or idle expiry): no longer listed or found */
+  closing: boolean;
 }
 
 const SESSION_PATH = /^\/sessions\/([^/]+)$/;
@@ -60,6 +71,8 @@ const ADMIN_BODY_BYTES = 1024 * 1024;
 
 export interface Served {
   url: string;
+  /** the admin API's bearer token (the one given, or the one made) */
+  adminToken: string;
   /** stops accepting, waits for calls in flight, closes every open session as interrupted */
   close(graceMs?: number): Promise<void>;
   status(): Record<string, unknown>;
@@ -79,8 +92,10 @@ export async function startServe(options: ServeOptions): Promise<Served> {
   });
   admin.proxy = proxy;
   admin.url = (await proxy.listen()).url;
+  admin.startExpiry();
   return {
     url: admin.url,
+    adminToken: admin.token,
     status: () => admin.status(),
     async close(graceMs = 30_000) {
       await proxy.close(graceMs);
@@ -94,14 +109,20 @@ export async function startServe(options: ServeOptions): Promise<Served> {
 class AdminApi {
   readonly sessions = new Map<string, Live>();
   readonly startedAt = Date.now();
+  readonly token: string;
+  readonly maxSessions: number;
+  readonly idleMs: number;
   proxy!: ProxyServer;
   url = '';
+  /** POST /sessions in progress (counted against the cap before they are open) */
+  private opening = 0;
+  private sweeper: NodeJS.Timeout | undefined;
   readonly routes: Route[] = [
     { method: 'GET', path: '/status', handler: () => ({ status: 200, body: this.status() }) },
     {
       method: 'GET',
       path: '/sessions',
-      handler: () => ({ status: 200, body: { sessions: [...this.sessions.values()].map(describe) } }),
+      handler: () => ({ status: 200, body: { sessions: this.open().map(describe) } }),
     },
     {
       method: 'POST',
@@ -130,14 +151,37 @@ class AdminApi {
     private readonly options: ServeOptions,
     private readonly backend: LimitedBackend,
     private readonly captures: string,
-  ) {}
+  ) {
+    this.token = options.adminToken ?? newToken('polar-admin');
+    this.maxSessions = options.maxSessions ?? DEFAULTS.maxSessions.value;
+    this.idleMs = options.sessionIdleTimeoutMs ?? DEFAULTS.sessionIdleTimeoutMs.value;
+  }
+
+  private open(): Live[] {
+    return [...this.sessions.values()].filter((l) => !l.closing);
+  }
+
+  /** closes sessions idle past the limit (none of their calls in flight), checked a few times per limit */
+  startExpiry(): void {
+    const every = Math.min(60_000, Math.max(20, Math.floor(this.idleMs / 4)));
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const live of this.open()) {
+        if (now - live.activity.at < this.idleMs) continue;
+        if (this.proxy.activeCalls(live.capture.proxy.key) > 0) continue;
+        this.close(live, new URLSearchParams({ status: 'timeout' })).catch(() => {});
+      }
+    }, every);
+    this.sweeper.unref();
+  }
 
   status(): Record<string, unknown> {
     const backend = this.backend;
     return {
       accepting: true,
       uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
-      sessions: this.sessions.size,
+      sessions: this.open().length,
+      max_sessions: this.maxSessions,
       requests_in_flight: this.proxy.inflightCount,
       backend: {
         kind: backend.kind,
@@ -155,8 +199,8 @@ class AdminApi {
     const method = req.method ?? 'GET';
     if (!matchRoute(this.routes, method, path) && !path.startsWith('/sessions/')) return false;
     try {
-      const token = this.options.adminToken;
-      if (token && req.headers.authorization !== `Bearer ${token}`) {
+      if (!sameToken(presentedToken(req), this.token)) {
+        res.setHeader('connection', 'close');
         req.resume();
         throw new HttpError(401, 'admin API: missing or wrong admin token', 'authentication_error');
       }
@@ -172,7 +216,9 @@ class AdminApi {
 
   private live(id: string): Live {
     const live = this.sessions.get(id);
-    if (!live) throw new HttpError(404, `no open session ${encodeURIComponent(id)}`, 'not_found_error');
+    if (live && !live.closing) live.activity.at = Date.now();
+    if (!live || live.closing)
+      throw new HttpError(404, `no open session ${encodeURIComponent(id)}`, 'not_found_error');
     return live;
   }
 
@@ -183,8 +229,25 @@ class AdminApi {
       const { field, message } = firstIssue(parsed.error);
       throw new HttpError(400, `${field}: ${message}`);
     }
-    const spec = parsed.data;
-    const { options, url } = this;
+    if (this.open().length + this.opening >= this.maxSessions) {
+      throw new HttpError(
+        429,
+        `${this.maxSessions} sessions are open (--max-sessions): close finished ones with DELETE /sessions/:id`,
+        'rate_limit_error',
+      );
+    }
+    this.opening++;
+    try {
+      return await this.openOne(parsed.data);
+    } finally {
+      this.opening--;
+    }
+  }
+
+  private async openOne(spec: z.infer<typeof createSessionSchema>): Promise<Record<string, unknown>> {
+    const options = this.options;
+    const url = this.url;
+    const activity = { at: Date.now() };
     const profile = HARNESSES[spec.harness];
     const capture = openSession({
       profile,
@@ -197,8 +260,11 @@ class AdminApi {
       ...(spec.task_id !== undefined ? { taskId: spec.task_id } : {}),
       ...(spec.sample !== undefined ? { sample: spec.sample } : {}),
       ...(spec.meta ? { meta: spec.meta } : {}),
+      onCall: () => {
+        activity.at = Date.now();
+      },
     });
-    const runDir = join(this.captures, '.config', capture.proxy.id);
+    const runDir = insideDir(this.captures, '.config', capture.proxy.id);
     await mkdir(runDir, { recursive: true });
     const prepared = await profile.prepare({
       proxyUrl: url,
@@ -210,7 +276,14 @@ class AdminApi {
     });
     capture.begin(prepared.argv, { served: true });
     this.proxy.addSession(capture.proxy);
-    const live: Live = { capture, createdAt: new Date(), runDir, harness: profile.name };
+    const live: Live = {
+      capture,
+      createdAt: new Date(),
+      runDir,
+      harness: profile.name,
+      activity,
+      closing: false,
+    };
     this.sessions.set(capture.proxy.id, live);
     const files = await Promise.all(
       prepared.files.map(async (p) => ({ path: p, content: await readFile(p, 'utf8') })),
@@ -230,6 +303,7 @@ class AdminApi {
 
   /** DELETE /sessions/:id?exit_code=&status=: waits for its calls, writes session_end, removes its key */
   private async close(live: Live, query: URLSearchParams): Promise<Record<string, unknown>> {
+    live.closing = true;
     const exit = query.get('exit_code');
     const outcome = query.get('status');
     this.proxy.removeSession(live.capture.proxy.key);
@@ -252,6 +326,7 @@ class AdminApi {
 
   /** at shutdown: every open session ends as interrupted */
   async closeAll(): Promise<void> {
+    clearInterval(this.sweeper);
     for (const live of this.sessions.values()) {
       live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted' });
       await rm(live.runDir, { recursive: true, force: true });

@@ -80,22 +80,25 @@ describe('polar gym with Pi', () => {
         '120',
         '--test-timeout',
         '120',
+        // the row below carries its own test_cmd (a fixture, trusted here)
+        '--trust-row-commands',
         '--quiet',
       ],
       { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
     );
-    const url = await new Promise<string>((resolve, reject) => {
+    const { url, token } = await new Promise<{ url: string; token: string }>((resolve, reject) => {
       let text = '';
       gym!.stdout!.on('data', (chunk: Buffer) => {
         text += chunk.toString();
         const line = text.split('\n').find((l) => l.startsWith('{'));
-        if (line) resolve((JSON.parse(line) as { url: string }).url);
+        // (no --token: polar gym made one and printed it)
+        if (line) resolve(JSON.parse(line) as { url: string; token: string });
       });
       gym!.then((r) => reject(new Error(`polar gym exited ${r.exitCode}: ${r.stderr}`)), reject);
     });
     const res = await fetch(`${url}/run`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: JSON.stringify({
         responses_create_params: {
           input: [{ role: 'user', content: 'Fix this issue:\n{{problem_statement}}' }],
@@ -122,7 +125,7 @@ describe('polar gym with Pi', () => {
     assert.deepEqual(output, ['reasoning', 'function_call', 'function_call_output', 'reasoning', 'message']);
     const agg = await fetch(`${url}/aggregate_metrics`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: JSON.stringify({
         verify_responses: [{ _ng_task_index: 0, reward: result.reward, polar_calls: result.polar_calls }],
       }),

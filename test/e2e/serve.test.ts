@@ -20,7 +20,14 @@ interface Server {
   child: ResultPromise;
 }
 
-async function serve(backendUrl: string, extra: string[] = []): Promise<Server> {
+/** every server here gets this admin token; json() sends it (the admin API always needs one) */
+const ADMIN_TOKEN = 'polar-e2e-admin-token';
+
+async function serve(
+  backendUrl: string,
+  extra: string[] = [],
+  options: { adminToken?: boolean } = {},
+): Promise<Server & { line: Record<string, unknown> }> {
   const { workdir } = await privateDirs();
   const captures = join(workdir, 'captures');
   const child = execa(
@@ -38,27 +45,31 @@ async function serve(backendUrl: string, extra: string[] = []): Promise<Server> 
       backendUrl,
       '--model',
       'Qwen/Qwen3-4B',
+      ...(options.adminToken === false ? [] : ['--admin-token', ADMIN_TOKEN]),
       ...extra,
     ],
     { reject: false, stdin: 'ignore', cwd: workdir },
   );
-  const url = await new Promise<string>((resolve, reject) => {
+  const line = await new Promise<Record<string, unknown>>((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       const line = buf.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve((JSON.parse(line) as { url: string }).url);
+      if (line) resolve(JSON.parse(line) as Record<string, unknown>);
     });
     child.once('exit', () => reject(new Error('polar serve exited before listening')));
   });
-  return { url, captures, child };
+  return { url: line.url as string, captures, child, line };
 }
 
 async function json(
   url: string,
   init: RequestInit = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await fetch(url, init);
+  const r = await fetch(url, {
+    ...init,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(init.headers as Record<string, string>) },
+  });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
@@ -88,6 +99,20 @@ describe('polar serve', () => {
     standin = await startStandin();
   });
   after(() => standin.close());
+
+  test('without --admin-token polar serve makes one and prints it; the admin API needs it', async () => {
+    const s = await serve(standin.url, [], { adminToken: false });
+    try {
+      const token = s.line.admin_token as string;
+      assert.match(token, /^polar-admin-/);
+      assert.equal((await fetch(`${s.url}/status`)).status, 401);
+      const ok = await fetch(`${s.url}/status`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(ok.status, 200);
+    } finally {
+      s.child.kill('SIGTERM');
+      await s.child;
+    }
+  });
 
   test('admin API: create, use, inspect, close a session; bad requests get clear errors', async () => {
     const s = await serve(standin.url);

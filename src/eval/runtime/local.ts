@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { EnvironmentError } from '../../errors.ts';
+import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
@@ -35,7 +36,8 @@ export class LocalRuntime implements Runtime {
   }
 
   repoPath(repo: string): string {
-    return join(this.options.reposDir, ...repo.split('/'));
+    // (a row's repo is owner/name of safe names; the resolved path is checked anyway)
+    return insideDir(this.options.reposDir, ...repo.split('/'));
   }
 
   async check(instances: SweInstance[]): Promise<void> {

@@ -14,18 +14,33 @@ function captureFlags(argv: string[]): BackendFlags {
 
 describe('backend options', () => {
   const ok: Array<[string[], Record<string, unknown>]> = [
-    [[], { kind: 'embedded', model: 'onnx-community/Qwen3-0.6B-ONNX', timeoutMs: 600_000 }],
+    [
+      [],
+      {
+        kind: 'embedded',
+        model: 'onnx-community/Qwen3-0.6B-ONNX',
+        timeoutMs: 600_000,
+        idleTimeoutMs: 300_000,
+      },
+    ],
     [
       ['--backend-url', 'http://h/v1', '--model', 'm'],
-      { kind: 'vllm', url: 'http://h/v1', model: 'm', timeoutMs: 600_000 },
+      { kind: 'vllm', url: 'http://h/v1', model: 'm', timeoutMs: 600_000, idleTimeoutMs: 300_000 },
     ],
     [
       ['--backend', 'sglang', '--backend-url', 'http://h/v1', '--model', 'm', '--backend-timeout', '5'],
-      { kind: 'sglang', url: 'http://h/v1', model: 'm', timeoutMs: 5000 },
+      { kind: 'sglang', url: 'http://h/v1', model: 'm', timeoutMs: 5000, idleTimeoutMs: 300_000 },
     ],
     [
       ['--backend', 'openai', '--backend-url', 'http://u', '--model', 'm', '--no-require-token-ids'],
-      { kind: 'openai', url: 'http://u', model: 'm', timeoutMs: 600_000, requireTokenIds: false },
+      {
+        kind: 'openai',
+        url: 'http://u',
+        model: 'm',
+        timeoutMs: 600_000,
+        idleTimeoutMs: 300_000,
+        requireTokenIds: false,
+      },
     ],
     [
       [
@@ -53,6 +68,7 @@ describe('backend options', () => {
         topP: 0.9,
         maxTokens: 64,
         timeoutMs: 600_000,
+        idleTimeoutMs: 300_000,
       },
     ],
   ];

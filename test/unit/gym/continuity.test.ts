@@ -116,6 +116,9 @@ async function gymFor(shape: Shape): Promise<{ gym: Gym; out: string }> {
     port: 0,
     agentTimeoutMs: 60_000,
     testTimeoutMs: 60_000,
+    // the fixture row carries its own test_cmd; no token (test/unit/gym/hardening.test.ts covers both)
+    trustRowCommands: true,
+    token: null,
   });
   return { gym, out: join(dir, 'out') };
 }

@@ -218,7 +218,7 @@ describe('polar gym HTTP surface without a rollout', () => {
   const post = (path: string, body: unknown) =>
     fetch(`${gym.url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gym.token}` },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
 

@@ -1,11 +1,13 @@
 /** The HTTP kit over real requests on 127.0.0.1: routes as a table, JSON bodies with limits, error mapping. */
 import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
 import { errorReply, HttpError } from '../../../src/http/errors.ts';
 import { readJson } from '../../../src/http/reply.ts';
 import { dispatch, matchRoute, pathOf, type Route } from '../../../src/http/router.ts';
 import { HttpServer } from '../../../src/http/server.ts';
+import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { ProtocolError } from '../../../src/protocols/errors.ts';
 
 const routes: Route[] = [
@@ -114,5 +116,74 @@ describe('http kit pieces', () => {
     assert.equal(s.server.requestTimeout, 1234);
     assert.equal(s.server.headersTimeout, 999);
     assert.equal(s.server.maxConnections, 7);
+  });
+
+  test('every server gets a request timeout and a connection cap by default (issue 17, item 8)', () => {
+    const s = new HttpServer(async () => {});
+    assert.equal(s.server.requestTimeout, DEFAULTS.requestTimeoutMs.value);
+    assert.equal(s.server.maxConnections, DEFAULTS.maxConnections.value);
+    assert.ok(s.server.headersTimeout <= s.server.requestTimeout);
+  });
+});
+
+/** a raw connection: what the server wrote, and a promise for its close */
+function rawConnection(port: number): { socket: Socket; text: () => string; closed: Promise<void> } {
+  const socket = connect(port, '127.0.0.1');
+  let text = '';
+  socket.on('data', (d) => {
+    text += d.toString();
+  });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((r) => socket.once('close', () => r()));
+  return { socket, text: () => text, closed };
+}
+
+describe('http kit: slow bodies and too many connections', () => {
+  test('a body that trickles in past the request timeout is cut off with 408', async () => {
+    const server = new HttpServer(
+      async (req, res) => {
+        res.end(JSON.stringify({ got: (await readJson(req, 1024)) as unknown }));
+      },
+      { requestTimeout: 400 },
+    );
+    const { port } = await server.listen(0, '127.0.0.1');
+    const c = rawConnection(port);
+    c.socket.write(
+      'POST /x HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"a":',
+    );
+    // keep sending a byte now and then: still the whole body never arrives
+    const drip = setInterval(() => c.socket.write(' '), 50);
+    await c.closed;
+    clearInterval(drip);
+    assert.match(c.text(), /^HTTP\/1\.1 408/);
+    await server.close(1000);
+  });
+
+  test('connections past the cap are dropped; the ones inside it are served', async () => {
+    const server = new HttpServer(
+      async (_req, res) => {
+        res.end('ok');
+      },
+      { maxConnections: 2 },
+    );
+    const { port } = await server.listen(0, '127.0.0.1');
+    const a = rawConnection(port);
+    const b = rawConnection(port);
+    await Promise.all([a, b].map((c) => new Promise((r) => c.socket.once('connect', r))));
+    // wait until the server has counted both
+    for (;;) {
+      const n = await new Promise<number>((r) => server.server.getConnections((_e, count) => r(count)));
+      if (n >= 2) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const third = rawConnection(port);
+    await third.closed;
+    assert.equal(third.text(), '', 'the third connection got no answer');
+    a.socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n');
+    while (!a.text().includes('ok')) await new Promise((r) => setTimeout(r, 5));
+    assert.match(a.text(), /^HTTP\/1\.1 200/);
+    a.socket.destroy();
+    b.socket.destroy();
+    await server.close(1000);
   });
 });

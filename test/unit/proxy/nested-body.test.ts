@@ -1,0 +1,118 @@
+/**
+ * Issue 17, item 6: a deeply nested request body never breaks recording. A body nested past polar's
+ * bound is refused (400) and recorded; a record that cannot be serialised as it is gets written degraded;
+ * in every case the file holds one record per call and the counters agree with it.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type CallCounters, recordCalls } from '../../../src/capture/call-record.ts';
+import { CaptureWriter } from '../../../src/capture/writer.ts';
+import type { CompletedCall } from '../../../src/proxy/call.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../../src/util/json-depth.ts';
+import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts';
+import { type Standin, startStandin } from '../../support/vllm-standin.ts';
+
+const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+describe('deeply nested request bodies', () => {
+  let standin: Standin;
+  let p: TestProxy;
+  before(async () => {
+    standin = await startStandin();
+    p = await startProxy({ url: standin.url });
+  });
+  after(async () => {
+    await p.close();
+    await standin.close();
+  });
+
+  test('a body nested 20000 deep is refused with 400 and recorded; the next call is recorded too', async () => {
+    const auth = { authorization: `Bearer ${p.key}` };
+    const deep = `{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":{"x":${nested(20_000)}},"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","x":${nested(20_000)}}}}]}`;
+    const r = await post(p.url, '/v1/chat/completions', deep, auth);
+    assert.equal(r.status, 400);
+    assert.match(await r.text(), new RegExp(`deeper than ${MAX_JSON_DEPTH} levels`));
+    const ok = await post(
+      p.url,
+      '/v1/chat/completions',
+      { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+      auth,
+    );
+    assert.equal(ok.status, 200);
+    await ok.text();
+    const records = await p.records();
+    assert.equal(records.length, 2);
+    assert.equal(records[0]!.error?.kind, 'invalid_request');
+    assert.equal(typeof records[0]!.request.body, 'string', 'the body start is kept as text');
+    assert.equal(p.counters.calls, 2);
+    assert.equal(p.counters.errors, 1);
+    assert.equal((await readFile(p.file, 'utf8')).trim().split('\n').length, 2);
+  });
+
+  test('a body just inside the bound goes through', async () => {
+    const body = `{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":{"x":${nested(MAX_JSON_DEPTH - 2)}}}`;
+    const r = await post(p.url, '/v1/chat/completions', body, { authorization: `Bearer ${p.key}` });
+    assert.equal(r.status, 200);
+    await r.text();
+  });
+
+  test('the depth scan skips brackets inside strings and honours escapes', () => {
+    const enc = (s: string) => Buffer.from(s);
+    assert.equal(nestsDeeperThan(enc('{"a":"[[[[[[\\"[[[["}'), 2), false);
+    assert.equal(nestsDeeperThan(enc('[[[1]]]'), 2), true);
+    assert.equal(nestsDeeperThan(enc('[[1],[2],[3]]'), 2), false);
+  });
+});
+
+describe('recording never throws into the call path', () => {
+  test('a record too deep to serialise is written degraded, and session counters agree', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'polar-nested-'));
+    const writer = new CaptureWriter(join(dir, 'c.jsonl'));
+    const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
+    const key = 'polar-key-abc';
+    const complete = recordCalls({ id: 's', key, harness: 'generic', tokenExact: false, writer }, counters);
+    let deep: unknown = [];
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    const now = new Date();
+    const call: CompletedCall = {
+      id: 'call_1',
+      api: 'openai-chat',
+      modelCall: true,
+      stream: false,
+      startedAt: now,
+      endedAt: now,
+      ttfbMs: 1,
+      backendMs: 1,
+      totalMs: 2,
+      request: {
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: {},
+        body: { deep, note: key },
+        raw: Buffer.from(`{"deep":"(text)","note":"${key}"}`),
+      },
+      canonicalRequest: { deep } as never,
+      canonicalResponse: null,
+      backendRequest: null,
+      tokens: { promptTokenIds: null, completionTokenIds: null, completionLogprobs: null },
+      response: { status: 200, body: { ok: true } },
+      error: null,
+      warnings: [],
+      backendInfo: {},
+    };
+    assert.doesNotThrow(() => complete(call));
+    writer.close();
+    const text = await readFile(join(dir, 'c.jsonl'), 'utf8');
+    const lines = text.trim().split('\n');
+    assert.equal(lines.length, 1);
+    const record = JSON.parse(lines[0]!);
+    assert.equal(record.canonical_request, null);
+    assert.match(record.warnings.join(' '), /record degraded/);
+    assert.equal(typeof record.request.body, 'string');
+    assert.ok(!text.includes(key), 'the session key is scrubbed from the degraded record');
+    assert.deepEqual(counters, { seq: 1, calls: 1, errors: 0 });
+  });
+});
