@@ -104,6 +104,8 @@ describe('recording never throws into the call path', () => {
       backendInfo: {},
     };
     assert.doesNotThrow(() => complete(call));
+    // records are written off the response path (next event-loop turn); flush writes them now
+    assert.doesNotThrow(() => complete.flush());
     writer.close();
     const text = await readFile(join(dir, 'c.jsonl'), 'utf8');
     const lines = text.trim().split('\n');
