@@ -44,7 +44,8 @@ export function defineEval(program: Command, report: Report): void {
     .addOption(
       new Option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)').argParser(shard),
     )
-    .option('--resume', 'skip samples already graded in --out')
+    .option('--resume', 'continue the run in --out: skip graded samples, run errored and unfinished ones again')
+    .option('--overwrite', 'clear a non-empty --out first (without --resume or --overwrite it is refused)')
     .addOption(
       withDefault(
         new Option('--grader <kind>', 'polar, or swebench (the official harness, when installed)').argParser(

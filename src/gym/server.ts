@@ -18,6 +18,7 @@ import type { CallRecord } from '../capture/record.ts';
 import { PolarError } from '../errors.ts';
 import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
 import { parseRow, type SweInstance } from '../eval/dataset.ts';
+import { isInfraFailure } from '../eval/outcome.ts';
 import { runEval } from '../eval/run.ts';
 import { scratchEnv } from '../eval/runtime/scratch.ts';
 import type { Runtime } from '../eval/runtime/types.ts';
@@ -146,6 +147,8 @@ export async function startGym(options: GymOptions): Promise<Gym> {
     });
     const line = outcome.results[0];
     if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');
+    // an infrastructure failure is never a 0 reward (src/eval/outcome.ts)
+    if (isInfraFailure(line)) throw new HttpError(502, `the rollout failed: ${line.reason}`, 'rollout_error');
     const capture = typeof line.capture === 'string' ? line.capture : null;
     return { line, capture, rollout: await convert(capture, line.reason) };
   };
