@@ -1,16 +1,27 @@
 /** The body of `polar capture`: typed flags in, runCapture, exit code out. */
 import ora, { type Ora } from 'ora';
 import { resolveHarness } from '../harnesses/index.ts';
+import { UsageError } from '../errors.ts';
 import { backendOptions } from '../options/backend.ts';
+import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
 import { type CaptureFlags, defaultOutput } from './options.ts';
 import { exitCodeOf, runCapture } from './run.ts';
 
 export async function captureCommand(command: string[], f: CaptureFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
+  // every flag and the output path are checked before anything starts or is printed
+  if (command.length === 0)
+    throw new UsageError('no harness command given', 'usage: polar capture [options] -- <command> [args...]');
   const backend = backendOptions(f);
   const profile = resolveHarness(f.harness, command);
+  if (f.piApi && profile.name !== 'pi')
+    throw new UsageError(
+      `--pi-api is for the pi harness, and this command runs ${profile.name}`,
+      'drop --pi-api',
+    );
   const output = f.output ?? defaultOutput(profile.name);
+  await checkOutputFile(output, f.output ? '--output' : 'the default output');
   let spinner: Ora | undefined;
   let calls = 0;
   let tokens = 0;
