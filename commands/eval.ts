@@ -44,7 +44,10 @@ export function defineEval(program: Command, report: Report): void {
     .addOption(
       new Option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)').argParser(shard),
     )
-    .option('--resume', 'continue the run in --out: skip graded samples, run errored and unfinished ones again')
+    .option(
+      '--resume',
+      'continue the run in --out: skip graded samples, run errored and unfinished ones again',
+    )
     .option('--overwrite', 'clear a non-empty --out first (without --resume or --overwrite it is refused)')
     .addOption(
       withDefault(

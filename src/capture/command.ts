@@ -1,7 +1,7 @@
 /** The body of `polar capture`: typed flags in, runCapture, exit code out. */
 import ora, { type Ora } from 'ora';
-import { resolveHarness } from '../harnesses/index.ts';
 import { UsageError } from '../errors.ts';
+import { resolveHarness } from '../harnesses/index.ts';
 import { backendOptions } from '../options/backend.ts';
 import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
