@@ -68,12 +68,23 @@ export async function main(argv: string[]): Promise<ExitCode> {
     code = c;
   });
   const debug = argv.includes('--debug') || process.env.POLAR_DEBUG === '1';
+  guardStdout();
   try {
     await cmd.parseAsync(argv);
     return code;
   } catch (error) {
     return reportError(error, debug);
   }
+}
+
+let stdoutGuarded = false;
+/** A reader that goes away (`polar build | head`) is the end of the output, not an error (once per process). */
+function guardStdout(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
 }
 
 /** One error format for every failure: `polar: error: <what>`, a hint line, the stack only under --debug. */
@@ -86,6 +97,8 @@ export function reportError(error: unknown, debug: boolean): ExitCode {
     log.hint('run with --help for usage');
     return EXIT.usage;
   }
+  // stdout closed by its reader (`| head`): the output ends there, quietly, with success
+  if ((error as NodeJS.ErrnoException | null)?.code === 'EPIPE') return EXIT.ok;
   if (PolarError.isInstance(error)) {
     log.error(error.message);
     if (error.hint) log.hint(error.hint);
