@@ -24,7 +24,10 @@ export function defineInspect(program: Command, report: Report): void {
         DEFAULTS.inspectOutput,
       ),
     )
-    .option('--tokenizer <dir>', 'tokenizer directory (tokenizer.json); default: the bundled Qwen3 tokenizer')
+    .option(
+      '--tokenizer <dir>',
+      "tokenizer directory (tokenizer.json); default: the trajectories' model's own when its files are at hand, else the bundled Qwen3 tokenizer",
+    )
     .addOption(
       withDefault(
         new Option('--max-tokens-per-trace <n>', 'tokens rendered per trace before "show more"').argParser(

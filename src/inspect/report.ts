@@ -11,6 +11,7 @@ import {
   readTrajectoryFile,
   type StepInfo,
   siblingBuildStats,
+  type TrajectoryFile,
 } from './reader.ts';
 import type { Series } from './svg.ts';
 import type { TokenDecoder } from './tokens.ts';
@@ -72,6 +73,8 @@ export interface ReportOptions {
   /** trajectories shown per section; null = all */
   maxTrajectories: number | null;
   now?: Date;
+  /** shown at the top of the page (e.g. the tokenizer is not the trajectories' model's) */
+  warnings?: string[];
 }
 
 function mean(values: Array<number | null | undefined>): number | null {
@@ -112,9 +115,10 @@ export async function reportForFile(
   path: string,
   decoder: TokenDecoder,
   options: ReportOptions,
+  read?: TrajectoryFile,
 ): Promise<PageData> {
-  const warnings: string[] = [];
-  const file = await readTrajectoryFile(path);
+  const warnings: string[] = [...(options.warnings ?? [])];
+  const file = read ?? (await readTrajectoryFile(path));
   const vocab = new VocabTable(decoder);
   const stats = siblingBuildStats(path, warnings);
   const section = sectionFrom(
