@@ -196,7 +196,9 @@ async function runStep(
   // this step's rollouts, and the optimiser's moments and schedule carry over
   const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
   const resume = previousTrain && existsSync(join(previousTrain, 'latest')) ? previousTrain : undefined;
+  // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
   const trained = await runTrain({
+    allowZeroAdvantage: true,
     trajectories: traj,
     out: join(dir, 'train'),
     configFile: o.trainConfig,

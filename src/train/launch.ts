@@ -10,8 +10,9 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { PolarError, UsageError } from '../errors.ts';
+import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import {
   flagsToOptions,
   type ResolvedTrainConfig,
@@ -176,6 +177,8 @@ export interface TrainRequest {
   flags: Partial<Record<keyof TrainOptions, unknown>>;
   python?: string | undefined;
   json?: boolean;
+  /** train even when every advantage is 0 (polar loop: a step whose rollouts all scored alike) */
+  allowZeroAdvantage?: boolean;
 }
 
 export interface TrainResult {
@@ -237,6 +240,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     requireLogprobs: config.tis,
     maxTraceTokens: config.micro_batch_tokens,
   });
+  if (data.learnable === 0 && !req.allowZeroAdvantage) throw zeroAdvantage(config.trajectories, data);
   if (config.loss_agg === 'dr-grpo' && config.loss_norm_tokens === null) {
     config.loss_norm_tokens = Math.max(1, data.maxTrainedPerRollout);
   }
@@ -288,6 +292,24 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const steps = Number(outcome.done?.steps ?? 0);
   progress.stop(true, `done: ${steps} steps, checkpoint ${checkpoint ?? '(none)'}`);
   return { config, configPath, metricsPath: join(config.out, 'metrics.jsonl'), checkpoint, steps, data };
+}
+
+/** No rollout has a non-zero advantage: GRPO would run at loss 0 and learn nothing. */
+function zeroAdvantage(file: string, data: TrajectorySummary): InputError {
+  const given = data.rollouts - data.withoutAdvantage;
+  const parts = [
+    given > 0 ? `${plural(given, 'rollout')} with advantage 0` : null,
+    data.withoutAdvantage > 0
+      ? `${plural(data.withoutAdvantage, 'rollout')} in ${plural(data.groups, 'group')} whose rewards are all equal`
+      : null,
+  ].filter(Boolean);
+  return new InputError(
+    file,
+    undefined,
+    'advantage',
+    `no trajectory has a non-zero advantage (${parts.join(', ')}): training would run at loss 0 and learn nothing`,
+    'sample each task several times so a group holds different rewards (polar eval --samples 4 or more, then polar build), or check the rewards',
+  );
 }
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
