@@ -42,6 +42,14 @@ export function defineInspect(program: Command, report: Report): void {
         'trajectories shown per file or step ("all"; default: all for a file, 16 per step for a run)',
       ).argParser(countOrAll),
     )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar inspect traj.jsonl -o report.html
+  polar inspect runs/loop-1 -o loop.html --max-trajectories 4
+  polar build captures/ | polar inspect - -o - > report.html`,
+    )
     .action(async (input: string, options: InspectFlags) => {
       const { runInspect } = await import('../src/inspect/command.ts');
       report(await runInspect(input, options));

@@ -4,7 +4,7 @@
  * src/options/defaults.ts), lazily imports its implementation from src/ and reports its exit code.
  * Conventions: docs/cli.md.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help, type Option } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineEval } from '../commands/eval.ts';
@@ -19,6 +19,19 @@ import { EXIT, type ExitCode, PolarError } from './errors.ts';
 import { log } from './util/log.ts';
 import { POLAR_VERSION } from './version.ts';
 
+/** Said at the end of every --help: the exit codes of docs/cli.md. */
+export const EXIT_CODES_HELP = `
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (missing tool or engine),
+5 below --fail-under (eval), 130 interrupted. Conventions: docs/cli.md`;
+
+/** commander's help, with "(required)" after every option that must be given. */
+function optionDescription(this: Help, option: Option): string {
+  let text = Help.prototype.optionDescription.call(this, option);
+  // a switch is off unless given: "(default: false)" says nothing
+  if (option.isBoolean() && option.defaultValue === false) text = text.replace(/ \(default: false\)$/, '');
+  return option.mandatory && !/\(required\)/.test(text) ? `${text} (required)` : text;
+}
+
 export function program(report: Report = () => {}): Command {
   const cmd = new Command('polar')
     .description('Token-level capture, trajectory building and GRPO training for coding agents')
@@ -26,14 +39,10 @@ export function program(report: Report = () => {}): Command {
     .option('--debug', 'show stack traces and debug logs', false)
     // commander's own errors (unknown option, missing value, bad value) are printed by `main`, in polar's format
     .configureOutput({ outputError: () => {} })
+    .configureHelp({ optionDescription })
     .enablePositionalOptions()
     .exitOverride()
-    .addHelpText(
-      'after',
-      `
-Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (missing tool or engine),
-5 below --fail-under (eval), 130 interrupted. Conventions: docs/cli.md`,
-    );
+    .addHelpText('after', EXIT_CODES_HELP);
   defineCapture(cmd, report);
   defineBuild(cmd, report);
   defineTrain(cmd, report);
@@ -43,6 +52,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (mis
   defineGym(cmd, report);
   defineExport(cmd, report);
   defineLoop(cmd, report);
+  for (const sub of cmd.commands) sub.addHelpText('after', EXIT_CODES_HELP);
   return cmd;
 }
 

@@ -5,6 +5,7 @@ import { resolveHarness } from '../harnesses/index.ts';
 import { backendOptions } from '../options/backend.ts';
 import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { type CaptureFlags, defaultOutput } from './options.ts';
 import { exitCodeOf, runCapture } from './run.ts';
 
@@ -29,7 +30,7 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
   // too (an interactive harness draws there; `polar capture -- codex exec --json | jq` gets the line)
   if (process.stderr.isTTY && !process.stdout.isTTY && !f.quiet && !process.env.CI) {
     spinner = ora({
-      text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model})`,
+      text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model}) into ${output}`,
       stream: process.stderr,
       discardStdin: false,
     });
@@ -54,11 +55,12 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
     onCall: (record) => {
       calls++;
       tokens += record.completion_token_ids?.length ?? 0;
-      if (spinner) spinner.text = `polar: ${calls} calls, ${tokens} sampled tokens → ${output}`;
+      if (spinner)
+        spinner.text = `polar: ${plural(calls, 'call')}, ${plural(tokens, 'sampled token')} → ${output}`;
       if (record.error) log.debug(`call ${record.seq} failed: ${record.error.message}`);
     },
   }).finally(() => spinner?.stop());
-  const summary = `${result.calls} calls (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
+  const summary = `${plural(result.calls, 'call')} (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
     result.exitCode !== null
       ? ` with exit code ${result.exitCode}`
       : result.signal

@@ -4,6 +4,7 @@
  * plotted over steps.
  */
 import type { BuildStats } from '../trajectory/stats.ts';
+import { plural } from '../util/plural.ts';
 import {
   displayName,
   type RunInfo,
@@ -96,7 +97,7 @@ function sectionFrom(
   const notes: string[] = [];
   if (shown.length < records.length) {
     notes.push(
-      `showing ${shown.length} of ${records.length} trajectories (the highest and lowest rewards; --max-trajectories)`,
+      `showing ${shown.length} of ${plural(records.length, 'trajectory', 'trajectories')} (the highest and lowest rewards; --max-trajectories)`,
     );
   }
   if (invalid.length > 0)

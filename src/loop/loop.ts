@@ -22,6 +22,7 @@ import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../eval/
 import { runTrain } from '../train/launch.ts';
 import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -169,7 +170,9 @@ async function runStep(
   await mkdir(dir, { recursive: true });
   const started = new Date();
   const tasks = tasksForStep(ctx.trainSet, n, o.tasksPerStep);
-  log.info(`step ${n}/${o.steps}: ${tasks.length} tasks x ${o.groupSize} samples from ${policy}`);
+  log.info(
+    `step ${n}/${o.steps}: ${plural(tasks.length, 'task')} x ${plural(o.groupSize, 'sample')} from ${policy}`,
+  );
 
   const rollouts = await evaluate(o, backend, tasks, o.groupSize, join(dir, 'eval'), o.trainSet, {
     policy,

@@ -45,3 +45,19 @@ export async function checkOutputFile(file: string, flag: string): Promise<void>
   }
   if (!existed) await rm(file, { force: true });
 }
+
+/**
+ * A flag renamed to the shared name (`--onnx DIR` to `--out DIR`): the old name still works for a
+ * release, with a warning. Returns the value given under either name.
+ */
+export function renamedFlag<T>(
+  values: { current: T | undefined; old: T | undefined },
+  names: { current: string; old: string },
+  warn: (message: string) => void,
+): T | undefined {
+  if (values.old === undefined) return values.current;
+  if (values.current !== undefined && values.current !== values.old)
+    throw new UsageError(`${names.old} is the old name of ${names.current}: give one of them`);
+  warn(`${names.old} is now ${names.current} (the old name goes in the next release)`);
+  return values.old;
+}

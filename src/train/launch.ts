@@ -18,6 +18,7 @@ import {
   type ResolvedTrainConfig,
   readUserConfig,
   resolveTrainConfig,
+  resumeDirectory,
   type TrainFlags,
   type TrainOptions,
 } from './config.ts';
@@ -146,7 +147,7 @@ export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: strin
     const message = String(o.error.message ?? 'unknown error');
     if (o.error.kind === 'non_finite') {
       return new PolarError(`training stopped: ${message}`, {
-        hint: `resume from the last good checkpoint with --resume ${ctx.out} (lower --lr or check the data first)`,
+        hint: `continue from the last good checkpoint: the same command with --resume (--out ${ctx.out}); lower --lr or check the data first`,
       });
     }
     return new PolarError(`training worker failed: ${message}`, {
@@ -278,7 +279,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const logPath = join(config.out, 'worker.log');
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
-    `training ${config.model} on ${data.rollouts} rollouts (${data.traces} traces, ${data.trainedTokens} trained tokens), ` +
+    `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${config.gpus > 1 ? ` x${config.gpus}` : ''}, torch ${probe.torch}`,
   );
   const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
@@ -290,7 +291,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
   const steps = Number(outcome.done?.steps ?? 0);
-  progress.stop(true, `done: ${steps} steps, checkpoint ${checkpoint ?? '(none)'}`);
+  progress.stop(true, `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`);
   return { config, configPath, metricsPath: join(config.out, 'metrics.jsonl'), checkpoint, steps, data };
 }
 
@@ -317,7 +318,7 @@ export async function trainCommand(trajectories: string, flags: TrainFlags): Pro
   await runTrain({
     trajectories,
     out: flags.out,
-    resume: flags.resume,
+    resume: resumeDirectory(flags, (m) => log.warn(m)),
     configFile: flags.config,
     flags: flagsToOptions(flags),
     python: flags.python,
