@@ -1,6 +1,5 @@
 import { type Command, Option } from 'commander';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { renamedFlag } from '../src/options/output.ts';
 import { port, positiveInt } from '../src/options/parsers.ts';
 import type { ServeFlags } from '../src/serve/command.ts';
 import { log } from '../src/util/log.ts';
@@ -18,9 +17,9 @@ export function defineServe(program: Command, report: Report): void {
       ),
     )
     .addOption(
-      new Option(
-        '--out <dir>',
-        `directory for capture files, one per session (default: ${DEFAULTS.serveCaptures.shown})`,
+      withDefault(
+        new Option('--out <dir>', 'directory for capture files, one per session'),
+        DEFAULTS.serveCaptures,
       ),
     )
     .addOption(new Option('--captures <dir>', 'deprecated: --out').hideHelp())
@@ -55,13 +54,11 @@ Examples:
   curl -s -X POST localhost:8100/sessions -d '{"harness":"codex","task_id":"t1"}'`,
   );
   addBackendFlags(cmd).action(
-    async (flags: Omit<ServeFlags, 'captures'> & { out?: string; captures?: string }) => {
-      const captures =
-        renamedFlag(
-          { current: flags.out, old: flags.captures },
-          { current: '--out', old: '--captures' },
-          (m) => log.warn(m),
-        ) ?? DEFAULTS.serveCaptures.value;
+    async (flags: Omit<ServeFlags, 'captures'> & { out: string; captures?: string }) => {
+      // --captures, the old name of --out, still works for a release
+      if (flags.captures !== undefined)
+        log.warn('--captures is now --out (the old name goes in the next release)');
+      const captures = flags.captures ?? flags.out;
       const { serveCommand } = await import('../src/serve/command.ts');
       report(await serveCommand({ ...flags, captures }));
     },
