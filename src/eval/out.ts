@@ -15,6 +15,9 @@ export interface OutChoice {
   overwrite?: boolean;
 }
 
+/** What an evaluation writes in its folder: --overwrite clears only a folder that holds one of these. */
+const RUN_FILES = ['results.jsonl', 'report.json', 'predictions.jsonl', 'captures', 'patches', 'logs'];
+
 /** Throws when DIR holds files and neither --resume nor --overwrite says what to do with them. */
 export function checkOut(dir: string, choice: OutChoice, flag = '--out'): void {
   if (!existsSync(dir)) return;
@@ -22,19 +25,25 @@ export function checkOut(dir: string, choice: OutChoice, flag = '--out'): void {
     throw new UsageError(`${flag} ${dir} is a file, not a directory`, `give ${flag} a directory`);
   if (choice.resume && choice.overwrite)
     throw new UsageError('--resume and --overwrite contradict each other: give one');
-  if (choice.resume || choice.overwrite) return;
-  if (readdirSync(dir).length > 0) {
-    throw new UsageError(
-      `${flag} ${dir} already holds a run (results, captures or patches)`,
-      'add --resume to continue it, --overwrite to replace it, or give a new folder',
-    );
+  if (choice.resume || readdirSync(dir).length === 0) return;
+  if (choice.overwrite) {
+    if (!RUN_FILES.some((name) => existsSync(`${dir}/${name}`)))
+      throw new UsageError(
+        `--overwrite: ${flag} ${dir} holds files but no evaluation run (no results.jsonl, captures/, ...): polar does not clear it`,
+        'give a new folder, or empty this one yourself',
+      );
+    return;
   }
+  throw new UsageError(
+    `${flag} ${dir} is not empty: a new run there would mix its captures and results with what is there`,
+    'add --resume to continue it, --overwrite to replace it, or give a new folder',
+  );
 }
 
-/** Checks DIR (checkOut), clears it under --overwrite, and makes it. */
+/** Checks DIR (checkOut), clears it under --overwrite (only when it holds a run), and makes it. */
 export async function prepareOut(dir: string, choice: OutChoice, flag = '--out'): Promise<void> {
   checkOut(dir, choice, flag);
-  if (choice.overwrite && existsSync(dir)) {
+  if (choice.overwrite && existsSync(dir) && readdirSync(dir).length > 0) {
     for (const name of readdirSync(dir)) await rm(`${dir}/${name}`, { recursive: true, force: true });
   }
   await mkdir(dir, { recursive: true });

@@ -202,12 +202,20 @@ test('a non-empty --out is refused without --resume or --overwrite; --overwrite 
   writeFileSync(join(out, 'captures', 'old-run.jsonl'), '{}\n');
   const again = gold(out);
   assert.equal(again.code, 2, again.stderr);
-  assert.match(again.stderr, /polar: error: --out .* already holds a run/);
+  assert.match(again.stderr, /polar: error: --out .* is not empty/);
   assert.match(again.stderr, /--resume .* --overwrite/);
   const over = gold(out, '--overwrite');
   assert.equal(over.code, 0, over.stderr);
   assert.ok(!existsSync(join(out, 'captures', 'old-run.jsonl')));
   assert.equal(readJsonl(join(out, 'results.jsonl')).length, 1);
+  // a folder that holds no run is never cleared
+  const other = join(tmp, 'not-a-run');
+  mkdirSync(other);
+  writeFileSync(join(other, 'notes.txt'), 'mine');
+  const refused = gold(other, '--overwrite');
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /holds files but no evaluation run/);
+  assert.ok(existsSync(join(other, 'notes.txt')));
 });
 
 test('--agent predictions: a file without model_patch, or naming unknown instances, is bad input', () => {
