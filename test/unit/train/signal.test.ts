@@ -3,6 +3,7 @@
  * uniform rewards) is refused before Python is even looked for; progress shows within a step.
  */
 import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
@@ -56,6 +57,20 @@ describe('nothing to learn', () => {
     assert.equal(
       (await checkTrajectories(mixed, { requireLogprobs: true, maxTraceTokens: 100 })).learnable,
       8,
+    );
+  });
+});
+
+describe('one run per --out', () => {
+  test('an --out that holds a training run is refused without --resume', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'out');
+    await mkdir(out);
+    await writeFile(join(out, 'latest'), 'step-2\n');
+    const file = await writeJsonl(join(dir, 't.jsonl'), smallBatch());
+    await assert.rejects(
+      runTrain({ trajectories: file, out, flags: { model: TINY, device: 'cpu' } }, { probe: noPython }),
+      /--out .* already holds a training run[\s\S]*/,
     );
   });
 });
