@@ -70,7 +70,10 @@ describe('one set of conventions', () => {
   const full = (name: string) => {
     let text = '';
     const sub = program().commands.find((c) => c.name() === name)!;
-    sub.configureOutput({ writeOut: (s) => (text += s), writeErr: (s) => (text += s) });
+    const add = (s: string): void => {
+      text += s;
+    };
+    sub.configureOutput({ writeOut: add, writeErr: add });
     sub.exitOverride();
     try {
       sub.outputHelp();
