@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import type { RawBuildOptions } from '../src/trajectory/run.ts';
 import type { Report } from './shared.ts';
 
@@ -13,8 +13,13 @@ export function defineBuild(program: Command, report: Report): void {
     .option('--group-by <key>', 'GRPO groups: task_id, none, or meta:KEY of the session record', 'task_id')
     .option('--advantage <kind>', 'grpo, dr-grpo, rloo or none', 'grpo')
     .option('--drop-uniform-groups', 'drop groups whose rewards are all equal', false)
-    .option('--max-tokens <n>', 'longest trace kept (prompt + response tokens)')
-    .option('--overlong <mode>', 'over --max-tokens: truncate the trace, or drop the trajectory', 'truncate')
+    .option('--max-trace-tokens <n>', 'longest trace kept (prompt + response tokens)')
+    .addOption(new Option('--max-tokens <n>', 'deprecated: --max-trace-tokens').hideHelp())
+    .option(
+      '--overlong <mode>',
+      'over --max-trace-tokens: truncate the trace, or drop the trajectory',
+      'truncate',
+    )
     .option('--exclude-kind <kinds>', 'drop traces of these kinds (root,compaction,subagent,divergence,side)')
     .option(
       '--require-token-exact',
@@ -25,8 +30,19 @@ export function defineBuild(program: Command, report: Report): void {
     .option('--eot-id <ids>', 'end-of-turn token ids, comma-separated', '151645,151643')
     .option('--splice', 'also merge turns whose assistant part the chat template re-rendered', false)
     .option('--stats', 'print the report on stdout and write no trajectories', false)
-    .option('--json', 'the report as JSON', false)
-    .option('-q, --quiet', 'no report on stderr', false)
+    .option('--json', 'the report as JSON on stdout (with -o or --stats)', false)
+    .option('-q, --quiet', 'no report on stderr (warnings still show)', false)
+    .addHelpText(
+      'after',
+      `
+Streams: trajectories go to stdout (or -o FILE); the report goes to stderr, or to stdout with --stats
+or --json. A closed stdout (polar build ... | head) ends the build quietly with exit 0.
+
+Examples:
+  polar build runs/eval/captures -o traj.jsonl
+  polar build runs/eval/captures --stats --json | jq .tokens_trainable
+  polar build capture.jsonl --rewards rewards.jsonl --max-trace-tokens 32768 -o traj.jsonl`,
+    )
     .action(async (inputs: string[], options: RawBuildOptions) => {
       const { runBuild } = await import('../src/trajectory/run.ts');
       await runBuild(inputs, options);

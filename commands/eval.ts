@@ -44,7 +44,11 @@ export function defineEval(program: Command, report: Report): void {
     .addOption(
       new Option('--shard <i/n>', 'run the i-th of n shards (1-based, round robin)').argParser(shard),
     )
-    .option('--resume', 'skip samples already graded in --out')
+    .option(
+      '--resume',
+      'continue the run in --out: skip graded samples, run errored and unfinished ones again',
+    )
+    .option('--overwrite', 'clear a non-empty --out first (without --resume or --overwrite it is refused)')
     .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .addOption(
       withDefault(
@@ -62,6 +66,15 @@ export function defineEval(program: Command, report: Report): void {
     )
     .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
     .option('--keep-envs', 'keep the local runtime temp dirs (debugging)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar eval --dataset fixtures/swe/mini.jsonl --agent gold --runtime local --out runs/gold
+  polar eval --dataset princeton-nlp/SWE-bench_Verified --harness codex --backend vllm \\
+    --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --samples 4 --out runs/eval-1
+  polar eval ... --out runs/eval-1 --resume      # after Ctrl-C: graded samples are kept, the rest run`,
+    )
     .option('-q, --quiet', 'no progress output');
   addBackendFlags(addRolloutFlags(cmd)).action(async (flags: EvalFlags) => {
     const { evalCommand } = await import('../src/eval/command.ts');

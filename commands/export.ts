@@ -1,6 +1,9 @@
 import { type Command, Option } from 'commander';
+import { UsageError } from '../src/errors.ts';
 import type { ExportFlags } from '../src/export/index.ts';
+import { renamedFlag } from '../src/options/output.ts';
 import { intIn, oneOf } from '../src/options/parsers.ts';
+import { log } from '../src/util/log.ts';
 import type { Report } from './shared.ts';
 
 export function defineExport(program: Command, report: Report): void {
@@ -8,7 +11,8 @@ export function defineExport(program: Command, report: Report): void {
     .command('export')
     .description('write a checkpoint as an ONNX model directory for Transformers.js and --backend embedded')
     .argument('<checkpoint>', 'step-N directory, a polar train --out directory, or tiny:arch=llama,...')
-    .requiredOption('--onnx <dir>', 'output model directory (config.json, tokenizer, onnx/model.onnx)')
+    .option('--out <dir>', 'output model directory (config.json, tokenizer, onnx/model.onnx) (required)')
+    .addOption(new Option('--onnx <dir>', 'deprecated: --out').hideHelp())
     .addOption(
       new Option('--quantize <kind>', 'also write onnx/model_quantized.onnx (weight-only int8)').argParser(
         oneOf(['int8'] as const),
@@ -18,8 +22,24 @@ export function defineExport(program: Command, report: Report): void {
     .option('--python <path>', 'Python with torch (default: $POLAR_PYTHON, python3, /usr/bin/python3)')
     .addOption(new Option('--opset <n>', 'ONNX opset (default: 17)').argParser(intIn(14, 20)))
     .option('--json', 'print the result as JSON on stdout')
-    .action(async (checkpoint: string, flags: ExportFlags) => {
-      const { exportCommand } = await import('../src/export/index.ts');
-      report(await exportCommand(checkpoint, flags));
-    });
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar export runs/train/step-50 --out runs/train/step-50-onnx
+  polar export runs/train --out model-onnx --quantize int8   # the run's latest checkpoint`,
+    )
+    .action(
+      async (checkpoint: string, flags: Omit<ExportFlags, 'onnx'> & { out?: string; onnx?: string }) => {
+        const out = renamedFlag(
+          { current: flags.out, old: flags.onnx },
+          { current: '--out', old: '--onnx' },
+          (m) => log.warn(m),
+        );
+        if (!out) throw new UsageError('polar export needs --out DIR', 'the model directory to write');
+        const { out: _out, ...rest } = flags;
+        const { exportCommand } = await import('../src/export/index.ts');
+        report(await exportCommand(checkpoint, { ...rest, onnx: out }));
+      },
+    );
 }

@@ -66,6 +66,14 @@ export function defineGym(program: Command, report: Report): void {
       ),
     )
     .option('-q, --quiet', 'no status output', false);
+  cmd.addHelpText(
+    'after',
+    `
+Examples:
+  polar gym --harness pi --backend vllm --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B \\
+    --dataset princeton-nlp/SWE-bench_Verified --runtime docker --port 8200
+  curl -s localhost:8200/run -d '{"responses_create_params":{"input":"..."},"verifier_metadata":{"instance_id":"..."}}'`,
+  );
   addBackendFlags(addRolloutFlags(cmd)).action(async (flags: GymFlags) => {
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));

@@ -24,7 +24,10 @@ export function defineInspect(program: Command, report: Report): void {
         DEFAULTS.inspectOutput,
       ),
     )
-    .option('--tokenizer <dir>', 'tokenizer directory (tokenizer.json); default: the bundled Qwen3 tokenizer')
+    .option(
+      '--tokenizer <dir>',
+      "tokenizer directory (tokenizer.json); default: the trajectories' model's own when its files are at hand, else the bundled Qwen3 tokenizer",
+    )
     .addOption(
       withDefault(
         new Option('--max-tokens-per-trace <n>', 'tokens rendered per trace before "show more"').argParser(
@@ -38,6 +41,14 @@ export function defineInspect(program: Command, report: Report): void {
         '--max-trajectories <n>',
         'trajectories shown per file or step ("all"; default: all for a file, 16 per step for a run)',
       ).argParser(countOrAll),
+    )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar inspect traj.jsonl -o report.html
+  polar inspect runs/loop-1 -o loop.html --max-trajectories 4
+  polar build captures/ | polar inspect - -o - > report.html`,
     )
     .action(async (input: string, options: InspectFlags) => {
       const { runInspect } = await import('../src/inspect/command.ts');

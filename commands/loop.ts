@@ -58,6 +58,15 @@ export function defineLoop(program: Command, report: Report): void {
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
+  cmd.addHelpText(
+    'after',
+    `
+Examples:
+  polar loop --train-set train.jsonl --eval-set heldout.jsonl --harness pi --backend vllm \\
+    --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --reload-cmd './restart-vllm {checkpoint}' \\
+    --runtime docker --out runs/loop-1
+  polar loop ... --out runs/loop-1 --resume   # continue after the last finished step`,
+  );
   addBackendFlags(addRolloutFlags(cmd)).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');
     report(await loopCommand(flags));

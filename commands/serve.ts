@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { port, positiveInt, seconds } from '../src/options/parsers.ts';
 import type { ServeFlags } from '../src/serve/command.ts';
+import { log } from '../src/util/log.ts';
 import { addBackendFlags, type Report } from './shared.ts';
 
 export function defineServe(program: Command, report: Report): void {
@@ -17,10 +18,11 @@ export function defineServe(program: Command, report: Report): void {
     )
     .addOption(
       withDefault(
-        new Option('--captures <dir>', 'directory for capture files, one per session'),
+        new Option('--out <dir>', 'directory for capture files, one per session'),
         DEFAULTS.serveCaptures,
       ),
     )
+    .addOption(new Option('--captures <dir>', 'deprecated: --out').hideHelp())
     .addOption(
       withDefault(
         new Option('--max-inflight <n>', 'backend calls in flight at most; the rest queue').argParser(
@@ -61,8 +63,21 @@ Admin API (JSON; every request needs "Authorization: Bearer <admin token>"):
   DELETE /sessions/:id    [?exit_code=N&status=completed|error|timeout] close and flush its capture
   GET    /status          sessions, requests in flight, backend in flight and queue depth`,
     );
-  addBackendFlags(cmd).action(async (flags: ServeFlags) => {
-    const { serveCommand } = await import('../src/serve/command.ts');
-    report(await serveCommand(flags));
-  });
+  cmd.addHelpText(
+    'after',
+    `
+Examples:
+  polar serve --backend vllm --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --out captures/
+  curl -s -X POST localhost:8100/sessions -d '{"harness":"codex","task_id":"t1"}'`,
+  );
+  addBackendFlags(cmd).action(
+    async (flags: Omit<ServeFlags, 'captures'> & { out: string; captures?: string }) => {
+      // --captures, the old name of --out, still works for a release
+      if (flags.captures !== undefined)
+        log.warn('--captures is now --out (the old name goes in the next release)');
+      const captures = flags.captures ?? flags.out;
+      const { serveCommand } = await import('../src/serve/command.ts');
+      report(await serveCommand({ ...flags, captures }));
+    },
+  );
 }

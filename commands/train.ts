@@ -26,9 +26,10 @@ export function defineTrain(program: Command, report: Report): void {
     .argument('<trajectories>', 'trajectory JSONL written by polar build (- for stdin)')
     .requiredOption('--out <dir>', 'output directory: step-N checkpoints, metrics.jsonl, config.json')
     .option('--model <id|dir>', 'Hugging Face model id or directory (tiny:... for the built-in test model)')
+    .option('--resume [dir]', 'continue the run in --out from its latest checkpoint (as eval and loop do)')
     .option(
-      '--resume <dir>',
-      'resume model, optimiser, scheduler and data position from a checkpoint directory',
+      '--resume-from <dir>',
+      'start from a checkpoint: model, optimiser, scheduler and data position (step-N, or a run --out)',
     )
     .option('--config <file>', 'train.json with config keys (flags override it)')
     .option('--lora', 'train LoRA adapters (peft); the frozen base is the KL reference')
@@ -79,6 +80,14 @@ export function defineTrain(program: Command, report: Report): void {
     )
     .addOption(opt('--seed <n>', 'data order seed', nonNegativeInt, D.seed))
     .option('--json', 'write the worker events as JSON lines to stdout')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar train traj.jsonl --model Qwen/Qwen3-0.6B --out runs/train
+  polar train traj.jsonl --model Qwen/Qwen3-0.6B --out runs/train --resume   # continue after a stop
+  polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny`,
+    )
     .action(async (trajectories: string, flags: TrainFlags) => {
       const { trainCommand } = await import('../src/train/launch.ts');
       report(await trainCommand(trajectories, flags));

@@ -4,7 +4,7 @@
  * src/options/defaults.ts), lazily imports its implementation from src/ and reports its exit code.
  * Conventions: docs/cli.md.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help, type Option } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineDoctor } from '../commands/doctor.ts';
@@ -21,6 +21,19 @@ import { EXIT, type ExitCode, PolarError } from './errors.ts';
 import { log } from './util/log.ts';
 import { POLAR_VERSION } from './version.ts';
 
+/** Said at the end of every --help: the exit codes of docs/cli.md. */
+export const EXIT_CODES_HELP = `
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (missing tool or engine),
+5 below --fail-under (eval), 130 interrupted. Conventions: docs/cli.md`;
+
+/** commander's help, with "(required)" after every option that must be given. */
+function optionDescription(this: Help, option: Option): string {
+  let text = Help.prototype.optionDescription.call(this, option);
+  // a switch is off unless given: "(default: false)" says nothing
+  if (option.isBoolean() && option.defaultValue === false) text = text.replace(/ \(default: false\)$/, '');
+  return option.mandatory && !/\(required\)/.test(text) ? `${text} (required)` : text;
+}
+
 export function program(report: Report = () => {}): Command {
   const cmd = new Command('polar')
     .description('Token-level capture, trajectory building and GRPO training for coding agents')
@@ -28,14 +41,10 @@ export function program(report: Report = () => {}): Command {
     .option('--debug', 'show stack traces and debug logs', false)
     // commander's own errors (unknown option, missing value, bad value) are printed by `main`, in polar's format
     .configureOutput({ outputError: () => {} })
+    .configureHelp({ optionDescription })
     .enablePositionalOptions()
     .exitOverride()
-    .addHelpText(
-      'after',
-      `
-Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (missing tool or engine),
-5 below --fail-under (eval), 130 interrupted. Conventions: docs/cli.md`,
-    );
+    .addHelpText('after', EXIT_CODES_HELP);
   defineCapture(cmd, report);
   defineBuild(cmd, report);
   defineTrain(cmd, report);
@@ -47,6 +56,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (mis
   defineExport(cmd, report);
   defineLoop(cmd, report);
   defineDoctor(cmd, report);
+  for (const sub of cmd.commands) sub.addHelpText('after', EXIT_CODES_HELP);
   return cmd;
 }
 
@@ -72,12 +82,23 @@ export async function main(argv: string[]): Promise<ExitCode> {
     code = c;
   });
   const debug = argv.includes('--debug') || process.env.POLAR_DEBUG === '1';
+  guardStdout();
   try {
     await cmd.parseAsync(argv);
     return code;
   } catch (error) {
     return reportError(error, debug);
   }
+}
+
+let stdoutGuarded = false;
+/** A reader that goes away (`polar build | head`) is the end of the output, not an error (once per process). */
+function guardStdout(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
 }
 
 /** One error format for every failure: `polar: error: <what>`, a hint line, the stack only under --debug. */
@@ -90,6 +111,8 @@ export function reportError(error: unknown, debug: boolean): ExitCode {
     log.hint('run with --help for usage');
     return EXIT.usage;
   }
+  // stdout closed by its reader (`| head`): the output ends there, quietly, with success
+  if ((error as NodeJS.ErrnoException | null)?.code === 'EPIPE') return EXIT.ok;
   if (PolarError.isInstance(error)) {
     log.error(error.message);
     if (error.hint) log.hint(error.hint);

@@ -1,16 +1,28 @@
 /** The body of `polar capture`: typed flags in, runCapture, exit code out. */
 import ora, { type Ora } from 'ora';
+import { UsageError } from '../errors.ts';
 import { resolveHarness } from '../harnesses/index.ts';
 import { backendOptions } from '../options/backend.ts';
+import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { type CaptureFlags, defaultOutput } from './options.ts';
 import { exitCodeOf, runCapture } from './run.ts';
 
 export async function captureCommand(command: string[], f: CaptureFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
+  // every flag and the output path are checked before anything starts or is printed
+  if (command.length === 0)
+    throw new UsageError('no harness command given', 'usage: polar capture [options] -- <command> [args...]');
   const backend = backendOptions(f);
   const profile = resolveHarness(f.harness, command);
+  if (f.piApi && profile.name !== 'pi')
+    throw new UsageError(
+      `--pi-api is for the pi harness, and this command runs ${profile.name}`,
+      'drop --pi-api',
+    );
   const output = f.output ?? defaultOutput(profile.name);
+  await checkOutputFile(output, f.output ? '--output' : 'the default output');
   let spinner: Ora | undefined;
   let calls = 0;
   let tokens = 0;
@@ -18,7 +30,7 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
   // too (an interactive harness draws there; `polar capture -- codex exec --json | jq` gets the line)
   if (process.stderr.isTTY && !process.stdout.isTTY && !f.quiet && !process.env.CI) {
     spinner = ora({
-      text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model})`,
+      text: `polar: capturing ${profile.name} → ${backend.kind} (${backend.model}) into ${output}`,
       stream: process.stderr,
       discardStdin: false,
     });
@@ -48,11 +60,12 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
     onCall: (record) => {
       calls++;
       tokens += record.completion_token_ids?.length ?? 0;
-      if (spinner) spinner.text = `polar: ${calls} calls, ${tokens} sampled tokens → ${output}`;
+      if (spinner)
+        spinner.text = `polar: ${plural(calls, 'call')}, ${plural(tokens, 'sampled token')} → ${output}`;
       if (record.error) log.debug(`call ${record.seq} failed: ${record.error.message}`);
     },
   }).finally(() => spinner?.stop());
-  const summary = `${result.calls} calls (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
+  const summary = `${plural(result.calls, 'call')} (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
     result.exitCode !== null
       ? ` with exit code ${result.exitCode}`
       : result.signal

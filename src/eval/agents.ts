@@ -35,6 +35,8 @@ export interface AgentOutcome {
   capture: string | null;
   sessionId: string | null;
   calls: number;
+  /** calls that got no model answer (backend down, server error); all of them failing is an infrastructure failure */
+  failedCalls?: number;
   error: string | null;
   /** the patch to grade as it is, instead of taking the diff of the environment (predictions) */
   patch?: string;
@@ -274,6 +276,7 @@ export class HarnessAgent implements Agent {
         capture: r.output,
         sessionId: r.sessionId,
         calls: r.calls,
+        failedCalls: r.errors,
         error: r.status === 'completed' ? null : `harness ${r.status} (exit ${r.exitCode ?? r.signal})`,
       };
     } catch (error) {

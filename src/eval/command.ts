@@ -1,15 +1,17 @@
 /** `polar eval`: typed flags in, the evaluation set up and run, the report printed, the exit code out. */
 import { resolve } from 'node:path';
-import { EXIT, PolarError, UsageError } from '../errors.ts';
+import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { type AgentName, isHarness } from './agent-names.ts';
-import { loadDataset, selectInstances } from './dataset.ts';
+import { loadDataset, type SweInstance, selectInstances } from './dataset.ts';
+import { checkOut } from './out.ts';
 import { formatReport } from './report.ts';
 import { runEval } from './run.ts';
-import { type EvaluationSetup, setupEvaluation } from './setup.ts';
+import { checkAgentSetup, checkPredictions, type EvaluationSetup, setupEvaluation } from './setup.ts';
 import { runSwebenchGrader } from './swebench.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
@@ -28,6 +30,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   limit?: number;
   shard?: { index: number; count: number };
   resume?: boolean;
+  overwrite?: boolean;
   grader: 'polar' | 'swebench';
   json?: boolean;
   failUnder?: number;
@@ -39,6 +42,12 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
 
 /** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
 export function evaluationSetup(f: EvalFlags): EvaluationSetup {
+  if (f.agent && f.harness && f.agent !== f.harness) {
+    throw new UsageError(
+      `--agent ${f.agent} and --harness ${f.harness} name two different agents`,
+      isHarness(f.agent) ? 'give one of them' : `drop --harness: --agent ${f.agent} runs no harness`,
+    );
+  }
   const agent = f.agent ?? f.harness;
   if (!agent)
     throw new UsageError('give --harness <codex|claude|pi|qwen|generic> or --agent <gold|empty|predictions>');
@@ -59,15 +68,17 @@ export function evaluationSetup(f: EvalFlags): EvaluationSetup {
 export async function evalCommand(f: EvalFlags): Promise<number> {
   if (f.quiet) log.configure({ quiet: true });
   if (f.regrade) return (await import('./regrade.ts')).regradeCommand(f);
-  const { agent, runtime } = await setupEvaluation(evaluationSetup(f));
-
-  const all = await loadDataset(f.dataset, { split: f.split });
-  const instances = selectInstances(all, { instances: f.instances, limit: f.limit, shard: f.shard });
-  if (instances.length === 0)
-    throw new UsageError('no instances selected', 'check --instances, --shard and --limit');
+  // every flag and input is checked before anything is made or run (and before the runtime's warnings)
+  const setup = evaluationSetup(f);
+  checkOut(f.out, f);
+  const { all, instances } = await selectedInstances(f);
+  const { predictions } = await checkAgentSetup(setup.agent);
+  if (predictions && f.predictions)
+    checkPredictions(predictions, f.predictions, { all, selected: instances });
+  const { agent, runtime } = await setupEvaluation(setup);
   await runtime.check(instances);
   log.info(
-    `${instances.length} instances x ${f.samples} samples, agent ${agent.name}, runtime ${runtime.kind}, concurrency ${f.concurrency}`,
+    `${plural(instances.length, 'instance')} x ${plural(f.samples, 'sample')}, agent ${agent.name}, runtime ${runtime.kind}, concurrency ${f.concurrency}`,
   );
 
   const controller = new AbortController();
@@ -88,6 +99,7 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
       agentTimeoutMs: f.agentTimeout,
       testTimeoutMs: f.testTimeout,
       resume: Boolean(f.resume),
+      overwrite: Boolean(f.overwrite),
       dataset: f.dataset,
       grade: f.grader === 'swebench' ? 'none' : 'polar',
       gradeEmpty: Boolean(f.gradeEmptyPatches),
@@ -116,16 +128,45 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
   log.info(`wrote ${resolve(f.out)}/{results.jsonl,predictions.jsonl,report.json}`);
   if (outcome.interrupted) return EXIT.interrupted;
   if (report.total > 0 && report.counts.error === report.total) {
-    throw new PolarError(`the evaluation failed: all ${report.total} samples ended in an error`, {
+    throw new PolarError(`the evaluation failed: all ${plural(report.total, 'sample')} ended in an error`, {
       exitCode: EXIT.failure,
       hint: `first error: ${report.errors[0]?.reason ?? 'unknown'}`,
     });
   }
-  if (report.counts.error > 0) log.warn(`${report.counts.error} samples ended in an error (see report.json)`);
+  if (report.counts.error > 0)
+    log.warn(
+      `${plural(report.counts.error, 'sample')} ended in an error and ${report.counts.error === 1 ? 'has' : 'have'} no reward (see report.json; --resume runs them again)`,
+    );
   if (f.failUnder !== undefined && report.pass_at_1.mean < f.failUnder) {
     throw new PolarError(`pass@1 ${report.pass_at_1.mean.toFixed(4)} is below --fail-under ${f.failUnder}`, {
       exitCode: EXIT.belowThreshold,
     });
   }
   return EXIT.ok;
+}
+
+/** The dataset and the instances the flags select; an empty dataset or selection names its cause. */
+async function selectedInstances(f: EvalFlags): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
+  const all = await loadDataset(f.dataset, { split: f.split });
+  if (all.length === 0)
+    throw new InputError(
+      f.dataset,
+      undefined,
+      undefined,
+      'holds no instances',
+      'give a dataset with SWE-bench rows',
+    );
+  const instances = selectInstances(all, { instances: f.instances, limit: f.limit, shard: f.shard });
+  if (instances.length === 0) {
+    const given = [
+      f.instances ? `--instances ${f.instances.join(',')}` : null,
+      f.shard ? `--shard ${f.shard.index}/${f.shard.count}` : null,
+      f.limit !== undefined ? `--limit ${f.limit}` : null,
+    ].filter((x): x is string => x !== null);
+    throw new UsageError(
+      `no instances selected from the ${plural(all.length, 'instance')} of ${f.dataset}`,
+      given.length ? `check ${given.join(', ')}` : undefined,
+    );
+  }
+  return { all, instances };
 }

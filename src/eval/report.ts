@@ -11,7 +11,8 @@ export interface ResultLine {
   sample: number;
   status: GradeStatus;
   resolved: boolean;
-  reward: number;
+  /** null for an error: an infrastructure failure is no reward */
+  reward: number | null;
   reason: string | null;
   suspicious: boolean;
   durations_ms: { total: number; agent: number; tests: number; overhead: number; [k: string]: number };

@@ -4,17 +4,23 @@
  * files. A bounded pool runs samples concurrently; one sample's failure is recorded as an `error`
  * result and never stops the run; --resume skips samples already graded; whole files are written
  * atomically (temp + rename) and results.jsonl grows one complete line at a time.
+ * An infrastructure failure (src/eval/outcome.ts) is an `error` with no reward and no grading record,
+ * and its capture is set aside (src/eval/out.ts); so is the capture of a sample cut short by an
+ * interrupt, which is neither graded nor recorded and runs again on --resume.
  */
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
 import type { Agent, AgentOutcome } from './agents.ts';
 import type { SweInstance } from './dataset.ts';
 import { killAllTrees } from './exec.ts';
 import { type GradeResult, gradePatch } from './grade.ts';
+import { prepareOut, setAside } from './out.ts';
+import { infraFailure } from './outcome.ts';
 import { extractPatch } from './patch.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
 import type { Runtime } from './runtime/types.ts';
@@ -29,6 +35,8 @@ export interface EvalOptions {
   agentTimeoutMs: number;
   testTimeoutMs: number;
   resume: boolean;
+  /** clear a non-empty `out` first (without it, or resume, a non-empty `out` is refused) */
+  overwrite?: boolean;
   /** label for the report */
   dataset: string;
   /** 'polar' grades each sample itself; 'none' stops after the patch (the official harness grades later) */
@@ -115,7 +123,7 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
     task_id: line.instance_id,
     sample: line.sample,
     resolved: line.resolved,
-    reward: line.reward,
+    reward: line.resolved ? 1 : 0, // only graded samples get a grading record
     reason: line.reason,
     graded_at: new Date().toISOString(),
     status: line.status,
@@ -124,12 +132,13 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
   await appendFile(capture, `${JSON.stringify(record)}\n`);
 }
 
+/** Runs and grades one sample; null when an interrupt cut it short (nothing graded, nothing recorded). */
 async function runSample(
   options: EvalOptions,
   instance: SweInstance,
   sample: number,
   dirs: { captures: string; patches: string; logs: string },
-): Promise<ResultLine> {
+): Promise<ResultLine | null> {
   const key = sampleKey(instance.instance_id, sample);
   const t0 = performance.now();
   const capturePath = insideDir(dirs.captures, `${key}.jsonl`);
@@ -151,7 +160,10 @@ async function runSample(
         meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
       });
       agentMs = performance.now() - ta;
-      if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
+      if (options.signal?.aborted) return null;
+      if (options.agent.runsUntrustedCode) failure = infraFailure(agent);
+      if (failure !== null) patch = '';
+      else if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
       else if (agent.patch !== undefined) patch = agent.patch;
       else {
         const extracted = await extractPatch(env, instance.base_commit);
@@ -162,6 +174,7 @@ async function runSample(
       await env.dispose().catch(() => {});
     }
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
+    if (options.signal?.aborted) return null;
     if (failure === null && options.grade !== 'none') {
       grade = await gradePatch(options.runtime, instance, patch, {
         testTimeoutMs: options.testTimeoutMs,
@@ -172,6 +185,7 @@ async function runSample(
   } catch (error) {
     failure = (error as Error).message;
   }
+  if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
   const testsMs = grade?.durations_ms.tests ?? 0;
   const status = failure !== null ? 'error' : (grade?.status ?? 'unresolved');
@@ -181,10 +195,17 @@ async function runSample(
     sample,
     status,
     resolved: status === 'resolved',
-    reward: status === 'resolved' ? 1 : 0,
+    // an error is no result: no reward, no grading record (resume runs it again)
+    reward: status === 'error' ? null : status === 'resolved' ? 1 : 0,
     reason: failure ?? grade?.reason ?? (options.grade === 'none' ? 'not graded' : null),
     suspicious: grade?.suspicious ?? false,
-    agent: { name: options.agent.name, status: agent.status, error: agent.error, calls: agent.calls },
+    agent: {
+      name: options.agent.name,
+      status: agent.status,
+      error: agent.error,
+      calls: agent.calls,
+      failed_calls: agent.failedCalls ?? 0,
+    },
     apply_method: grade?.apply_method ?? null,
     fail_to_pass: grade?.fail_to_pass ?? null,
     pass_to_pass: grade?.pass_to_pass ?? null,
@@ -205,7 +226,9 @@ async function runSample(
     model_patch_bytes: Buffer.byteLength(patch),
     finished_at: new Date().toISOString(),
   };
-  if (line.capture && agent.sessionId) {
+  if (line.capture && status === 'error') {
+    line.capture = await setAside(line.capture as string, 'error');
+  } else if (line.capture && agent.sessionId) {
     await appendGrading(line.capture as string, agent.sessionId, line).catch((error) =>
       log.warn(`${key}: cannot append the grading record to ${line.capture}: ${(error as Error).message}`),
     );
@@ -245,8 +268,9 @@ async function writePredictions(
 
 export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
   const out = resolve(options.out);
+  await prepareOut(out, options);
   const dirs = { captures: join(out, 'captures'), patches: join(out, 'patches'), logs: join(out, 'logs') };
-  for (const d of [out, ...Object.values(dirs)]) await mkdir(d, { recursive: true });
+  for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
   const resultsPath = join(out, 'results.jsonl');
   const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
   // errored samples are run again on resume; rewrite the file without them so each sample has one line
@@ -263,7 +287,15 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
     }
   }
   if (options.resume && kept.size > 0)
-    log.info(`resume: ${kept.size} samples already graded, ${jobs.length} to run`);
+    log.info(`resume: ${plural(kept.size, 'sample')} already graded, ${jobs.length} to run`);
+  // a sample that runs again (errored, or cut short before its line was written) starts a fresh capture
+  for (const job of jobs) {
+    const set = await setAside(
+      join(dirs.captures, `${sampleKey(job.instance.instance_id, job.sample)}.jsonl`),
+      'interrupted',
+    );
+    if (set) log.debug(`set aside the capture of an unfinished sample: ${set}`);
+  }
   const results = new Map(kept);
   const progress = new Progress(jobs.length, options.progress ?? true);
   let writeChain = Promise.resolve();
@@ -279,7 +311,14 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
       const job = jobs[next++];
       if (!job) return;
       const line = await runSample(options, job.instance, job.sample, dirs);
-      if (interrupted) return; // a sample cut short by the interrupt is not recorded: resume runs it again
+      if (interrupted || line === null) {
+        // a sample cut short by the interrupt is not graded nor recorded: resume runs it again, afresh
+        await setAside(
+          join(dirs.captures, `${sampleKey(job.instance.instance_id, job.sample)}.jsonl`),
+          'interrupted',
+        );
+        return;
+      }
       results.set(sampleKey(line.instance_id, line.sample), line);
       writeChain = writeChain.then(() => appendFile(resultsPath, `${JSON.stringify(line)}\n`));
       await writeChain;

@@ -7,6 +7,8 @@ import { readFile } from 'node:fs/promises';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { InputError, UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
+import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { type AgentName, isHarness } from './agent-names.ts';
 import {
   type Agent,
@@ -16,6 +18,7 @@ import {
   type HarnessAgentOptions,
   PredictionsAgent,
 } from './agents.ts';
+import type { SweInstance } from './dataset.ts';
 import { createRuntime, type RuntimeContext, type RuntimeSetup } from './runtime/create.ts';
 import type { Runtime } from './runtime/types.ts';
 
@@ -81,14 +84,14 @@ export async function harnessSetup(
 export async function createAgent(
   setup: AgentSetup,
   runtime: Runtime,
-  extras: { backendInstance?: Backend } = {},
+  extras: { backendInstance?: Backend; predictions?: Predictions } = {},
 ): Promise<Agent> {
   const name = setup.agent;
   if (name === 'gold') return new GoldAgent();
   if (name === 'empty') return new EmptyAgent();
   if (name === 'predictions') {
     if (!setup.predictions) throw new UsageError('--agent predictions needs --predictions FILE');
-    const { patches, model } = await readPredictions(setup.predictions);
+    const { patches, model } = extras.predictions ?? (await readPredictions(setup.predictions));
     return new PredictionsAgent(patches, model);
   }
   return new HarnessAgent({
@@ -97,15 +100,40 @@ export async function createAgent(
   });
 }
 
+/**
+ * The checks that need no runtime: every flag combination and every file the agent reads, so a bad
+ * flag is reported before the runtime is made (and before its warnings).
+ */
+export async function checkAgentSetup(setup: AgentSetup): Promise<{ predictions?: Predictions }> {
+  const name = setup.agent;
+  if (name === 'predictions') {
+    if (!setup.predictions) throw new UsageError('--agent predictions needs --predictions FILE');
+    return { predictions: await readPredictions(setup.predictions) };
+  }
+  if (!isHarness(name)) return {};
+  if (!setup.backend) throw new UsageError(`the ${name} harness needs a backend (--backend, --model)`);
+  if (name === 'generic' && !setup.agentCmd)
+    throw new UsageError(
+      '--harness generic needs --agent-cmd',
+      "for example --agent-cmd 'my-agent {prompt}'",
+    );
+  if (setup.promptTemplate) await readTemplate(setup.promptTemplate);
+  return {};
+}
+
 /** The runtime and the agent of an evaluation (polar loop injects the backend it reloads between steps). */
 export async function setupEvaluation(
   setup: EvaluationSetup,
   extras: { backendInstance?: Backend } & Omit<RuntimeContext, 'harness'> = {},
 ): Promise<{ agent: Agent; runtime: Runtime }> {
   const { backendInstance, ...context } = extras;
+  const checked = await checkAgentSetup(setup.agent);
   const harness = isHarness(setup.agent.agent) ? setup.agent.agent : null;
   const runtime = await createRuntime(setup.runtime, { ...context, harness });
-  const agent = await createAgent(setup.agent, runtime, backendInstance ? { backendInstance } : {});
+  const agent = await createAgent(setup.agent, runtime, {
+    ...checked,
+    ...(backendInstance ? { backendInstance } : {}),
+  });
   return { agent, runtime };
 }
 
@@ -117,7 +145,17 @@ async function readTemplate(path: string): Promise<string> {
   }
 }
 
-async function readPredictions(path: string): Promise<{ patches: Map<string, string>; model: string }> {
+/** A predictions file: instance id -> model_patch, and the model it names. */
+export interface Predictions {
+  patches: Map<string, string>;
+  model: string;
+}
+
+const PREDICTIONS_HINT =
+  'a predictions file has one {"instance_id", "model_name_or_path", "model_patch"} per line (polar eval writes predictions.jsonl; results.jsonl is not one)';
+
+/** Reads and validates a predictions file: every row names an instance_id and carries a model_patch. */
+export async function readPredictions(path: string): Promise<Predictions> {
   const patches = new Map<string, string>();
   let model = 'predictions';
   let text: string;
@@ -127,27 +165,73 @@ async function readPredictions(path: string): Promise<{ patches: Map<string, str
     throw new UsageError(`--predictions ${path}: cannot be read`);
   }
   const rows = parseRows(path, text);
-  for (const row of rows) {
-    if (typeof row.instance_id !== 'string') continue;
-    patches.set(row.instance_id, typeof row.model_patch === 'string' ? row.model_patch : '');
+  for (const { row, line } of rows) {
+    if (typeof row !== 'object' || row === null || Array.isArray(row))
+      throw new InputError(path, line, undefined, 'expected a JSON object', PREDICTIONS_HINT);
+    if (typeof row.instance_id !== 'string' || row.instance_id === '')
+      throw new InputError(path, line, 'instance_id', 'missing (expected a string)', PREDICTIONS_HINT);
+    // the official harness takes a null patch as an empty one; a missing field is another file
+    if (!('model_patch' in row)) throw new InputError(path, line, 'model_patch', 'missing', PREDICTIONS_HINT);
+    if (typeof row.model_patch !== 'string' && row.model_patch !== null)
+      throw new InputError(path, line, 'model_patch', 'expected a string (a unified diff) or null');
+    if (patches.has(row.instance_id))
+      throw new InputError(path, line, 'instance_id', `${row.instance_id} is predicted twice`);
+    patches.set(row.instance_id, row.model_patch ?? '');
     if (typeof row.model_name_or_path === 'string') model = row.model_name_or_path;
   }
+  if (patches.size === 0)
+    throw new InputError(path, undefined, undefined, 'holds no predictions', PREDICTIONS_HINT);
   return { patches, model };
 }
 
-function parseRows(path: string, text: string): Array<Record<string, unknown>> {
+/**
+ * Checks a predictions file against the dataset: every instance it names exists there; the selected
+ * instances it has no patch for are graded as empty patches, with a warning that counts them.
+ */
+export function checkPredictions(
+  predictions: Predictions,
+  path: string,
+  dataset: { all: readonly SweInstance[]; selected: readonly SweInstance[] },
+): void {
+  const known = new Set(dataset.all.map((i) => i.instance_id));
+  const unknown = [...predictions.patches.keys()].filter((id) => !known.has(id));
+  if (unknown.length > 0) {
+    throw new InputError(
+      path,
+      undefined,
+      'instance_id',
+      `${plural(unknown.length, 'instance')} not in the dataset: ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ', ...' : ''}`,
+      'give the --dataset (and --split) the predictions were made for',
+    );
+  }
+  const missing = dataset.selected.filter((i) => !predictions.patches.has(i.instance_id)).length;
+  if (missing > 0)
+    log.warn(`${path}: no prediction for ${plural(missing, 'selected instance')} (graded as empty patches)`);
+}
+
+function parseRows(path: string, text: string): Array<{ row: Record<string, unknown>; line?: number }> {
   if (path.endsWith('.json')) {
+    let value: unknown;
     try {
-      return JSON.parse(text) as Array<Record<string, unknown>>;
+      value = JSON.parse(text);
     } catch (error) {
       throw new InputError(path, undefined, undefined, `not valid JSON (${(error as Error).message})`);
     }
+    if (!Array.isArray(value))
+      throw new InputError(
+        path,
+        undefined,
+        undefined,
+        'expected a JSON array of predictions',
+        PREDICTIONS_HINT,
+      );
+    return value.map((row) => ({ row: row as Record<string, unknown> }));
   }
-  const rows: Array<Record<string, unknown>> = [];
+  const rows: Array<{ row: Record<string, unknown>; line?: number }> = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
     try {
-      rows.push(JSON.parse(line) as Record<string, unknown>);
+      rows.push({ row: JSON.parse(line) as Record<string, unknown>, line: i + 1 });
     } catch {
       throw new InputError(path, i + 1, undefined, 'not valid JSON');
     }

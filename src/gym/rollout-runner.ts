@@ -11,6 +11,7 @@ import { firstIssue, readCapture } from '../capture/reader.ts';
 import type { CallRecord } from '../capture/record.ts';
 import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
 import { parseRow, type SweInstance } from '../eval/dataset.ts';
+import { isInfraFailure } from '../eval/outcome.ts';
 import { runEval } from '../eval/run.ts';
 import { scratchEnv } from '../eval/runtime/scratch.ts';
 import { HttpError } from '../http/errors.ts';
@@ -171,6 +172,8 @@ export class GymRollouts {
     });
     const line = outcome.results[0];
     if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');
+    // an infrastructure failure is never a 0 reward (src/eval/outcome.ts)
+    if (isInfraFailure(line)) throw new HttpError(502, `the rollout failed: ${line.reason}`, 'rollout_error');
     const capture = typeof line.capture === 'string' ? line.capture : null;
     return { line, capture, rollout: await convert(capture, line.reason) };
   }

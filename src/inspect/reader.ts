@@ -16,7 +16,7 @@
  * be read (half-written JSON) becomes a warning on the page, never a failure. A bad trajectory line is
  * skipped and counted the same way.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { InputError } from '../errors.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
@@ -80,6 +80,12 @@ export interface RunInfo {
   warnings: string[];
 }
 
+const CAPTURE_TYPES = new Set(['session', 'call', 'session_end', 'grading']);
+
+/**
+ * Reads a trajectory file, skipping (and listing) invalid lines. A file none of whose lines is a
+ * trajectory is an error: a capture file names `polar build`, anything else its first problem.
+ */
 export async function readTrajectoryFile(path: string): Promise<TrajectoryFile> {
   const records: TrajectoryRecord[] = [];
   const invalid: string[] = [];
@@ -89,7 +95,37 @@ export async function readTrajectoryFile(path: string): Promise<TrajectoryFile> 
   })) {
     records.push(t.record);
   }
+  if (records.length === 0 && invalid.length > 0) {
+    const captureLines = path !== '-' && startsLikeCapture(path) ? 1 : 0;
+    throw new InputError(
+      path === '-' ? 'stdin' : path,
+      undefined,
+      undefined,
+      captureLines > 0
+        ? 'is a capture file (session and call records), not trajectories'
+        : `holds no valid trajectory (${invalid.length} invalid ${invalid.length === 1 ? 'line' : 'lines'}; first: ${invalid[0]})`,
+      captureLines > 0
+        ? `build the trajectories first: polar build ${path === '-' ? '-' : path} -o traj.jsonl, then polar inspect traj.jsonl`
+        : 'pass a trajectory file written by polar build',
+    );
+  }
   return { path, records, invalid };
+}
+
+/** Whether the file's first line is a capture record (session, call, session_end, grading). */
+function startsLikeCapture(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(65536);
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    const first = buffer.subarray(0, n).toString('utf8').split('\n')[0] ?? '';
+    const type = (JSON.parse(first) as { type?: unknown } | null)?.type;
+    return CAPTURE_TYPES.has(String(type));
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** A run directory: has loop.json or step-N folders. */

@@ -4,6 +4,7 @@
  * plotted over steps.
  */
 import type { BuildStats } from '../trajectory/stats.ts';
+import { plural } from '../util/plural.ts';
 import {
   displayName,
   type RunInfo,
@@ -11,6 +12,7 @@ import {
   readTrajectoryFile,
   type StepInfo,
   siblingBuildStats,
+  type TrajectoryFile,
 } from './reader.ts';
 import type { Series } from './svg.ts';
 import type { TokenDecoder } from './tokens.ts';
@@ -72,6 +74,8 @@ export interface ReportOptions {
   /** trajectories shown per section; null = all */
   maxTrajectories: number | null;
   now?: Date;
+  /** shown at the top of the page (e.g. the tokenizer is not the trajectories' model's) */
+  warnings?: string[];
 }
 
 function mean(values: Array<number | null | undefined>): number | null {
@@ -93,7 +97,7 @@ function sectionFrom(
   const notes: string[] = [];
   if (shown.length < records.length) {
     notes.push(
-      `showing ${shown.length} of ${records.length} trajectories (the highest and lowest rewards; --max-trajectories)`,
+      `showing ${shown.length} of ${plural(records.length, 'trajectory', 'trajectories')} (the highest and lowest rewards; --max-trajectories)`,
     );
   }
   if (invalid.length > 0)
@@ -112,9 +116,10 @@ export async function reportForFile(
   path: string,
   decoder: TokenDecoder,
   options: ReportOptions,
+  read?: TrajectoryFile,
 ): Promise<PageData> {
-  const warnings: string[] = [];
-  const file = await readTrajectoryFile(path);
+  const warnings: string[] = [...(options.warnings ?? [])];
+  const file = read ?? (await readTrajectoryFile(path));
   const vocab = new VocabTable(decoder);
   const stats = siblingBuildStats(path, warnings);
   const section = sectionFrom(

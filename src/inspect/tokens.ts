@@ -7,8 +7,9 @@
  * streaming TextDecoder: a character is attributed to the token that completes it, the earlier tokens
  * of it render empty. The page's script does the same with the same bytes (see html.ts).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
 import { EnvironmentError, errorMessage } from '../errors.ts';
@@ -151,4 +152,37 @@ export function decodeTokens(decoder: TokenDecoder, ids: readonly number[]): str
     out.push(td.decode(decoder.bytes(ids[i] as number), { stream: !last }));
   }
   return out;
+}
+
+/**
+ * The tokenizer files of MODEL when they are at hand, without the network: MODEL as a local directory,
+ * or its copy in the Transformers.js cache (the embedded backend's downloads) or the Hugging Face hub
+ * cache. Null when none holds a tokenizer.json.
+ */
+export function localTokenizerDir(
+  model: string,
+  cacheDirs: readonly string[] = defaultCacheDirs(),
+): string | null {
+  const candidates = [model, ...cacheDirs.flatMap((c) => [join(c, model), ...hubSnapshots(c, model)])];
+  for (const dir of candidates) if (existsSync(join(dir, 'tokenizer.json'))) return resolve(dir);
+  return null;
+}
+
+function defaultCacheDirs(): string[] {
+  const hfHome = process.env.HF_HOME ?? join(homedir(), '.cache', 'huggingface');
+  return [env.cacheDir ?? '', process.env.HF_HUB_CACHE ?? join(hfHome, 'hub')].filter(Boolean);
+}
+
+/** <hub cache>/models--Org--Name/snapshots/<rev>/ (the newest first) */
+function hubSnapshots(cache: string, model: string): string[] {
+  const dir = join(cache, `models--${model.replaceAll('/', '--')}`, 'snapshots');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .map((rev) => join(dir, rev))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+}
+
+/** Whether the bundled Qwen3 tokenizer decodes MODEL's ids (the Qwen3 family shares one vocabulary). */
+export function bundledFits(model: string): boolean {
+  return /qwen3/i.test(model);
 }

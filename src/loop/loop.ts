@@ -22,6 +22,7 @@ import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../eval/
 import { runTrain } from '../train/launch.ts';
 import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -169,7 +170,9 @@ async function runStep(
   await mkdir(dir, { recursive: true });
   const started = new Date();
   const tasks = tasksForStep(ctx.trainSet, n, o.tasksPerStep);
-  log.info(`step ${n}/${o.steps}: ${tasks.length} tasks x ${o.groupSize} samples from ${policy}`);
+  log.info(
+    `step ${n}/${o.steps}: ${plural(tasks.length, 'task')} x ${plural(o.groupSize, 'sample')} from ${policy}`,
+  );
 
   const rollouts = await evaluate(o, backend, tasks, o.groupSize, join(dir, 'eval'), o.trainSet, {
     policy,
@@ -196,7 +199,9 @@ async function runStep(
   // this step's rollouts, and the optimiser's moments and schedule carry over
   const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
   const resume = previousTrain && existsSync(join(previousTrain, 'latest')) ? previousTrain : undefined;
+  // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
   const trained = await runTrain({
+    allowZeroAdvantage: true,
     trajectories: traj,
     out: join(dir, 'train'),
     configFile: o.trainConfig,

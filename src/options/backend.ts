@@ -1,4 +1,6 @@
 /** The backend flags every model-facing command shares, typed, and their resolution into BackendOptions. */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { BackendOptions } from '../backends/types.ts';
 import { UsageError } from '../errors.ts';
 import { DEFAULTS } from './defaults.ts';
@@ -35,6 +37,15 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
       'for example --model Qwen/Qwen3.5-4B',
     );
   }
+  if (kind !== 'embedded' && !flags.backendUrl) {
+    throw new UsageError(
+      `--backend ${kind} needs --backend-url`,
+      kind === 'tokens'
+        ? 'point it at a vLLM (http://host:8000) or SGLang (http://host:30000/generate) server'
+        : 'for example --backend-url http://127.0.0.1:8000/v1',
+    );
+  }
+  if (kind === 'embedded') checkEmbeddedModel(model);
   const options: BackendOptions = { kind, model };
   if (flags.backendUrl) options.url = flags.backendUrl;
   const apiKey = flags.apiKey ?? process.env.POLAR_BACKEND_API_KEY;
@@ -49,4 +60,23 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
   if (flags.backendIdleTimeout !== undefined) options.idleTimeoutMs = flags.backendIdleTimeout;
   if (flags.requireTokenIds === false) options.requireTokenIds = false;
   return options;
+}
+
+/**
+ * The embedded backend runs ONNX models (Transformers.js): a local --model directory must hold
+ * onnx/model.onnx. A `polar train` checkpoint (safetensors) is served by vLLM/SGLang, or exported first.
+ */
+function checkEmbeddedModel(model: string): void {
+  if (!existsSync(model) || !statSync(model).isDirectory()) return;
+  if (existsSync(join(model, 'onnx'))) return;
+  const checkpoint =
+    existsSync(join(model, 'latest')) ||
+    existsSync(join(model, 'trainer_state.pt')) ||
+    existsSync(join(model, 'model.safetensors')) ||
+    existsSync(join(model, 'adapter_model.safetensors')) ||
+    existsSync(join(model, 'model.safetensors.index.json'));
+  throw new UsageError(
+    `--model ${model}: ${checkpoint ? 'a training checkpoint' : 'a directory'} without onnx/model.onnx, which --backend embedded (ONNX, Transformers.js) needs`,
+    `serve it with vLLM or SGLang (--backend vllm --backend-url http://127.0.0.1:8000/v1 --model ${model}), or export it first: polar export ${model} --out ${model.replace(/\/+$/, '')}-onnx, then --model ${model.replace(/\/+$/, '')}-onnx`,
+  );
 }

@@ -3,7 +3,9 @@
  * (defaults < --config file < flags) into the resolved config that the Python worker reads and that is
  * written to <out>/config.json. Keys are snake_case, the same as the worker's (polar_train/trainer.py).
  */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { firstIssue } from '../capture/reader.ts';
 import { InputError, UsageError } from '../errors.ts';
@@ -182,7 +184,10 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
 export interface TrainFlags {
   model?: string;
   out: string;
-  resume?: string;
+  /** --resume: continue the run in --out (true); a directory is the deprecated form of --resume-from */
+  resume?: boolean | string;
+  /** --resume-from DIR: start from a checkpoint (a step-N directory or another run's --out) */
+  resumeFrom?: string;
   config?: string;
   lora?: boolean;
   device?: 'cuda' | 'cpu';
@@ -210,6 +215,31 @@ export interface TrainFlags {
   bf16?: boolean;
   saveEvery?: number;
   seed?: number;
+}
+
+/**
+ * The checkpoint directory a run resumes from: --resume continues the run in --out (like eval and
+ * loop), --resume-from DIR starts from another checkpoint. `--resume DIR` (train's old form) still works
+ * for a release, with a warning.
+ */
+export function resumeDirectory(
+  f: Pick<TrainFlags, 'resume' | 'resumeFrom' | 'out'>,
+  warn: (message: string) => void = () => {},
+): string | undefined {
+  if (f.resume !== undefined && f.resumeFrom !== undefined)
+    throw new UsageError('--resume and --resume-from both name where to resume from: give one');
+  if (f.resumeFrom !== undefined) return f.resumeFrom;
+  if (typeof f.resume === 'string') {
+    warn(`--resume ${f.resume} is now --resume-from ${f.resume} (--resume alone continues the run in --out)`);
+    return f.resume;
+  }
+  if (f.resume !== true) return undefined;
+  if (!existsSync(join(f.out, 'latest')))
+    throw new UsageError(
+      `--resume: --out ${f.out} holds no checkpoint to continue from (no latest file)`,
+      'drop --resume to start a new run, or give --resume-from DIR',
+    );
+  return f.out;
 }
 
 /** commander's camelCase flags -> the config's snake_case keys (undefined = not given). */

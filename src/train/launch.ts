@@ -10,13 +10,15 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { PolarError, UsageError } from '../errors.ts';
+import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import {
   flagsToOptions,
   type ResolvedTrainConfig,
   readUserConfig,
   resolveTrainConfig,
+  resumeDirectory,
   type TrainFlags,
   type TrainOptions,
 } from './config.ts';
@@ -145,7 +147,7 @@ export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: strin
     const message = String(o.error.message ?? 'unknown error');
     if (o.error.kind === 'non_finite') {
       return new PolarError(`training stopped: ${message}`, {
-        hint: `resume from the last good checkpoint with --resume ${ctx.out} (lower --lr or check the data first)`,
+        hint: `continue from the last good checkpoint: the same command with --resume (--out ${ctx.out}); lower --lr or check the data first`,
       });
     }
     return new PolarError(`training worker failed: ${message}`, {
@@ -176,6 +178,8 @@ export interface TrainRequest {
   flags: Partial<Record<keyof TrainOptions, unknown>>;
   python?: string | undefined;
   json?: boolean;
+  /** train even when every advantage is 0 (polar loop: a step whose rollouts all scored alike) */
+  allowZeroAdvantage?: boolean;
 }
 
 export interface TrainResult {
@@ -221,6 +225,12 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   const file = req.configFile ? await readUserConfig(req.configFile) : undefined;
   const resume = req.resume ? resolve(req.resume) : undefined;
+  // one run per --out: a new run would overwrite its checkpoints and append to its metrics
+  if (!resume && existsSync(join(resolve(req.out), 'latest')))
+    throw new UsageError(
+      `--out ${req.out} already holds a training run (a latest checkpoint)`,
+      'add --resume to continue it, or give a new --out',
+    );
   const flags = { ...req.flags };
   if (typeof flags.model === 'string' && existsSync(flags.model)) flags.model = resolve(flags.model);
   const config = resolveTrainConfig({
@@ -237,6 +247,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     requireLogprobs: config.tis,
     maxTraceTokens: config.micro_batch_tokens,
   });
+  if (data.learnable === 0 && !req.allowZeroAdvantage) throw zeroAdvantage(config.trajectories, data);
   if (config.loss_agg === 'dr-grpo' && config.loss_norm_tokens === null) {
     config.loss_norm_tokens = Math.max(1, data.maxTrainedPerRollout);
   }
@@ -274,7 +285,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const logPath = join(config.out, 'worker.log');
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
-    `training ${config.model} on ${data.rollouts} rollouts (${data.traces} traces, ${data.trainedTokens} trained tokens), ` +
+    `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${config.gpus > 1 ? ` x${config.gpus}` : ''}, torch ${probe.torch}`,
   );
   const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
@@ -286,8 +297,26 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
   const steps = Number(outcome.done?.steps ?? 0);
-  progress.stop(true, `done: ${steps} steps, checkpoint ${checkpoint ?? '(none)'}`);
+  progress.stop(true, `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`);
   return { config, configPath, metricsPath: join(config.out, 'metrics.jsonl'), checkpoint, steps, data };
+}
+
+/** No rollout has a non-zero advantage: GRPO would run at loss 0 and learn nothing. */
+function zeroAdvantage(file: string, data: TrajectorySummary): InputError {
+  const given = data.rollouts - data.withoutAdvantage;
+  const parts = [
+    given > 0 ? `${plural(given, 'rollout')} with advantage 0` : null,
+    data.withoutAdvantage > 0
+      ? `${plural(data.withoutAdvantage, 'rollout')} in ${plural(data.groups, 'group')} whose rewards are all equal`
+      : null,
+  ].filter(Boolean);
+  return new InputError(
+    file,
+    undefined,
+    'advantage',
+    `no trajectory has a non-zero advantage (${parts.join(', ')}): training would run at loss 0 and learn nothing`,
+    'sample each task several times so a group holds different rewards (polar eval --samples 4 or more, then polar build), or check the rewards',
+  );
 }
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
@@ -295,7 +324,7 @@ export async function trainCommand(trajectories: string, flags: TrainFlags): Pro
   await runTrain({
     trajectories,
     out: flags.out,
-    resume: flags.resume,
+    resume: resumeDirectory(flags, (m) => log.warn(m)),
     configFile: flags.config,
     flags: flagsToOptions(flags),
     python: flags.python,

@@ -55,6 +55,30 @@ export function formatStep(e: StepEvent): string {
   ].join('  ');
 }
 
+/**
+ * Progress within a step, one event per micro-batch from the worker: `phase` is `reference` (the
+ * pi_old / pi_ref forward passes) or `update` (forward and backward), `done` of `total` micro-batches
+ * of that phase (over all PPO epochs for `update`).
+ */
+export interface MicroEvent {
+  event: 'micro';
+  step: number;
+  total_steps: number;
+  phase: 'reference' | 'update';
+  done: number;
+  total: number;
+}
+
+export function formatMicro(e: MicroEvent): string {
+  return `step ${e.step}/${e.total_steps}  ${e.phase === 'reference' ? 'reference pass' : 'update'}: micro-batch ${e.done}/${e.total}`;
+}
+
+/** true for the micro-batch that crosses a quarter of the phase (and the last one) */
+export function quarterReached(done: number, total: number): boolean {
+  if (total <= 0) return false;
+  return Math.floor((4 * done) / total) > Math.floor((4 * (done - 1)) / total);
+}
+
 /** Keeps the spinner on one terminal line (ora redraws by counting wrapped lines). */
 function fit(text: string): string {
   const width = (process.stderr.columns ?? 80) - 3;
@@ -97,6 +121,14 @@ export class TrainProgress {
         const line = formatStep(s);
         if (this.spinner) this.spinner.text = fit(`${progressBar(s.step, s.total_steps)} ${line}`);
         else log.info(line);
+        break;
+      }
+      case 'micro': {
+        // progress within a step (the worker's micro-batch event): the spinner always, a plain line at each quarter
+        const m = e as unknown as MicroEvent;
+        const line = formatMicro(m);
+        if (this.spinner) this.spinner.text = fit(`${progressBar(m.step - 1, m.total_steps)} ${line}`);
+        else if (quarterReached(m.done, m.total)) log.info(line);
         break;
       }
       case 'checkpoint':

@@ -23,6 +23,10 @@ export interface TrajectorySummary {
   maxTrainedPerRollout: number;
   /** rollouts whose advantage the worker computes from rewards */
   withoutAdvantage: number;
+  /** rollouts with a non-zero advantage (given, or computed from a group with unequal rewards) */
+  learnable: number;
+  /** groups (group_id, else task_id) of the rollouts without an advantage */
+  groups: number;
 }
 
 export async function checkTrajectories(file: string, check: TrajectoryCheck): Promise<TrajectorySummary> {
@@ -34,9 +38,18 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
     maxTraceTokens: 0,
     maxTrainedPerRollout: 0,
     withoutAdvantage: 0,
+    learnable: 0,
+    groups: 0,
   };
+  // rewards of the rollouts without an advantage, per group: the worker's advantage is 0 in a uniform group
+  const rewards = new Map<string, number[]>();
   for await (const { record, line } of readTrajectories(file)) {
     s.rollouts++;
+    if (record.advantage !== null && record.advantage !== 0) s.learnable++;
+    if (record.advantage === null && record.reward !== null) {
+      const key = record.group_id ?? record.task_id ?? `rollout-${s.rollouts}`;
+      rewards.set(key, [...(rewards.get(key) ?? []), record.reward]);
+    }
     if (record.advantage === null) {
       s.withoutAdvantage++;
       if (record.reward === null) {
@@ -79,6 +92,8 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
     s.maxTrainedPerRollout = Math.max(s.maxTrainedPerRollout, trainedHere);
   }
   if (s.rollouts === 0) throw new InputError(file, undefined, undefined, 'no trajectory records');
+  s.groups = rewards.size;
+  for (const group of rewards.values()) if (new Set(group).size > 1) s.learnable += group.length;
   if (s.trainedTokens === 0) {
     throw new InputError(
       file,

@@ -101,6 +101,8 @@ export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext)
       continue;
     }
     const adv = groupAdvantages(values, ctx.advantage);
+    if (members.length === 1) stats.groups_single++;
+    if (isUniform(values)) stats.groups_uniform++;
     members.forEach((i, k) => {
       heads[i]!.advantage = adv[k]!;
     });

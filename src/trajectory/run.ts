@@ -7,12 +7,13 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { type InputError, UsageError } from '../errors.ts';
+import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
 import { type AdvantageKind, advantageKinds } from './advantage.ts';
 import { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS } from './build.ts';
 import { type OutputFormat, outputFormats } from './formats.ts';
 import { type TraceKind, traceKinds } from './record.ts';
-import { type BuildStats, formatStats } from './stats.ts';
+import { type BuildStats, emptyStats, formatStats, statsWarnings } from './stats.ts';
 
 /** The options as commander hands them over (strings, booleans). */
 export interface RawBuildOptions {
@@ -22,6 +23,9 @@ export interface RawBuildOptions {
   groupBy?: string;
   advantage?: string;
   dropUniformGroups?: boolean;
+  /** --max-trace-tokens: longest trace kept (prompt + response tokens) */
+  maxTraceTokens?: string;
+  /** --max-tokens, build's old name of --max-trace-tokens (deprecated) */
   maxTokens?: string;
   overlong?: string;
   excludeKind?: string;
@@ -73,11 +77,13 @@ export function normalizeBuildOptions(
     throw new UsageError(`--group-by: '${groupBy}' is not task_id, none or meta:KEY`);
   }
   let maxTokens: number | null = null;
-  if (raw.maxTokens !== undefined) {
-    if (!/^\d+$/.test(raw.maxTokens) || Number(raw.maxTokens) < 1) {
-      throw new UsageError(`--max-tokens: '${raw.maxTokens}' is not a positive integer`);
+  const maxTrace = raw.maxTraceTokens ?? raw.maxTokens;
+  if (maxTrace !== undefined) {
+    const flag = raw.maxTraceTokens !== undefined ? '--max-trace-tokens' : '--max-tokens';
+    if (!/^\d+$/.test(maxTrace) || Number(maxTrace) < 1) {
+      throw new UsageError(`${flag}: '${maxTrace}' is not a positive integer`);
     }
-    maxTokens = Number(raw.maxTokens);
+    maxTokens = Number(maxTrace);
   }
   const maxTokensMode = oneOf('--overlong', raw.overlong ?? 'truncate', ['truncate', 'drop'] as const);
   const excludeKinds: TraceKind[] = [];
@@ -88,6 +94,12 @@ export function normalizeBuildOptions(
   }
   if (raw.stats && raw.output !== undefined) {
     throw new UsageError('--stats writes no trajectories: drop -o, or drop --stats to get both');
+  }
+  if (raw.json && !raw.stats && raw.output === undefined) {
+    throw new UsageError(
+      '--json prints the report on stdout, where the trajectories go without -o',
+      'give -o FILE for the trajectories, or --stats for the report alone',
+    );
   }
   return {
     inputs,
@@ -110,13 +122,24 @@ export function normalizeBuildOptions(
 
 const SHOWN_INVALID = 5;
 
-/** Runs `polar build`; returns the report. The report goes to stderr, or stdout under --stats. */
+/** A reader that went away (`polar build | head`): the output ends there, quietly, as Unix tools do. */
+export function isClosedPipe(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+}
+
+/**
+ * Runs `polar build`; returns the report. The report goes to stderr, or stdout under --stats or --json
+ * (with -o). A closed stdout ends the build quietly.
+ */
 export async function runBuild(
   inputs: string[],
   raw: RawBuildOptions,
   io: BuildIo = {},
 ): Promise<BuildStats> {
   const { outputFile, reportOnly, ...options } = normalizeBuildOptions(inputs, raw);
+  if (raw.maxTokens !== undefined && raw.maxTraceTokens === undefined)
+    log.warn('--max-tokens of polar build is now --max-trace-tokens (the old name goes in the next release)');
+  if (outputFile !== null) await checkOutputFile(outputFile, '--output');
   const stdout = io.stdout ?? process.stdout;
   let invalid = 0;
   const onInvalid = (error: InputError): void => {
@@ -126,8 +149,11 @@ export async function runBuild(
 
   let output: Writable | null = reportOnly ? null : stdout;
   // a reader that goes away (`| head`) must not crash the process; the next write reports it
-  const ignore = (): void => {};
-  stdout.on('error', ignore);
+  let closed = false;
+  const onStdoutError = (error: unknown): void => {
+    if (isClosedPipe(error)) closed = true;
+  };
+  stdout.on('error', onStdoutError);
   const partial = outputFile === null ? null : `${outputFile}.partial`;
   if (partial !== null) {
     output = createWriteStream(partial);
@@ -149,13 +175,15 @@ export async function runBuild(
       output?.destroy();
       await rm(partial, { force: true });
     }
+    if (output === stdout && (closed || isClosedPipe(error))) return emptyStats();
     throw error;
   }
-  stdout.off('error', ignore);
   if (invalid > SHOWN_INVALID) log.warn(`... and ${invalid - SHOWN_INVALID} more invalid lines skipped`);
 
   const report = raw.json ? JSON.stringify(stats, null, 2) : formatStats(stats);
-  if (reportOnly) stdout.write(`${report}\n`);
-  else if (!raw.quiet) log.raw(report);
+  if (reportOnly || raw.json) {
+    if (!closed) stdout.write(`${report}\n`);
+  } else if (!raw.quiet) log.raw(report);
+  for (const warning of statsWarnings(stats, options.advantage ?? 'grpo')) log.warn(warning);
   return stats;
 }

@@ -3,6 +3,7 @@
  * session or group is counted here under its reason. Printed as text on stderr (or stdout with --stats),
  * or as JSON with --json.
  */
+import { plural } from '../util/plural.ts';
 import type { TraceKind } from './record.ts';
 
 export type Reasons = Record<string, number>;
@@ -41,6 +42,10 @@ export interface BuildStats {
   groups: number;
   groups_dropped_uniform: number;
   groups_without_reward: number;
+  /** groups kept whose rewards are all equal (every advantage 0: nothing to learn from them) */
+  groups_uniform: number;
+  /** groups kept of one sample (uniform too) */
+  groups_single: number;
   /** written trajectories only */
   tokens_trainable: number;
   tokens_total: number;
@@ -72,6 +77,8 @@ export function emptyStats(): BuildStats {
     groups: 0,
     groups_dropped_uniform: 0,
     groups_without_reward: 0,
+    groups_uniform: 0,
+    groups_single: 0,
     tokens_trainable: 0,
     tokens_total: 0,
   };
@@ -100,15 +107,15 @@ const num = (n: number): string => n.toLocaleString('en-US');
 export function formatStats(s: BuildStats): string {
   const sessionsBuilt = s.sessions - total(s.sessions_skipped);
   const lines = [
-    `polar build: ${num(s.sessions)} sessions, ${num(s.calls)} calls -> ${num(s.trajectories_written)} trajectories, ${num(s.traces_written)} traces`,
-    `  calls merged into a chain  ${num(s.calls_merged)} of ${num(s.calls_used)} used (${pct(s.calls_merged, s.calls_used)}); ${num(s.calls)} seen`,
+    `polar build: ${plural(s.sessions, 'session')}, ${plural(s.calls, 'call')} -> ${plural(s.trajectories_written, 'trajectory', 'trajectories')}, ${plural(s.traces_written, 'trace')}`,
+    `  calls in traces            ${num(s.calls_used)} of ${num(s.calls)} seen: ${num(s.calls_used - s.calls_merged)} started a trace, ${num(s.calls_merged)} extended one (prefix merging)`,
     `  chains per session         ${sessionsBuilt > 0 ? (s.chains / sessionsBuilt).toFixed(2) : '-'} (${num(s.chains)} chains: ${list(s.kinds)})`,
     `  truncations                ${list(s.truncations)}`,
     `  spliced turns              ${num(s.spliced_turns)}`,
     `  tokens                     ${num(s.tokens_trainable)} trainable of ${num(s.tokens_total)} (${pct(s.tokens_trainable, s.tokens_total)})`,
     `  status                     ${list(s.status)}`,
     `  rewards                    capture ${s.rewards.capture}, file ${s.rewards.file}, missing ${s.rewards.missing}`,
-    `  groups                     ${num(s.groups)} (dropped as uniform ${s.groups_dropped_uniform}, without reward ${s.groups_without_reward})`,
+    `  groups                     ${num(s.groups)} (uniform rewards ${s.groups_uniform}, of them single samples ${s.groups_single}; dropped as uniform ${s.groups_dropped_uniform}, without reward ${s.groups_without_reward})`,
     `  skipped lines              ${list(s.lines_skipped)}`,
     `  skipped files              ${list(s.files_skipped)}`,
     `  skipped calls              ${list(s.calls_skipped)}`,
@@ -147,6 +154,8 @@ export function addStats(into: BuildStats, from: BuildStats): void {
     'groups',
     'groups_dropped_uniform',
     'groups_without_reward',
+    'groups_uniform',
+    'groups_single',
     'tokens_trainable',
     'tokens_total',
   ] as const;
@@ -158,4 +167,28 @@ export function addStats(into: BuildStats, from: BuildStats): void {
   into.rewards.capture += from.rewards.capture;
   into.rewards.file += from.rewards.file;
   into.rewards.missing += from.rewards.missing;
+}
+
+/**
+ * What the report should warn about, in words: nothing built from an empty input, and groups from which
+ * GRPO learns nothing (every advantage 0, e.g. `--samples 1`: groups of one).
+ */
+export function statsWarnings(s: BuildStats, advantage: string): string[] {
+  const warnings: string[] = [];
+  if (s.sessions === 0) {
+    const skipped = total(s.files_skipped);
+    warnings.push(
+      `no sessions found: ${plural(s.inputs, 'input file')} read, ${plural(s.lines, 'line')}${skipped ? `, ${plural(skipped, 'file')} skipped (${list(s.files_skipped)})` : ''}; nothing was built`,
+    );
+    return warnings;
+  }
+  const scored = s.groups - s.groups_without_reward - s.groups_dropped_uniform;
+  if (advantage !== 'none' && scored > 0 && s.groups_uniform === scored) {
+    warnings.push(
+      s.groups_single === scored
+        ? `every group is a single sample (${plural(scored, 'group')}): every advantage is 0 and polar train has nothing to learn; sample each task several times (polar eval --samples 4 or more)`
+        : `every group has uniform rewards (${plural(scored, 'group')}, ${s.groups_single} of them single samples): every advantage is 0 and polar train has nothing to learn`,
+    );
+  }
+  return warnings;
 }

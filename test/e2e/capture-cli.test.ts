@@ -1,6 +1,8 @@
 /** `polar capture` as a process: exit codes, signal forwarding, the generic profile's env, stdout passthrough. */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
@@ -131,6 +133,43 @@ describe('polar capture process', () => {
     );
     assert.equal(r2.exitCode, 2);
     assert.match(String(r2.stderr), /needs --backend-url/);
+  });
+});
+
+describe('polar capture output paths and flags, checked before anything starts', () => {
+  const run = (args: string[]) =>
+    execa(process.execPath, [POLAR, 'capture', ...args], { reject: false, stdin: 'ignore', timeout: 60_000 });
+  const down = ['--backend-url', 'http://127.0.0.1:9/v1', '--model', 'm'];
+
+  test('-o naming a directory or an unwritable place is a usage error, not a hang', async () => {
+    const { workdir } = await privateDirs();
+    const dir = await mkdtemp(join(workdir, 'out-'));
+    const r = await run(['-o', dir, ...down, '--', 'true']);
+    assert.equal(r.timedOut, false);
+    assert.equal(r.exitCode, 2, String(r.stderr));
+    assert.match(String(r.stderr), /polar: error: --output .* is a directory, not a file/);
+    assert.doesNotMatch(String(r.stderr), /internal error|capturing/);
+    const p = await run(['-o', '/proc/polar-x.jsonl', ...down, '--', 'true']);
+    assert.equal(p.exitCode, 2, String(p.stderr));
+    assert.match(String(p.stderr), /--output \/proc\/polar-x\.jsonl: cannot be written/);
+  });
+
+  test('parent folders of -o are created', async () => {
+    const { workdir } = await privateDirs();
+    const file = join(workdir, 'new', 'sub', 'run.jsonl');
+    const r = await run(['-o', file, '--harness', 'generic', ...down, '--', 'true']);
+    assert.equal(r.exitCode, 0, String(r.stderr));
+    assert.ok(existsSync(file));
+  });
+
+  test('flag errors come before the "capturing ..." line', async () => {
+    const r = await run(['--backend', 'vllm', '--model', 'm', '--', 'pi', '-p', 'hi']);
+    assert.equal(r.exitCode, 2);
+    assert.match(String(r.stderr), /--backend vllm needs --backend-url/);
+    assert.doesNotMatch(String(r.stderr), /capturing/);
+    const api = await run(['--pi-api', 'openai-responses', ...down, '--', 'codex', 'exec', 'hi']);
+    assert.equal(api.exitCode, 2);
+    assert.match(String(api.stderr), /--pi-api is for the pi harness/);
   });
 });
 

@@ -117,4 +117,64 @@ describe('polar eval with Pi', () => {
     assert.equal(trajectories[0].reward, 1);
     assert.equal(trajectories[0].task_id, TASK);
   });
+
+  test('a down backend is an error, not a 0% score: exit 1, no reward, and --resume runs it again', async () => {
+    const { home, workdir } = await privateDirs();
+    const out = join(workdir, 'eval-down');
+    // a port nothing listens on: bind one, note it, close it
+    const { createServer } = await import('node:net');
+    const probe = createServer();
+    await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((done) => probe.close(() => done()));
+    const args = [
+      POLAR,
+      'eval',
+      '--dataset',
+      join(ROOT, 'fixtures/swe/mini.jsonl'),
+      '--instances',
+      TASK,
+      '--harness',
+      'pi',
+      '--runtime',
+      'local',
+      '--allow-unsandboxed',
+      '--repos',
+      join(ROOT, 'fixtures/swe/repos'),
+      '--backend-url',
+      `http://127.0.0.1:${port}/v1`,
+      '--model',
+      'Qwen/Qwen3-4B',
+      '--agent-timeout',
+      '120',
+      '--out',
+      out,
+      '--quiet',
+    ];
+    const options = {
+      cwd: workdir,
+      env: privateEnv(home),
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore' as const,
+      timeout: 240_000,
+    };
+    const r = await execa(process.execPath, args, options);
+    assert.equal(r.exitCode, 1, String(r.stderr));
+    assert.match(String(r.stderr), /the evaluation failed: all 1 sample ended in an error/);
+    assert.match(String(r.stderr), /no model answer/);
+    const [line] = (await readFile(join(out, 'results.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    assert.equal(line.status, 'error');
+    assert.equal(line.reward, null);
+    assert.ok(
+      line.agent.calls > 0 && line.agent.failed_calls === line.agent.calls,
+      JSON.stringify(line.agent),
+    );
+    const again = await execa(process.execPath, [...args, '--resume'], options);
+    assert.equal(again.exitCode, 1, String(again.stderr));
+    assert.doesNotMatch(String(again.stderr), /already graded/);
+  });
 });

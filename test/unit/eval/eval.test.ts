@@ -209,7 +209,7 @@ test('--resume skips graded samples; a harness on local needs --allow-unsandboxe
     '--json',
   ]);
   assert.equal(second.code, 0, second.stderr);
-  assert.match(second.stderr, /1 samples already graded, 1 to run/);
+  assert.match(second.stderr, /1 sample already graded, 1 to run/);
   assert.equal(readJsonl(join(out, 'results.jsonl')).length, 2);
   assert.equal(JSON.parse(second.stdout).counts.resolved, 2);
   const refused = polar([

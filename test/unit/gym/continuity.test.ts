@@ -21,6 +21,7 @@ import type { Backend, BackendOptions } from '../../../src/backends/types.ts';
 import { readCapture } from '../../../src/capture/reader.ts';
 import type { CallRecord } from '../../../src/capture/record.ts';
 import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
+import type { Runtime } from '../../../src/eval/runtime/types.ts';
 import { responseSchema, verifyResponseSchema } from '../../../src/gym/contract.ts';
 import { rolloutOutput } from '../../../src/gym/rollout.ts';
 import { type Gym, startGym } from '../../../src/gym/server.ts';
@@ -100,7 +101,7 @@ interface Shape {
   followUp?: string;
 }
 
-async function gymFor(shape: Shape): Promise<{ gym: Gym; out: string }> {
+async function gymFor(shape: Shape, runtime?: Runtime): Promise<{ gym: Gym; out: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-gym-test-'));
   const spec = join(dir, 'traffic.json');
   await writeFile(spec, JSON.stringify(shape));
@@ -110,7 +111,7 @@ async function gymFor(shape: Shape): Promise<{ gym: Gym; out: string }> {
     harnessEnv: { GYM_TRAFFIC: spec, GYM_PATCH_B64: Buffer.from(String(instance.patch)).toString('base64') },
     backend: backendOptions,
     backendInstance: backend,
-    runtime: new LocalRuntime({ reposDir: join(ROOT, 'fixtures/swe/repos') }),
+    runtime: runtime ?? new LocalRuntime({ reposDir: join(ROOT, 'fixtures/swe/repos') }),
     placement: 'host',
     out: join(dir, 'out'),
     port: 0,
@@ -329,6 +330,36 @@ describe('polar gym /run: NeMo RL contiguity over harness-shaped traffic (tokens
         out.output,
         (result.response as { output: Item[] }).output.map((i) => i),
       );
+    } finally {
+      await gym.close();
+    }
+  });
+});
+
+describe('polar gym /run: an infrastructure failure is never a reward', () => {
+  test('grading that cannot run (the engine is gone) answers 502 rollout_error, not reward 0', async () => {
+    const local = new LocalRuntime({ reposDir: join(ROOT, 'fixtures/swe/repos') });
+    // the harness runs and its calls are answered; the environment for the tests cannot be made
+    const broken = Object.create(local) as Runtime;
+    broken.prepare = async (i, purpose) => {
+      if (purpose === 'grade') throw new Error('the container engine went away');
+      return local.prepare(i, purpose);
+    };
+    const { gym } = await gymFor(
+      { api: 'chat', body: loadSample('pi-chat-1-first-request.json').body },
+      broken,
+    );
+    try {
+      const res = await fetch(`${gym.url}/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(row(0)),
+      });
+      const json = (await res.json()) as { reward?: unknown; error?: { type?: string; message?: string } };
+      assert.equal(res.status, 502, JSON.stringify(json).slice(0, 500));
+      assert.equal(json.reward, undefined);
+      assert.equal(json.error?.type, 'rollout_error');
+      assert.match(String(json.error?.message), /container engine went away/);
     } finally {
       await gym.close();
     }

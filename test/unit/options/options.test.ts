@@ -178,7 +178,7 @@ describe('argv -> typed flags', () => {
     ],
     [
       ['serve', '--max-inflight', '4'],
-      { port: 8100, maxInflight: 4, captures: 'polar-captures', host: '127.0.0.1' },
+      { port: 8100, maxInflight: 4, out: 'polar-captures', host: '127.0.0.1' },
     ],
     [
       ['inspect', 't.jsonl', '--max-trajectories', 'all'],

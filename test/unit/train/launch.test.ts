@@ -84,7 +84,7 @@ describe('worker outcome', () => {
     );
     const e = workerError(nan, { logPath, out: '/ck' });
     assert.match(e?.message ?? '', /^training stopped: non-finite loss at step 3/);
-    assert.match(e?.hint ?? '', /--resume \/ck/);
+    assert.match(e?.hint ?? '', /--resume \(--out \/ck\)/);
     const killed = await runWorker(fake(`process.kill(process.pid, 'SIGKILL')`), () => {}, logPath);
     assert.match(workerError(killed, { logPath, out: dir })?.message ?? '', /killed by SIGKILL/);
     const quiet = await runWorker(fake(`process.exit(0)`), () => {}, logPath);

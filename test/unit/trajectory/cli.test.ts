@@ -64,7 +64,10 @@ describe('polar build (CLI)', () => {
       ],
     );
     assert.match(r.stderr, /2 sessions, 4 calls -> 2 trajectories/);
-    assert.match(r.stderr, /calls merged into a chain\s+2 of 4/);
+    assert.match(
+      r.stderr,
+      /calls in traces\s+4 of 4 seen: 2 started a trace, 2 extended one \(prefix merging\)/,
+    );
   });
 
   it('-o writes a file that readTrajectories accepts; stdin with - works; --stats --json prints only the report', async () => {

@@ -1,0 +1,39 @@
+/**
+ * The one rule eval, loop and gym share for what a sample's outcome means: an infrastructure failure
+ * (the harness never got a model answer: the backend is down, every call failed, the harness could not
+ * start) is an `error` with no reward, never a graded 0 that GRPO would train on. `polar eval --resume`
+ * runs errored samples again; polar gym answers them with an HTTP error instead of a reward.
+ */
+import { plural } from '../util/plural.ts';
+
+/** What the agent reports about its run (AgentOutcome's counting fields). */
+export interface AgentRunFacts {
+  status: 'completed' | 'error' | 'timeout' | 'interrupted';
+  /** model calls recorded */
+  calls: number;
+  /** of those, the ones that failed (no model answer) */
+  failedCalls?: number;
+  error: string | null;
+}
+
+/**
+ * Why a harness run is an infrastructure failure, or null when its result can be graded. A harness
+ * that made calls and got at least one answer is graded whatever its exit (a crash after editing
+ * files is the model's doing); one whose every call failed, or that made none and did not complete,
+ * never saw the model.
+ */
+export function infraFailure(agent: AgentRunFacts): string | null {
+  const failed = agent.failedCalls ?? 0;
+  if (agent.calls > 0 && failed >= agent.calls) {
+    return `no model answer: all ${plural(agent.calls, 'call')} to the backend failed${agent.error ? ` (${agent.error})` : ''}`;
+  }
+  if (agent.calls === 0 && agent.status !== 'completed') {
+    return `no model answer: the harness made no model call and ended ${agent.status}${agent.error ? ` (${agent.error})` : ''}`;
+  }
+  return null;
+}
+
+/** A result line that must not become a reward (eval's `error` status): gym answers it with an HTTP error. */
+export function isInfraFailure(line: { status: string }): boolean {
+  return line.status === 'error';
+}
