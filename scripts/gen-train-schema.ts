@@ -1,0 +1,18 @@
+/**
+ * Writes src/train/worker/polar_train/schema.json from src/train/config.ts and src/train/schema.ts
+ * (training defaults, enums, checkpoint file names, the options' and the worker events' JSON Schema):
+ * `node --import tsx scripts/gen-train-schema.ts`. test/unit/train/schema.test.ts fails when the
+ * checked-in file is out of date.
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { workerSchemaText } from '../src/train/schema.ts';
+
+export const SCHEMA_JSON = fileURLToPath(
+  new URL('../src/train/worker/polar_train/schema.json', import.meta.url),
+);
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(SCHEMA_JSON, workerSchemaText());
+  process.stdout.write(`wrote ${SCHEMA_JSON}\n`);
+}
