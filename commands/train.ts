@@ -1,4 +1,10 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import {
+  learningRateSchedules,
+  lossAggregations,
+  trainAdvantages,
+  trainDevices,
+} from '../src/train/config.ts';
 
 const num = (value: string): number => {
   const n = Number(value);
@@ -14,6 +20,7 @@ export interface TrainFlags {
   lora?: boolean;
   device?: 'cuda' | 'cpu';
   gpus?: number;
+  nproc?: number;
   python?: string;
   json?: boolean;
   lr?: number;
@@ -46,6 +53,7 @@ export function flagsToOptions(f: TrainFlags): Record<string, unknown> {
     lora: f.lora,
     device: f.device,
     gpus: f.gpus,
+    nproc: f.nproc,
     lr: f.lr,
     epochs: f.epochs,
     max_steps: f.maxSteps,
@@ -76,16 +84,23 @@ export function defineTrain(program: Command): void {
     .description('GRPO on trajectories from `polar build` (PyTorch worker; see docs/train.md)')
     .argument('<trajectories>', 'trajectory JSONL written by polar build (- for stdin)')
     .requiredOption('--out <dir>', 'output directory: step-N checkpoints, metrics.jsonl, config.json')
-    .option('--model <id|dir>', 'Hugging Face model id or directory (tiny:... for the built-in test model)')
+    .option(
+      '--model <id|dir>',
+      'Hugging Face model id or directory (tiny:arch=qwen3,... for a tiny random model of a real class)',
+    )
     .option(
       '--resume <dir>',
       'resume model, optimiser, scheduler and data position from a checkpoint directory',
     )
     .option('--config <file>', 'train.json with config keys (flags override it)')
     .option('--lora', 'train LoRA adapters (peft); the frozen base is the KL reference')
-    .addOption(new Option('--device <device>', 'cuda (default) or cpu').choices(['cuda', 'cpu']))
+    .addOption(new Option('--device <device>', 'cuda (default) or cpu').choices(trainDevices))
     .option('--gpus <n>', 'data-parallel GPUs (FSDP through torchrun)', num)
-    .option('--python <path>', 'Python with torch (default: $POLAR_PYTHON, python3, /usr/bin/python3)')
+    .option('--nproc <n>', 'data-parallel processes with --device cpu (FSDP over gloo through torchrun)', num)
+    .option(
+      '--python <path>',
+      'Python with torch (default: $POLAR_PYTHON, .venv of npm run setup:python, python3, /usr/bin/python3)',
+    )
     .option('--lr <lr>', 'learning rate (default 1e-6)', num)
     .option('--epochs <n>', 'passes over the trajectory file (default 1)', num)
     .option('--max-steps <n>', 'stop after n steps', num)
@@ -95,19 +110,12 @@ export function defineTrain(program: Command): void {
     .option('--clip-low <eps>', 'lower ratio clip (default 0.2)', num)
     .option('--clip-high <eps>', 'upper ratio clip (default 0.28)', num)
     .addOption(
-      new Option('--loss-agg <mode>', 'loss aggregation (default token-mean)').choices([
-        'token-mean',
-        'seq-mean-token-mean',
-        'seq-mean-token-sum',
-        'dr-grpo',
-      ]),
+      new Option('--loss-agg <mode>', 'loss aggregation (default token-mean)').choices(lossAggregations),
     )
     .addOption(
-      new Option('--advantage <kind>', 'advantage when a record has none (default rloo)').choices([
-        'rloo',
-        'grpo',
-        'dr-grpo',
-      ]),
+      new Option('--advantage <kind>', 'advantage when a record has none (default rloo)').choices(
+        trainAdvantages,
+      ),
     )
     .option('--tis', 'truncated importance sampling against the captured logprobs (default)')
     .option('--no-tis', 'no off-policy correction (accepts traces without logprobs)')
@@ -116,7 +124,7 @@ export function defineTrain(program: Command): void {
     .option('--micro-batch-tokens <n>', 'token budget of one packed micro-batch (default 16384)', num)
     .option('--logprob-chunk <n>', 'tokens per chunk when computing logprobs (default 1024)', num)
     .option('--warmup-steps <n>', 'linear warm-up, in optimiser updates', num)
-    .addOption(new Option('--schedule <kind>', 'learning-rate schedule').choices(['constant', 'cosine']))
+    .addOption(new Option('--schedule <kind>', 'learning-rate schedule').choices(learningRateSchedules))
     .option('--gradient-checkpointing', 'recompute activations in backward (default)')
     .option('--no-gradient-checkpointing', 'keep activations')
     .option('--bf16', 'bf16 autocast (default on cuda)')

@@ -165,14 +165,17 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
   }
   const o = parsed.data;
   if (o.gpus > 1 && o.device === 'cpu') {
-    throw new UsageError('--gpus > 1 needs --device cuda', 'on the CPU, --nproc N runs N data-parallel processes');
+    throw new UsageError(
+      '--gpus > 1 needs --device cuda',
+      'on the CPU, --nproc N runs N data-parallel processes',
+    );
   }
   if (o.nproc > 1 && o.device === 'cuda') {
     throw new UsageError('--nproc is for --device cpu', 'on GPUs, --gpus N runs one process per GPU');
   }
   if ((o.gpus > 1 || o.nproc > 1) && o.lora) {
     throw new UsageError(
-      '--lora with more than one process (--gpus or --nproc > 1) is not supported yet',
+      '--lora with --gpus > 1 or --nproc > 1 is not supported yet',
       'LoRA of a 4B-class model fits one GPU: use --gpus 1',
     );
   }

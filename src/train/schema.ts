@@ -8,8 +8,8 @@
  */
 import { z } from 'zod';
 import {
-  lossAggregations,
   learningRateSchedules,
+  lossAggregations,
   TRAIN_DEFAULTS,
   trainAdvantages,
   trainDevices,
@@ -34,32 +34,38 @@ export const CHECKPOINT_FILES = {
 
 const num = z.number().nullable();
 
+/** The per-step metrics of a step event (and of metrics.jsonl); see docs/train.md. */
+export const STEP_METRICS = [
+  'loss',
+  'pg_loss',
+  'kl',
+  'clip_frac',
+  'clip_frac_low',
+  'clip_frac_high',
+  'ratio_mean',
+  'entropy',
+  'tis_mean',
+  'grad_norm',
+  'grad_norm_max',
+  'tokens_per_s',
+  'step_time_s',
+  'gpu_mem_gb',
+] as const;
+
 /** One JSON object per line on the worker's stdout (python -m polar_train). */
 export const workerEventSchema = z.discriminatedUnion('event', [
   z.looseObject({ event: z.literal('log'), message: z.string() }),
+  // metrics may be null (a non-finite value is written as null) and grow over time: extra keys are allowed
   z.looseObject({
     event: z.literal('step'),
     step: z.number().int().positive(),
     total_steps: z.number().int().positive(),
-    updates: z.number().int().nonnegative(),
-    lr: z.number(),
-    rollouts: z.number().int().nonnegative(),
-    tokens: z.number().int().nonnegative(),
-    trained_tokens: z.number().int().nonnegative(),
-    loss: num,
-    pg_loss: num,
-    kl: num,
-    clip_frac: num,
-    clip_frac_low: num,
-    clip_frac_high: num,
-    ratio_mean: num,
-    entropy: num,
-    tis_mean: num,
-    grad_norm: num,
-    grad_norm_max: num,
-    tokens_per_s: num,
-    step_time_s: num,
-    gpu_mem_gb: num,
+    updates: z.number().int().nonnegative().optional(),
+    lr: num.optional(),
+    rollouts: z.number().int().nonnegative().optional(),
+    tokens: z.number().int().nonnegative().optional(),
+    trained_tokens: z.number().int().nonnegative().optional(),
+    ...Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])),
   }),
   z.strictObject({
     event: z.literal('checkpoint'),
@@ -70,14 +76,14 @@ export const workerEventSchema = z.discriminatedUnion('event', [
   z.strictObject({
     event: z.literal('done'),
     steps: z.number().int().nonnegative(),
-    checkpoint: z.string().nullable(),
-    loss: num,
+    checkpoint: z.string().nullable().optional(),
+    loss: num.optional(),
   }),
   z.strictObject({
     event: z.literal('error'),
     kind: z.string(),
     message: z.string(),
-    traceback: z.string(),
+    traceback: z.string().optional(),
   }),
 ]);
 export type WorkerEvent = z.infer<typeof workerEventSchema>;

@@ -74,7 +74,7 @@ def tiny_config(cfg: Dict[str, object]):
         vocab_size=cfg["vocab"], hidden_size=cfg["dim"], intermediate_size=cfg["ffn"],
         num_hidden_layers=cfg["layers"], num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
         head_dim=cfg["head_dim"], max_position_embeddings=cfg["max_pos"], rms_norm_eps=RMS_EPS,
-        tie_word_embeddings=True, use_cache=False,
+        tie_word_embeddings=True, use_cache=False, bos_token_id=None, eos_token_id=None, pad_token_id=None,
         rope_parameters={"rope_type": "default", "rope_theta": float(cfg["rope_theta"])},
     )
     arch = cfg["arch"]
