@@ -76,7 +76,10 @@ describe('worker outcome', () => {
     assert.equal(o.exitCode, 0);
     assert.deepEqual(events, [{ event: 'done', steps: 1, checkpoint: '/o/step-1' }]);
     const err = workerError(o, { logPath, out: dir });
-    assert.match(err?.message ?? '', /training worker broke its protocol: .*"checkpoint".*: format: .*"safetensors"/);
+    assert.match(
+      err?.message ?? '',
+      /training worker broke its protocol: .*"checkpoint".*: format: .*"safetensors"/,
+    );
     assert.match(err?.hint ?? '', /src\/train\/schema\.ts/);
   });
 

@@ -293,9 +293,9 @@ def resolve_checkpoint(src: str) -> str:
     if not os.path.isdir(src):
         raise ExportError("checkpoint %s: no such directory" % src)
     latest = os.path.join(src, LATEST)
-    # a run directory holds `latest` (and the launcher's config.json) but no checkpoint of its own
-    if os.path.exists(latest) and not os.path.exists(os.path.join(src, CHECKPOINT_META)) \
-            and not os.path.exists(os.path.join(src, "config.json")):
+    # a run directory holds `latest` (and the launcher's config.json) but no weights of its own
+    has_weights = any(n.endswith(".safetensors") or n.endswith(".bin") for n in os.listdir(src))
+    if os.path.exists(latest) and not os.path.exists(os.path.join(src, CHECKPOINT_META)) and not has_weights:
         with open(latest) as fh:
             return os.path.join(src, fh.read().strip())
     return src

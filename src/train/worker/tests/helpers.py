@@ -9,7 +9,7 @@ WORKER = os.path.dirname(HERE)
 if WORKER not in sys.path:
     sys.path.insert(0, WORKER)
 
-TINY = "tiny:vocab=32,dim=16,layers=1,heads=2,seed=0"
+TINY = "tiny:arch=qwen3,vocab=32,dim=16,layers=1,heads=2,seed=0"
 
 
 def trace(prompt, response, mask, logprobs=None, kind="root"):
