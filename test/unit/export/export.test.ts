@@ -122,7 +122,7 @@ async function exportWithRef(spec: string, name: string, quantize?: 'int8') {
   return { result, ref: JSON.parse(readFileSync(out, 'utf8')) as Refs };
 }
 
-describe('polar export: tiny Llama / Qwen3 (transformers) -> ONNX -> embedded backend', { skip: probe ? false : NO_TORCH }, () => {
+describe('polar export: transformers -> ONNX -> embedded backend', { skip: probe ? false : NO_TORCH }, () => {
   before(async () => {
     work = await tempDir('polar-export-');
     // real harness-like text through the real Qwen3 tokenizer and chat template
