@@ -338,7 +338,10 @@ describe('polar export: transformers -> ONNX -> embedded backend', { skip: probe
     assert.equal(result.dir, join(work, 'cli'));
     assert.match(ok.stderr, /exported tiny:arch=llama/);
     assert.equal(hybrid.exitCode, 1);
-    assert.match(hybrid.stderr, /export failed: .*qwen3_5 model: polar export writes attention-only decoders/);
+    assert.match(
+      hybrid.stderr,
+      /export failed: .*qwen3_5 model: polar export writes attention-only decoders/,
+    );
     assert.ok(!existsSync(join(work, 'hybrid')), 'nothing left behind');
     assert.equal(missing.exitCode, 2);
     assert.match(missing.stderr, /no such directory/);
