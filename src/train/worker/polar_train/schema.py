@@ -10,7 +10,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json"
 
 #: every option's default, as the launcher resolves it (the launcher writes every key; these serve
 #: direct `python -m polar_train` use and tests), plus the worker-only keys
-DEFAULTS = dict(SCHEMA["defaults"], resume=None, debug_inject_nan_step=None)
+DEFAULTS = dict(SCHEMA["defaults"], resume=None, debug_inject_nan_step=None, fsdp=False)
 
 AGGREGATIONS = tuple(SCHEMA["enums"]["loss_agg"])
 ADVANTAGES = tuple(SCHEMA["enums"]["advantage"])

@@ -88,7 +88,7 @@ class Trainer:
         self.emit = emit
         self.rank = int(os.environ.get("RANK", "0"))
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.dist = self.world > 1
+        self.dist = self.world > 1 or bool(self.cfg["fsdp"])  # fsdp: FSDP even for one process (bench)
         self.device = self._device()
         self.last_checkpoint: Optional[str] = None
         self.global_step = 0
@@ -481,7 +481,7 @@ class _Acc:
         self._update_loss = 0.0
 
     def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis) -> None:
-        self.loss += float(loss)
+        self.loss += float(loss.detach())
         self.pg += float(m["pg_loss"])
         n = float(m["tokens"])
         self.tokens += n
