@@ -49,6 +49,7 @@ def parse_args(argv=None):
     p.add_argument("--arch", choices=["qwen3_5", "qwen3"], default="qwen3_5")
     p.add_argument("--skip-lora", action="store_true")
     p.add_argument("--skip-fsdp", action="store_true")
+    p.add_argument("--fsdp-timeout", type=int, default=1800, help="seconds for the torchrun FSDP step")
     p.add_argument("--fsdp-step", action="store_true", help=argparse.SUPPRESS)  # the torchrun child
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     p.add_argument("--seq-len", type=int, default=16384, help="longest sequence (tokens)")
@@ -270,7 +271,10 @@ def fsdp_step(args, traj, device):
     out = os.path.join(tempfile.mkdtemp(prefix="polar-bench-fsdp-"), "fsdp.json")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=1",
            os.path.abspath(__file__), "--fsdp-step", "--traj", traj, "--fsdp-out", out] + _size_flags(args)
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.fsdp_timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": "the FSDP step did not finish in %d s" % args.fsdp_timeout}
     if r.returncode != 0:
         return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}
     with open(out) as fh:
