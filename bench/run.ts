@@ -5,15 +5,21 @@ const benches: Record<string, () => Promise<void>> = {
   capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
-  // the GRPO step benchmark is Python: the full size wants a CUDA GPU; on a machine without one the
-  // tiny size shows the script works (figures then say nothing about MFU)
+  // Python: on a CUDA machine the GPU step benchmark (bench/train_gpu.py, Qwen3.5 ~4B at 16k tokens); on
+  // a CPU the trainer's overhead against a plain transformers forward+backward of the same tokens
+  // (bench/train_cpu.py, tiny Qwen3 and Qwen3.5), then train_gpu.py --tiny to show that script runs
   train: async () => {
     const { execa } = await import('execa');
     const { findPython, probePython } = await import('../src/train/env.ts');
     const probe = await findPython(process.env.POLAR_PYTHON, probePython);
-    const args = ['bench/train_gpu.py', ...(probe.cuda_devices > 0 ? [] : ['--tiny'])];
-    console.log(`\n## train: ${probe.python} ${args.join(' ')}`);
-    await execa(probe.python, args, { stdio: 'inherit' });
+    const runs =
+      probe.cuda_devices > 0
+        ? [['bench/train_gpu.py']]
+        : [['bench/train_cpu.py'], ['bench/train_gpu.py', '--tiny']];
+    for (const args of runs) {
+      console.log(`\n## train: ${probe.python} ${args.join(' ')}`);
+      await execa(probe.python, args, { stdio: 'inherit' });
+    }
   },
 };
 

@@ -3,12 +3,14 @@
 
 On the GPU machine (torch 2.x + transformers), one command:
 
-    python3 bench/train_gpu.py                 # Qwen3-architecture model from a config, random weights,
-                                               # sequences up to 16k tokens; writes bench/out/train_gpu.json
+    .venv/bin/python bench/train_gpu.py        # Qwen3.5-architecture model (hybrid linear attention) from a
+                                               # config, about 4B parameters, random weights, sequences up
+                                               # to 16k tokens; then one LoRA step and one --gpus 1 FSDP
+                                               # step; writes bench/out/train_gpu.json
 
-On a CPU (CI, no transformers) it proves the script works at tiny sizes with polar's plain-torch model:
+On a CPU it proves the script works at tiny sizes with the same classes (`npm run bench -- train` runs it):
 
-    /usr/bin/python3 bench/train_gpu.py --tiny
+    .venv/bin/python bench/train_gpu.py --tiny
 
 Both sides run the same rollouts (half of every sequence is mask-0 prompt/tool tokens) through one
 optimiser step of the same loss:
@@ -43,55 +45,67 @@ PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10"
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tiny", action="store_true", help="CPU-sized run with polar's plain-torch model")
+    p.add_argument("--tiny", action="store_true", help="CPU-sized run of the same classes")
+    p.add_argument("--arch", choices=["qwen3_5", "qwen3"], default="qwen3_5")
+    p.add_argument("--skip-lora", action="store_true")
+    p.add_argument("--skip-fsdp", action="store_true")
+    p.add_argument("--fsdp-timeout", type=int, default=1800, help="seconds for the torchrun FSDP step")
+    p.add_argument("--fsdp-step", action="store_true", help=argparse.SUPPRESS)  # the torchrun child
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     p.add_argument("--seq-len", type=int, default=16384, help="longest sequence (tokens)")
     p.add_argument("--num-seqs", type=int, default=8, help="rollouts in the step")
     p.add_argument("--micro-batch-tokens", type=int, default=None, help="polar token budget (default: seq-len)")
     p.add_argument("--naive-batch", type=int, default=2, help="sequences per padded naive micro-batch")
-    p.add_argument("--hidden", type=int, default=1024)
-    p.add_argument("--layers", type=int, default=28)
+    # about 4B parameters in Qwen3.5's shape: 3 gated-delta-net layers to 1 full-attention layer
+    p.add_argument("--hidden", type=int, default=2560)
+    p.add_argument("--layers", type=int, default=32)
     p.add_argument("--heads", type=int, default=16)
-    p.add_argument("--kv-heads", type=int, default=8)
-    p.add_argument("--intermediate", type=int, default=3072)
-    p.add_argument("--vocab", type=int, default=151936)
+    p.add_argument("--kv-heads", type=int, default=4)
+    p.add_argument("--head-dim", type=int, default=256)
+    p.add_argument("--intermediate", type=int, default=9216)
+    p.add_argument("--vocab", type=int, default=248320)
     p.add_argument("--steps", type=int, default=2, help="measured steps (after one warm-up step)")
     p.add_argument("--peak-tflops", type=float, default=None)
     p.add_argument("--skip-naive", action="store_true")
     p.add_argument("--out", default=os.path.join(HERE, "out", "train_gpu.json"))
+    p.add_argument("--traj", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--fsdp-out", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.tiny:
         args.seq_len = min(args.seq_len, 256)
         args.num_seqs = min(args.num_seqs, 6)
-        args.hidden, args.layers, args.heads, args.kv_heads, args.intermediate, args.vocab = 32, 2, 2, 2, 128, 512
+        args.hidden, args.layers, args.heads, args.kv_heads, args.intermediate, args.vocab = 32, 4, 2, 2, 128, 512
+        args.head_dim = 16
         args.steps = 1
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     args.micro_batch_tokens = args.micro_batch_tokens or args.seq_len
     return args
 
 
-def build_model(args, device):
-    """A Qwen3-architecture model from a config with random weights (transformers), else polar's tiny model."""
-    try:
-        if args.tiny:
-            raise ImportError
-        from transformers import Qwen3Config, Qwen3ForCausalLM  # type: ignore
+def model_config(args):
+    """The transformers config of the benchmark model (random weights)."""
+    common = dict(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
+                  num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, head_dim=args.head_dim,
+                  intermediate_size=args.intermediate, max_position_embeddings=max(32768, args.seq_len),
+                  tie_word_embeddings=True, use_cache=False)
+    if args.arch == "qwen3":
+        from transformers import Qwen3Config  # type: ignore
 
-        from polar_train.model import HFPolicy
+        return Qwen3Config(**common)
+    from transformers import Qwen3_5TextConfig  # type: ignore
 
-        cfg = Qwen3Config(vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
-                          num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
-                          intermediate_size=args.intermediate, max_position_embeddings=max(32768, args.seq_len),
-                          tie_word_embeddings=True, use_cache=False)
-        torch.manual_seed(0)
-        model = Qwen3ForCausalLM(cfg)
-        return HFPolicy(model, "random-qwen3").to(device), "qwen3-random"
-    except ImportError:
-        from polar_train.model import TinyCausalLM, TinyPolicy
+    types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(args.layers)]
+    return Qwen3_5TextConfig(layer_types=types, **common)
 
-        lm = TinyCausalLM(vocab=args.vocab, dim=args.hidden, layers=args.layers, heads=args.heads,
-                          max_pos=max(4096, args.seq_len), seed=0)
-        return TinyPolicy(lm, "tiny-random").to(device), "polar-tiny"
+
+def build_model(args, device, dtype=torch.float32):
+    from transformers import AutoModelForCausalLM  # type: ignore
+
+    from polar_train.model import HFPolicy
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(model_config(args)).to(dtype)
+    return HFPolicy(model, "random-%s" % args.arch).to(device), "%s-random" % args.arch
 
 
 def make_rollouts(args, path):
@@ -206,12 +220,7 @@ def bench_naive(args, policy, trainer, device):
 
 
 def full_logits(policy, ids, att):
-    if policy.kind == "hf":
-        return policy.model(input_ids=ids, attention_mask=att, use_cache=False).logits
-    outs = []
-    for b in range(ids.shape[0]):  # the tiny model has no batch dimension: one padded row at a time
-        outs.append(policy.lm.logits(ids[b]))
-    return torch.stack(outs)
+    return policy.model(input_ids=ids, attention_mask=att, use_cache=False).logits
 
 
 class _Null:
@@ -222,6 +231,73 @@ class _Null:
         return False
 
 
+def _fmt(v):
+    return ("%.4g" % v) if isinstance(v, float) else str(v)
+
+
+def one_step(args, traj, device, policy, **over):
+    """One timed trainer step (after one warm-up step) with the given config overrides."""
+    cfg = {"trajectories": traj, "model": "bench", "out": tempfile.mkdtemp(prefix="polar-bench-"),
+           "device": device.type, "lr": 1e-6, "batch_rollouts": args.num_seqs, "max_steps": 2,
+           "micro_batch_tokens": args.micro_batch_tokens, "save_every": 0, "tis": True,
+           "gradient_checkpointing": True, "bf16": device.type == "cuda"}
+    cfg.update(over)
+    events = []
+    t = Trainer(cfg, events.append, policy=policy)
+    t.setup()
+    t.save = lambda: None
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    t.train()
+    step = [e for e in events if e.get("event") == "step"][-1]
+    return {"tokens_per_s": step["tokens_per_s"], "step_time_s": step["step_time_s"], "loss": step["loss"],
+            "peak_mem_gb": peak_mem(device), "trainable_params": sum(p.numel() for p in t.params)}
+
+
+def lora_step(args, traj, device):
+    """LoRA (peft, r=16, all linear layers) on a bf16 frozen base (fp32 on the CPU); the base is the reference."""
+    policy, _ = build_model(args, device, torch.bfloat16 if device.type == "cuda" else torch.float32)
+    out = one_step(args, traj, device, policy, lora=True, kl_coef=0.001)
+    del policy
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return out
+
+
+def fsdp_step(args, traj, device):
+    """The same step under torchrun --nproc_per_node 1 with FSDP (what --gpus N runs with N = 1)."""
+    import subprocess
+
+    out = os.path.join(tempfile.mkdtemp(prefix="polar-bench-fsdp-"), "fsdp.json")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc_per_node=1",
+           os.path.abspath(__file__), "--fsdp-step", "--traj", traj, "--fsdp-out", out] + _size_flags(args)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.fsdp_timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": "the FSDP step did not finish in %d s" % args.fsdp_timeout}
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}
+    with open(out) as fh:
+        return json.load(fh)
+
+
+def _size_flags(args):
+    flags = ["--arch", args.arch, "--seq-len", str(args.seq_len), "--num-seqs", str(args.num_seqs),
+             "--micro-batch-tokens", str(args.micro_batch_tokens), "--hidden", str(args.hidden),
+             "--layers", str(args.layers), "--heads", str(args.heads), "--kv-heads", str(args.kv_heads),
+             "--head-dim", str(args.head_dim), "--intermediate", str(args.intermediate), "--vocab", str(args.vocab)]
+    return flags + (["--device", args.device] if args.device else [])
+
+
+def fsdp_child(args, device):
+    policy, _ = build_model(args, device)
+    result = one_step(args, args.traj, device, policy, fsdp=True)
+    if int(os.environ.get("RANK", "0")) == 0:
+        with open(args.fsdp_out, "w") as fh:
+            json.dump(result, fh)
+    return 0
+
+
 def flops_per_token(args, n_params, mean_ctx):
     return 6.0 * n_params + 12.0 * args.layers * args.hidden * mean_ctx
 
@@ -229,9 +305,10 @@ def flops_per_token(args, n_params, mean_ctx):
 def main(argv=None):
     args = parse_args(argv)
     device = torch.device(args.device)
+    if args.fsdp_step:
+        return fsdp_child(args, device)
     policy, kind = build_model(args, device)
-    if device.type == "cuda" or policy.kind == "hf":
-        policy.enable_gradient_checkpointing()
+    policy.enable_gradient_checkpointing()
     n_params = sum(p.numel() for p in policy.parameters())
     tmp = tempfile.mkdtemp(prefix="polar-bench-data-")
     traj = os.path.join(tmp, "traj.jsonl")
@@ -265,6 +342,13 @@ def main(argv=None):
         result["speedup"] = polar["tokens_per_s"] / result["naive"]["tokens_per_s"]
         if polar["peak_mem_gb"] and result["naive"]["peak_mem_gb"]:
             result["memory_ratio"] = polar["peak_mem_gb"] / result["naive"]["peak_mem_gb"]
+    del trainer, policy
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    if not args.skip_lora:
+        result["lora"] = lora_step(args, traj, device)
+    if not args.skip_fsdp:
+        result["fsdp_gpus1"] = fsdp_step(args, traj, device)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=2)
@@ -286,6 +370,10 @@ def main(argv=None):
     if "speedup" in result:
         print("  polar/naive: %.2fx tokens/s%s" % (result["speedup"], (", %.2fx memory" % result["memory_ratio"])
                                                     if "memory_ratio" in result else ""))
+    for name in ("lora", "fsdp_gpus1"):
+        r = result.get(name)
+        if r:
+            print("  %-10s %s" % (name, ", ".join("%s %s" % (k, _fmt(v)) for k, v in r.items())))
     print("  written to %s" % args.out)
     return 0
 

@@ -1,6 +1,13 @@
 import { type Command, Option } from 'commander';
 import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
-import { lossAggregations, TRAIN_DEFAULTS, type TrainFlags, trainAdvantages } from '../src/train/config.ts';
+import {
+  learningRateSchedules,
+  lossAggregations,
+  TRAIN_DEFAULTS,
+  type TrainFlags,
+  trainAdvantages,
+  trainDevices,
+} from '../src/train/config.ts';
 import type { Report } from './shared.ts';
 
 /** an option whose default lives in TRAIN_DEFAULTS (so train.json can override it): shown, not set */
@@ -25,7 +32,10 @@ export function defineTrain(program: Command, report: Report): void {
     .description('GRPO on trajectories from `polar build` (PyTorch worker; see docs/train.md)')
     .argument('<trajectories>', 'trajectory JSONL written by polar build (- for stdin)')
     .requiredOption('--out <dir>', 'output directory: step-N checkpoints, metrics.jsonl, config.json')
-    .option('--model <id|dir>', 'Hugging Face model id or directory (tiny:... for the built-in test model)')
+    .option(
+      '--model <id|dir>',
+      'Hugging Face model id or directory (tiny:arch=qwen3,... for a tiny random model of a real class)',
+    )
     .option('--resume [dir]', 'continue the run in --out from its latest checkpoint (as eval and loop do)')
     .option(
       '--resume-from <dir>',
@@ -33,9 +43,20 @@ export function defineTrain(program: Command, report: Report): void {
     )
     .option('--config <file>', 'train.json with config keys (flags override it)')
     .option('--lora', 'train LoRA adapters (peft); the frozen base is the KL reference')
-    .addOption(opt('--device <device>', 'cuda or cpu', oneOf(['cuda', 'cpu'] as const), D.device))
+    .addOption(opt('--device <device>', 'cuda or cpu', oneOf(trainDevices), D.device))
     .addOption(opt('--gpus <n>', 'data-parallel GPUs (FSDP through torchrun)', positiveInt, D.gpus))
-    .option('--python <path>', 'Python with torch (default: $POLAR_PYTHON, python3, /usr/bin/python3)')
+    .addOption(
+      opt(
+        '--nproc <n>',
+        'data-parallel processes with --device cpu (FSDP over gloo through torchrun)',
+        positiveInt,
+        D.nproc,
+      ),
+    )
+    .option(
+      '--python <path>',
+      'Python with torch (default: $POLAR_PYTHON, .venv of npm run setup:python, python3, /usr/bin/python3)',
+    )
     .addOption(opt('--lr <lr>', 'learning rate', positive, D.lr))
     .addOption(opt('--epochs <n>', 'passes over the trajectory file', positiveInt, D.epochs))
     .addOption(opt('--max-steps <n>', 'stop after n steps', positiveInt))
@@ -68,9 +89,7 @@ export function defineTrain(program: Command, report: Report): void {
     .addOption(
       opt('--warmup-steps <n>', 'linear warm-up, in optimiser updates', nonNegativeInt, D.warmup_steps),
     )
-    .addOption(
-      opt('--schedule <kind>', 'learning-rate schedule', oneOf(['constant', 'cosine'] as const), D.schedule),
-    )
+    .addOption(opt('--schedule <kind>', 'learning-rate schedule', oneOf(learningRateSchedules), D.schedule))
     .option('--gradient-checkpointing', 'recompute activations in backward (default)')
     .option('--no-gradient-checkpointing', 'keep activations')
     .option('--bf16', 'bf16 autocast (default on cuda)')

@@ -2,8 +2,8 @@
 // Runs the test suite with node's own test runner: every *.test.ts under test/ (or the folders/files
 // given), through tsx. Node 20's --test does not expand globs, hence this file.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { delimiter, join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -29,6 +29,11 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.POLAR_TEST_CONCURRENCY ?? '2';
+// the Python environment of `npm run setup:python` first on PATH: its python3 has pytest (SWE fixtures)
+const venvBin = join(root, '.venv', 'bin');
+const env = existsSync(venvBin)
+  ? { ...process.env, PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` }
+  : process.env;
 const result = spawnSync(
   process.execPath,
   [
@@ -40,6 +45,6 @@ const result = spawnSync(
     ...flags,
     ...files.map((f) => relative(root, f)),
   ],
-  { cwd: root, stdio: 'inherit' },
+  { cwd: root, stdio: 'inherit', env },
 );
 process.exit(result.status ?? 1);

@@ -65,6 +65,8 @@ export function tokenizerVocabSize(dir: string = qwen3TokenizerDir()): number {
 }
 
 export interface TinyLlamaOptions {
+  /** a transformers class the exporter writes: llama (default) or qwen3 */
+  arch?: 'llama' | 'qwen3';
   /** hidden size (default 32) */
   dim?: number;
   layers?: number;
@@ -81,7 +83,7 @@ export interface TinyLlamaOptions {
 export function tinyLlamaSpec(o: TinyLlamaOptions = {}): string {
   const vocab = o.vocab ?? tokenizerVocabSize(o.tokenizer);
   const parts = [
-    'arch=llama',
+    `arch=${o.arch ?? 'llama'}`,
     `vocab=${vocab}`,
     `dim=${o.dim ?? 32}`,
     `layers=${o.layers ?? 1}`,

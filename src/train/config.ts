@@ -17,6 +17,8 @@ export const lossAggregations = [
   'dr-grpo',
 ] as const;
 export const trainAdvantages = ['rloo', 'grpo', 'dr-grpo'] as const;
+export const learningRateSchedules = ['constant', 'cosine'] as const;
+export const trainDevices = ['cuda', 'cpu'] as const;
 
 const positiveInt = z.number().int().positive();
 const nonNegative = z.number().nonnegative();
@@ -24,8 +26,9 @@ const nonNegative = z.number().nonnegative();
 /** What a user may set in train.json (and through flags). Unknown keys are an error. */
 export const trainOptionsSchema = z.strictObject({
   model: z.string().min(1),
-  device: z.enum(['cuda', 'cpu']),
+  device: z.enum(trainDevices),
   gpus: positiveInt,
+  nproc: positiveInt,
   lora: z.boolean(),
   lora_r: positiveInt,
   lora_alpha: z.number().positive(),
@@ -34,7 +37,7 @@ export const trainOptionsSchema = z.strictObject({
   lr: z.number().positive(),
   min_lr_ratio: z.number().min(0).max(1),
   warmup_steps: z.number().int().nonnegative(),
-  schedule: z.enum(['constant', 'cosine']),
+  schedule: z.enum(learningRateSchedules),
   weight_decay: nonNegative,
   adam_betas: z.tuple([z.number().min(0).max(1), z.number().min(0).max(1)]),
   adam_eps: z.number().positive(),
@@ -69,6 +72,7 @@ export type UserTrainConfig = z.infer<typeof userConfigSchema>;
 export const TRAIN_DEFAULTS: Omit<TrainOptions, 'model'> = {
   device: 'cuda',
   gpus: 1,
+  nproc: 1,
   lora: false,
   lora_r: 16,
   lora_alpha: 32,
@@ -162,10 +166,18 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
     throw new UsageError(`${flag}: ${message} (got ${JSON.stringify(merged[field.split('.')[0] ?? ''])})`);
   }
   const o = parsed.data;
-  if (o.gpus > 1 && o.device === 'cpu') throw new UsageError('--gpus > 1 needs --device cuda');
-  if (o.gpus > 1 && o.lora) {
+  if (o.gpus > 1 && o.device === 'cpu') {
     throw new UsageError(
-      '--lora with --gpus > 1 is not supported yet',
+      '--gpus > 1 needs --device cuda',
+      'on the CPU, --nproc N runs N data-parallel processes',
+    );
+  }
+  if (o.nproc > 1 && o.device === 'cuda') {
+    throw new UsageError('--nproc is for --device cpu', 'on GPUs, --gpus N runs one process per GPU');
+  }
+  if ((o.gpus > 1 || o.nproc > 1) && o.lora) {
+    throw new UsageError(
+      '--lora with --gpus > 1 or --nproc > 1 is not supported yet',
       'LoRA of a 4B-class model fits one GPU: use --gpus 1',
     );
   }
@@ -192,6 +204,7 @@ export interface TrainFlags {
   lora?: boolean;
   device?: 'cuda' | 'cpu';
   gpus?: number;
+  nproc?: number;
   python?: string;
   json?: boolean;
   lr?: number;
@@ -210,7 +223,7 @@ export interface TrainFlags {
   microBatchTokens?: number;
   logprobChunk?: number;
   warmupSteps?: number;
-  schedule?: 'constant' | 'cosine';
+  schedule?: (typeof learningRateSchedules)[number];
   gradientCheckpointing?: boolean;
   bf16?: boolean;
   saveEvery?: number;
@@ -249,6 +262,7 @@ export function flagsToOptions(f: TrainFlags): Partial<Record<keyof TrainOptions
     lora: f.lora,
     device: f.device,
     gpus: f.gpus,
+    nproc: f.nproc,
     lr: f.lr,
     epochs: f.epochs,
     max_steps: f.maxSteps,

@@ -1,7 +1,10 @@
 /**
  * Finds a Python that imports torch and reports what it has (torch, CUDA, transformers, peft, safetensors),
- * so a missing piece is named with the command that installs it before the worker starts.
+ * so a missing piece is named with the command that installs it before the worker starts. Without
+ * --python / POLAR_PYTHON the first candidate is the repository's .venv, made by `npm run setup:python`
+ * from src/train/worker/requirements.txt (the one declaration of polar's Python environment).
  */
+import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { EnvironmentError, UsageError } from '../errors.ts';
 
@@ -64,16 +67,24 @@ export const probePython: Prober = async (python) => {
   }
 };
 
-const TORCH_HINT =
-  'install PyTorch for that Python (pip install torch; a CUDA build: https://pytorch.org/get-started/locally/; ' +
-  'Debian/Ubuntu: apt-get install python3-torch), or point polar at a Python that has it: --python PATH or POLAR_PYTHON';
+/** The Python of `npm run setup:python`: .venv at the repository root. */
+export const VENV_PYTHON = fileURLToPath(new URL('../../.venv/bin/python', import.meta.url));
+/** The pinned packages of polar's Python environment. */
+export const REQUIREMENTS = fileURLToPath(new URL('./worker/requirements.txt', import.meta.url));
+export const SETUP_COMMAND = 'npm run setup:python';
 
-/** --python / POLAR_PYTHON if given (must import torch), else the first of python3, /usr/bin/python3 that does. */
+const setupHint = (python?: string): string =>
+  `make polar's Python environment: ${SETUP_COMMAND} (in ${fileURLToPath(new URL('../..', import.meta.url))}; ` +
+  `it installs ${REQUIREMENTS} into .venv)` +
+  (python ? `, or install it into ${python}: ${python} -m pip install -r ${REQUIREMENTS}` : '') +
+  '; or point polar at a Python that has it: --python PATH or POLAR_PYTHON';
+
+/** --python / POLAR_PYTHON if given (must import torch), else the first of .venv, python3, /usr/bin/python3 that does. */
 export async function findPython(
   explicit: string | undefined,
   probe: Prober = probePython,
 ): Promise<PythonProbe> {
-  const candidates = explicit ? [explicit] : ['python3', '/usr/bin/python3'];
+  const candidates = explicit ? [explicit] : [VENV_PYTHON, 'python3', '/usr/bin/python3'];
   const tried: string[] = [];
   for (const python of [...new Set(candidates)]) {
     const r = await probe(python);
@@ -87,35 +98,39 @@ export async function findPython(
     }
     return r;
   }
-  throw new EnvironmentError(`no Python with PyTorch found: tried ${tried.join(', ')}`, TORCH_HINT);
+  throw new EnvironmentError(`no Python with PyTorch found: tried ${tried.join(', ')}`, setupHint());
 }
 
 export interface EnvNeeds {
   device: 'cuda' | 'cpu';
   gpus: number;
   lora: boolean;
-  /** a Hugging Face model (not the tiny test model) */
-  hfModel: boolean;
 }
 
-/** Names each missing piece with the command that installs it; refuses CUDA training without a GPU. */
+const major = (version: string | null): number => Number.parseInt(version ?? '', 10);
+
+/**
+ * Names each missing or too old piece with the command that installs it (torch 2.x, transformers 5.x,
+ * safetensors; peft for --lora); refuses CUDA training without a GPU.
+ */
 export function checkEnvironment(p: PythonProbe, needs: EnvNeeds): void {
-  const via = `${p.python} -m pip install`;
-  if (needs.hfModel && p.transformers === null) {
+  const missing = (what: string, why: string) =>
+    new EnvironmentError(`${p.python} has no ${what} (${why})`, setupHint(p.python));
+  if (major(p.torch) < 2) {
     throw new EnvironmentError(
-      `${p.python} has no transformers (needed to load the model)`,
-      `install it: ${via} transformers`,
+      `${p.python} has torch ${p.torch}: polar's worker needs torch 2.x`,
+      setupHint(p.python),
     );
   }
-  if (needs.hfModel && p.safetensors === null) {
+  if (p.transformers === null) throw missing('transformers', 'needed to load the model');
+  if (major(p.transformers) < 5) {
     throw new EnvironmentError(
-      `${p.python} has no safetensors (needed to write checkpoints)`,
-      `install it: ${via} safetensors`,
+      `${p.python} has transformers ${p.transformers}: polar's worker needs transformers 5.x`,
+      setupHint(p.python),
     );
   }
-  if (needs.hfModel && needs.lora && p.peft === null) {
-    throw new EnvironmentError(`${p.python} has no peft (needed for --lora)`, `install it: ${via} peft`);
-  }
+  if (p.safetensors === null) throw missing('safetensors', 'needed to write checkpoints');
+  if (needs.lora && p.peft === null) throw missing('peft', 'needed for --lora');
   if (needs.device === 'cuda') {
     if (!p.cuda) {
       const build = p.torch?.includes('+cpu') ? ' (a CPU-only build)' : '';

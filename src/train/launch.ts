@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { firstIssue } from '../capture/reader.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
@@ -24,6 +25,7 @@ import {
 } from './config.ts';
 import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
 import { TrainProgress } from './progress.ts';
+import { CHECKPOINT_FILES, workerEventSchema } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
 
 /** The Python package lives beside this file: src/train/worker/polar_train. */
@@ -35,11 +37,14 @@ export interface WorkerCommand {
   env: Record<string, string>;
 }
 
-/** python -m polar_train --config FILE, or the same under torchrun (FSDP data parallel) for gpus > 1. */
+/**
+ * python -m polar_train --config FILE, or the same under torchrun (FSDP data parallel) for more than one
+ * process: `processes` is --gpus on CUDA, --nproc on the CPU (gloo).
+ */
 export function workerCommand(options: {
   python: string;
   configPath: string;
-  gpus: number;
+  processes: number;
   workerDir?: string;
   pythonPath?: string | undefined;
 }): WorkerCommand {
@@ -50,7 +55,7 @@ export function workerCommand(options: {
     PYTHONDONTWRITEBYTECODE: '1',
   };
   const worker = ['-m', 'polar_train', '--config', options.configPath];
-  if (options.gpus <= 1) return { file: options.python, args: worker, env };
+  if (options.processes <= 1) return { file: options.python, args: worker, env };
   return {
     file: options.python,
     args: [
@@ -58,7 +63,7 @@ export function workerCommand(options: {
       'torch.distributed.run',
       '--standalone',
       '--nnodes=1',
-      `--nproc_per_node=${options.gpus}`,
+      `--nproc_per_node=${options.processes}`,
       ...worker,
     ],
     env,
@@ -71,6 +76,8 @@ export interface WorkerOutcome {
   error: Record<string, unknown> | undefined;
   done: Record<string, unknown> | undefined;
   stderrTail: string[];
+  /** an event that does not match workerEventSchema */
+  protocolError?: string;
 }
 
 /** Runs the worker, feeding each JSON event to onEvent; stderr (and stray stdout) goes to logPath. */
@@ -111,6 +118,14 @@ export async function runWorker(
         logFile.write(`${line}\n`);
         continue;
       }
+      const checked = workerEventSchema.safeParse(event);
+      if (!checked.success) {
+        // the worker and the launcher disagree on the protocol (src/train/schema.ts): a bug, said once
+        const { field, message } = firstIssue(checked.error);
+        outcome.protocolError ??= `worker event ${line.slice(0, 200)}: ${field}: ${message}`;
+        logFile.write(`${line}\n`);
+        continue;
+      }
       if (event.event === 'error') {
         outcome.error ??= event; // under torchrun every rank may report; the first one wins
         if (typeof event.traceback === 'string') logFile.write(event.traceback);
@@ -143,6 +158,11 @@ export async function runWorker(
 
 /** Maps a worker outcome to success or one clear error. */
 export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: string }): PolarError | undefined {
+  if (o.protocolError) {
+    return new PolarError(`training worker broke its protocol: ${o.protocolError}`, {
+      hint: `the worker (src/train/worker) and src/train/schema.ts disagree; worker log: ${ctx.logPath}`,
+    });
+  }
   if (o.error) {
     const message = String(o.error.message ?? 'unknown error');
     if (o.error.kind === 'non_finite') {
@@ -199,14 +219,14 @@ export interface TrainDeps {
 }
 
 /** The checkpoint a --resume directory points at (its own step dir, or the one named by its latest file). */
-async function checkpointMeta(dir: string): Promise<{ model_kind?: string; base_model?: string }> {
+async function checkpointMeta(dir: string): Promise<{ base_model?: string }> {
   if (!existsSync(dir)) throw new UsageError(`--resume ${dir}: no such directory`);
   let step = dir;
-  if (!existsSync(join(dir, 'trainer_state.pt')) && existsSync(join(dir, 'latest'))) {
-    step = join(dir, (await readFile(join(dir, 'latest'), 'utf8')).trim());
+  if (!existsSync(join(dir, CHECKPOINT_FILES.state)) && existsSync(join(dir, CHECKPOINT_FILES.latest))) {
+    step = join(dir, (await readFile(join(dir, CHECKPOINT_FILES.latest), 'utf8')).trim());
   }
-  const metaPath = join(step, 'polar_checkpoint.json');
-  if (!existsSync(join(step, 'trainer_state.pt')) || !existsSync(metaPath)) {
+  const metaPath = join(step, CHECKPOINT_FILES.meta);
+  if (!existsSync(join(step, CHECKPOINT_FILES.state)) || !existsSync(metaPath)) {
     throw new UsageError(
       `--resume ${dir}: not a polar checkpoint (no latest file and no trainer_state.pt)`,
       'pass the --out directory of an earlier run, or one of its step-N directories',
@@ -240,7 +260,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     file,
     flags,
   });
-  const resumed = resume ? await checkpointMeta(resume) : undefined;
+  if (resume) await checkpointMeta(resume);
 
   // 1. the data, before any GPU time is spent
   const data = await checkTrajectories(config.trajectories, {
@@ -258,11 +278,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     req.python ?? process.env.POLAR_PYTHON,
     deps.probe ?? probePython,
   );
-  const modelSpec = resumed?.base_model ?? config.model;
-  const hfModel = resumed
-    ? resumed.model_kind === 'hf'
-    : !modelSpec.startsWith('tiny:') && !existsSync(join(modelSpec, 'polar_tiny.json'));
-  checkEnvironment(probe, { device: config.device, gpus: config.gpus, lora: config.lora, hfModel });
+  checkEnvironment(probe, { device: config.device, gpus: config.gpus, lora: config.lora });
 
   // 3. the resolved config, then the worker
   await mkdir(config.out, { recursive: true });
@@ -276,17 +292,18 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     cuda_devices: probe.cuda_devices,
   };
   await writeFile(configPath, `${JSON.stringify({ ...config, environment }, null, 2)}\n`);
+  const processes = config.device === 'cpu' ? config.nproc : config.gpus;
   const cmd = workerCommand({
     python: probe.python,
     configPath,
-    gpus: config.gpus,
+    processes,
     pythonPath: process.env.PYTHONPATH,
   });
   const logPath = join(config.out, 'worker.log');
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
-      `device ${config.device}${config.gpus > 1 ? ` x${config.gpus}` : ''}, torch ${probe.torch}`,
+      `device ${config.device}${processes > 1 ? ` x${processes}` : ''}, torch ${probe.torch}`,
   );
   const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
   const error = workerError(outcome, { logPath, out: config.out });
@@ -298,7 +315,14 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
   const steps = Number(outcome.done?.steps ?? 0);
   progress.stop(true, `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`);
-  return { config, configPath, metricsPath: join(config.out, 'metrics.jsonl'), checkpoint, steps, data };
+  return {
+    config,
+    configPath,
+    metricsPath: join(config.out, CHECKPOINT_FILES.metrics),
+    checkpoint,
+    steps,
+    data,
+  };
 }
 
 /** No rollout has a non-zero advantage: GRPO would run at loss 0 and learn nothing. */

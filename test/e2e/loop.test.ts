@@ -1,6 +1,6 @@
 /**
  * `polar loop` for 2 steps on CPU, offline: a tiny Llama with the real Qwen3 vocabulary, fixture tasks,
- * real Pi through the embedded backend, Debian's PyTorch trainer, ONNX export and in-process reload.
+ * real Pi through the embedded backend, the transformers trainer (.venv), ONNX export and in-process reload.
  * Asserts every artifact of both steps exists and validates, that step 2 sampled from the step-1 weights,
  * and that --resume after a kill mid-step finishes the run.
  */
@@ -14,12 +14,14 @@ import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionRecord } from '../../src/capture/record.ts';
 import { tinyLlamaSpec } from '../../src/export/index.ts';
+import { findPython } from '../../src/train/env.ts';
 import { readTrajectories } from '../../src/trajectory/reader.ts';
 import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
 import { rescore } from '../support/tiny-model.ts';
 
-const torch = await execa('/usr/bin/python3', ['-c', 'import torch'], { reject: false });
-const SKIP = torch.exitCode === 0 ? false : 'no /usr/bin/python3 with torch (apt-get install python3-torch)';
+// the trainer's Python: .venv of `npm run setup:python` (or $POLAR_PYTHON), with torch and transformers
+const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
+const SKIP = python?.transformers ? false : 'no Python with torch and transformers (npm run setup:python)';
 
 async function captures(dir: string): Promise<CaptureRecord[][]> {
   const out: CaptureRecord[][] = [];
@@ -78,7 +80,7 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
       '--out',
       run,
     ];
-    const env = { ...privateEnv(home), POLAR_OFFLINE: '1', POLAR_PYTHON: '/usr/bin/python3' };
+    const env = { ...privateEnv(home), POLAR_OFFLINE: '1', POLAR_PYTHON: python!.executable };
 
     // first attempt: killed while step 2 runs (after step 1 finished)
     const first = execa(process.execPath, args, {

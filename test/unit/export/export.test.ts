@@ -1,9 +1,10 @@
 /**
- * `polar export` end to end on the CPU: the worker builds the tiny Llama (real Qwen3 vocabulary), exports
- * it with torch.onnx, and the ONNX model run by Transformers.js / onnxruntime-node (directly and through
- * the embedded backend's KV-cache generation) must give the PyTorch model's next-token logprobs; int8;
- * in-place reload of the embedded backend; `polar train` on the tiny Llama and the export of its
- * checkpoint. Skips when no Python with torch is found.
+ * `polar export` end to end on the CPU: the worker builds a tiny random transformers Llama and Qwen3 (real
+ * Qwen3 vocabulary), exports them with torch.onnx, and the ONNX model run by Transformers.js /
+ * onnxruntime-node (directly and through the embedded backend's KV-cache generation) must give the
+ * transformers model's next-token logprobs within 1e-4; int8; in-place reload of the embedded backend;
+ * `polar train` on the tiny Llama and the export of its Hugging Face checkpoint. Skips when no Python with
+ * torch is found.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -45,7 +46,7 @@ interface Ref {
 type Refs = { fp32: Ref[]; int8?: Ref[] };
 
 const SPEC_A = tinyLlamaSpec({ dim: 32, layers: 2, heads: 2, kvHeads: 1, seed: 0 });
-const SPEC_B = tinyLlamaSpec({ dim: 32, layers: 2, heads: 2, kvHeads: 1, seed: 1 });
+const SPEC_B = tinyLlamaSpec({ arch: 'qwen3', dim: 32, layers: 2, heads: 2, kvHeads: 1, seed: 1 });
 
 let work: string;
 let prompts: number[][];
@@ -121,7 +122,7 @@ async function exportWithRef(spec: string, name: string, quantize?: 'int8') {
   return { result, ref: JSON.parse(readFileSync(out, 'utf8')) as Refs };
 }
 
-describe('polar export: tiny Llama -> ONNX -> embedded backend', { skip: probe ? false : NO_TORCH }, () => {
+describe('polar export: transformers -> ONNX -> embedded backend', { skip: probe ? false : NO_TORCH }, () => {
   before(async () => {
     work = await tempDir('polar-export-');
     // real harness-like text through the real Qwen3 tokenizer and chat template
@@ -299,7 +300,9 @@ describe('polar export: tiny Llama -> ONNX -> embedded backend', { skip: probe ?
       { progress: new TrainProgress({ tty: false, json: true, stdout: { write: () => true } as never }) },
     );
     assert.equal(trained.steps, 1);
-    assert.ok(existsSync(join(out, 'step-1', 'polar_tiny.json')));
+    // a Hugging Face checkpoint: what the exporter reads next
+    assert.ok(existsSync(join(out, 'step-1', 'config.json')));
+    assert.ok(existsSync(join(out, 'step-1', 'model.safetensors')));
     const refOut = join(dir, 'c.ref.json');
     const c = await runExport({
       checkpoint: out, // the run directory: follows `latest`
@@ -317,7 +320,7 @@ describe('polar export: tiny Llama -> ONNX -> embedded backend', { skip: probe ?
     assert.ok(moved > 1e-3, `trained vs initial: ${moved}`);
   });
 
-  test('the CLI: exports a spec, refuses the cache-less tiny model and a missing checkpoint', async () => {
+  test('the CLI: exports a spec, refuses a hybrid linear-attention model and a missing checkpoint', async () => {
     const polar = (args: string[]) =>
       execa(process.execPath, [BIN, 'export', ...args], {
         reject: false,
@@ -325,18 +328,21 @@ describe('polar export: tiny Llama -> ONNX -> embedded backend', { skip: probe ?
         timeout: 120_000,
       });
     const small = tinyLlamaSpec({ dim: 8, layers: 1, heads: 2, kvHeads: 1 });
-    const [ok, gpt, missing] = await Promise.all([
+    const [ok, hybrid, missing] = await Promise.all([
       polar([small, '--onnx', join(work, 'cli'), '--json']),
-      polar(['tiny:vocab=151669,dim=8,layers=1,heads=2', '--onnx', join(work, 'gpt')]),
+      polar(['tiny:arch=qwen3_5,vocab=151669,dim=8,layers=2,heads=2', '--onnx', join(work, 'hybrid')]),
       polar([join(work, 'nope'), '--onnx', join(work, 'x')]),
     ]);
     assert.equal(ok.exitCode, 0, ok.stderr);
     const result = JSON.parse(ok.stdout) as ExportResult;
     assert.equal(result.dir, join(work, 'cli'));
     assert.match(ok.stderr, /exported tiny:arch=llama/);
-    assert.equal(gpt.exitCode, 1);
-    assert.match(gpt.stderr, /export failed: .*no KV-cache form/);
-    assert.ok(!existsSync(join(work, 'gpt')), 'nothing left behind');
+    assert.equal(hybrid.exitCode, 1);
+    assert.match(
+      hybrid.stderr,
+      /export failed: .*qwen3_5 model: polar export writes attention-only decoders/,
+    );
+    assert.ok(!existsSync(join(work, 'hybrid')), 'nothing left behind');
     assert.equal(missing.exitCode, 2);
     assert.match(missing.stderr, /no such directory/);
   });

@@ -60,6 +60,16 @@ describe('train config', () => {
       () => resolveTrainConfig({ ...base, flags: { model: 'm', gpus: 2, device: 'cpu' } }),
       /--device cuda/,
     );
+    // --nproc is the CPU's data parallelism, --gpus the GPU's
+    assert.throws(
+      () => resolveTrainConfig({ ...base, flags: { model: 'm', nproc: 2, device: 'cuda' } }),
+      /--nproc is for --device cpu/,
+    );
+    assert.throws(
+      () => resolveTrainConfig({ ...base, flags: { model: 'm', nproc: 2, device: 'cpu', lora: true } }),
+      /--nproc > 1/,
+    );
+    assert.equal(resolveTrainConfig({ ...base, flags: { model: 'm', nproc: 2, device: 'cpu' } }).nproc, 2);
   });
 
   test('--resume without --model takes the model from the checkpoint', () => {

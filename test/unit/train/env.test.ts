@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { EnvironmentError, UsageError } from '../../../src/errors.ts';
-import { checkEnvironment, findPython, type Prober, type PythonProbe } from '../../../src/train/env.ts';
+import {
+  checkEnvironment,
+  findPython,
+  type Prober,
+  type PythonProbe,
+  VENV_PYTHON,
+} from '../../../src/train/env.ts';
 
 const probe = (over: Partial<PythonProbe>): PythonProbe => ({
   python: 'python3',
@@ -19,15 +25,17 @@ const probe = (over: Partial<PythonProbe>): PythonProbe => ({
 });
 
 describe('train environment', () => {
-  test('falls back from python3 to /usr/bin/python3 when python3 has no torch', async () => {
+  test('the .venv of npm run setup:python first, then python3, then /usr/bin/python3', async () => {
     const seen: string[] = [];
     const prober: Prober = async (python) => {
       seen.push(python);
-      return python === 'python3' ? probe({ python, torch: null }) : probe({ python, torch: '1.13.0' });
+      if (python === VENV_PYTHON) return { python, problem: 'not found' };
+      return python === 'python3' ? probe({ python, torch: null }) : probe({ python, torch: '2.13.0' });
     };
     const p = await findPython(undefined, prober);
     assert.equal(p.python, '/usr/bin/python3');
-    assert.deepEqual(seen, ['python3', '/usr/bin/python3']);
+    assert.deepEqual(seen, [VENV_PYTHON, 'python3', '/usr/bin/python3']);
+    assert.match(VENV_PYTHON, /\.venv\/bin\/python$/);
   });
 
   test('an explicit --python is the only candidate, and no torch anywhere names every attempt', async () => {
@@ -42,46 +50,46 @@ describe('train environment', () => {
     await assert.rejects(findPython(undefined, prober), (e: unknown) => {
       assert.ok(e instanceof EnvironmentError);
       assert.match(e.message, /python3 \(Python 3\.11\.2, no torch\), \/usr\/bin\/python3/);
-      assert.match(e.hint ?? '', /pip install torch/);
-      assert.match(e.hint ?? '', /apt-get install python3-torch/);
+      assert.match(e.hint ?? '', /npm run setup:python/);
+      assert.match(e.hint ?? '', /--python PATH or POLAR_PYTHON/);
       return true;
     });
   });
 
-  test('each missing piece is named with the command that installs it', () => {
-    const needs = { device: 'cuda' as const, gpus: 1, lora: true, hfModel: true };
-    for (const [missing, cmd] of [
-      ['transformers', 'pip install transformers'],
-      ['safetensors', 'pip install safetensors'],
-      ['peft', 'pip install peft'],
+  test('each missing or too old piece is named with the command that makes the environment', () => {
+    const needs = { device: 'cuda' as const, gpus: 1, lora: true };
+    for (const [over, what] of [
+      [{ transformers: null }, /no transformers/],
+      [{ safetensors: null }, /no safetensors/],
+      [{ peft: null }, /no peft/],
+      [{ torch: '1.13.1' }, /torch 1\.13\.1: polar's worker needs torch 2\.x/],
+      [{ transformers: '4.57.6' }, /transformers 4\.57\.6: polar's worker needs transformers 5\.x/],
     ] as const) {
       assert.throws(
-        () => checkEnvironment(probe({ [missing]: null }), needs),
+        () => checkEnvironment(probe(over), needs),
         (e: unknown) =>
-          e instanceof EnvironmentError && e.message.includes(missing) && (e.hint ?? '').includes(cmd),
+          e instanceof EnvironmentError &&
+          what.test(e.message) &&
+          (e.hint ?? '').includes('npm run setup:python') &&
+          (e.hint ?? '').includes('-m pip install -r ') &&
+          (e.hint ?? '').includes('requirements.txt'),
       );
     }
-    // the tiny test model needs none of them
-    checkEnvironment(probe({ transformers: null, peft: null, safetensors: null }), {
-      ...needs,
-      hfModel: false,
-    });
+    // peft is only needed for LoRA
+    checkEnvironment(probe({ peft: null }), { ...needs, lora: false });
   });
 
   test('refuses without a GPU unless the device is cpu', () => {
     const cpuOnly = probe({ torch: '2.11.0+cpu', cuda: false, cuda_devices: 0 });
     assert.throws(
-      () => checkEnvironment(cpuOnly, { device: 'cuda', gpus: 1, lora: false, hfModel: true }),
+      () => checkEnvironment(cpuOnly, { device: 'cuda', gpus: 1, lora: false }),
       (e: unknown) =>
         e instanceof EnvironmentError &&
         /no CUDA GPU/.test(e.message) &&
         /CPU-only/.test(e.message) &&
         /--device cpu/.test(e.hint ?? ''),
     );
-    checkEnvironment(cpuOnly, { device: 'cpu', gpus: 1, lora: false, hfModel: true });
-    assert.throws(
-      () => checkEnvironment(probe({}), { device: 'cuda', gpus: 4, lora: false, hfModel: true }),
-      UsageError,
-    );
+    checkEnvironment(cpuOnly, { device: 'cpu', gpus: 1, lora: false });
+    assert.throws(() => checkEnvironment(probe({}), { device: 'cuda', gpus: 4, lora: false }), UsageError);
   });
 });

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findPython, type PythonProbe } from '../../../src/train/env.ts';
 
-export const TINY = 'tiny:vocab=32,dim=16,layers=1,heads=2,seed=0';
+/** A tiny random Qwen3 (transformers' Qwen3ForCausalLM built from a config: src/train/worker/polar_train/tiny.py). */
+export const TINY = 'tiny:arch=qwen3,vocab=32,dim=16,layers=1,heads=2,seed=0';
 
 export interface TraceSpec {
   prompt: number[];
@@ -91,11 +92,19 @@ export async function writeJsonl(path: string, records: unknown[]): Promise<stri
 
 let cached: Promise<PythonProbe | null> | undefined;
 
-/** The Python the launcher would pick, or null (tests that need it skip with a message). */
+/**
+ * The Python the launcher would pick when it has the worker's packages (torch 2.x, transformers, peft),
+ * or null (tests that need it skip with a message).
+ */
 export function pythonWithTorch(): Promise<PythonProbe | null> {
-  cached ??= findPython(process.env.POLAR_PYTHON).catch(() => null);
+  cached ??= findPython(process.env.POLAR_PYTHON)
+    .then((p) => {
+      const ready = Number.parseInt(p.torch ?? '', 10) >= 2 && p.transformers !== null && p.peft !== null;
+      return ready ? p : null;
+    })
+    .catch(() => null);
   return cached;
 }
 
 export const NO_TORCH =
-  'no Python with torch found (python3, /usr/bin/python3, $POLAR_PYTHON): install python3-torch (see .ci/run)';
+  "no Python with torch 2.x, transformers and peft found ($POLAR_PYTHON, .venv, python3): make polar's Python environment with npm run setup:python (.ci/run does)";

@@ -9,15 +9,15 @@ import { smallBatch, tempDir, trajectory, writeJsonl } from './fixtures.ts';
 
 describe('worker command', () => {
   test('one GPU or CPU: python -m polar_train with the worker on PYTHONPATH', () => {
-    const c = workerCommand({ python: '/usr/bin/python3', configPath: '/o/config.json', gpus: 1 });
+    const c = workerCommand({ python: '/usr/bin/python3', configPath: '/o/config.json', processes: 1 });
     assert.equal(c.file, '/usr/bin/python3');
     assert.deepEqual(c.args, ['-m', 'polar_train', '--config', '/o/config.json']);
     assert.equal(c.env.PYTHONPATH, WORKER_DIR);
     assert.equal(c.env.PYTHONUNBUFFERED, '1');
   });
 
-  test('--gpus N: torchrun (torch.distributed.run) with N local processes', () => {
-    const c = workerCommand({ python: 'python3', configPath: 'c.json', gpus: 4, pythonPath: '/extra' });
+  test('--gpus N or --nproc N: torchrun (torch.distributed.run) with N local processes', () => {
+    const c = workerCommand({ python: 'python3', configPath: 'c.json', processes: 4, pythonPath: '/extra' });
     assert.deepEqual(c.args, [
       '-m',
       'torch.distributed.run',
@@ -59,6 +59,28 @@ describe('worker outcome', () => {
     assert.ok(!err.message.includes('\n'));
     assert.match(err.hint ?? '', /worker\.log/);
     assert.match(await readFile(logPath, 'utf8'), /Traceback[\s\S]*line 1/);
+  });
+
+  test('an event that breaks the protocol (src/train/schema.ts) is an error naming the field', async () => {
+    const dir = await tempDir();
+    const logPath = join(dir, 'worker.log');
+    const events: unknown[] = [];
+    const o = await runWorker(
+      fake(
+        `console.log(JSON.stringify({event:'checkpoint',step:1,path:'/o/step-1',format:'pickle'}));
+         console.log(JSON.stringify({event:'done',steps:1,checkpoint:'/o/step-1'}))`,
+      ),
+      (e) => events.push(e),
+      logPath,
+    );
+    assert.equal(o.exitCode, 0);
+    assert.deepEqual(events, [{ event: 'done', steps: 1, checkpoint: '/o/step-1' }]);
+    const err = workerError(o, { logPath, out: dir });
+    assert.match(
+      err?.message ?? '',
+      /training worker broke its protocol: .*"checkpoint".*: format: .*"safetensors"/,
+    );
+    assert.match(err?.hint ?? '', /src\/train\/schema\.ts/);
   });
 
   test('an error event is the message; non-finite points at --resume; a signal is named', async () => {

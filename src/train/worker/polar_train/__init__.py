@@ -1,6 +1,6 @@
 """polar's GRPO training worker (PyTorch). Launched by `polar train` (src/train/launch.ts); see docs/train.md.
 
-Compatible with torch 1.13 (Debian's python3-torch, used in CI on CPU) and torch 2.x (the GPU machine).
+Needs torch 2.x, transformers 5.x and peft (src/train/worker/requirements.txt; `npm run setup:python`).
 """
 
-__all__ = ["loss", "data", "model", "trainer", "tiny_llama", "export"]
+__all__ = ["loss", "data", "model", "tiny", "schema", "trainer", "export"]

@@ -70,14 +70,15 @@ def read_records(path: str) -> List[dict]:
 
 def compute_advantages(records: Sequence[dict], mode: str = "rloo", eps: float = 1e-6) -> List[float]:
     """Per-rollout advantages. A record's own `advantage` (from `polar build`) wins; otherwise it is
-    computed from rewards within its group (group_id, else task_id):
+    computed from rewards within its group (group_id, else task_id); a record with neither has no group
+    and no baseline: advantage 0, like a group of one (`polar build` leaves such records ungrouped too):
       rloo     A_i = R_i - mean of the other G-1 rewards        (G = 1 -> 0)
       grpo     A_i = (R_i - mean R) / (unbiased std R + eps)    (G = 1 -> 0)
       dr-grpo  A_i = R_i - mean R
     """
     groups: Dict[str, List[int]] = {}
     for i, rec in enumerate(records):
-        key = rec.get("group_id") or rec.get("task_id") or "__all__"
+        key = rec.get("group_id") or rec.get("task_id") or ("\0ungrouped-%d" % i)
         groups.setdefault(key, []).append(i)
     out: List[Optional[float]] = [None] * len(records)
     for idx in groups.values():
@@ -111,6 +112,11 @@ def compute_advantages(records: Sequence[dict], mode: str = "rloo", eps: float =
                 raise TrajectoryError("unknown advantage mode %r (rloo, grpo, dr-grpo)" % mode)
             out[i] = a
     return [float(records[i]["advantage"]) if out[i] is None else out[i] for i in range(len(records))]
+
+
+def ungrouped(records: Sequence[dict]) -> int:
+    """How many records have neither group_id nor task_id (and no advantage of their own)."""
+    return sum(1 for r in records if not (r.get("group_id") or r.get("task_id")) and r.get("advantage") is None)
 
 
 def build_rollouts(records: Sequence[dict], advantage_mode: str, need_logprobs: bool, vocab_size: int) -> List[Rollout]:

@@ -13,10 +13,12 @@ Writes OUT/config.json, OUT/generation_config.json, the tokenizer files, OUT/onn
              past_key_values.{i}.key / .value [batch, kv_heads, past, head_dim] float32
     outputs  logits [batch, kept, vocab] float32, present.{i}.key / .value [batch, kv_heads, total, head_dim]
 
-Models: the tiny Llama (`tiny:arch=llama,...` or a checkpoint whose polar_tiny.json says arch llama),
-exported with polar's own graph; a Hugging Face checkpoint (transformers needed) through a thin wrapper
-that feeds the cache to the model (GPU machine path, not run in CI). The original `tiny:` model has no
-KV-cache form and is refused.
+Models: a Hugging Face checkpoint of an attention-only decoder (Llama, Qwen2, Qwen3, Mistral: a `polar train`
+step-N directory, any model directory, or a `tiny:arch=llama|qwen3,...` spec, tiny.py). The graph is
+Decoder below: the model's own modules (embedding, norms, projections, MLP, head) with the attention and
+its cache written out so that torch.onnx traces one static graph; the references (--reference) come from
+the plain transformers forward, so the tests compare the ONNX model with transformers itself. Hybrid
+linear-attention models (Qwen3.5) have a recurrent state instead of a KV cache and are refused.
 
 --quantize int8: weight-only int8 with one symmetric scale per output row (per token for the embedding);
 the graph dequantises (Cast + Mul) before each MatMul/Gather, so it computes in fp32 and the file is about
@@ -40,8 +42,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import CHECKPOINT_META, TINY_CONFIG, TOKENIZER_FILES, has_module, load_tiny
-from .tiny_llama import RMS_EPS, TinyLlamaLM
+from .model import TOKENIZER_FILES, load_model
+from .schema import CHECKPOINT_META, LATEST
+from .tiny import is_tiny_spec
+
+#: attention-only decoders whose layers Decoder runs (model_type in config.json)
+EXPORTABLE = ("llama", "qwen2", "qwen3", "mistral")
 
 DEFAULT_OPSET = 17
 
@@ -91,33 +97,84 @@ class QEmbedding(nn.Module):
         return (h @ self.qweight.float().t()) * self.scale
 
 
-def quantized_copy(lm: TinyLlamaLM) -> TinyLlamaLM:
-    q = copy.deepcopy(lm)
-    for block in q.blocks:
-        for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
-            setattr(block, name, QLinear(getattr(block, name)))
-    q.embed = QEmbedding(lm.embed)
+def quantized_copy(model: nn.Module) -> nn.Module:
+    """A copy of a transformers causal LM whose decoder linears, embedding and head are weight-only int8.
+    It is still the transformers model: its own forward computes the dequantised model (the reference)."""
+    q = copy.deepcopy(model)
+    for layer in q.model.layers:
+        for parent in (layer.self_attn, layer.mlp):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, nn.Linear):
+                    setattr(parent, name, QLinear(child))
+    tied = getattr(q.config, "tie_word_embeddings", False)
+    q.model.embed_tokens = QEmbedding(model.model.embed_tokens)
+    q.lm_head = QHead(q.model.embed_tokens) if tied else QLinear(model.lm_head)
     return q
 
 
-# ---------------------------------------------------------------- the tiny Llama as an ONNX decoder
+class QHead(nn.Module):
+    """The head tied to a QEmbedding: the same int8 rows, stored once."""
 
-
-class TinyLlamaDecoder(nn.Module):
-    """Batched forward with a KV cache over TinyLlamaLM's own blocks (the same code the trainer runs)."""
-
-    def __init__(self, lm: TinyLlamaLM):
+    def __init__(self, emb: "QEmbedding"):
         super().__init__()
-        self.lm = lm
-        self.n_layers = len(lm.blocks)
+        self.emb = [emb]  # a list: not a submodule, so its buffers are not registered twice
 
-    def embed(self, ids):
-        return self.lm.embed(ids)
+    def forward(self, h):
+        return self.emb[0].head(h)
+
+
+# ---------------------------------------------------------------- a transformers decoder as an ONNX graph with a KV cache
+
+
+class Decoder(nn.Module):
+    """Batched forward with past keys/values over a transformers Llama/Qwen3-style model's own modules
+    (transformers `modeling_llama.py` / `modeling_qwen3.py` 5.x: pre-norm layers, q/k norms where the model
+    has them, rotate-half RoPE, grouped-query attention, keys cached after rotation)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.lm = model
+        cfg = model.config
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.n_layers = cfg.num_hidden_layers
+        rot = model.model.rotary_emb
+        self.register_buffer("inv_freq", rot.inv_freq.detach().clone().float(), persistent=False)
+        self.rope_scale = float(getattr(rot, "attention_scaling", 1.0))
+        self.tied = bool(getattr(cfg, "tie_word_embeddings", False))
 
     def head(self, h):
-        if isinstance(self.lm.embed, QEmbedding):
-            return self.lm.embed.head(h)
-        return h @ self.lm.embed.weight.t()
+        emb = self.lm.model.embed_tokens
+        if self.tied:
+            return emb.head(h) if isinstance(emb, QEmbedding) else h @ emb.weight.t()
+        return self.lm.lm_head(h)
+
+    def attention(self, layer, x, cos, sin, mask, past_k, past_v):
+        attn = layer.self_attn
+        b, s, _ = x.shape
+        q = attn.q_proj(x).view(b, s, self.heads, self.head_dim)
+        k = attn.k_proj(x).view(b, s, self.kv_heads, self.head_dim)
+        v = attn.v_proj(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        if hasattr(attn, "q_norm"):  # Qwen3: RMSNorm over each head's q and k before RoPE
+            q, k = attn.q_norm(q), attn.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        c, sn = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * c + rotate_half(q) * sn
+        k = k * c + rotate_half(k) * sn
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        rep = self.heads // self.kv_heads
+        kk, vv = k, v
+        if rep > 1:
+            t = k.shape[2]
+            kk = k[:, :, None].expand(b, self.kv_heads, rep, t, self.head_dim).reshape(b, self.heads, t, self.head_dim)
+            vv = v[:, :, None].expand(b, self.kv_heads, rep, t, self.head_dim).reshape(b, self.heads, t, self.head_dim)
+        scores = (q @ kk.transpose(-1, -2)).float() * float(attn.scaling)
+        # a finite minimum, not -inf: a fully masked row (left padding) stays finite instead of NaN
+        scores = scores.masked_fill(~mask, torch.finfo(torch.float32).min)
+        o = (torch.softmax(scores, dim=-1).to(vv.dtype) @ vv).transpose(1, 2).reshape(b, s, self.heads * self.head_dim)
+        return attn.o_proj(o), k, v
 
     def forward(self, input_ids, attention_mask, position_ids, num_logits_to_keep, *past):
         s = input_ids.shape[1]
@@ -126,8 +183,17 @@ class TinyLlamaDecoder(nn.Module):
         k_pos = torch.arange(t, device=input_ids.device)
         causal = k_pos.unsqueeze(0) <= q_pos.unsqueeze(1)  # [S, T]
         mask = causal[None, None] & (attention_mask[:, None, None, :] > 0)  # [B, 1, S, T]
-        cos, sin = self.lm.rope(position_ids)
-        h, presents = self.lm.run_blocks(self.embed(input_ids), cos, sin, mask, list(past))
+        freqs = position_ids.unsqueeze(-1).float() * self.inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos() * self.rope_scale, emb.sin() * self.rope_scale
+        x = self.lm.model.embed_tokens(input_ids)
+        presents = []
+        for i, layer in enumerate(self.lm.model.layers):
+            a, k, v = self.attention(layer, layer.input_layernorm(x), cos, sin, mask, past[2 * i], past[2 * i + 1])
+            x = x + a
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            presents += [k, v]
+        h = self.lm.model.norm(x)
         # num_logits_to_keep: 0 keeps every position, k > 0 the last k
         start = (s - num_logits_to_keep) * (num_logits_to_keep > 0).to(num_logits_to_keep.dtype)
         positions = torch.arange(s, device=input_ids.device)
@@ -135,29 +201,31 @@ class TinyLlamaDecoder(nn.Module):
         return (self.head(h), *presents)
 
 
-def tiny_llama_config(lm: TinyLlamaLM, special: dict) -> dict:
-    c = lm.config
-    return {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "vocab_size": c["vocab"],
-        "hidden_size": c["dim"],
-        "intermediate_size": c["ffn"],
-        "num_hidden_layers": c["layers"],
-        "num_attention_heads": c["heads"],
-        "num_key_value_heads": c["kv_heads"],
-        "head_dim": c["head_dim"],
-        "max_position_embeddings": c["max_pos"],
-        "rms_norm_eps": RMS_EPS,
-        "rope_theta": float(c["rope_theta"]),
-        "rope_scaling": None,
-        "hidden_act": "silu",
-        "attention_bias": False,
-        "mlp_bias": False,
-        "tie_word_embeddings": True,
-        "torch_dtype": "float32",
-        **special,
-    }
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def check_exportable(model: nn.Module, source: str) -> None:
+    mt = getattr(model.config, "model_type", None)
+    if mt not in EXPORTABLE:
+        raise ExportError("%s is a %s model: polar export writes attention-only decoders with a KV cache (%s); "
+                          "hybrid linear-attention models such as Qwen3.5 have a recurrent state instead"
+                          % (source, mt, ", ".join(EXPORTABLE)))
+
+
+def export_config(model: nn.Module, special: dict) -> dict:
+    """config.json for Transformers.js: the model's own config, fp32, with the tokenizer's special ids."""
+    c = model.config.to_dict()
+    c.pop("dtype", None)
+    c.pop("torch_dtype", None)
+    rope = c.get("rope_parameters") or {}
+    if "rope_theta" in rope:
+        c.setdefault("rope_theta", rope["rope_theta"])
+    c.update({"architectures": [type(model).__name__], "torch_dtype": "float32", "use_cache": True}, **special)
+    if "head_dim" not in c or not c["head_dim"]:
+        c["head_dim"] = c["hidden_size"] // c["num_attention_heads"]
+    return c
 
 
 def onnx_names(n_layers: int):
@@ -197,70 +265,22 @@ def dummy_inputs(n_layers: int, kv_heads: int, head_dim: int, vocab: int):
     return (ids, am, pos, torch.tensor(0, dtype=torch.long), *past)
 
 
-def export_tiny_llama(lm: TinyLlamaLM, onnx_dir: str, quantize: Optional[str], opset: int) -> List[str]:
-    lm = lm.eval()
-    c = lm.config
-    inputs, outputs, axes = onnx_names(c["layers"])
-    args = dummy_inputs(c["layers"], c["kv_heads"], c["head_dim"], c["vocab"])
+def export_model(model: nn.Module, onnx_dir: str, quantize: Optional[str], opset: int) -> List[str]:
+    model = model.eval()
+    dec = Decoder(model).eval()
+    inputs, outputs, axes = onnx_names(dec.n_layers)
+    args = dummy_inputs(dec.n_layers, dec.kv_heads, dec.head_dim, model.config.vocab_size)
     files = []
     path = os.path.join(onnx_dir, "model.onnx")
     # no constant folding: it would store the tied embedding twice (a folded transposed copy for the head)
-    torch_onnx_export(TinyLlamaDecoder(lm), args, path, inputs, outputs, axes, opset, fold=False)
+    torch_onnx_export(dec, args, path, inputs, outputs, axes, opset, fold=False)
     files.append(path)
     if quantize == "int8":
         qpath = os.path.join(onnx_dir, "model_quantized.onnx")
         # likewise: folding would turn Cast(int8) * scale back into fp32 weights
-        torch_onnx_export(TinyLlamaDecoder(quantized_copy(lm)).eval(), args, qpath, inputs, outputs, axes, opset,
-                          fold=False)
+        torch_onnx_export(Decoder(quantized_copy(model)).eval(), args, qpath, inputs, outputs, axes, opset, fold=False)
         files.append(qpath)
     return files
-
-
-# ---------------------------------------------------------------- Hugging Face checkpoints (GPU machine; untested in CI)
-
-
-class HFDecoder(nn.Module):  # pragma: no cover - needs transformers
-    """past_key_values in and out around an AutoModelForCausalLM (attention-only decoders: Llama, Qwen2/3)."""
-
-    def __init__(self, model, n_layers: int):
-        super().__init__()
-        self.model = model
-        self.n_layers = n_layers
-
-    def forward(self, input_ids, attention_mask, position_ids, num_logits_to_keep, *past):
-        from transformers import DynamicCache  # type: ignore
-
-        legacy = tuple((past[2 * i], past[2 * i + 1]) for i in range(self.n_layers))
-        cache = DynamicCache.from_legacy_cache(legacy)
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         past_key_values=cache, use_cache=True)
-        pkv = out.past_key_values
-        pkv = pkv.to_legacy_cache() if hasattr(pkv, "to_legacy_cache") else pkv
-        s = input_ids.shape[1]
-        start = (s - num_logits_to_keep) * (num_logits_to_keep > 0).to(num_logits_to_keep.dtype)
-        positions = torch.arange(s, device=input_ids.device)
-        logits = out.logits.index_select(1, positions[positions >= start])
-        return (logits.float(), *[t for kv in pkv for t in kv])
-
-
-def export_hf(source: str, onnx_dir: str, out_dir: str, opset: int) -> List[str]:  # pragma: no cover
-    if not has_module("transformers"):
-        raise ExportError("%s is a Hugging Face checkpoint: exporting it needs transformers (pip install transformers)"
-                          % source)
-    from transformers import AutoModelForCausalLM  # type: ignore
-
-    model = AutoModelForCausalLM.from_pretrained(source, torch_dtype=torch.float32).eval()
-    model.config.use_cache = True
-    cfg = model.config
-    layers = cfg.num_hidden_layers
-    kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    inputs, outputs, axes = onnx_names(layers)
-    path = os.path.join(onnx_dir, "model.onnx")
-    torch_onnx_export(HFDecoder(model, layers), dummy_inputs(layers, kv, hd, cfg.vocab_size), path, inputs, outputs,
-                      axes, opset)
-    cfg.save_pretrained(out_dir)
-    return [path]
 
 
 # ---------------------------------------------------------------- checkpoint, tokenizer, references
@@ -268,14 +288,14 @@ def export_hf(source: str, onnx_dir: str, out_dir: str, opset: int) -> List[str]
 
 def resolve_checkpoint(src: str) -> str:
     """A spec, a step directory, or a run's --out directory (follows its `latest` file)."""
-    if src.startswith("tiny:"):
+    if is_tiny_spec(src):
         return src
     if not os.path.isdir(src):
         raise ExportError("checkpoint %s: no such directory" % src)
-    latest = os.path.join(src, "latest")
-    # a run directory holds `latest` (and the launcher's config.json) but no checkpoint of its own
-    if os.path.exists(latest) and not os.path.exists(os.path.join(src, CHECKPOINT_META)) \
-            and not os.path.exists(os.path.join(src, TINY_CONFIG)):
+    latest = os.path.join(src, LATEST)
+    # a run directory holds `latest` (and the launcher's config.json) but no weights of its own
+    has_weights = any(n.endswith(".safetensors") or n.endswith(".bin") for n in os.listdir(src))
+    if os.path.exists(latest) and not os.path.exists(os.path.join(src, CHECKPOINT_META)) and not has_weights:
         with open(latest) as fh:
             return os.path.join(src, fh.read().strip())
     return src
@@ -323,34 +343,23 @@ def pick_tokenizer(checkpoint: str, explicit: Optional[str], default: Optional[s
 
 
 @torch.no_grad()
-def reference(lm: TinyLlamaLM, prompts: List[List[int]], greedy: int) -> List[dict]:
-    """Teacher-forced next-token logprobs, last-position top-5, and a cached greedy continuation."""
-    dec = TinyLlamaDecoder(lm).eval()
+def reference(model: nn.Module, prompts: List[List[int]], greedy: int) -> List[dict]:
+    """From the plain transformers forward (no cache): teacher-forced next-token logprobs, last-position
+    top-5, and a greedy continuation."""
+    model = model.eval()
     out = []
-    c = lm.config
     for ids in prompts:
-        x = torch.tensor([ids])
-        n = len(ids)
-        empty = [torch.zeros(1, c["kv_heads"], 0, c["head_dim"]) for _ in range(2 * c["layers"])]
-        res = dec(x, torch.ones(1, n, dtype=torch.long), torch.arange(n)[None], torch.tensor(0), *empty)
-        lp = torch.log_softmax(res[0][0].double(), dim=-1)
-        nxt = [float(lp[i, ids[i + 1]]) for i in range(n - 1)]
+        lp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), dim=-1)
+        nxt = [float(lp[i, ids[i + 1]]) for i in range(len(ids) - 1)]
         top = torch.topk(lp[-1], 5)
-        # greedy with the cache, one token at a time (what the embedded backend does)
-        past = list(res[1:])
-        last = lp[-1]
-        gen_ids, gen_lp = [], []
+        seq, gen_ids, gen_lp, last = list(ids), [], [], lp[-1]
         for step in range(greedy):
             tok = int(torch.argmax(last))
             gen_ids.append(tok)
             gen_lp.append(float(last[tok]))
-            if step == greedy - 1:
-                break
-            total = n + len(gen_ids)
-            r = dec(torch.tensor([[tok]]), torch.ones(1, total, dtype=torch.long), torch.tensor([[total - 1]]),
-                    torch.tensor(1), *past)
-            past = list(r[1:])
-            last = torch.log_softmax(r[0][0, -1].double(), dim=-1)
+            seq.append(tok)
+            if step < greedy - 1:
+                last = torch.log_softmax(model(input_ids=torch.tensor([seq])).logits[0, -1].double(), dim=-1)
         out.append({"prompt": ids, "next_logprobs": nxt, "top_ids": [int(i) for i in top.indices],
                     "top_logprobs": [float(v) for v in top.values], "greedy_ids": gen_ids, "greedy_logprobs": gen_lp})
     return out
@@ -361,7 +370,6 @@ def reference(lm: TinyLlamaLM, prompts: List[List[int]], greedy: int) -> List[di
 
 def run(args) -> dict:
     src = resolve_checkpoint(args.checkpoint)
-    is_tiny = src.startswith("tiny:") or os.path.exists(os.path.join(src, TINY_CONFIG))
     tok_dir = pick_tokenizer(src, args.tokenizer, args.default_tokenizer)
     if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
         raise ExportError("tokenizer %s: no tokenizer.json" % tok_dir)
@@ -372,48 +380,32 @@ def run(args) -> dict:
     if os.path.exists(tmp):
         shutil.rmtree(tmp)
     os.makedirs(os.path.join(tmp, "onnx"))
-    meta = {"source": args.checkpoint if args.checkpoint.startswith("tiny:") else os.path.abspath(src),
+    meta = {"source": args.checkpoint if is_tiny_spec(args.checkpoint) else os.path.abspath(src),
             "quantize": args.quantize, "opset": args.opset, "torch": torch.__version__}
     result = {}
     try:
-        if is_tiny:
-            policy = load_tiny(src)
-            lm = policy.lm
-            if not isinstance(lm, TinyLlamaLM):
-                raise ExportError("%s is the original tiny model (tiny:vocab=...), which has no KV-cache form; "
-                                  "use tiny:arch=llama,... for a model to export" % args.checkpoint)
-            need = tokenizer_vocab(tok_dir)
-            if lm.config["vocab"] < need:
-                raise ExportError("the model's vocabulary (%d) is smaller than the tokenizer's (%d ids in %s)"
-                                  % (lm.config["vocab"], need, tok_dir))
-            if os.path.isdir(src) and os.path.exists(os.path.join(src, CHECKPOINT_META)):
-                with open(os.path.join(src, CHECKPOINT_META)) as fh:
-                    meta["step"] = json.load(fh).get("step")
-            files = export_tiny_llama(lm, os.path.join(tmp, "onnx"), args.quantize, args.opset)
-            config = tiny_llama_config(lm, special_ids(tok_dir))
-            config["polar_export"] = meta
-            with open(os.path.join(tmp, "config.json"), "w") as fh:
-                json.dump(config, fh, indent=2)
-            if args.reference:
-                with open(args.reference) as fh:
-                    req = json.load(fh)
-                ref = {"fp32": reference(lm, req["prompts"], int(req.get("greedy", 0)))}
-                if args.quantize == "int8":
-                    ref["int8"] = reference(quantized_copy(lm), req["prompts"], int(req.get("greedy", 0)))
-                with open(args.reference_out, "w") as fh:
-                    json.dump(ref, fh)
-        else:  # pragma: no cover - Hugging Face checkpoints need transformers (GPU machine)
-            if args.quantize:
-                raise ExportError("--quantize is implemented for the tiny model only; quantise a Hugging Face "
-                                  "export with onnxruntime.quantization.quantize_dynamic")
-            if args.reference:
-                raise ExportError("--reference is implemented for the tiny model only")
-            files = export_hf(src, os.path.join(tmp, "onnx"), tmp, args.opset)
-            with open(os.path.join(tmp, "config.json")) as fh:
-                config = json.load(fh)
-            config["polar_export"] = meta
-            with open(os.path.join(tmp, "config.json"), "w") as fh:
-                json.dump(config, fh, indent=2)
+        model = load_model(src)
+        check_exportable(model, args.checkpoint)
+        need = tokenizer_vocab(tok_dir)
+        if model.config.vocab_size < need:
+            raise ExportError("the model's vocabulary (%d) is smaller than the tokenizer's (%d ids in %s)"
+                              % (model.config.vocab_size, need, tok_dir))
+        if os.path.isdir(src) and os.path.exists(os.path.join(src, CHECKPOINT_META)):
+            with open(os.path.join(src, CHECKPOINT_META)) as fh:
+                meta["step"] = json.load(fh).get("step")
+        files = export_model(model, os.path.join(tmp, "onnx"), args.quantize, args.opset)
+        config = export_config(model, special_ids(tok_dir))
+        config["polar_export"] = meta
+        with open(os.path.join(tmp, "config.json"), "w") as fh:
+            json.dump(config, fh, indent=2)
+        if args.reference:
+            with open(args.reference) as fh:
+                req = json.load(fh)
+            ref = {"fp32": reference(model, req["prompts"], int(req.get("greedy", 0)))}
+            if args.quantize == "int8":
+                ref["int8"] = reference(quantized_copy(model), req["prompts"], int(req.get("greedy", 0)))
+            with open(args.reference_out, "w") as fh:
+                json.dump(ref, fh)
         for name in TOKENIZER_FILES:
             if name == "generation_config.json":
                 continue
@@ -427,8 +419,10 @@ def run(args) -> dict:
                     gen = json.load(fh)
                 break
         if gen is None:
-            gen = {k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if config.get(k) is not None}
-            gen["do_sample"] = False
+            gen = {"do_sample": False}
+        for k in ("bos_token_id", "eos_token_id", "pad_token_id"):  # the tokenizer's, where the model has none
+            if gen.get(k) is None and config.get(k) is not None:
+                gen[k] = config[k]
         with open(os.path.join(tmp, "generation_config.json"), "w") as fh:
             json.dump(gen, fh, indent=2)
         # swap into place: a crash leaves the previous export intact
@@ -454,7 +448,7 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="polar_train.export")
-    p.add_argument("--checkpoint", required=True, help="step-N dir, a run's --out dir, or tiny:arch=llama,...")
+    p.add_argument("--checkpoint", required=True, help="step-N dir, a run's --out dir, a model dir, or tiny:arch=llama,...")
     p.add_argument("--onnx", required=True, help="output model directory")
     p.add_argument("--quantize", choices=["int8"], default=None)
     p.add_argument("--tokenizer", default=None, help="tokenizer dir (default: the checkpoint's, else --default-tokenizer)")

@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 LOG_RATIO_CLAMP = 20.0
 KL_VALUE_CLAMP = 10.0
 
-AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "dr-grpo")
+from .schema import AGGREGATIONS  # noqa: E402  (generated from the TypeScript schema)
 
 
 def _chunk_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, bias: Optional[torch.Tensor]):

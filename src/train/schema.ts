@@ -1,0 +1,112 @@
+/**
+ * The one source of truth that the Python worker reads: the training options' defaults, enums and JSON
+ * Schema (from config.ts), the checkpoint file names, and the JSON Schema of the worker's events.
+ * `node --import tsx scripts/gen-train-schema.ts` writes it to src/train/worker/polar_train/schema.json
+ * (checked in; test/unit/train/schema.test.ts fails when it is out of date), and
+ * polar_train/schema.py loads it. The launcher checks each event the worker prints against
+ * workerEventSchema.
+ */
+import { z } from 'zod';
+import {
+  learningRateSchedules,
+  lossAggregations,
+  TRAIN_DEFAULTS,
+  trainAdvantages,
+  trainDevices,
+  trainOptionsSchema,
+} from './config.ts';
+
+/** File names of a run directory and its step-N checkpoints (both languages use these). */
+export const CHECKPOINT_FILES = {
+  /** optimiser, scheduler, RNG and data position (torch.save) */
+  state: 'trainer_state.pt',
+  /** polar's checkpoint metadata: step, base model, LoRA, data hash */
+  meta: 'polar_checkpoint.json',
+  /** the run directory's pointer to its newest step-N */
+  latest: 'latest',
+  /** the resolved worker config, copied into each checkpoint */
+  configCopy: 'polar_train_config.json',
+  /** one JSON line per step, in the run directory */
+  metrics: 'metrics.jsonl',
+  /** with --lora: the peft adapter, beside the merged model */
+  adapter: 'adapter',
+} as const;
+
+const num = z.number().nullable();
+
+/** The per-step metrics of a step event (and of metrics.jsonl); see docs/train.md. */
+export const STEP_METRICS = [
+  'loss',
+  'pg_loss',
+  'kl',
+  'clip_frac',
+  'clip_frac_low',
+  'clip_frac_high',
+  'ratio_mean',
+  'entropy',
+  'tis_mean',
+  'grad_norm',
+  'grad_norm_max',
+  'tokens_per_s',
+  'step_time_s',
+  'gpu_mem_gb',
+] as const;
+
+/** One JSON object per line on the worker's stdout (python -m polar_train). */
+export const workerEventSchema = z.discriminatedUnion('event', [
+  z.looseObject({ event: z.literal('log'), message: z.string() }),
+  // metrics may be null (a non-finite value is written as null) and grow over time: extra keys are allowed
+  z.looseObject({
+    event: z.literal('step'),
+    step: z.number().int().positive(),
+    total_steps: z.number().int().positive(),
+    updates: z.number().int().nonnegative().optional(),
+    lr: num.optional(),
+    rollouts: z.number().int().nonnegative().optional(),
+    tokens: z.number().int().nonnegative().optional(),
+    trained_tokens: z.number().int().nonnegative().optional(),
+    ...Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])),
+  }),
+  z.strictObject({
+    event: z.literal('checkpoint'),
+    step: z.number().int().nonnegative(),
+    path: z.string(),
+    format: z.literal('safetensors'),
+  }),
+  z.strictObject({
+    event: z.literal('done'),
+    steps: z.number().int().nonnegative(),
+    checkpoint: z.string().nullable().optional(),
+    loss: num.optional(),
+  }),
+  z.strictObject({
+    event: z.literal('error'),
+    kind: z.string(),
+    message: z.string(),
+    traceback: z.string().optional(),
+  }),
+]);
+export type WorkerEvent = z.infer<typeof workerEventSchema>;
+
+/** What schema.json holds. */
+export function workerSchema(): Record<string, unknown> {
+  return {
+    $comment:
+      'Generated from src/train/config.ts and src/train/schema.ts by scripts/gen-train-schema.ts; do not edit.',
+    defaults: TRAIN_DEFAULTS,
+    enums: {
+      loss_agg: lossAggregations,
+      advantage: trainAdvantages,
+      schedule: learningRateSchedules,
+      device: trainDevices,
+    },
+    files: CHECKPOINT_FILES,
+    options: z.toJSONSchema(trainOptionsSchema),
+    events: z.toJSONSchema(workerEventSchema),
+  };
+}
+
+/** schema.json's text (what the generator writes and the test compares). */
+export function workerSchemaText(): string {
+  return `${JSON.stringify(workerSchema(), null, 2)}\n`;
+}

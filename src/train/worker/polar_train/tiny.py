@@ -1,0 +1,117 @@
+"""Tiny random-weight models of real Hugging Face classes, built from a config (no download): the CPU test
+models of the trainer, the exporter and the CPU loop.
+
+    tiny:arch=qwen3,vocab=151669,dim=32,layers=2,heads=2,kv_heads=1,seed=0
+
+arch: llama (LlamaForCausalLM, the default: what the embedded backend runs after `polar export`), qwen3
+(Qwen3ForCausalLM) or qwen3_5 (Qwen3_5ForCausalLM, Qwen3.5's hybrid of gated-delta-net linear attention and
+full attention: `layer_types` alternates linear, full). Keys: vocab, dim (hidden size), layers, heads,
+kv_heads, head_dim (0: dim // heads), ffn (0: 2 * dim), max_pos, rope_theta, seed. The embedding is tied
+to the head.
+
+Weights: `torch.manual_seed(seed)` before the model is built, then every nn.Linear and nn.Embedding weight
+is redrawn from a generator seeded with `seed` (embedding N(0, 1), linear N(0, 1/fan_in)), so the same spec
+gives the same weights in every process and the next-token distributions are peaked enough for greedy
+decoding to be meaningful (transformers' own init, N(0, 0.02), gives almost uniform logits at this size).
+"""
+from typing import Dict
+
+import torch
+import torch.nn as nn
+
+ARCHES = ("llama", "qwen3", "qwen3_5")
+TINY_DEFAULTS = {
+    "arch": "llama",
+    "vocab": 64,
+    "dim": 32,
+    "layers": 1,
+    "heads": 2,
+    "kv_heads": 1,
+    "head_dim": 0,
+    "ffn": 0,
+    "max_pos": 32768,
+    "rope_theta": 10000,
+    "seed": 0,
+}
+RMS_EPS = 1e-6
+
+
+def is_tiny_spec(spec: str) -> bool:
+    return isinstance(spec, str) and spec.startswith("tiny:")
+
+
+def parse_tiny_spec(spec: str) -> Dict[str, object]:
+    cfg: Dict[str, object] = dict(TINY_DEFAULTS)
+    body = spec[len("tiny:") :] if spec.startswith("tiny:") else ""
+    for part in filter(None, body.split(",")):
+        if "=" not in part:
+            raise ValueError("tiny model spec: %r is not key=value" % part)
+        k, v = part.split("=", 1)
+        if k not in cfg:
+            raise ValueError("tiny model spec: unknown key %r (known: %s)" % (k, ", ".join(cfg)))
+        if k == "arch":
+            if v not in ARCHES:
+                raise ValueError("tiny model spec: arch must be one of %s (got %r)" % (", ".join(ARCHES), v))
+            cfg[k] = v
+        else:
+            try:
+                cfg[k] = int(v)
+            except ValueError:
+                raise ValueError("tiny model spec: %s=%r is not an integer" % (k, v))
+    heads, kv = int(cfg["heads"]), int(cfg["kv_heads"])
+    if heads % kv:
+        raise ValueError("tiny model spec: heads must be a multiple of kv_heads")
+    cfg["head_dim"] = int(cfg["head_dim"]) or int(cfg["dim"]) // heads
+    cfg["ffn"] = int(cfg["ffn"]) or 2 * int(cfg["dim"])
+    if int(cfg["head_dim"]) % 2:
+        raise ValueError("tiny model spec: head_dim must be even (rotary embeddings)")
+    return cfg
+
+
+def tiny_config(cfg: Dict[str, object]):
+    """The transformers config of a parsed spec."""
+    common = dict(
+        vocab_size=cfg["vocab"], hidden_size=cfg["dim"], intermediate_size=cfg["ffn"],
+        num_hidden_layers=cfg["layers"], num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
+        head_dim=cfg["head_dim"], max_position_embeddings=cfg["max_pos"], rms_norm_eps=RMS_EPS,
+        tie_word_embeddings=True, use_cache=False, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        rope_parameters={"rope_type": "default", "rope_theta": float(cfg["rope_theta"])},
+    )
+    arch = cfg["arch"]
+    if arch == "llama":
+        from transformers import LlamaConfig  # type: ignore
+
+        return LlamaConfig(attention_bias=False, mlp_bias=False, **common)
+    if arch == "qwen3":
+        from transformers import Qwen3Config  # type: ignore
+
+        return Qwen3Config(**common)
+    from transformers import Qwen3_5TextConfig  # type: ignore
+
+    layers = int(cfg["layers"])
+    types = ["linear_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    hd = int(cfg["head_dim"])
+    common.pop("rope_parameters")  # Qwen3.5's own (partial rotary); rope_theta as given
+    return Qwen3_5TextConfig(layer_types=types, linear_num_key_heads=cfg["heads"],
+                             linear_num_value_heads=cfg["heads"], linear_key_head_dim=hd, linear_value_head_dim=hd,
+                             rope_theta=float(cfg["rope_theta"]), **common)
+
+
+def build_tiny(spec: str, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """The model of a `tiny:` spec with seeded random weights (see the module docstring)."""
+    cfg = parse_tiny_spec(spec)
+    config = tiny_config(cfg)
+    from transformers import AutoModelForCausalLM  # type: ignore
+
+    seed = int(cfg["seed"])
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.Embedding):
+                module.weight.copy_(torch.randn(module.weight.shape, generator=g))
+            elif isinstance(module, nn.Linear) and module.weight is not model.get_input_embeddings().weight:
+                module.weight.copy_(torch.randn(module.weight.shape, generator=g) / module.in_features ** 0.5)
+    model.config.use_cache = False
+    return model.to(dtype)
