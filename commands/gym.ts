@@ -39,9 +39,10 @@ export function defineGym(program: Command, report: Report): void {
     )
     .addOption(
       withDefault(
-        new Option('--max-inflight <n>', 'backend calls in flight at most, over all rollouts').argParser(
-          positiveInt,
-        ),
+        new Option(
+          '--max-inflight <n>',
+          'backend calls in flight at most per inference server, over all rollouts',
+        ).argParser(positiveInt),
         DEFAULTS.maxInflight,
       ),
     )

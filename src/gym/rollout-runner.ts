@@ -26,36 +26,11 @@ import {
   runRequestSchema,
   TASK_INDEX_KEY,
 } from './contract.ts';
+import { EMPTY_ROLLOUT, FAILURE_CLASS_KEY, failureRow, RolloutFailure } from './failure.ts';
 import { NonContiguousError, type RolloutOutput, rolloutOutput } from './rollout.ts';
 import type { GymOptions } from './server.ts';
 
 type Json = Record<string, unknown>;
-
-/**
- * NeMo Gym's routing key for a failed rollout (nemo_gym/rollout_collection.py, NG_FAILURE_CLASS_KEY,
- * NVIDIA-NeMo/Gym read 2026-08-22): `gym eval run` writes a row carrying it to the
- * `<output>_failures.jsonl` sidecar (never to the rollouts the aggregation reads) and dispatches the
- * rollout again on resume, up to NEMO_GYM_MAX_ROLLOUT_ATTEMPTS; a non-2xx answer would abort the whole
- * collection (`raise_for_status` in `run_examples`).
- */
-export const FAILURE_CLASS_KEY = '_ng_failure_class';
-
-/**
- * A rollout that produced nothing to train on or grade: answered 200 with `_ng_failure_class`, `reward`
- * null and no output items (src/eval/outcome.ts: an infrastructure failure is never a reward).
- * `transient`: the backend or the runtime failed (Gym's own name for that class, responses_api_agents/
- * conversational_tool_use/simulation/app.py); `no_trainable_call`: the harness made no call with token
- * ids; `non_contiguous`: polar could not build one contiguous chain (a polar bug; the capture keeps all).
- */
-export class RolloutFailure extends Error {
-  constructor(
-    readonly failureClass: 'transient' | 'no_trainable_call' | 'non_contiguous',
-    message: string,
-    readonly capture: string | null = null,
-  ) {
-    super(message);
-  }
-}
 
 export class GymRollouts {
   readonly slots: Semaphore;
@@ -92,7 +67,8 @@ export class GymRollouts {
         done = await this.onInstance(instance, params, dir, true, backend);
       } catch (error) {
         if (!(error instanceof RolloutFailure)) throw error;
-        return failureRow(row, params, this.options.backend.model, instance.instance_id, error);
+        const response = responseObject(params, EMPTY_ROLLOUT, this.options.backend.model, error.capture);
+        return failureRow(row, response, instance.instance_id, error);
       }
       const { line, capture, rollout } = done;
       // a stale failure key echoed from the row must not send a success to Gym's failures sidecar
@@ -338,48 +314,6 @@ export function instanceOf(
   const found = dataset.get(id);
   if (!found) throw new HttpError(400, `instance ${id} is not in the --dataset of this server`);
   return found;
-}
-
-/**
- * The /run answer of a failed rollout: the row, a Responses object with no output items, reward null,
- * `_ng_failure_class`. What the callers do with it: NeMo Gym's collection puts it in the failures
- * sidecar and retries it on resume (see FAILURE_CLASS_KEY). NeMo RL never reads the key: its
- * `_postprocess_nemo_gym_to_nemo_rl_result` (nemo_rl/environments/nemo_gym.py, NVIDIA-NeMo/RL read
- * 2026-08-22) raises "NeMo Gym returned a result with no generation data" on an output without
- * trainable items before it reads `reward`, so the sample never reaches the loss or the group baseline;
- * nemo_rl/experience/rollout_manager.py counts that as a data failure of the prompt (retried
- * max_data_attempts_per_prompt times, then skipped within max_skipped_prompts).
- */
-function failureRow(
-  row: Json,
-  params: ResponseCreateParams,
-  model: string,
-  instanceId: string,
-  failure: RolloutFailure,
-): Json {
-  const empty: RolloutOutput = {
-    output: [],
-    traces: [],
-    main: -1,
-    calls: { recorded: 0, usable: 0, outside_main: 0, errors: 0 },
-    usage: { input_tokens: 0, output_tokens: 0 },
-    skipped: [],
-  };
-  const response = responseObject(params, empty, model, failure.capture);
-  return {
-    ...row,
-    response: {
-      ...response,
-      status: 'failed',
-      error: { code: 'server_error', message: failure.message },
-    },
-    reward: null,
-    resolved: null,
-    status: 'error',
-    reason: failure.message,
-    [FAILURE_CLASS_KEY]: failure.failureClass,
-    polar: { instance_id: instanceId, capture: failure.capture, failure: failure.failureClass },
-  };
 }
 
 function traceFields(rollout: RolloutOutput): Json {

@@ -68,7 +68,7 @@ export interface GymOptions {
   port?: number;
   /** rollouts running at once; the rest wait */
   maxRollouts?: number;
-  /** backend calls in flight at most, over all rollouts */
+  /** backend calls in flight at most per inference server, over all rollouts */
   maxInflight?: number;
   agentTimeoutMs?: number;
   testTimeoutMs?: number;
