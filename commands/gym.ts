@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, port, positiveInt } from '../src/options/parsers.ts';
+import { bytes, port, positiveInt, url } from '../src/options/parsers.ts';
 import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineGym(program: Command, report: Report): void {
@@ -39,9 +39,10 @@ export function defineGym(program: Command, report: Report): void {
     )
     .addOption(
       withDefault(
-        new Option('--max-inflight <n>', 'backend calls in flight at most, over all rollouts').argParser(
-          positiveInt,
-        ),
+        new Option(
+          '--max-inflight <n>',
+          'backend calls in flight at most per inference server, over all rollouts',
+        ).argParser(positiveInt),
         DEFAULTS.maxInflight,
       ),
     )
@@ -65,6 +66,10 @@ export function defineGym(program: Command, report: Report): void {
         DEFAULTS.gymMaxBodyBytes,
       ),
     )
+    .option(
+      '--dry-run',
+      "check flags, harness, runtime and dataset, then exit 0 without listening (NeMo Gym's dry_run)",
+    )
     .option('-q, --quiet', 'no status output', false);
   cmd.addHelpText(
     'after',
@@ -72,10 +77,28 @@ export function defineGym(program: Command, report: Report): void {
 Examples:
   polar gym --harness pi --backend vllm --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B \\
     --dataset princeton-nlp/SWE-bench_Verified --runtime docker --port 8200
+  polar gym --harness pi --backend nemo-rl --model Qwen/Qwen3-4B --runtime docker --no-auth \\
+    --backend-url http://10.0.0.5:41231/v1,http://10.0.0.6:41231/v1
   curl -s localhost:8200/run -d '{"responses_create_params":{"input":"..."},"verifier_metadata":{"instance_id":"..."}}'`,
   );
-  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: GymFlags) => {
+  addBackendFlags(addRolloutFlags(cmd));
+  // polar gym takes several inference servers (NeMo RL's policy_base_url list): rollouts are spread over them
+  const backendUrl = cmd.options.find((o) => o.long === '--backend-url');
+  backendUrl?.argParser(urlList);
+  if (backendUrl)
+    backendUrl.description =
+      'inference server base URL; several (comma-separated or repeated) spread the rollouts over them, e.g. the policy_base_url list of NeMo RL';
+  cmd.action(async (flags: GymFlags) => {
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));
   });
+}
+
+/** --backend-url for polar gym: each use appends, each value may be a comma-separated list of URLs. */
+function urlList(value: string, previous: string[] = []): string[] {
+  const urls = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return [...previous, ...urls.map((u) => url(u))];
 }

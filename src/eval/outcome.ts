@@ -2,7 +2,7 @@
  * The one rule eval, loop and gym share for what a sample's outcome means: an infrastructure failure
  * (the harness never got a model answer: the backend is down, every call failed, the harness could not
  * start) is an `error` with no reward, never a graded 0 that GRPO would train on. `polar eval --resume`
- * runs errored samples again; polar gym answers them with an HTTP error instead of a reward.
+ * runs errored samples again; polar gym answers them as a failed rollout (`_ng_failure_class`, reward null).
  */
 import { plural } from '../util/plural.ts';
 
@@ -33,7 +33,7 @@ export function infraFailure(agent: AgentRunFacts): string | null {
   return null;
 }
 
-/** A result line that must not become a reward (eval's `error` status): gym answers it with an HTTP error. */
+/** A result line that must not become a reward (eval's `error` status): gym answers it as a failed rollout. */
 export function isInfraFailure(line: { status: string }): boolean {
   return line.status === 'error';
 }

@@ -8,10 +8,14 @@ import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { log } from '../util/log.ts';
-import { startGym } from './server.ts';
+import { gymBackendUrls, startGym } from './server.ts';
 
 /** `polar gym` flags after parsing (commands/gym.ts). */
-export interface GymFlags extends BackendFlags, RolloutFlags {
+export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags {
+  /** --backend-url: one URL, or several (comma-separated or repeated) when NeMo RL runs several servers */
+  backendUrl?: string[] | string;
+  /** --dry-run: the start-up checks, then exit 0 (NeMo Gym's `dry_run`), no probe, no listening */
+  dryRun?: boolean;
   harness: HarnessName;
   agentCmd?: string;
   promptTemplate?: string;
@@ -35,7 +39,7 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
   return {
     agent: {
       agent: f.harness,
-      backend: backendOptions(f),
+      backend: backendOptions(firstUrl(f)),
       ...(f.agentCmd ? { agentCmd: f.agentCmd } : {}),
       ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
       ...(f.piApi ? { piApi: f.piApi } : {}),
@@ -43,6 +47,18 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
     },
     runtime: runtimeSetup(f),
   };
+}
+
+/** the backend flags with the first server's URL (the options every server shares) */
+function firstUrl(f: GymFlags): BackendFlags {
+  const { backendUrl, ...rest } = f;
+  const first = urlsOf(backendUrl)[0];
+  return first ? { ...rest, backendUrl: first } : rest;
+}
+
+/** --backend-url as parsed by commands/gym.ts (a list), or a plain string from a caller in code */
+function urlsOf(value: string[] | string | undefined): string[] {
+  return value === undefined ? [] : typeof value === 'string' ? [value] : value;
 }
 
 export async function gymCommand(f: GymFlags): Promise<number> {
@@ -55,8 +71,18 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   const given = f.auth ? (f.token ?? process.env.POLAR_GYM_TOKEN) : undefined;
   const dataset = f.dataset ? await loadDataset(f.dataset, { split: f.split }) : undefined;
   if (dataset) await runtime.check(dataset);
+  const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f.backendUrl) });
+  if (f.dryRun) {
+    // NeMo Gym's dry_run (nemo_gym/server_utils.py, run_webserver): servers return right after their
+    // start-up checks; the inference servers need not be up yet, so they are not probed
+    const line = { dry_run: true, harness: f.harness, runtime: runtime.kind, backend_urls: backendUrls };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+    log.info('dry run: flags, harness, runtime and dataset checked; not listening');
+    return 0;
+  }
   const gym = await startGym({
     ...harness,
+    backendUrls,
     runtime,
     ...(dataset ? { dataset } : {}),
     out: f.out,
@@ -76,7 +102,10 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   process.stdout.write(`${JSON.stringify(line)}\n`);
   if (made)
     log.info(`requests need "Authorization: Bearer ${gym.token}" (--token or $POLAR_GYM_TOKEN to choose it)`);
-  log.info(`NeMo Gym agent server (${f.harness}, ${runtime.kind}, ${backend.kind}) on ${gym.url}: POST /run`);
+  const servers = backendUrls.length > 1 ? ` x ${backendUrls.length} servers` : '';
+  log.info(
+    `NeMo Gym agent server (${f.harness}, ${runtime.kind}, ${backend.kind}${servers}) on ${gym.url}: POST /run`,
+  );
   await untilSignal((signal) => {
     log.info(`${signal}: closing`);
     return gym.close();

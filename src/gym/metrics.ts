@@ -56,8 +56,19 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - fail;
 }
 
-export function aggregateMetrics(verifyResponses: readonly Row[]): AggregateMetrics {
-  if (verifyResponses.length === 0) return { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
+export function aggregateMetrics(given: readonly Row[]): AggregateMetrics {
+  // failed rollouts (`_ng_failure_class`, reward null) are no score: NeMo Gym keeps them out of the file
+  // it aggregates (nemo_gym/rollout_collection.py); a caller that sends them gets them counted apart
+  const verifyResponses = given.filter(
+    (r) => r._ng_failure_class === undefined || r._ng_failure_class === null,
+  );
+  const failed = given.length - verifyResponses.length;
+  if (verifyResponses.length === 0)
+    return {
+      group_level_metrics: [],
+      agent_metrics: failed ? { polar_failed_rollouts: failed } : {},
+      key_metrics: {},
+    };
   const byTask = new Map<number, Row[]>();
   for (const r of verifyResponses) {
     const task = typeof r[TASK_INDEX_KEY] === 'number' ? (r[TASK_INDEX_KEY] as number) : 0;
@@ -80,6 +91,7 @@ export function aggregateMetrics(verifyResponses: readonly Row[]): AggregateMetr
     const rates = [...byTask.values()].map((rows) => passAtK(rows.length, rows.filter(resolved).length, k));
     agent_metrics[`pass@${k}`] = rates.reduce((s, v) => s + v, 0) / rates.length;
   }
+  if (failed) agent_metrics.polar_failed_rollouts = failed;
   const key_metrics = Object.fromEntries(
     Object.entries(agent_metrics).filter(([k]) => k.startsWith('mean/')),
   );

@@ -18,6 +18,7 @@ import { HttpError } from '../http/errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { Semaphore } from '../proxy/limits.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { type BackendPool, rowSampling, withRowSampling } from './backends.ts';
 import {
   type ResponseCreateParams,
   ROLLOUT_INDEX_KEY,
@@ -25,6 +26,7 @@ import {
   runRequestSchema,
   TASK_INDEX_KEY,
 } from './contract.ts';
+import { EMPTY_ROLLOUT, FAILURE_CLASS_KEY, failureRow, RolloutFailure } from './failure.ts';
 import { NonContiguousError, type RolloutOutput, rolloutOutput } from './rollout.ts';
 import type { GymOptions } from './server.ts';
 
@@ -37,7 +39,7 @@ export class GymRollouts {
 
   constructor(
     private readonly options: GymOptions,
-    private readonly backend: Backend,
+    private readonly pool: BackendPool,
     private readonly out: string,
   ) {
     this.slots = new Semaphore(options.maxRollouts ?? DEFAULTS.maxRollouts.value);
@@ -58,11 +60,21 @@ export class GymRollouts {
       );
     }
     if (this.byId.get(instance.instance_id) !== instance) this.checkRowCommands(instance);
-    return this.inSlot(async () => {
+    return this.inSlot(async (backend) => {
       const dir = await this.rolloutDir(row);
-      const { line, capture, rollout } = await this.onInstance(instance, params, dir, true);
+      let done: Awaited<ReturnType<GymRollouts['onInstance']>>;
+      try {
+        done = await this.onInstance(instance, params, dir, true, backend);
+      } catch (error) {
+        if (!(error instanceof RolloutFailure)) throw error;
+        const response = responseObject(params, EMPTY_ROLLOUT, this.options.backend.model, error.capture);
+        return failureRow(row, response, instance.instance_id, error);
+      }
+      const { line, capture, rollout } = done;
+      // a stale failure key echoed from the row must not send a success to Gym's failures sidecar
+      const { [FAILURE_CLASS_KEY]: _stale, ...echoed } = row;
       return {
-        ...row,
+        ...echoed,
         response: responseObject(params, rollout, this.options.backend.model, capture),
         reward: line.reward,
         resolved: line.resolved,
@@ -94,12 +106,19 @@ export class GymRollouts {
         `/v1/responses without an instance would run the harness outside the ${runtime.kind} runtime: name one in metadata.instance_id`,
       );
     }
-    return this.inSlot(async () => {
+    return this.inSlot(async (backend) => {
       const dir = await this.rolloutDir({});
-      const { capture, rollout } = instance
-        ? await this.onInstance(instance, params, dir, false)
-        : await this.onScratch(params, dir);
-      return responseObject(params, rollout, this.options.backend.model, capture);
+      try {
+        const { capture, rollout } = instance
+          ? await this.onInstance(instance, params, dir, false, backend)
+          : await this.onScratch(params, dir, backend);
+        return responseObject(params, rollout, this.options.backend.model, capture);
+      } catch (error) {
+        // an ungraded rollout is no row of a collection: its failure is an HTTP error
+        if (error instanceof RolloutFailure)
+          throw new HttpError(502, `the rollout failed: ${error.message}`, 'rollout_error');
+        throw error;
+      }
     });
   }
 
@@ -118,16 +137,21 @@ export class GymRollouts {
     );
   }
 
-  private async inSlot<T>(work: () => Promise<T>): Promise<T> {
+  /** waits for a rollout slot, then runs `work` on one server of the pool (all its calls go there) */
+  private async inSlot<T>(work: (backend: Backend) => Promise<T>): Promise<T> {
     const release = await this.slots.acquire();
+    const server = this.pool.acquire();
     try {
-      return await work();
+      return await work(server.backend);
     } finally {
+      server.release();
       release();
     }
   }
 
-  private agentFor(params: ResponseCreateParams): Agent {
+  /** the harness of one rollout: every call on `backend`, sampled with the row's parameters */
+  private agentFor(params: ResponseCreateParams, backend: Backend): Agent {
+    const sampled = withRowSampling(backend, rowSampling(params));
     const o = this.options;
     return new HarnessAgent({
       harness: o.harness,
@@ -135,8 +159,8 @@ export class GymRollouts {
       model: o.backend.model,
       placement: o.placement,
       promptTemplate: promptText(params) || o.promptTemplate || PROMPT_TEMPLATES[o.harness],
-      // every rollout shares the server's backend (and its in-flight bound); agents never close it
-      createBackend: async () => this.backend,
+      // the pool's backend (and its in-flight bound) for this rollout; agents never close it
+      backendInstance: sampled,
       ...(o.genericCommand ? { genericCommand: o.genericCommand } : {}),
       ...(o.harnessEnv ? { env: o.harnessEnv } : {}),
       ...(o.harnessOptions ? { harnessOptions: o.harnessOptions } : {}),
@@ -155,10 +179,16 @@ export class GymRollouts {
   }
 
   /** runs the harness on an instance (graded or not) and converts its capture */
-  private async onInstance(instance: SweInstance, params: ResponseCreateParams, dir: string, grade: boolean) {
+  private async onInstance(
+    instance: SweInstance,
+    params: ResponseCreateParams,
+    dir: string,
+    grade: boolean,
+    backend: Backend,
+  ) {
     const outcome = await runEval({
       instances: [instance],
-      agent: this.agentFor(params),
+      agent: this.agentFor(params, backend),
       runtime: this.options.runtime,
       out: dir,
       samples: 1,
@@ -172,14 +202,14 @@ export class GymRollouts {
     });
     const line = outcome.results[0];
     if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');
-    // an infrastructure failure is never a 0 reward (src/eval/outcome.ts)
-    if (isInfraFailure(line)) throw new HttpError(502, `the rollout failed: ${line.reason}`, 'rollout_error');
     const capture = typeof line.capture === 'string' ? line.capture : null;
+    // an infrastructure failure is never a 0 reward (src/eval/outcome.ts)
+    if (isInfraFailure(line)) throw new RolloutFailure('transient', String(line.reason), capture);
     return { line, capture, rollout: await convert(capture, line.reason) };
   }
 
   /** runs the harness in an empty scratch folder (a /v1/responses call naming no instance) */
-  private async onScratch(params: ResponseCreateParams, dir: string) {
+  private async onScratch(params: ResponseCreateParams, dir: string, backend: Backend) {
     const env = await scratchEnv();
     const pseudo: SweInstance = {
       instance_id: `gym-${Date.now().toString(36)}`,
@@ -195,7 +225,7 @@ export class GymRollouts {
       PASS_TO_PASS: [],
     };
     try {
-      const agent = await this.agentFor(params).run({
+      const agent = await this.agentFor(params, backend).run({
         instance: pseudo,
         sample: 0,
         env,
@@ -210,7 +240,7 @@ export class GymRollouts {
   }
 }
 
-/** A rollout's capture as Responses output items; a rollout without a usable call is a 502. */
+/** A rollout's capture as Responses output items; a rollout without a usable call is a RolloutFailure. */
 async function convert(capture: string | null, reason: string | null): Promise<RolloutOutput> {
   const calls: CallRecord[] = [];
   if (capture) {
@@ -222,15 +252,19 @@ async function convert(capture: string | null, reason: string | null): Promise<R
     rollout = rolloutOutput(calls);
   } catch (error) {
     if (error instanceof NonContiguousError)
-      throw new HttpError(500, `polar built a non-contiguous chain: ${error.message}`, 'server_error');
+      throw new RolloutFailure(
+        'non_contiguous',
+        `polar built a non-contiguous chain: ${error.message}`,
+        capture,
+      );
     throw error;
   }
   if (rollout.main < 0) {
     const skipped = rollout.skipped.length ? `; ${rollout.skipped.slice(0, 3).join('; ')}` : '';
-    throw new HttpError(
-      502,
+    throw new RolloutFailure(
+      'no_trainable_call',
       `the rollout made no usable model call${reason ? ` (${reason})` : ''}${skipped}`,
-      'rollout_error',
+      capture,
     );
   }
   return rollout;

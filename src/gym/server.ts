@@ -12,6 +12,7 @@ import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
+import { ensureBackendReady } from '../backends/wait.ts';
 import { UsageError } from '../errors.ts';
 import type { SweInstance } from '../eval/dataset.ts';
 import type { Runtime } from '../eval/runtime/types.ts';
@@ -24,6 +25,7 @@ import { type ConnectionOptions, HttpServer } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import { log } from '../util/log.ts';
+import { BackendPool } from './backends.ts';
 import { aggregateMetricsRequestSchema } from './contract.ts';
 import { aggregateMetrics } from './metrics.ts';
 import { GymRollouts, zodError } from './rollout-runner.ts';
@@ -33,8 +35,18 @@ export { instanceOf, promptText } from './rollout-runner.ts';
 export interface GymOptions {
   harness: HarnessName;
   backend: BackendOptions;
-  /** an already created backend (tests inject one); default: createBackend(backend) */
-  backendInstance?: Backend;
+  /**
+   * the inference servers, one backend each (NeMo RL's `policy_base_url` list); rollouts are spread
+   * over them (src/gym/backends.ts). Default: [backend.url]
+   */
+  backendUrls?: string[];
+  /** already created backends (tests inject them), one per server; default: createBackend per URL */
+  backendInstance?: Backend | Backend[];
+  /**
+   * check each server's set-up before listening (ensureBackendReady: waits up to the backend timeout,
+   * then one probe; a wrong set-up stops start-up with one message). Default: true unless backendInstance
+   */
+  probe?: boolean;
   runtime: Runtime;
   /** where the harness process runs: on this host, or inside the runtime's container */
   placement: 'host' | 'container';
@@ -56,7 +68,7 @@ export interface GymOptions {
   port?: number;
   /** rollouts running at once; the rest wait */
   maxRollouts?: number;
-  /** backend calls in flight at most, over all rollouts */
+  /** backend calls in flight at most per inference server, over all rollouts */
   maxInflight?: number;
   agentTimeoutMs?: number;
   testTimeoutMs?: number;
@@ -95,14 +107,15 @@ export async function startGym(options: GymOptions): Promise<Gym> {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
       throw new UsageError(`${flag} must be a whole number of at least 1, got ${value}`);
   }
-  const backend = limitBackend(
-    options.backendInstance ?? (await createBackend(options.backend)),
-    options.maxInflight ?? DEFAULTS.maxInflight.value,
+  const pool = new BackendPool(
+    (await gymBackends(options)).map((b) =>
+      limitBackend(b, options.maxInflight ?? DEFAULTS.maxInflight.value),
+    ),
   );
   const out = resolve(options.out);
   await mkdir(out, { recursive: true });
-  const rollouts = new GymRollouts(options, backend, out);
-  const routes = gymRoutes(options, rollouts);
+  const rollouts = new GymRollouts(options, pool, out);
+  const routes = gymRoutes(options, rollouts, pool);
   const token = options.token === undefined ? newToken('polar-gym') : options.token;
   const server = new HttpServer(
     async (req, res) => {
@@ -134,13 +147,39 @@ export async function startGym(options: GymOptions): Promise<Gym> {
     token,
     async close() {
       await server.close();
-      if (!options.backendInstance) await backend.close();
+      if (!options.backendInstance) await pool.close();
     },
   };
 }
 
+/** The servers' URLs: --backend-url, a list when NeMo RL runs several generation servers. */
+export function gymBackendUrls(options: Pick<GymOptions, 'backend' | 'backendUrls'>): string[] {
+  const urls = options.backendUrls?.length
+    ? options.backendUrls
+    : options.backend.url
+      ? [options.backend.url]
+      : [];
+  const seen = new Set<string>();
+  for (const url of urls) {
+    if (seen.has(url)) throw new UsageError(`--backend-url ${url} is listed twice`, 'list each server once');
+    seen.add(url);
+  }
+  return urls;
+}
+
+/** One backend per server (an in-process engine: one), each checked before the gym listens. */
+async function gymBackends(options: GymOptions): Promise<Backend[]> {
+  if (options.backendInstance)
+    return Array.isArray(options.backendInstance) ? options.backendInstance : [options.backendInstance];
+  const urls = gymBackendUrls(options);
+  const each = urls.length ? urls.map((url) => ({ ...options.backend, url })) : [options.backend];
+  // a wrong server set-up stops here, with one message, before any rollout (src/backends/probe.ts)
+  if (options.probe !== false) for (const o of each) await ensureBackendReady(o);
+  return Promise.all(each.map((o) => createBackend(o)));
+}
+
 /** The gym's routes: health, the two rollout endpoints, and metric aggregation. */
-function gymRoutes(options: GymOptions, rollouts: GymRollouts): Route[] {
+function gymRoutes(options: GymOptions, rollouts: GymRollouts, pool: BackendPool): Route[] {
   const maxBody = options.maxBodyBytes ?? DEFAULTS.gymMaxBodyBytes.value;
   // a bound on bodies read at once: memory is at most this many times the body limit
   const reads = new Semaphore(options.maxBodyReads ?? DEFAULTS.gymBodyReads.value);
@@ -161,6 +200,7 @@ function gymRoutes(options: GymOptions, rollouts: GymRollouts): Route[] {
       rollouts_in_flight: rollouts.slots.inflight,
       rollouts_queued: rollouts.slots.queued,
       body_reads_queued: reads.queued,
+      backends: pool.load,
     };
     return { status: 200, body };
   };

@@ -68,8 +68,9 @@ describe('polar gym with Pi', () => {
         standin.url,
         '--tokenizer',
         qwenTokenizerDir(),
+        // the name the stand-in serves (GET /v1/models): the start-up probe checks it
         '--model',
-        'Qwen/Qwen3-4B',
+        'standin',
         '--chat-template-kwargs',
         '{"enable_thinking": true}',
         '--port',
@@ -96,12 +97,18 @@ describe('polar gym with Pi', () => {
       });
       gym!.then((r) => reject(new Error(`polar gym exited ${r.exitCode}: ${r.stderr}`)), reject);
     });
+    // the start-up probe's calls came before the {url} line; the rollout's follow
+    const from = standin.calls.length;
     const res = await fetch(`${url}/run`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: JSON.stringify({
         responses_create_params: {
           input: [{ role: 'user', content: 'Fix this issue:\n{{problem_statement}}' }],
+          // as NeMo RL writes them into every row: they reach every call, whatever Pi asks
+          temperature: 0.6,
+          top_p: 0.9,
+          max_output_tokens: 1024,
         },
         verifier_metadata: { instance: row },
         agent_ref: { name: 'polar_swe_agent' },
@@ -111,14 +118,21 @@ describe('polar gym with Pi', () => {
     });
     const result = (await res.json()) as Record<string, unknown>;
     assert.equal(res.status, 200, JSON.stringify(result).slice(0, 1500));
+    const calls = standin.calls.slice(from);
     assert.ok(verifyResponseSchema.safeParse(result).success);
     assert.equal(result.reward, 1, String(result.reason));
     assert.equal(result.resolved, true);
     const rl = nemoRlPostprocess(result as never);
     assert.equal(rl.message_log.length, 4, 'the tool call and the answer');
-    assert.deepEqual(rl.sequence, [...standin.calls[1]!.promptIds, ...standin.calls[1]!.completionIds]);
+    assert.equal(calls.length, 2);
+    for (const call of calls) {
+      assert.equal(call.body.temperature, 0.6);
+      assert.equal(call.body.top_p, 0.9);
+      assert.equal(call.body.max_tokens, 1024);
+    }
+    assert.deepEqual(rl.sequence, [...calls[1]!.promptIds, ...calls[1]!.completionIds]);
     // Pi's system prompt and tools are in the first prompt, the row's prompt is rendered with the instance
-    const first = standin.calls[0]!.promptText;
+    const first = calls[0]!.promptText;
     assert.match(first, /"name": "bash"/);
     assert.ok(first.includes(String(row.problem_statement).trim().slice(0, 40)));
     const output = (result.response as { output: { type: string }[] }).output.map((i) => i.type);
@@ -134,5 +148,97 @@ describe('polar gym with Pi', () => {
       ((await agg.json()) as { key_metrics: Record<string, number> }).key_metrics['mean/reward'],
       1,
     );
+  });
+
+  test('the NeMo Gym launcher: dry_run and a list of base URLs give `polar gym --dry-run`, exit 0, nothing probed', async (t) => {
+    const python = await execa('python3', ['--version'], { reject: false }).catch(() => null);
+    if (!python || python.exitCode !== 0) return t.skip('no python3 here');
+    const { home, workdir } = await privateDirs();
+    // NeMo Gym's config after resolution (policy_base_url a list, as NeMo RL hands it); ports nothing serves
+    const config = {
+      dry_run: true,
+      polar_swe_agent: {
+        responses_api_agents: {
+          polar_swe_agent: {
+            entrypoint: 'app.py',
+            host: '127.0.0.1',
+            port: 0,
+            polar: {
+              command: [process.execPath, POLAR],
+              harness: 'pi',
+              runtime: 'local',
+              allow_unsandboxed: true,
+              no_auth: true,
+              backend: 'nemo-rl',
+              backend_url: ['http://127.0.0.1:9/v1', 'http://127.0.0.1:10/v1'],
+              model: 'Qwen/Qwen3-4B',
+              chat_template_kwargs: { enable_thinking: true },
+              dataset: null,
+              out: join(workdir, 'gym-out'),
+            },
+          },
+        },
+      },
+    };
+    const launcher = join(ROOT, 'examples/nemo-gym/responses_api_agents/polar_swe_agent');
+    const argv = await execa(
+      'python3',
+      [
+        '-c',
+        'import json, sys, app; print(json.dumps(app.polar_argv(json.loads(sys.argv[1]), "polar_swe_agent")))',
+        JSON.stringify(config),
+      ],
+      { cwd: launcher },
+    );
+    const [command, ...args] = JSON.parse(argv.stdout) as string[];
+    assert.ok(args.includes('--dry-run'));
+    assert.ok(args.includes('http://127.0.0.1:9/v1,http://127.0.0.1:10/v1'));
+    const run = await execa(command!, args, {
+      cwd: workdir,
+      env: privateEnv(home),
+      extendEnv: false,
+      stdin: 'ignore',
+      reject: false,
+    });
+    assert.equal(run.exitCode, 0, run.stderr);
+    const line = JSON.parse(run.stdout.trim()) as { dry_run: boolean; backend_urls: string[] };
+    assert.deepEqual(line, {
+      dry_run: true,
+      harness: 'pi',
+      runtime: 'local',
+      backend_urls: ['http://127.0.0.1:9/v1', 'http://127.0.0.1:10/v1'],
+    });
+  });
+
+  test('a wrong server set-up stops `polar gym` at start with one message, before it listens', async () => {
+    const { home, workdir } = await privateDirs();
+    const run = await execa(
+      process.execPath,
+      [
+        POLAR,
+        'gym',
+        '--harness',
+        'pi',
+        '--runtime',
+        'local',
+        '--allow-unsandboxed',
+        '--backend',
+        'tokens',
+        '--backend-url',
+        standin.url,
+        '--tokenizer',
+        qwenTokenizerDir(),
+        '--model',
+        'Qwen/Qwen3-4B',
+        '--port',
+        '0',
+        '--out',
+        join(workdir, 'gym-out'),
+      ],
+      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+    );
+    assert.equal(run.exitCode, 4, run.stderr);
+    assert.equal(run.stdout, '', 'no {url} line: it never listened');
+    assert.match(run.stderr, /serves standin, not Qwen\/Qwen3-4B/);
   });
 });

@@ -337,7 +337,7 @@ describe('polar gym /run: NeMo RL contiguity over harness-shaped traffic (tokens
 });
 
 describe('polar gym /run: an infrastructure failure is never a reward', () => {
-  test('grading that cannot run (the engine is gone) answers 502 rollout_error, not reward 0', async () => {
+  test('grading that cannot run (the engine is gone): a 200 row with _ng_failure_class, reward null, not reward 0', async () => {
     const local = new LocalRuntime({ reposDir: join(ROOT, 'fixtures/swe/repos') });
     // the harness runs and its calls are answered; the environment for the tests cannot be made
     const broken = Object.create(local) as Runtime;
@@ -350,16 +350,27 @@ describe('polar gym /run: an infrastructure failure is never a reward', () => {
       broken,
     );
     try {
-      const res = await fetch(`${gym.url}/run`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(row(0)),
-      });
-      const json = (await res.json()) as { reward?: unknown; error?: { type?: string; message?: string } };
-      assert.equal(res.status, 502, JSON.stringify(json).slice(0, 500));
-      assert.equal(json.reward, undefined);
-      assert.equal(json.error?.type, 'rollout_error');
-      assert.match(String(json.error?.message), /container engine went away/);
+      // NeMo Gym's rollout collection expects a failed rollout as a 200 row carrying _ng_failure_class
+      // (nemo_gym/rollout_collection.py: it goes to the failures sidecar; a non-2xx aborts `gym eval run`)
+      const json = await run(gym, { ...row(0), _ng_failure_class: 'stale' });
+      assert.equal(json._ng_failure_class, 'transient');
+      assert.equal(json.reward, null, 'no reward: never trained on as 0');
+      assert.equal(json.resolved, null);
+      assert.equal(json.status, 'error');
+      assert.match(String(json.reason), /container engine went away/);
+      assert.deepEqual((json.response as { output: unknown[] }).output, []);
+      assert.equal(json._ng_task_index, 0, 'row fields ride along');
+    } finally {
+      await gym.close();
+    }
+  });
+
+  test('a successful rollout drops a stale _ng_failure_class echoed from the row', async () => {
+    const { gym } = await gymFor({ api: 'chat', body: loadSample('pi-chat-1-first-request.json').body });
+    try {
+      const json = await run(gym, { ...row(0), _ng_failure_class: 'transient' });
+      assert.equal(json.reward, 1);
+      assert.equal('_ng_failure_class' in json, false);
     } finally {
       await gym.close();
     }

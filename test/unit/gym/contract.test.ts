@@ -180,6 +180,20 @@ describe('aggregate metrics (RewardProfiler semantics)', () => {
     assert.deepEqual(aggregateMetrics([]), { group_level_metrics: [], agent_metrics: {}, key_metrics: {} });
   });
 
+  test('failed rollouts (_ng_failure_class, reward null) are counted apart, never averaged as 0', () => {
+    const failedRow = {
+      _ng_task_index: 0,
+      _ng_rollout_index: 2,
+      reward: null,
+      _ng_failure_class: 'transient',
+    };
+    const m = aggregateMetricsSchema.parse(aggregateMetrics([...rows, failedRow]));
+    assert.equal(m.agent_metrics['mean/reward'], 0.25);
+    assert.equal(m.agent_metrics['pass@1'], 0.25);
+    assert.equal(m.agent_metrics.polar_failed_rollouts, 1);
+    assert.equal(m.group_level_metrics[0]!.num_rollouts, 2);
+  });
+
   test('unbiased pass@k', () => {
     assert.equal(passAtK(4, 0, 2), 0);
     assert.equal(passAtK(4, 4, 2), 1);
