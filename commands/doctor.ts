@@ -8,12 +8,15 @@ export function defineDoctor(program: Command, report: Report): void {
     .description(
       "check an inference server's set-up before a run: model, token ids, tool calling (docs/backends.md)",
     )
-    .option(
-      '--wait',
-      'wait for a server that is still starting, up to --backend-timeout, with a countdown',
-      false,
-    )
-    .option('--json', 'print the report as JSON', false);
+    .option('--wait', 'wait for a server that is still starting, up to --backend-timeout, with a countdown')
+    .option('--json', 'print the report as JSON')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar doctor --backend vllm --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-4B
+  polar doctor --backend sglang --backend-url http://127.0.0.1:30000/v1 --model Qwen/Qwen3-4B --wait --json`,
+    );
   addBackendFlags(cmd).action(async (flags: DoctorFlags) => {
     const { doctorCommand } = await import('../src/backends/doctor.ts');
     report(await doctorCommand(flags));

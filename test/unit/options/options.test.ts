@@ -291,7 +291,7 @@ describe('main', () => {
   test('a PolarError from a command: its message, its exit code, no stack', async () => {
     const r = await run(['eval', '--dataset', 'd.jsonl']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /polar: error: give --harness <codex\|claude\|pi\|generic> or --agent/);
+    assert.match(r.stderr, /polar: error: give --harness <codex\|claude\|pi\|qwen\|generic> or --agent/);
     assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
   });
   test('help and version exit 0; `polar` alone prints the help and is a usage error', () => {
