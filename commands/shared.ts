@@ -77,6 +77,15 @@ export function addBackendFlags(cmd: Command): Command {
     .option(
       '--no-require-token-ids',
       'accept backend answers without token ids (records say token_exact: false)',
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--skip-backend-check',
+          'start without probing the server set-up first (model served, token ids, tool calling)',
+        ),
+        DEFAULTS.skipBackendCheck,
+      ),
     );
 }
 

@@ -67,4 +67,6 @@ export interface BackendOptions {
   maxTokens?: number;
   /** hard cap on every call's completion tokens, whatever the harness asks (CPU runs, quick loops) */
   maxTokensCap?: number;
+  /** skip the set-up probe commands run before a harness starts (--skip-backend-check; src/backends/wait.ts) */
+  skipCheck?: boolean;
 }

@@ -66,11 +66,12 @@ export async function waitForBackend(
 /**
  * What every command that starts a harness runs once before it (capture, serve, eval, loop, gym): waits
  * for the server up to --backend-timeout with a countdown on stderr, probes its set-up, and stops with one
- * BackendSetupError naming the server flag to add when the set-up is wrong. The report goes to the
+ * BackendSetupError naming the server flag to add when the set-up is wrong (--skip-backend-check skips it). The report goes to the
  * debug log when all is well, and its warnings to stderr.
  */
 export async function ensureBackendReady(options: BackendOptions): Promise<void> {
-  if (options.kind === 'embedded' || !options.url) return;
+  // the embedded engine runs in process: nothing to probe; --skip-backend-check: the user's call
+  if (options.kind === 'embedded' || !options.url || options.skipCheck) return;
   await waitForBackend(options, {
     timeoutMs: options.timeoutMs ?? 600_000,
     onWait: (left, url, why) =>

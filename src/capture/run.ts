@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
+import { ensureBackendReady } from '../backends/wait.ts';
 import { EnvironmentError, errorMessage } from '../errors.ts';
 import { harnessEnv } from '../harnesses/env.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
@@ -71,6 +72,9 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     );
   const profile = resolveHarness(options.harness, options.command);
   const output = resolve(options.output);
+  // the server's set-up checked once before any harness time is spent (an injected backend was checked
+  // by its owner: polar eval probes once per run)
+  if (!options.backendInstance) await ensureBackendReady(options.backend);
   const backend = options.backendInstance ?? (await createBackend(options.backend));
   const ownsBackend = !options.backendInstance;
   const proxy = new ProxyServer({

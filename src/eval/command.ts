@@ -1,5 +1,6 @@
 /** `polar eval`: typed flags in, the evaluation set up and run, the report printed, the exit code out. */
 import { resolve } from 'node:path';
+import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
@@ -75,6 +76,8 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
   const { predictions } = await checkAgentSetup(setup.agent);
   if (predictions && f.predictions)
     checkPredictions(predictions, f.predictions, { all, selected: instances });
+  // a harness's server is checked once per run, before any sample spends harness time
+  if (setup.agent.backend) await ensureBackendReady(setup.agent.backend);
   const { agent, runtime } = await setupEvaluation(setup);
   await runtime.check(instances);
   log.info(

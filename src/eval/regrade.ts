@@ -66,7 +66,8 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
     const g = gradeLog(instance, await readFile(logFile, 'utf8'));
     const line: ResultLine = { ...r, regraded_at: new Date().toISOString() };
     if ('error' in g) {
-      Object.assign(line, { status: 'error', resolved: false, reward: 0, reason: g.error });
+      // an ungradable log is an infrastructure failure: no reward (null), never a 0
+      Object.assign(line, { status: 'error', resolved: false, reward: null, reason: g.error });
     } else {
       Object.assign(line, {
         status: g.resolved ? 'resolved' : 'unresolved',

@@ -108,9 +108,12 @@ export async function runSwebenchGrader(
             ? 'error'
             : 'unresolved';
     for (const r of results.filter((x) => x.sample === j)) {
+      // polar's own `error` (the harness got no model answer, the environment failed) stays an error:
+      // an official grade of its empty patch would turn an infrastructure failure into a reward
+      if (r.status === 'error') continue;
       r.status = statusOf(r.instance_id);
       r.resolved = r.status === 'resolved';
-      r.reward = r.resolved ? 1 : 0;
+      r.reward = r.status === 'error' ? null : r.resolved ? 1 : 0;
       r.reason = r.resolved ? null : `swebench: ${r.status}`;
       r.grader = 'swebench';
     }

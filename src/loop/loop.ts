@@ -14,6 +14,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
+import { ensureBackendReady } from '../backends/wait.ts';
 import { PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../eval/dataset.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
@@ -100,6 +101,9 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
       'pass --resume to continue it, or choose another --out',
     );
   }
+  // the server's set-up checked before anything is written or any harness time spent (an injected
+  // backend is the caller's to check)
+  if (!o.backendInstance) await ensureBackendReady(o.backend);
   const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, ...recordable } = o;
   await writeFile(configPath, `${JSON.stringify({ ...recordable, out }, null, 2)}\n`);
 
@@ -130,7 +134,10 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     backend = await createBackend({ ...o.backend, model: startOnnx });
     published = true;
   } else backend = await createBackend(o.backend);
-  const publisher: Publisher = publisherFor(backend, o.reloadCmd ? { reloadCmd: o.reloadCmd } : {});
+  const publisher: Publisher = publisherFor(backend, {
+    backendOptions: o.backend,
+    ...(o.reloadCmd ? { reloadCmd: o.reloadCmd } : {}),
+  });
   try {
     if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
     for (let n = first; n <= o.steps; n++) {
@@ -264,6 +271,9 @@ async function publish(
 ): Promise<void> {
   if (publisher.needsOnnx) await exportTo(checkpoint, onnxDir, o);
   await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
+  // a restarted or reloaded server is checked again: a --reload-cmd that drops a server flag
+  // (--enable-auto-tool-choice, --served-model-name) stops here, not after a step of failed rollouts
+  if (!o.backendInstance) await ensureBackendReady(o.backend);
 }
 
 /** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */

@@ -4,7 +4,9 @@
  * else (vLLM included) restarts through the user's --reload-cmd and a readiness wait.
  */
 import { execa } from 'execa';
-import type { Backend } from '../backends/types.ts';
+import { authHeaders } from '../backends/http.ts';
+import type { Backend, BackendOptions } from '../backends/types.ts';
+import { waitForBackend } from '../backends/wait.ts';
 import { PolarError, UsageError } from '../errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
@@ -29,13 +31,18 @@ export interface Publisher {
   publish(context: PublishContext): Promise<void>;
 }
 
-export function publisherFor(
-  backend: Backend,
-  options: { reloadCmd?: string; readyTimeoutMs?: number },
-): Publisher {
+export interface PublisherOptions {
+  /** the run's backend options: the URL readiness polls and the API key every request carries */
+  backendOptions: BackendOptions;
+  reloadCmd?: string;
+  readyTimeoutMs?: number;
+}
+
+export function publisherFor(backend: Backend, options: PublisherOptions): Publisher {
   if (options.reloadCmd)
     return commandPublisher(
       backend,
+      options,
       options.reloadCmd,
       options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value,
     );
@@ -53,18 +60,21 @@ export function publisherFor(
     return {
       needsOnnx: false,
       async publish({ checkpoint }) {
-        // SGLang's weight update from disk: POST /update_weights_from_disk {model_path}
+        // SGLang's weight update from disk: POST /update_weights_from_disk {model_path}, with the run's
+        // key (a server started with --api-key checks it on every route)
         const root = (backend.url ?? '').replace(/\/(v1|generate)\/?$/, '');
         const r = await fetch(`${root}/update_weights_from_disk`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...authHeaders(options.backendOptions.apiKey) },
           body: JSON.stringify({ model_path: checkpoint }),
         });
         const body = await r.text();
         if (!r.ok)
           throw new PublishError(
             `SGLang refused the weight update (${r.status}): ${body.slice(0, 300)}`,
-            'check that the server can read the checkpoint directory, or give --reload-cmd',
+            r.status === 401
+              ? "give the server's key with --api-key (or $POLAR_BACKEND_API_KEY)"
+              : 'check that the server can read the checkpoint directory, or give --reload-cmd',
           );
       },
     };
@@ -75,7 +85,12 @@ export function publisherFor(
   );
 }
 
-function commandPublisher(backend: Backend, command: string, readyTimeoutMs: number): Publisher {
+function commandPublisher(
+  backend: Backend,
+  options: PublisherOptions,
+  command: string,
+  readyTimeoutMs: number,
+): Publisher {
   return {
     needsOnnx: backend.kind === 'embedded',
     async publish({ checkpoint, onnx }) {
@@ -89,28 +104,30 @@ function commandPublisher(backend: Backend, command: string, readyTimeoutMs: num
       if (r.exitCode !== 0)
         throw new PublishError(`--reload-cmd exited with ${r.exitCode}`, `the command was: ${line}`);
       if (backend.kind === 'embedded' && onnx && backend.reload) await backend.reload(onnx);
-      if (backend.url) await waitReady(backend.url, readyTimeoutMs);
+      if (backend.url) await waitReady(backend, options.backendOptions, readyTimeoutMs);
     },
   };
 }
 
-/** Polls GET {url}/models until the server answers 200. */
-export async function waitReady(url: string, timeoutMs: number): Promise<void> {
-  const root = url.replace(/\/+$/, '').replace(/\/generate$/, '');
-  const t0 = Date.now();
-  let last = '';
-  while (Date.now() - t0 < timeoutMs) {
-    try {
-      const r = await fetch(`${root}/models`, { signal: AbortSignal.timeout(5000) });
-      if (r.ok) return;
-      last = `status ${r.status}`;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 1000));
+/**
+ * Waits for the restarted server: polls the route it really serves (/v1/models; NeMo RL: /tokenize)
+ * with the run's key, telling the seconds left (src/backends/wait.ts).
+ */
+async function waitReady(backend: Backend, options: BackendOptions, timeoutMs: number): Promise<void> {
+  try {
+    await waitForBackend(
+      { kind: backend.kind, url: backend.url, model: options.model, apiKey: options.apiKey },
+      {
+        timeoutMs,
+        onWait: (left, url, why) =>
+          log.info(`publishing: waiting for the restarted server at ${url} (${left} s left): ${why}`),
+      },
+    );
+  } catch (error) {
+    if (!PolarError.isInstance(error)) throw error;
+    throw new PublishError(
+      error.message,
+      'check that --reload-cmd restarts the server on the new checkpoint, and its log',
+    );
   }
-  throw new PublishError(
-    `the backend at ${url} was not ready within ${Math.round(timeoutMs / 1000)} s (${last})`,
-    'check that --reload-cmd restarts the server on the new checkpoint, and its log',
-  );
 }

@@ -25,6 +25,8 @@ export interface BackendFlags {
   backendIdleTimeout?: number;
   /** false with --no-require-token-ids */
   requireTokenIds?: boolean;
+  /** --skip-backend-check: no set-up probe before the harness starts */
+  skipBackendCheck?: boolean;
 }
 
 /** The backend a command talks to: kind from --backend (else vllm with a URL, else embedded), and its model. */
@@ -59,6 +61,7 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
   if (flags.backendTimeout !== undefined) options.timeoutMs = flags.backendTimeout;
   if (flags.backendIdleTimeout !== undefined) options.idleTimeoutMs = flags.backendIdleTimeout;
   if (flags.requireTokenIds === false) options.requireTokenIds = false;
+  if (flags.skipBackendCheck) options.skipCheck = true;
   return options;
 }
 

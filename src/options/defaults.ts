@@ -21,6 +21,8 @@ export const DEFAULTS = {
   backendTimeoutMs: d(600_000, '600 (10 min)'),
   /** capture file format version written (docs/capture-format.md) */
   captureFormat: d(2 as 1 | 2, 'v2'),
+  /** skip the server set-up probe that runs before a harness starts (capture, serve, eval, loop, gym) */
+  skipBackendCheck: d(false, 'off'),
   /** abandon a backend call whose started response sends nothing for this long */
   backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { createBackend } from '../backends/index.ts';
 import type { BackendOptions } from '../backends/types.ts';
+import { ensureBackendReady } from '../backends/wait.ts';
 import { firstIssue } from '../capture/reader.ts';
 import { type CaptureSession, openSession } from '../capture/session.ts';
 import { HARNESSES } from '../harnesses/index.ts';
@@ -79,6 +80,8 @@ export interface Served {
 }
 
 export async function startServe(options: ServeOptions): Promise<Served> {
+  // the server's set-up checked once before any session can start
+  await ensureBackendReady(options.backend);
   const backend = limitBackend(await createBackend(options.backend), options.maxInflight ?? 64);
   const captures = resolve(options.captures);
   await mkdir(captures, { recursive: true });

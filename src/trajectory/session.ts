@@ -1,6 +1,6 @@
 /**
  * The build of one session, with no I/O: its calls merged into traces, the filters (--exclude-kind,
- * --max-tokens, --require-token-exact) applied, its status and token counts. What it adds to the
+ * --max-trace-tokens, --require-token-exact) applied, its status and token counts. What it adds to the
  * report comes back as its own BuildStats, which the caller adds to the run's.
  */
 import type { SessionEndRecord } from '../capture/record.ts';
@@ -78,7 +78,7 @@ interface Kept {
   cut: Set<MergedTrace>;
 }
 
-/** --exclude-kind, then --max-tokens (cut, or drop a trace whose prompt alone is over); null: drop all. */
+/** --exclude-kind, then --max-trace-tokens (cut, or drop a trace whose prompt alone is over); null: drop all. */
 function filterTraces(traces: readonly MergedTrace[], config: SessionConfig, stats: BuildStats): Kept | null {
   const { maxTokens } = config;
   const kept: Kept['kept'] = [];
@@ -105,7 +105,7 @@ function filterTraces(traces: readonly MergedTrace[], config: SessionConfig, sta
   // a prompt longer than the limit leaves nothing to train on: drop that trace
   for (let i = kept.length - 1; i >= 0; i--) {
     if (noRoom.has(kept[i]!.trace)) {
-      count(stats.traces_dropped, 'prompt over --max-tokens');
+      count(stats.traces_dropped, 'prompt over --max-trace-tokens');
       kept.splice(i, 1);
     }
   }
@@ -154,7 +154,7 @@ export function buildSession(
     return skip('not token-exact (--require-token-exact)');
   }
   const filtered = filterTraces(merged.traces, config, stats);
-  if (filtered === null) return skip('over --max-tokens (drop)');
+  if (filtered === null) return skip('over --max-trace-tokens (drop)');
   const { kept, cut } = filtered;
   if (kept.length === 0) return skip('no traces left after filters');
   const newIndex = new Map(kept.map(({ index }, i) => [index, i]));

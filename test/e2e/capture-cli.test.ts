@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
@@ -157,7 +159,7 @@ describe('polar capture output paths and flags, checked before anything starts',
   test('parent folders of -o are created', async () => {
     const { workdir } = await privateDirs();
     const file = join(workdir, 'new', 'sub', 'run.jsonl');
-    const r = await run(['-o', file, '--harness', 'generic', ...down, '--', 'true']);
+    const r = await run(['-o', file, '--harness', 'generic', ...down, '--skip-backend-check', '--', 'true']);
     assert.equal(r.exitCode, 0, String(r.stderr));
     assert.ok(existsSync(file));
   });
@@ -187,5 +189,107 @@ describe('the embedded default offline', () => {
     assert.match(String(r.stderr), /onnx-community\/Qwen3-0\.6B-ONNX/);
     assert.match(String(r.stderr), /--model \.\/dir .* or at a server with --backend vllm --backend-url/);
     assert.doesNotMatch(String(r.stderr), /at .*\.ts:\d+/);
+  });
+});
+
+describe('polar capture checks the server set-up before the harness starts', () => {
+  /** runs capture with a harness that leaves a mark when it starts; returns the run and whether it did */
+  async function probed(url: string, extra: string[] = []) {
+    const { workdir } = await privateDirs();
+    const mark = join(workdir, 'harness-started');
+    const r = await execa(
+      process.execPath,
+      [
+        POLAR,
+        'capture',
+        '-o',
+        join(workdir, 'run.jsonl'),
+        '--harness',
+        'generic',
+        '--backend',
+        'vllm',
+        '--backend-url',
+        url,
+        '--model',
+        'Qwen/Qwen3-4B',
+        ...extra,
+        '--',
+        'touch',
+        mark,
+      ],
+      { reject: false, stdin: 'ignore', timeout: 60_000 },
+    );
+    return { r, started: existsSync(mark), captured: existsSync(join(workdir, 'run.jsonl')) };
+  }
+
+  /** a local server answering every request with `answer` */
+  async function httpServer(answer: (res: ServerResponse) => void): Promise<{ url: string; close(): void }> {
+    const server = createServer((_req, res) => answer(res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+      close: () => server.close(),
+    };
+  }
+
+  test('a closed port: one line naming the URL and what was expected, exit 4, no harness', async () => {
+    const closed = await httpServer(() => {});
+    closed.close();
+    const { r, started, captured } = await probed(closed.url, ['--backend-timeout', '1']);
+    assert.equal(r.exitCode, 4, String(r.stderr));
+    const error = String(r.stderr)
+      .split('\n')
+      .filter((l) => l.startsWith('polar: error:'));
+    assert.equal(error.length, 1, String(r.stderr));
+    assert.match(error[0]!, new RegExp(`${closed.url}/models did not answer within 1 s: .*ECONNREFUSED`));
+    assert.equal(started, false, 'the harness never started');
+    assert.equal(captured, false, 'no capture file for a run that never started');
+  });
+
+  test('an HTML page where the API should be: exit 4, names the URL and that JSON was expected', async () => {
+    const html = await httpServer((res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!DOCTYPE html>\n<html><head><title>Jupyter</title></head></html>');
+    });
+    try {
+      const { r, started } = await probed(html.url, ['--backend-timeout', '5']);
+      assert.equal(r.exitCode, 4, String(r.stderr));
+      assert.match(String(r.stderr), new RegExp(`polar: error: .*${html.url}/models: .*HTML page.*JSON`));
+      assert.equal(started, false);
+    } finally {
+      html.close();
+    }
+  });
+
+  test('vLLM without tool calling: the message names the server flags to add', async () => {
+    const standin = await startStandin({ toolParser: false });
+    try {
+      const { r, started } = await probed(standin.url);
+      assert.equal(r.exitCode, 4, String(r.stderr));
+      assert.match(
+        String(r.stderr),
+        /polar: error: vllm server at .*tool_calling: requests with tools are refused/,
+      );
+      assert.match(String(r.stderr), /--enable-auto-tool-choice --tool-call-parser/);
+      assert.equal(started, false);
+      // --skip-backend-check: the user's call, the harness runs
+      const skipped = await probed(standin.url, ['--skip-backend-check']);
+      assert.equal(skipped.r.exitCode, 0, String(skipped.r.stderr));
+      assert.equal(skipped.started, true);
+    } finally {
+      await standin.close();
+    }
+  });
+
+  test('a good set-up: the probe passes and the harness runs', async () => {
+    const standin = await startStandin();
+    try {
+      const { r, started } = await probed(standin.url);
+      assert.equal(r.exitCode, 0, String(r.stderr));
+      assert.equal(started, true);
+      assert.ok(standin.calls.length >= 1, 'the probe asked the server for a token');
+    } finally {
+      await standin.close();
+    }
   });
 });

@@ -71,6 +71,8 @@ describe('polar capture killed with SIGKILL', () => {
           standin.url,
           '--model',
           'm',
+          // the kill is the test, not the server's set-up (the stand-in serves another model name)
+          '--skip-backend-check',
           '--harness',
           'generic',
           '--pass-env',
@@ -139,6 +141,8 @@ describe('polar capture killed with SIGKILL', () => {
         standin.url,
         '--model',
         'm',
+        // the sweep is the test, not the server's set-up (the stand-in serves another model name)
+        '--skip-backend-check',
         '--',
         'true',
       ],

@@ -271,7 +271,8 @@ describe('polar serve', () => {
   test('failed backend calls release their slots: --max-inflight 2, every call refused, then one gets through', async () => {
     // a port nothing listens on: every backend call is refused (ECONNREFUSED -> 502)
     const port = await freePort();
-    const s = await serve(`http://127.0.0.1:${port}/v1`, ['--max-inflight', '2']);
+    // --skip-backend-check: the down server is the test (the set-up probe would wait for it)
+    const s = await serve(`http://127.0.0.1:${port}/v1`, ['--max-inflight', '2', '--skip-backend-check']);
     let relay: NetServer | undefined;
     try {
       const { key } = (await json(`${s.url}/sessions`, { method: 'POST', body: '{}' })).body as {

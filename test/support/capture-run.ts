@@ -61,12 +61,19 @@ export async function capture(
     timeoutMs?: number;
     /** extra environment for polar and the harness */
     env?: Record<string, string>;
+    /**
+     * run the server set-up probe first (default false: --skip-backend-check). Its one-token requests
+     * would shift the stand-in's call count and eat a scripted stand-in's replies; the probe has its
+     * own tests (capture-cli.test.ts, test/unit/backends/probe.test.ts).
+     */
+    probe?: boolean;
   } = {},
 ): Promise<CaptureOutcome> {
   const { home, workdir, out } = await privateDirs();
+  const skip = options.probe ? [] : ['--skip-backend-check'];
   const result = await execa(
     process.execPath,
-    [POLAR, 'capture', '-o', out, ...polarArgs, '--', ...harness],
+    [POLAR, 'capture', '-o', out, ...skip, ...polarArgs, '--', ...harness],
     {
       cwd: workdir,
       env: { ...privateEnv(home), ...options.env },

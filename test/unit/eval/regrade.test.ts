@@ -73,3 +73,33 @@ test('polar eval --regrade grades the logs of a run again, in place', async () =
   assert.equal(none.code, 2);
   assert.match(none.stderr, /no results.jsonl/);
 });
+
+test('--regrade: a log that cannot be graded is an error with no reward (null), never a 0', async () => {
+  const out = join(mkdtempSync(join(tmpdir(), 'polar-regrade-')), 'run');
+  const id = 'polar-fixtures__jsutil-5';
+  const run = polar([
+    'eval',
+    '--dataset',
+    MINI,
+    '--agent',
+    'gold',
+    '--runtime',
+    'local',
+    '--out',
+    out,
+    '--instances',
+    id,
+    '-q',
+  ]);
+  assert.equal(run.code, 0, run.stderr);
+  // the row now names a log parser polar does not know: its log cannot be read
+  const instances = (await loadDataset(MINI)).map((i) =>
+    i.instance_id === id ? { ...i, eval_script: 'true', log_parser: 'no-such-parser' } : i,
+  );
+  const outcome = await regradeRun({ out, instances, dataset: MINI });
+  assert.ok(outcome.regraded >= 1);
+  const line = readJsonl(join(out, 'results.jsonl')).find((r) => r.instance_id === id);
+  assert.equal(line.status, 'error');
+  assert.equal(line.reward, null);
+  assert.match(line.reason, /unknown log parser "no-such-parser"/);
+});

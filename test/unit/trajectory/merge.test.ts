@@ -141,11 +141,11 @@ describe('prefix merging', () => {
 
     const dropped = await buildFrom(records, { maxTokens: 12, maxTokensMode: 'drop' });
     assert.equal(dropped.out.length, 0);
-    assert.equal(dropped.stats.sessions_skipped['over --max-tokens (drop)'], 1);
+    assert.equal(dropped.stats.sessions_skipped['over --max-trace-tokens (drop)'], 1);
 
     const tiny = await buildFrom(records, { maxTokens: SYS.length });
     assert.equal(tiny.out.length, 0);
-    assert.equal(tiny.stats.traces_dropped['prompt over --max-tokens'], 1);
+    assert.equal(tiny.stats.traces_dropped['prompt over --max-trace-tokens'], 1);
     assert.equal(tiny.stats.sessions_skipped['no traces left after filters'], 1);
 
     const fits = await buildFrom(records, { maxTokens: 14 });

@@ -60,7 +60,7 @@ describe('buildSession', () => {
       maxMode: 'drop',
     });
     assert.equal(dropped.built, false);
-    assert.deepEqual(dropped.stats.sessions_skipped, { 'over --max-tokens (drop)': 1 });
+    assert.deepEqual(dropped.stats.sessions_skipped, { 'over --max-trace-tokens (drop)': 1 });
   });
 
   it('adds session reports into the run report in first-seen order', () => {

@@ -1,0 +1,125 @@
+/**
+ * The set-up probe wired into the commands that start harnesses (issue 12 item 3): `polar eval` with a
+ * harness agent and `polar loop` stop before any sample, file or harness when the server is down or set
+ * up wrong (exit 4, one line naming the URL); `--agent gold` runs no harness and probes nothing.
+ * (capture: test/e2e/capture-cli.test.ts; serve: test/e2e/serve.test.ts.)
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { execa } from 'execa';
+import { type Standin, startStandin } from '../../support/vllm-standin.ts';
+import { fixtures, MINI, REPOS, ROOT } from '../eval/helpers.ts';
+
+const POLAR = join(ROOT, 'bin/polar');
+const run = (args: string[]) =>
+  execa(process.execPath, [POLAR, ...args], { reject: false, stdin: 'ignore', cwd: ROOT, timeout: 120_000 });
+
+/** a port nothing listens on: bind one, note it, close it */
+async function closedUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+const ID = 'polar-fixtures__jsutil-5';
+const HARNESS = ['--harness', 'pi', '--runtime', 'local', '--allow-unsandboxed', '--repos', REPOS];
+
+describe('the set-up probe in eval and loop', () => {
+  let standin: Standin;
+  before(async () => {
+    fixtures();
+    standin = await startStandin({ toolParser: false });
+  });
+  after(() => standin.close());
+
+  test('eval against a down server: exit 4 before any sample, the URL named, no results', async () => {
+    const url = await closedUrl();
+    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'run');
+    const r = await run([
+      'eval',
+      '--dataset',
+      MINI,
+      '--instances',
+      ID,
+      ...HARNESS,
+      '--backend-url',
+      url,
+      '--model',
+      'Qwen/Qwen3-4B',
+      '--backend-timeout',
+      '1',
+      '--out',
+      out,
+    ]);
+    assert.equal(r.exitCode, 4, String(r.stderr));
+    assert.match(
+      String(r.stderr),
+      new RegExp(`polar: error: the vllm server at ${url}/models did not answer`),
+    );
+    assert.ok(!existsSync(join(out, 'results.jsonl')), 'no sample ran');
+  });
+
+  test('eval against vLLM without tool calling: the server flags to add, exit 4', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'run');
+    const args = ['eval', '--dataset', MINI, '--instances', ID, ...HARNESS, '--out', out];
+    const r = await run([...args, '--backend-url', standin.url, '--model', 'Qwen/Qwen3-4B']);
+    assert.equal(r.exitCode, 4, String(r.stderr));
+    assert.match(String(r.stderr), /tool_calling: requests with tools are refused/);
+    assert.match(String(r.stderr), /--enable-auto-tool-choice --tool-call-parser/);
+    assert.ok(!existsSync(join(out, 'results.jsonl')));
+  });
+
+  test('eval --agent gold runs no harness: no probe, even with a server flag set', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'run');
+    const r = await run([
+      'eval',
+      '--dataset',
+      MINI,
+      '--instances',
+      ID,
+      '--agent',
+      'gold',
+      '--runtime',
+      'local',
+      '--repos',
+      REPOS,
+      '--out',
+      out,
+      '-q',
+    ]);
+    assert.equal(r.exitCode, 0, String(r.stderr));
+  });
+
+  test('loop against a down server: exit 4 before anything is written', async () => {
+    const url = await closedUrl();
+    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'loop');
+    const r = await run([
+      'loop',
+      '--train-set',
+      MINI,
+      ...HARNESS,
+      '--backend-url',
+      url,
+      '--model',
+      'Qwen/Qwen3-4B',
+      '--backend-timeout',
+      '1',
+      '--reload-cmd',
+      'true',
+      '--out',
+      out,
+    ]);
+    assert.equal(r.exitCode, 4, String(r.stderr));
+    assert.match(
+      String(r.stderr),
+      new RegExp(`polar: error: the vllm server at ${url}/models did not answer`),
+    );
+    assert.ok(!existsSync(join(out, 'loop.json')), 'no loop run was started');
+  });
+});
