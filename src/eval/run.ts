@@ -24,6 +24,7 @@ import { infraFailure } from './outcome.ts';
 import { extractPatch } from './patch.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
 import type { Runtime } from './runtime/types.ts';
+import { finalMessage, graderFor, runVerifier } from './verifier.ts';
 
 export interface EvalOptions {
   instances: SweInstance[];
@@ -43,6 +44,11 @@ export interface EvalOptions {
   grade?: 'polar' | 'none';
   progress?: boolean;
   signal?: AbortSignal;
+  /**
+   * a verifier grader command (src/eval/verifier.ts) that replaces the SWE grading: it reads the rollout
+   * as JSON on stdin and prints a reward in [0, 1]; a row's own `grader` field wins
+   */
+  verifier?: string;
   /** grade empty patches like any other instead of scoring them 0 outright */
   gradeEmpty?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
@@ -123,7 +129,7 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
     task_id: line.instance_id,
     sample: line.sample,
     resolved: line.resolved,
-    reward: line.resolved ? 1 : 0, // only graded samples get a grading record
+    reward: line.reward ?? 0, // only graded samples get a grading record (and they have a reward)
     reason: line.reason,
     graded_at: new Date().toISOString(),
     status: line.status,
@@ -146,6 +152,7 @@ async function runSample(
   let agent: AgentOutcome = { status: 'error', capture: null, sessionId: null, calls: 0, error: null };
   let patch = '';
   let grade: GradeResult | null = null;
+  let verified: number | null = null;
   let failure: string | null = null;
   try {
     const env = await options.runtime.prepare(instance, 'agent');
@@ -175,7 +182,22 @@ async function runSample(
     }
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
-    if (failure === null && options.grade !== 'none') {
+    const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
+    if (failure === null && options.grade !== 'none' && verifier !== undefined) {
+      const capture = agent.capture && existsSync(agent.capture) ? agent.capture : null;
+      const input = { row: instance as unknown as Record<string, unknown>, sample, patch, capture };
+      const v = await runVerifier(
+        verifier,
+        { ...input, final_message: await finalMessage(capture) },
+        {
+          timeoutMs: options.testTimeoutMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+      );
+      if (v.output) await writeAtomic(insideDir(dirs.logs, `${key}.verifier.log`), v.output);
+      if ('error' in v) failure = v.error;
+      else verified = v.reward;
+    } else if (failure === null && options.grade !== 'none') {
       grade = await gradePatch(options.runtime, instance, patch, {
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
@@ -188,7 +210,14 @@ async function runSample(
   if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
   const testsMs = grade?.durations_ms.tests ?? 0;
-  const status = failure !== null ? 'error' : (grade?.status ?? 'unresolved');
+  const status =
+    failure !== null
+      ? 'error'
+      : verified !== null
+        ? verified >= 1
+          ? 'resolved'
+          : 'unresolved'
+        : (grade?.status ?? 'unresolved');
   const line: ResultLine = {
     instance_id: instance.instance_id,
     repo: instance.repo,
@@ -196,7 +225,8 @@ async function runSample(
     status,
     resolved: status === 'resolved',
     // an error is no result: no reward, no grading record (resume runs it again)
-    reward: status === 'error' ? null : status === 'resolved' ? 1 : 0,
+    // a verifier's reward is any number in [0, 1]; `resolved` is a full reward
+    reward: status === 'error' ? null : (verified ?? (status === 'resolved' ? 1 : 0)),
     reason: failure ?? grade?.reason ?? (options.grade === 'none' ? 'not graded' : null),
     suspicious: grade?.suspicious ?? false,
     agent: {
