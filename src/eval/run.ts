@@ -138,6 +138,29 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
   await appendFile(capture, `${JSON.stringify(record)}\n`);
 }
 
+/** Grades one sample with a verifier command (src/eval/verifier.ts); its output goes to `logPath`. */
+async function verify(
+  options: EvalOptions,
+  command: string,
+  {
+    instance,
+    sample,
+    patch,
+    agent,
+  }: { instance: SweInstance; sample: number; patch: string; agent: AgentOutcome },
+  logPath: string,
+): Promise<{ reward: number } | { error: string }> {
+  const capture = agent.capture && existsSync(agent.capture) ? agent.capture : null;
+  const row = instance as unknown as Record<string, unknown>;
+  const v = await runVerifier(
+    command,
+    { row, sample, patch, capture, final_message: await finalMessage(capture) },
+    { timeoutMs: options.testTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) },
+  );
+  if (v.output) await writeAtomic(logPath, v.output);
+  return v;
+}
+
 /** Runs and grades one sample; null when an interrupt cut it short (nothing graded, nothing recorded). */
 async function runSample(
   options: EvalOptions,
@@ -184,17 +207,12 @@ async function runSample(
     if (options.signal?.aborted) return null;
     const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
     if (failure === null && options.grade !== 'none' && verifier !== undefined) {
-      const capture = agent.capture && existsSync(agent.capture) ? agent.capture : null;
-      const input = { row: instance as unknown as Record<string, unknown>, sample, patch, capture };
-      const v = await runVerifier(
+      const v = await verify(
+        options,
         verifier,
-        { ...input, final_message: await finalMessage(capture) },
-        {
-          timeoutMs: options.testTimeoutMs,
-          ...(options.signal ? { signal: options.signal } : {}),
-        },
+        { instance, sample, patch, agent },
+        insideDir(dirs.logs, `${key}.verifier.log`),
       );
-      if (v.output) await writeAtomic(insideDir(dirs.logs, `${key}.verifier.log`), v.output);
       if ('error' in v) failure = v.error;
       else verified = v.reward;
     } else if (failure === null && options.grade !== 'none') {
@@ -210,14 +228,8 @@ async function runSample(
   if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
   const testsMs = grade?.durations_ms.tests ?? 0;
-  const status =
-    failure !== null
-      ? 'error'
-      : verified !== null
-        ? verified >= 1
-          ? 'resolved'
-          : 'unresolved'
-        : (grade?.status ?? 'unresolved');
+  const verdict = verified === null ? null : verified >= 1 ? 'resolved' : 'unresolved'; // a verifier's reward
+  const status = failure !== null ? 'error' : (verdict ?? grade?.status ?? 'unresolved');
   const line: ResultLine = {
     instance_id: instance.instance_id,
     repo: instance.repo,
