@@ -19,7 +19,9 @@ import {
   runVerifier,
   type VerifierInput,
 } from '../../../src/eval/verifier.ts';
+import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { grader } from '../../../src/options/parsers.ts';
+import { parseArgv } from '../../support/argv.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
 import { fixtures, MINI, REPOS, ROOT } from './helpers.ts';
 
@@ -153,4 +155,15 @@ test('runEval with a verifier: its reward is the sample reward; a failing verifi
   assert.equal(failed.results[0]!.reward, null);
   assert.match(String(failed.results[0]!.reason), /exited 2/);
   assert.equal(failed.report.counts.error, 1);
+});
+
+test('polar loop takes the same --grader: a command becomes the loop verifier; swebench is refused', () => {
+  const flags = (grader: string[]) =>
+    parseArgv(['loop', '--train-set', MINI, '--out', 'run', '--harness', 'pi', ...grader])
+      .flags as unknown as LoopFlags;
+  assert.equal(loopOptions(flags(['--grader', VERIFIER])).verifier, VERIFIER);
+  assert.equal(loopOptions(flags([])).verifier, undefined);
+  assert.throws(() => loopOptions(flags(['--grader', 'swebench'])), /polar loop grades each rollout itself/);
+  const evalFlags = parseArgv(['eval', '--dataset', MINI, '--grader', VERIFIER]).flags;
+  assert.equal(evalFlags.grader, VERIFIER);
 });
