@@ -253,6 +253,7 @@ async function runSample(
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
     official_version: grade?.official_version ?? null,
+    ...(verified !== null ? { grader: 'verifier' } : {}),
     durations_ms: {
       total,
       agent: agentMs,

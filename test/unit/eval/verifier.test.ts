@@ -141,6 +141,7 @@ test('runEval with a verifier: its reward is the sample reward; a failing verifi
   assert.equal(graded.results[0]!.status, 'unresolved');
   assert.equal(graded.results[0]!.reward, 0.75);
   assert.equal(graded.results[0]!.test_exit_code, null, 'the SWE tests did not run');
+  assert.equal(graded.results[0]!.grader, 'verifier', 'regrade leaves it alone');
   const log = readFileSync(
     join(tmp, 'run-grader', 'logs', 'polar-fixtures__jsutil-5__s0.verifier.log'),
     'utf8',
