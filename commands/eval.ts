@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { AGENT_NAMES } from '../src/eval/agent-names.ts';
 import type { EvalFlags } from '../src/eval/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import { floatIn, grader, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
 import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineEval(program: Command, report: Report): void {
@@ -52,9 +52,10 @@ export function defineEval(program: Command, report: Report): void {
     .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .addOption(
       withDefault(
-        new Option('--grader <kind>', 'polar, or swebench (the official harness, when installed)').argParser(
-          oneOf(['polar', 'swebench'] as const),
-        ),
+        new Option(
+          '--grader <kind>',
+          "polar, swebench (the official harness, when installed), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
+        ).argParser(grader),
         DEFAULTS.grader,
       ),
     )

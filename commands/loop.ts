@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import { floatIn, grader, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineLoop(program: Command, report: Report): void {
@@ -53,6 +53,12 @@ export function defineLoop(program: Command, report: Report): void {
     .addOption(
       new Option('--lr <lr>', "learning rate (default: polar train's)").argParser(
         floatIn(0, Number.POSITIVE_INFINITY, { open: 'min' }),
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--grader <kind>', 'polar, or a verifier command (see polar eval)').argParser(grader),
+        DEFAULTS.grader,
       ),
     )
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)

@@ -32,7 +32,8 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   shard?: { index: number; count: number };
   resume?: boolean;
   overwrite?: boolean;
-  grader: 'polar' | 'swebench';
+  /** polar, swebench or a verifier command (src/eval/verifier.ts) */
+  grader: string;
   json?: boolean;
   failUnder?: number;
   gradeEmptyPatches?: boolean;
@@ -105,6 +106,7 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
       overwrite: Boolean(f.overwrite),
       dataset: f.dataset,
       grade: f.grader === 'swebench' ? 'none' : 'polar',
+      ...(f.grader !== 'polar' && f.grader !== 'swebench' ? { verifier: f.grader } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
       progress: !f.quiet,
       signal: controller.signal,

@@ -36,6 +36,8 @@ export interface SweInstance {
   eval_type?: string;
   /** polar: the test command for datasets outside the 12 Verified repositories */
   test_cmd?: string;
+  /** polar: this row's verifier grader command (src/eval/verifier.ts), instead of the run's --grader */
+  grader?: string;
 }
 
 const optionalText = z
@@ -65,6 +67,7 @@ const rowSchema = z.looseObject({
   log_parser: optionalText,
   eval_type: optionalText,
   test_cmd: optionalText,
+  grader: optionalText,
 });
 
 function decodeTests(value: unknown, fail: (problem: string) => never): string[] {
@@ -139,10 +142,11 @@ export function parseRow(source: string, line: number | undefined, raw: unknown)
     log_parser: r.log_parser,
     eval_type: r.eval_type,
     test_cmd: r.test_cmd,
+    grader: r.grader,
   };
   for (const [k, v] of Object.entries(optional))
     if (v !== undefined) (instance as unknown as Record<string, unknown>)[k] = v;
-  if (instance.FAIL_TO_PASS.length === 0 && !instance.eval_script) {
+  if (instance.FAIL_TO_PASS.length === 0 && !instance.eval_script && !instance.grader) {
     throw new InputError(
       source,
       line,

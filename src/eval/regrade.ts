@@ -36,7 +36,7 @@ export interface RegradeOutcome {
 
 function fromLog(r: ResultLine): boolean {
   if (r.status !== 'resolved' && r.status !== 'unresolved') return false;
-  if (r.grader === 'swebench') return false;
+  if (r.grader === 'swebench' || r.grader === 'verifier') return false; // no test log behind it
   return r.reason !== 'patch does not apply' && !String(r.reason ?? '').startsWith('tests timed out');
 }
 

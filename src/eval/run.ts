@@ -24,6 +24,7 @@ import { infraFailure } from './outcome.ts';
 import { extractPatch } from './patch.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
 import type { Runtime } from './runtime/types.ts';
+import { finalMessage, graderFor, runVerifier } from './verifier.ts';
 
 export interface EvalOptions {
   instances: SweInstance[];
@@ -43,6 +44,11 @@ export interface EvalOptions {
   grade?: 'polar' | 'none';
   progress?: boolean;
   signal?: AbortSignal;
+  /**
+   * a verifier grader command (src/eval/verifier.ts) that replaces the SWE grading: it reads the rollout
+   * as JSON on stdin and prints a reward in [0, 1]; a row's own `grader` field wins
+   */
+  verifier?: string;
   /** grade empty patches like any other instead of scoring them 0 outright */
   gradeEmpty?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
@@ -123,13 +129,36 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
     task_id: line.instance_id,
     sample: line.sample,
     resolved: line.resolved,
-    reward: line.resolved ? 1 : 0, // only graded samples get a grading record
+    reward: line.reward ?? 0, // only graded samples get a grading record (and they have a reward)
     reason: line.reason,
     graded_at: new Date().toISOString(),
     status: line.status,
     suspicious: line.suspicious,
   };
   await appendFile(capture, `${JSON.stringify(record)}\n`);
+}
+
+/** Grades one sample with a verifier command (src/eval/verifier.ts); its output goes to `logPath`. */
+async function verify(
+  options: EvalOptions,
+  command: string,
+  {
+    instance,
+    sample,
+    patch,
+    agent,
+  }: { instance: SweInstance; sample: number; patch: string; agent: AgentOutcome },
+  logPath: string,
+): Promise<{ reward: number } | { error: string }> {
+  const capture = agent.capture && existsSync(agent.capture) ? agent.capture : null;
+  const row = instance as unknown as Record<string, unknown>;
+  const v = await runVerifier(
+    command,
+    { row, sample, patch, capture, final_message: await finalMessage(capture) },
+    { timeoutMs: options.testTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) },
+  );
+  if (v.output) await writeAtomic(logPath, v.output);
+  return v;
 }
 
 /** Runs and grades one sample; null when an interrupt cut it short (nothing graded, nothing recorded). */
@@ -146,6 +175,7 @@ async function runSample(
   let agent: AgentOutcome = { status: 'error', capture: null, sessionId: null, calls: 0, error: null };
   let patch = '';
   let grade: GradeResult | null = null;
+  let verified: number | null = null;
   let failure: string | null = null;
   try {
     const env = await options.runtime.prepare(instance, 'agent');
@@ -175,7 +205,17 @@ async function runSample(
     }
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
-    if (failure === null && options.grade !== 'none') {
+    const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
+    if (failure === null && options.grade !== 'none' && verifier !== undefined) {
+      const v = await verify(
+        options,
+        verifier,
+        { instance, sample, patch, agent },
+        insideDir(dirs.logs, `${key}.verifier.log`),
+      );
+      if ('error' in v) failure = v.error;
+      else verified = v.reward;
+    } else if (failure === null && options.grade !== 'none') {
       grade = await gradePatch(options.runtime, instance, patch, {
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
@@ -188,7 +228,8 @@ async function runSample(
   if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
   const testsMs = grade?.durations_ms.tests ?? 0;
-  const status = failure !== null ? 'error' : (grade?.status ?? 'unresolved');
+  const verdict = verified === null ? null : verified >= 1 ? 'resolved' : 'unresolved'; // a verifier's reward
+  const status = failure !== null ? 'error' : (verdict ?? grade?.status ?? 'unresolved');
   const line: ResultLine = {
     instance_id: instance.instance_id,
     repo: instance.repo,
@@ -196,7 +237,8 @@ async function runSample(
     status,
     resolved: status === 'resolved',
     // an error is no result: no reward, no grading record (resume runs it again)
-    reward: status === 'error' ? null : status === 'resolved' ? 1 : 0,
+    // a verifier's reward is any number in [0, 1]; `resolved` is a full reward
+    reward: status === 'error' ? null : (verified ?? (status === 'resolved' ? 1 : 0)),
     reason: failure ?? grade?.reason ?? (options.grade === 'none' ? 'not graded' : null),
     suspicious: grade?.suspicious ?? false,
     agent: {
@@ -211,6 +253,7 @@ async function runSample(
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
     official_version: grade?.official_version ?? null,
+    ...(verified !== null ? { grader: 'verifier' } : {}),
     durations_ms: {
       total,
       agent: agentMs,

@@ -1,6 +1,7 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
@@ -25,6 +26,8 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   lora?: boolean;
   lr?: number;
   gradeEmptyPatches?: boolean;
+  /** polar, or a verifier command (src/eval/verifier.ts) */
+  grader?: string;
   resume?: boolean;
   quiet?: boolean;
 }
@@ -54,6 +57,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     testTimeoutMs: f.testTimeout,
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
+    ...verifierOf(f.grader),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: { device: f.device, lora: Boolean(f.lora), ...(f.lr !== undefined ? { lr: f.lr } : {}) },
@@ -62,6 +66,15 @@ export function loopOptions(f: LoopFlags): LoopOptions {
       await runExport({ checkpoint, onnx: dir });
     },
   };
+}
+
+/** --grader: polar (the default) or a verifier command; swebench grades after a run, not within a step. */
+function verifierOf(grader: string | undefined): { verifier?: string } {
+  if (grader === 'swebench')
+    throw new UsageError(
+      '--grader swebench: polar loop grades each rollout itself; use polar or a verifier command',
+    );
+  return grader && grader !== 'polar' ? { verifier: grader } : {};
 }
 
 export async function loopCommand(f: LoopFlags): Promise<number> {

@@ -47,6 +47,8 @@ export interface LoopOptions {
   resume: boolean;
   /** grade empty patches too (tests of the loop with a model that cannot edit files yet) */
   gradeEmptyPatches?: boolean;
+  /** a verifier grader command (src/eval/verifier.ts) instead of the SWE tests */
+  verifier?: string;
   reloadCmd?: string;
   /** train flags (device, lora, lr, ...) and an optional train.json */
   trainFlags: Record<string, unknown>;
@@ -307,6 +309,7 @@ async function evaluate(
       progress: false,
       meta,
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
+      ...(o.verifier ? { verifier: o.verifier } : {}),
     });
   } finally {
     await agent.close?.();

@@ -59,7 +59,8 @@ export const DEFAULTS = {
   runtime: d('docker' as 'local' | 'docker' | 'podman'),
   repos: d('fixtures/swe/repos'),
   split: d('test'),
-  grader: d('polar' as 'polar' | 'swebench'),
+  /** polar, swebench, or a verifier command (src/eval/verifier.ts) */
+  grader: d('polar' as string),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),

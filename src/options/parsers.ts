@@ -100,6 +100,20 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
   };
 }
 
+/**
+ * --grader: polar (the SWE grader), swebench (the official harness) or a verifier command
+ * (src/eval/verifier.ts). A bare word is taken for a misspelt kind, not a command on PATH.
+ */
+export const grader: Parser<string> = (v) => {
+  const text = v.trim();
+  if (text === 'polar' || text === 'swebench') return text;
+  if (text === '' || /^[A-Za-z_-]+$/.test(text))
+    throw new InvalidArgumentError(
+      "is not polar, swebench or a verifier command (a command with arguments or a path: 'python3 verify.py', './verify.sh')",
+    );
+  return text;
+};
+
 /** a capture format version: v1 | v2 (or 1 | 2) */
 export const captureFormat: Parser<1 | 2> = (v) => {
   const m = /^v?([12])$/.exec(v.trim());

@@ -4,6 +4,7 @@
  */
 import ora, { type Ora } from 'ora';
 import { log } from '../util/log.ts';
+import type { WorkerEvent } from './schema.ts';
 
 export interface StepEvent {
   event: 'step';
@@ -60,14 +61,7 @@ export function formatStep(e: StepEvent): string {
  * pi_old / pi_ref forward passes) or `update` (forward and backward), `done` of `total` micro-batches
  * of that phase (over all PPO epochs for `update`).
  */
-export interface MicroEvent {
-  event: 'micro';
-  step: number;
-  total_steps: number;
-  phase: 'reference' | 'update';
-  done: number;
-  total: number;
-}
+export type MicroEvent = Extract<WorkerEvent, { event: 'micro' }>;
 
 export function formatMicro(e: MicroEvent): string {
   return `step ${e.step}/${e.total_steps}  ${e.phase === 'reference' ? 'reference pass' : 'update'}: micro-batch ${e.done}/${e.total}`;

@@ -67,6 +67,16 @@ export const workerEventSchema = z.discriminatedUnion('event', [
     trained_tokens: z.number().int().nonnegative().optional(),
     ...Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])),
   }),
+  // progress within a step (src/train/progress.ts): rank 0, after each micro-batch of the reference pass
+  // (pi_old / pi_ref forwards) and of the update (forward and backward; total over every PPO epoch)
+  z.strictObject({
+    event: z.literal('micro'),
+    step: z.number().int().positive(),
+    total_steps: z.number().int().positive(),
+    phase: z.enum(['reference', 'update']),
+    done: z.number().int().positive(),
+    total: z.number().int().positive(),
+  }),
   z.strictObject({
     event: z.literal('checkpoint'),
     step: z.number().int().nonnegative(),

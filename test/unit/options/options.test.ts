@@ -233,7 +233,7 @@ describe('usage errors name the flag', () => {
       /^--agent golden is not one of gold, empty, predictions, codex/,
     ],
     [['eval', '--dataset', 'd', '--fail-under', '2'], /^--fail-under 2: expected a fraction between 0 and 1/],
-    [['eval', '--dataset', 'd', '--grader', 'x'], /^--grader x is not one of polar, swebench$/],
+    [['eval', '--dataset', 'd', '--grader', 'x'], /^--grader x is not polar, swebench or a verifier command/],
     [['eval', '--dataset', 'd', '--runtime', 'lxc'], /^--runtime lxc is not one of local, docker, podman$/],
     [['eval', '--dataset', 'd', '--test-timeout', '-5'], /^--test-timeout -5: expected seconds > 0$/],
     [['eval', '--dataset', 'd', '--shard', '0/2'], /^--shard 0\/2: expected i\/n/],

@@ -24,6 +24,8 @@ test('worker events: the protocol accepts what the worker writes and refuses wha
     { event: 'log', message: 'training', world_size: 2 },
     { event: 'step', step: 1, total_steps: 2, loss: 0.5, kl: null, tokens_per_s: 10, extra_metric: 1 },
     { event: 'checkpoint', step: 1, path: '/o/step-1', format: 'safetensors' },
+    { event: 'micro', step: 1, total_steps: 2, phase: 'reference', done: 1, total: 3 },
+    { event: 'micro', step: 2, total_steps: 2, phase: 'update', done: 6, total: 6 },
     { event: 'done', steps: 1, checkpoint: '/o/step-1', loss: null },
     { event: 'error', kind: 'non_finite', message: 'non-finite loss', traceback: 'TB' },
   ];
@@ -35,6 +37,8 @@ test('worker events: the protocol accepts what the worker writes and refuses wha
     { event: 'done' },
     { event: 'error', message: 'no kind' },
     { event: 'progress', step: 1 },
+    { event: 'micro', step: 1, total_steps: 2, phase: 'backward', done: 1, total: 3 },
+    { event: 'micro', step: 1, total_steps: 2, phase: 'update', done: 0, total: 3 },
   ];
   for (const e of bad) assert.ok(!workerEventSchema.safeParse(e).success, JSON.stringify(e));
 });

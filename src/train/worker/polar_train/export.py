@@ -29,7 +29,6 @@ ONNX model against.
 One JSON event per line on stdout ({"event": "log" | "done" | "error", ...}), like the training worker.
 """
 import argparse
-import copy
 import inspect
 import json
 import os
@@ -40,9 +39,9 @@ from typing import Dict, List, Optional
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from .model import TOKENIZER_FILES, load_model
+from .quantize import QEmbedding, quantized_copy
 from .schema import CHECKPOINT_META, LATEST
 from .tiny import is_tiny_spec
 
@@ -59,68 +58,6 @@ class ExportError(RuntimeError):
 def emit(event: dict) -> None:
     sys.stdout.write(json.dumps(event) + "\n")
     sys.stdout.flush()
-
-
-# ---------------------------------------------------------------- int8 weight-only quantisation
-
-
-def quantize_rows(w: torch.Tensor):
-    """Symmetric int8 per row: w ~= q * scale[:, None]."""
-    scale = w.detach().abs().amax(dim=1).clamp(min=1e-12) / 127.0
-    q = torch.round(w.detach() / scale[:, None]).clamp(-127, 127).to(torch.int8)
-    return q, scale.float()
-
-
-class QLinear(nn.Module):
-    def __init__(self, lin: nn.Linear):
-        super().__init__()
-        q, s = quantize_rows(lin.weight)
-        self.register_buffer("qweight", q)
-        self.register_buffer("scale", s)
-        self.in_features = lin.in_features
-
-    def forward(self, x):
-        return F.linear(x, self.qweight.float() * self.scale[:, None])
-
-
-class QEmbedding(nn.Module):
-    def __init__(self, emb: nn.Embedding):
-        super().__init__()
-        q, s = quantize_rows(emb.weight)
-        self.register_buffer("qweight", q)
-        self.register_buffer("scale", s)
-
-    def forward(self, ids):
-        return self.qweight[ids].float() * self.scale[ids].unsqueeze(-1)
-
-    def head(self, h):  # tied head: logits[v] = scale[v] * (h . q[v])
-        return (h @ self.qweight.float().t()) * self.scale
-
-
-def quantized_copy(model: nn.Module) -> nn.Module:
-    """A copy of a transformers causal LM whose decoder linears, embedding and head are weight-only int8.
-    It is still the transformers model: its own forward computes the dequantised model (the reference)."""
-    q = copy.deepcopy(model)
-    for layer in q.model.layers:
-        for parent in (layer.self_attn, layer.mlp):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, nn.Linear):
-                    setattr(parent, name, QLinear(child))
-    tied = getattr(q.config, "tie_word_embeddings", False)
-    q.model.embed_tokens = QEmbedding(model.model.embed_tokens)
-    q.lm_head = QHead(q.model.embed_tokens) if tied else QLinear(model.lm_head)
-    return q
-
-
-class QHead(nn.Module):
-    """The head tied to a QEmbedding: the same int8 rows, stored once."""
-
-    def __init__(self, emb: "QEmbedding"):
-        super().__init__()
-        self.emb = [emb]  # a list: not a submodule, so its buffers are not registered twice
-
-    def forward(self, h):
-        return self.emb[0].head(h)
 
 
 # ---------------------------------------------------------------- a transformers decoder as an ONNX graph with a KV cache

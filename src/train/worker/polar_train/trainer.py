@@ -5,29 +5,25 @@ Vocabulary: a *step* is one batch of `batch_rollouts` rollouts; each step runs `
 its `mini_batches` mini-batches, one optimiser *update* per mini-batch; a mini-batch is packed into
 micro-batches of at most `micro_batch_tokens` tokens whose gradients accumulate.
 """
-import hashlib
 import json
 import math
 import os
 import random
-import shutil
 import time
 from typing import Callable, Dict, List, Optional
 
 import torch
 
+from . import checkpoint
 from . import data as D
+from .checkpoint import ConfigError, file_sha256, resolve_resume_dir
 from .loss import aggregation_weights, policy_loss, tis_weights
-from .model import load_policy, torch_load
-from .schema import CHECKPOINT_META, CONFIG_COPY, DEFAULTS, LATEST, METRICS, SCHEDULES, STATE_FILE
+from .model import load_policy
+from .schema import CHECKPOINT_META, DEFAULTS, METRICS, SCHEDULES
 
 
 class NonFiniteError(RuntimeError):
     kind = "non_finite"
-
-
-class ConfigError(ValueError):
-    kind = "config"
 
 
 def resolve(config: dict) -> dict:
@@ -43,14 +39,6 @@ def resolve(config: dict) -> dict:
     return cfg
 
 
-def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
     def f(update: int) -> float:
         if warmup > 0 and update < warmup:
@@ -64,20 +52,6 @@ def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Calla
         raise ConfigError("unknown schedule %r (%s)" % (schedule, ", ".join(SCHEDULES)))
 
     return f
-
-
-def resolve_resume_dir(resume: str) -> str:
-    """--resume ckpt/ (reads ckpt/latest) or --resume ckpt/step-3."""
-    if os.path.exists(os.path.join(resume, STATE_FILE)):
-        return resume
-    latest = os.path.join(resume, LATEST)
-    if os.path.exists(latest):
-        with open(latest) as fh:
-            name = fh.read().strip()
-        path = os.path.join(resume, name)
-        if os.path.exists(os.path.join(path, STATE_FILE)):
-            return path
-    raise ConfigError("resume: %s holds no checkpoint (no %s and no %s file)" % (resume, STATE_FILE, LATEST))
 
 
 class Trainer:
@@ -259,9 +233,16 @@ class Trainer:
             step_no = self.global_step + 1
             # pi_old and pi_ref before any update. The first mini-batch's pi_old is its own first forward
             # (the weights have not moved yet), so on-policy training (1 epoch, 1 mini-batch) costs no extra pass.
+            # progress within the step: one `micro` event per micro-batch of this rank (rank 0 speaks; every
+            # rank runs the same number of micro-batches, _rank_share)
+            shares = [self._rank_share(micros) for micros in minis]
+            ref_total = sum(len(s) for i, s in enumerate(shares) if i > 0 or cfg["kl_coef"])
+            progress = {"step": step_no, "phase": "reference", "done": 0, "total": ref_total}
             self.model.eval()
             for i, micros in enumerate(minis):
-                for mb in self._rank_share(micros):
+                if i == 0 and not cfg["kl_coef"]:
+                    continue  # pi_old of the first mini-batch is its first update forward; no reference pass
+                for mb in shares[i]:
                     if i > 0:
                         mb.old_logp = self._forward(self.model, mb, False)[0].float()
                     if cfg["kl_coef"]:
@@ -270,14 +251,17 @@ class Trainer:
                         else:
                             with self.policy.reference():
                                 mb.ref_logp = self._forward(self.model, mb, False)[0].float()
+                    self._micro_done(progress)
             self.model.train()
+            progress = {"step": step_no, "phase": "update", "done": 0,
+                        "total": cfg["ppo_epochs"] * sum(len(s) for s in shares)}
             acc = _Acc()
             for epoch in range(cfg["ppo_epochs"]):
                 order = list(range(len(minis)))
                 if epoch > 0 and cfg["shuffle"]:
                     random.Random(cfg["seed"] * 7919 + step_no * 31 + epoch).shuffle(order)
                 for mi in order:
-                    self._update(minis[mi], step_no, acc)
+                    self._update(minis[mi], step_no, acc, progress)
             step_time = time.time() - t0
             tokens = sum(m.tokens for micros in minis for m in micros)
             trained = sum(m.trained_tokens for micros in minis for m in micros)
@@ -307,7 +291,12 @@ class Trainer:
             summary = metrics
         return summary
 
-    def _update(self, micros: List[D.MicroBatch], step_no: int, acc: "_Acc") -> None:
+    def _micro_done(self, progress: dict) -> None:
+        progress["done"] += 1
+        if self.rank == 0:
+            self.emit(dict(progress, event="micro", total_steps=self.global_step - self.data_step + self.total_steps))
+
+    def _update(self, micros: List[D.MicroBatch], step_no: int, acc: "_Acc", progress: dict) -> None:
         cfg = self.cfg
         self.opt.zero_grad(set_to_none=True)
         scale = float(self.world)  # FSDP averages gradients over ranks; weights already normalise globally
@@ -334,6 +323,7 @@ class Trainer:
             if loss.requires_grad:  # a micro-batch without trained tokens has nothing to back-propagate
                 (loss * scale).backward()
             acc.add_micro(loss, m, entropy, tis)
+            self._micro_done(progress)
         if cfg["grad_clip"] and cfg["grad_clip"] > 0:
             if self.dist:
                 gnorm = self.model.clip_grad_norm_(cfg["grad_clip"])
@@ -356,102 +346,13 @@ class Trainer:
         raise NonFiniteError("non-finite %s at %s; the update was not applied and training stopped; %s"
                              % (what, where, kept))
 
-    # ------------------------------------------------------------------ checkpoints
+    # ------------------------------------------------------------------ checkpoints (checkpoint.py)
 
     def save(self) -> str:
-        cfg = self.cfg
-        name = "step-%d" % self.global_step
-        final = os.path.join(cfg["out"], name)
-        model_state = None
-        optim_state = self.opt.state_dict()
-        if self.dist:
-            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
-            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-            with FSDP.state_dict_type(self.model, StateDictType.FULL_STATE_DICT,
-                                      FullStateDictConfig(offload_to_cpu=self.device.type == "cuda", rank0_only=True)):
-                full = self.model.state_dict()
-            model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
-            optim_state = FSDP.optim_state_dict(self.model, self.opt)
-        if self.rank == 0:
-            tmp = os.path.join(cfg["out"], ".tmp-%s-%d" % (name, os.getpid()))
-            if os.path.exists(tmp):
-                shutil.rmtree(tmp)
-            os.makedirs(tmp)
-            fmt = self.policy.save_pretrained(tmp, state_dict=model_state)
-            state = {
-                "global_step": self.global_step,
-                "data_step": self.data_step,
-                "updates": self.updates,
-                "optimizer": optim_state,
-                "scheduler": self.sched.state_dict(),
-                "rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
-                "trainable": self.policy.trainable_state() if cfg["lora"] else None,
-                "data_sha256": self.data_sha,
-            }
-            torch.save(state, os.path.join(tmp, STATE_FILE))
-            meta = {
-                "polar_checkpoint": 1,
-                "step": self.global_step,
-                "data_step": self.data_step,
-                "updates": self.updates,
-                "format": fmt,
-                "model_kind": self.policy.kind,
-                "base_model": self.base_model,
-                "lora": bool(cfg["lora"]),
-                "trajectories": cfg["trajectories"],
-                "data_sha256": self.data_sha,
-                "torch": torch.__version__,
-            }
-            with open(os.path.join(tmp, CHECKPOINT_META), "w") as fh:
-                json.dump(meta, fh, indent=2)
-            with open(os.path.join(tmp, CONFIG_COPY), "w") as fh:
-                json.dump(cfg, fh, indent=2)
-            if os.path.exists(final):  # a re-run of the same step: replace it
-                old = final + ".old-%d" % os.getpid()
-                os.rename(final, old)
-                os.rename(tmp, final)
-                shutil.rmtree(old)
-            else:
-                os.rename(tmp, final)
-            latest_tmp = os.path.join(cfg["out"], ".latest-%d" % os.getpid())
-            with open(latest_tmp, "w") as fh:
-                fh.write(name + "\n")
-            os.replace(latest_tmp, os.path.join(cfg["out"], LATEST))
-            self.emit({"event": "checkpoint", "step": self.global_step, "path": final, "format": fmt})
-        if self.dist:
-            import torch.distributed as dist
-
-            dist.barrier()
-        self.last_checkpoint = final
-        return final
+        return checkpoint.save(self)
 
     def _restore(self, directory: str) -> None:
-        state = torch_load(os.path.join(directory, STATE_FILE))
-        if state.get("trainable") is not None:
-            self.policy.load_trainable_state(state["trainable"])
-        if self.dist:
-            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-            self.opt.load_state_dict(FSDP.optim_state_dict_to_load(self.model, self.opt, state["optimizer"]))
-        else:
-            self.opt.load_state_dict(state["optimizer"])
-        self.sched.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
-        if state.get("cuda_rng") is not None and self.device.type == "cuda":
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        self.global_step = state["global_step"]
-        self.updates = state["updates"]
-        if state.get("data_sha256") == self.data_sha:
-            self.data_step = state["data_step"]
-            self.log("resumed from %s at step %d (data position %d of %d)"
-                     % (directory, self.global_step, self.data_step, self.total_steps))
-        else:
-            self.data_step = 0
-            self.log("resumed model, optimiser and scheduler from %s at step %d; new trajectory file, "
-                     "starting its data from the beginning" % (directory, self.global_step))
-        self.last_checkpoint = directory
+        checkpoint.restore(self, directory)
 
 
 class _Null:

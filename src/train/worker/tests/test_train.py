@@ -176,6 +176,29 @@ class Checkpoints(Base):
         self.assertEqual(t.global_step, 3)
 
 
+class Progress(Base):
+    def test_micro_events_count_up_to_total_in_each_phase(self):
+        # 2 mini-batches x 2 PPO epochs with a KL reference: both phases run several micro-batches per step
+        t = self.run_trainer(helpers.random_records(), batch_rollouts=8, mini_batches=2, ppo_epochs=2, kl_coef=0.1,
+                             micro_batch_tokens=28, max_steps=2)
+        n_micros = sum(len(m) for m in t.prepare(t.batch_rollouts(0)))
+        self.assertGreater(n_micros, 2)
+        micro = [e for e in self.events if e["event"] == "micro"]
+        for step in (1, 2):
+            for phase, total in (("reference", n_micros), ("update", 2 * n_micros)):
+                got = [e for e in micro if e["step"] == step and e["phase"] == phase]
+                self.assertEqual([e["done"] for e in got], list(range(1, total + 1)), (step, phase))
+                self.assertEqual({(e["total"], e["total_steps"]) for e in got}, {(total, 2)})
+        # the events come before their step's metrics
+        kinds = [(e["event"], e.get("step")) for e in self.events if e["event"] in ("micro", "step")]
+        self.assertEqual(kinds.index(("step", 1)), 3 * n_micros)
+
+    def test_on_policy_without_kl_has_no_reference_pass(self):
+        self.run_trainer(helpers.random_records(), micro_batch_tokens=28, max_steps=1)
+        phases = {e["phase"] for e in self.events if e["event"] == "micro"}
+        self.assertEqual(phases, {"update"})
+
+
 class Entry(Base):
     def run_main(self, config):
         path = os.path.join(self.dir, "config.json")

@@ -1,0 +1,82 @@
+/**
+ * The verifier grader (`polar eval --grader 'CMD'`, or a row's `grader` field): a command that reads the
+ * rollout as one JSON object on stdin and prints a reward in [0, 1] on its last stdout line. It is how
+ * tasks that are not SWE-bench get a reward. A command that cannot run, exits non-zero, times out or
+ * prints anything but a number in [0, 1] is an infrastructure failure (src/eval/outcome.ts): the sample
+ * is an `error` with no reward, never a 0 that GRPO would train on.
+ */
+import { execa } from 'execa';
+import { readCapture } from '../capture/reader.ts';
+
+/** What the verifier reads on stdin. */
+export interface VerifierInput {
+  /** the dataset row as given */
+  row: Record<string, unknown>;
+  sample: number;
+  /** the content of the last model answer the capture recorded (null when there was none) */
+  final_message: string | null;
+  /** the diff of the agent's edits against the row's base commit ('' when none) */
+  patch: string;
+  /** the capture file of the run (null when none was written) */
+  capture: string | null;
+}
+
+export type VerifierResult = { reward: number; output: string } | { error: string; output: string };
+
+/** The grader a row asks for: its own `grader` field when it is a command, else the run's. */
+export function graderFor(row: Record<string, unknown>, runGrader: string | undefined): string | undefined {
+  const own = row.grader;
+  return typeof own === 'string' && own.trim() !== '' && own !== 'polar' ? own : runGrader;
+}
+
+/** The content of the last call with a model answer in a capture file (null when none). */
+export async function finalMessage(capture: string | null): Promise<string | null> {
+  if (!capture) return null;
+  let last: string | null = null;
+  for await (const { record } of readCapture(capture, { skipInvalid: true, onInvalid: () => {} })) {
+    if (record.type !== 'call') continue;
+    const answer = record.canonical_response as { content?: unknown } | null | undefined;
+    if (answer && typeof answer.content === 'string' && answer.content !== '') last = answer.content;
+  }
+  return last;
+}
+
+/** Parses the verifier's stdout: its last non-empty line must be a number in [0, 1]. */
+export function parseReward(stdout: string): number | string {
+  const lines = stdout.split('\n').map((l) => l.trim());
+  const last = lines.filter((l) => l !== '').at(-1);
+  if (last === undefined) return 'printed nothing (it must print a reward in [0, 1] on its last line)';
+  const value = /^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(last) ? Number(last) : Number.NaN;
+  if (!Number.isFinite(value)) return `printed ${JSON.stringify(last.slice(0, 80))}, not a number in [0, 1]`;
+  if (value < 0 || value > 1) return `printed ${last}, outside [0, 1]`;
+  return value;
+}
+
+/** Runs `command` through the shell with `input` as JSON on stdin. */
+export async function runVerifier(
+  command: string,
+  input: VerifierInput,
+  options: { timeoutMs: number; cwd?: string; signal?: AbortSignal },
+): Promise<VerifierResult> {
+  const r = await execa(command, {
+    shell: true,
+    input: JSON.stringify(input),
+    reject: false,
+    timeout: options.timeoutMs,
+    all: true,
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    ...(options.signal ? { cancelSignal: options.signal } : {}),
+  });
+  const output = typeof r.all === 'string' ? r.all : '';
+  const named = `verifier grader \`${command}\``;
+  if (r.timedOut)
+    return { error: `${named} timed out after ${options.timeoutMs} ms (--test-timeout)`, output };
+  if (r.failed || r.exitCode !== 0) {
+    const why = r.exitCode !== undefined ? `exited ${r.exitCode}` : (r.shortMessage ?? 'could not run');
+    const tail = (typeof r.stderr === 'string' ? r.stderr : '').trim().split('\n').slice(-3).join(' | ');
+    return { error: `${named} ${why}${tail ? `: ${tail}` : ''}`, output };
+  }
+  const reward = parseReward(typeof r.stdout === 'string' ? r.stdout : '');
+  if (typeof reward === 'string') return { error: `${named} ${reward}`, output };
+  return { reward, output };
+}

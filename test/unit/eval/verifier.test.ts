@@ -1,0 +1,170 @@
+/**
+ * The verifier grader (issue 14 part 3): `polar eval --grader 'CMD'` or a row's `grader` runs a command
+ * that reads the rollout as JSON on stdin and prints a reward in [0, 1]; a failing, hanging or
+ * nonsensical verifier is an infrastructure error (no reward), never 0.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, test } from 'node:test';
+import { GoldAgent } from '../../../src/eval/agents.ts';
+import { loadDataset, parseRow, type SweInstance } from '../../../src/eval/dataset.ts';
+import { runEval } from '../../../src/eval/run.ts';
+import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
+import {
+  finalMessage,
+  graderFor,
+  parseReward,
+  runVerifier,
+  type VerifierInput,
+} from '../../../src/eval/verifier.ts';
+import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
+import { grader } from '../../../src/options/parsers.ts';
+import { parseArgv } from '../../support/argv.ts';
+import { call, jsonl, session } from '../trajectory/builder.ts';
+import { fixtures, MINI, REPOS, ROOT } from './helpers.ts';
+
+const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
+const tmp = mkdtempSync(join(tmpdir(), 'polar-verifier-'));
+const input = (row: Record<string, unknown>, over: Partial<VerifierInput> = {}): VerifierInput => ({
+  row: { instance_id: 't-1', ...row },
+  sample: 0,
+  final_message: null,
+  patch: '',
+  capture: null,
+  ...over,
+});
+
+test('parseReward: the last non-empty line, a number in [0, 1]', () => {
+  assert.equal(parseReward('checking\n0.25\n\n'), 0.25);
+  assert.equal(parseReward('1'), 1);
+  assert.equal(parseReward('0'), 0);
+  assert.match(String(parseReward('')), /printed nothing/);
+  assert.match(String(parseReward('0.5\nok')), /"ok", not a number/);
+  assert.match(String(parseReward('NaN')), /not a number/);
+  assert.match(String(parseReward('2')), /outside \[0, 1\]/);
+  assert.match(String(parseReward('-0.1')), /outside \[0, 1\]/);
+});
+
+test('runVerifier: the reward the command prints, or an error naming the command', async () => {
+  const opts = { timeoutMs: 30_000 };
+  const word = await runVerifier(VERIFIER, input({ answer: 'blue' }, { final_message: 'It is blue.' }), opts);
+  assert.deepEqual('reward' in word ? word.reward : word, 1);
+  assert.match(word.output, /verifier: t-1 sample 0 mode word/);
+  const miss = await runVerifier(VERIFIER, input({ answer: 'blue' }, { final_message: 'red' }), opts);
+  assert.equal('reward' in miss ? miss.reward : miss.error, 0);
+  const errorOf = async (mode: string, timeoutMs = 30_000) => {
+    const r = await runVerifier(VERIFIER, input({ mode }), { timeoutMs });
+    assert.ok('error' in r, `${mode}: expected an error, got ${JSON.stringify(r)}`);
+    assert.ok(r.error.includes('verifier grader `node '), r.error);
+    return r.error;
+  };
+  assert.match(await errorOf('fail'), /exited 2: cannot reach the checker/);
+  assert.match(await errorOf('text'), /"looks good", not a number/);
+  assert.match(await errorOf('range'), /printed 1\.5, outside \[0, 1\]/);
+  assert.match(await errorOf('sleep', 1_000), /timed out after 1000 ms/);
+});
+
+test('--grader: polar, swebench or a command; a bare word is refused', () => {
+  assert.equal(grader('polar'), 'polar');
+  assert.equal(grader('swebench'), 'swebench');
+  assert.equal(grader('python3 verify.py'), 'python3 verify.py');
+  assert.equal(grader('./verify.sh'), './verify.sh');
+  assert.throws(() => grader('swebnch'), /not polar, swebench or a verifier command/);
+  assert.equal(graderFor({ grader: 'node v.mjs' }, 'python3 x.py'), 'node v.mjs');
+  assert.equal(graderFor({}, 'python3 x.py'), 'python3 x.py');
+  assert.equal(graderFor({ grader: 'polar' }, undefined), undefined);
+});
+
+test('finalMessage: the content of the last call with an answer', async () => {
+  const path = join(tmp, 'capture.jsonl');
+  const withContent = (content: string) => ({
+    ...call('s1', { prompt: [1], completion: [2] }),
+    canonical_response: { content },
+  });
+  writeFileSync(
+    path,
+    jsonl([
+      session('s1'),
+      withContent('first'),
+      withContent('the answer is blue'),
+      call('s1', { prompt: [1], completion: null, error: true }),
+    ]),
+  );
+  assert.equal(await finalMessage(path), 'the answer is blue');
+  assert.equal(await finalMessage(null), null);
+});
+
+test('a row may carry its own grader and needs no FAIL_TO_PASS then', () => {
+  const row = {
+    instance_id: 'q-1',
+    repo: 'r/r',
+    base_commit: 'a'.repeat(40),
+    patch: '',
+    test_patch: '',
+    problem_statement: 'say blue',
+    FAIL_TO_PASS: [],
+    PASS_TO_PASS: [],
+  };
+  assert.throws(() => parseRow('d.jsonl', 1, row), /FAIL_TO_PASS/);
+  assert.equal(parseRow('d.jsonl', 1, { ...row, grader: VERIFIER }).grader, VERIFIER);
+});
+
+let instance: SweInstance;
+before(async () => {
+  fixtures();
+  [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === 'polar-fixtures__jsutil-5') as [
+    SweInstance,
+  ];
+});
+
+test('runEval with a verifier: its reward is the sample reward; a failing verifier is an error, not 0', async () => {
+  const run = (instances: SweInstance[], name: string, verifier?: string) =>
+    runEval({
+      instances,
+      agent: new GoldAgent(),
+      runtime: new LocalRuntime({ reposDir: REPOS }),
+      out: join(tmp, name),
+      samples: 1,
+      concurrency: 1,
+      agentTimeoutMs: 60_000,
+      testTimeoutMs: 60_000,
+      resume: false,
+      dataset: 'mini',
+      progress: false,
+      ...(verifier ? { verifier } : {}),
+    });
+  // the run's grader: the gold patch is non-empty, the verifier gives 0.75
+  const patchRow = { ...instance, mode: 'patch' } as SweInstance;
+  const graded = await run([patchRow], 'run-grader', VERIFIER);
+  assert.equal(graded.results[0]!.status, 'unresolved');
+  assert.equal(graded.results[0]!.reward, 0.75);
+  assert.equal(graded.results[0]!.test_exit_code, null, 'the SWE tests did not run');
+  assert.equal(graded.results[0]!.grader, 'verifier', 'regrade leaves it alone');
+  const log = readFileSync(
+    join(tmp, 'run-grader', 'logs', 'polar-fixtures__jsutil-5__s0.verifier.log'),
+    'utf8',
+  );
+  assert.match(log, /mode patch/);
+  // the row's grader wins over the run's (here: none given, polar would run the tests)
+  const own = await run([{ ...instance, grader: VERIFIER, mode: 'capture' } as SweInstance], 'row-grader');
+  assert.equal(own.results[0]!.reward, 0, 'the gold agent writes no capture');
+  // a verifier that fails: error, no reward
+  const failed = await run([{ ...instance, mode: 'fail' } as SweInstance], 'failing', VERIFIER);
+  assert.equal(failed.results[0]!.status, 'error');
+  assert.equal(failed.results[0]!.reward, null);
+  assert.match(String(failed.results[0]!.reason), /exited 2/);
+  assert.equal(failed.report.counts.error, 1);
+});
+
+test('polar loop takes the same --grader: a command becomes the loop verifier; swebench is refused', () => {
+  const flags = (grader: string[]) =>
+    parseArgv(['loop', '--train-set', MINI, '--out', 'run', '--harness', 'pi', ...grader])
+      .flags as unknown as LoopFlags;
+  assert.equal(loopOptions(flags(['--grader', VERIFIER])).verifier, VERIFIER);
+  assert.equal(loopOptions(flags([])).verifier, undefined);
+  assert.throws(() => loopOptions(flags(['--grader', 'swebench'])), /polar loop grades each rollout itself/);
+  const evalFlags = parseArgv(['eval', '--dataset', MINI, '--grader', VERIFIER]).flags;
+  assert.equal(evalFlags.grader, VERIFIER);
+});
