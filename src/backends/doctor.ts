@@ -1,6 +1,7 @@
 /** The body of `polar doctor --backend KIND --backend-url URL`: the set-up probe's report, exit 0 when ready. */
 import { EXIT, type ExitCode } from '../errors.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
 import { formatProbeReport, probeBackend } from './probe.ts';
 import { waitForBackend } from './wait.ts';
@@ -11,7 +12,7 @@ export async function doctorCommand(f: DoctorFlags): Promise<ExitCode> {
   const options = backendOptions(f);
   if (f.wait) {
     await waitForBackend(options, {
-      timeoutMs: options.timeoutMs ?? 600_000,
+      timeoutMs: options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value,
       onWait: (left, url, why) => log.info(`waiting for ${url} (${left} s left): ${why}`),
     });
   }

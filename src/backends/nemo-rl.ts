@@ -16,6 +16,7 @@
  * itself, and answers 400 when the prompt fills it.
  */
 import { randomUUID } from 'node:crypto';
+import { DEFAULTS } from '../options/defaults.ts';
 import type { AssistantMessage, CanonicalRequest, StreamEvent, TokenData } from '../protocols/canonical.ts';
 import { fault } from '../protocols/canonical.ts';
 import { buildRequest, completionToEvents } from '../protocols/openai-chat/index.ts';
@@ -48,7 +49,7 @@ export class NemoRlBackend implements Backend {
   }
 
   private get timeoutMs(): number {
-    return this.options.timeoutMs ?? 600_000;
+    return this.options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value;
   }
 
   /** The request body: the harness's conversation, token-information flags, the prefix ids. */

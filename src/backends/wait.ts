@@ -3,6 +3,7 @@
  * polls the route the server really serves, with the run's auth header, and tells the seconds left.
  */
 import { PolarError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
 import { authHeaders, getJson, postJson } from './http.ts';
 import { assertProbe, formatProbeReport, probeBackend } from './probe.ts';
@@ -73,7 +74,7 @@ export async function ensureBackendReady(options: BackendOptions): Promise<void>
   // the embedded engine runs in process: nothing to probe; --skip-backend-check: the user's call
   if (options.kind === 'embedded' || !options.url || options.skipCheck) return;
   await waitForBackend(options, {
-    timeoutMs: options.timeoutMs ?? 600_000,
+    timeoutMs: options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value,
     onWait: (left, url, why) =>
       log.info(`waiting for the ${options.kind} server at ${url} (${left} s left): ${why}`),
   });

@@ -82,13 +82,16 @@ export interface Served {
 export async function startServe(options: ServeOptions): Promise<Served> {
   // the server's set-up checked once before any session can start
   await ensureBackendReady(options.backend);
-  const backend = limitBackend(await createBackend(options.backend), options.maxInflight ?? 64);
+  const backend = limitBackend(
+    await createBackend(options.backend),
+    options.maxInflight ?? DEFAULTS.maxInflight.value,
+  );
   const captures = resolve(options.captures);
   await mkdir(captures, { recursive: true });
   const admin = new AdminApi(options, backend, captures);
   const proxy = new ProxyServer({
     ...(options.host ? { host: options.host } : {}),
-    port: options.port ?? 8100,
+    port: options.port ?? DEFAULTS.servePort.value,
     ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.connections ? { connections: options.connections } : {}),
     admin: (req, res) => admin.handle(req, res),
