@@ -19,7 +19,7 @@ export function defineCapture(program: Command, report: Report): void {
     .command('capture')
     .description("run a harness behind polar's recording proxy and capture every model call with token ids")
     .argument('<command...>', 'the harness command line, after --')
-    .addOption(harnessOption('codex | claude | pi | qwen | generic (default: from the command name)'))
+    .addOption(harnessOption('', ' (default: from the command name)'))
     .addOption(
       new Option('--pi-api <api>', `the wire API Pi uses: ${PI_APIS.join(' | ')}`).argParser(oneOf(PI_APIS)),
     )

@@ -14,7 +14,7 @@ export function defineEval(program: Command, report: Report): void {
       '.jsonl, .json or .parquet in the SWE-bench schema, or a hub id',
     )
     .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
-    .addOption(harnessOption('harness to run under polar capture: codex, claude, pi, qwen, generic'))
+    .addOption(harnessOption('harness to run under polar capture: '))
     .addOption(
       new Option(
         '--agent <name>',

@@ -10,7 +10,7 @@ export function defineGym(program: Command, report: Report): void {
     .description(
       'serve a NeMo Gym agent server: POST /run runs a harness on a SWE-bench row, grades it, and answers with token ids and the reward',
     )
-    .addOption(withDefault(harnessOption('codex, claude, pi or generic'), DEFAULTS.gymHarness))
+    .addOption(withDefault(harnessOption(), DEFAULTS.gymHarness))
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option(
       '--prompt-template <file>',

@@ -10,7 +10,8 @@ export function defineLoop(program: Command, report: Report): void {
     .description('the whole RL loop: rollouts -> build -> train -> publish new weights -> rollouts')
     .requiredOption('--train-set <path>', 'tasks to train on (SWE-bench schema: .jsonl, .json, .parquet)')
     .option('--eval-set <path>', 'held-out tasks, evaluated every --eval-every steps')
-    .addOption(harnessOption('codex | claude | pi | generic').makeOptionMandatory())
+    .addOption(harnessOption().makeOptionMandatory())
+    .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')
     .option('--train-model <path|id>', 'checkpoint training starts from (default: --model)')
     .addOption(
       withDefault(

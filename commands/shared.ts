@@ -6,10 +6,21 @@ import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, jsonObject, oneOf, positiveInt, seconds, url } from '../src/options/parsers.ts';
+import {
+  floatIn,
+  jsonObject,
+  nonNegativeInt,
+  oneOf,
+  positiveInt,
+  seconds,
+  url,
+} from '../src/options/parsers.ts';
 
-export const harnessOption = (description: string): Option =>
-  new Option('--harness <name>', description).argParser(oneOf(HARNESS_NAMES));
+/** --harness, its help naming every harness profile (src/harnesses/types.ts) between `lead` and `tail`. */
+export const harnessOption = (lead = '', tail = ''): Option =>
+  new Option('--harness <name>', `${lead}${HARNESS_NAMES.join(' | ')}${tail}`).argParser(
+    oneOf(HARNESS_NAMES),
+  );
 
 /** The backend flags every subcommand that talks to a model shares (typed as BackendFlags). */
 export function addBackendFlags(cmd: Command): Command {
@@ -49,6 +60,12 @@ export function addBackendFlags(cmd: Command): Command {
       new Option('--max-tokens <n>', 'max completion tokens when the harness sets none').argParser(
         positiveInt,
       ),
+    )
+    .addOption(
+      new Option(
+        '--seed <n>',
+        'sampling seed (tokens, embedded): call k samples with n + k, so a run at concurrency 1 repeats',
+      ).argParser(nonNegativeInt),
     )
     .addOption(
       new Option(

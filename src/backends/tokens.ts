@@ -39,6 +39,8 @@ export class TokenBackend implements Backend {
   private readonly splice: boolean;
   private readonly stopIds: number[];
   private readonly stopSet: Set<number>;
+  /** calls sampled so far (the --seed offset of the next one) */
+  private sampled = 0;
 
   constructor(init: TokenBackendOptions) {
     this.kind = init.kind;
@@ -147,6 +149,7 @@ export class TokenBackend implements Backend {
         maxTokens,
         temperature: request.temperature ?? this.options.temperature ?? 1,
         topP: request.topP ?? this.options.topP ?? 1,
+        ...(this.options.seed !== undefined ? { seed: this.options.seed + this.sampled++ } : {}),
         stopTokenIds: this.stopIds,
         ...(request.stop?.length ? { stop: request.stop } : {}),
       },

@@ -65,6 +65,11 @@ export interface BackendOptions {
   temperature?: number;
   topP?: number;
   maxTokens?: number;
+  /**
+   * tokens and embedded: sampling seed of the run; call k (in the order calls reach the backend) samples
+   * with seed + k, so a run at concurrency 1 repeats exactly (vLLM's and SGLang's per-request seed)
+   */
+  seed?: number;
   /** hard cap on every call's completion tokens, whatever the harness asks (CPU runs, quick loops) */
   maxTokensCap?: number;
   /** skip the set-up probe commands run before a harness starts (--skip-backend-check; src/backends/wait.ts) */

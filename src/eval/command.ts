@@ -14,6 +14,7 @@ import { formatReport } from './report.ts';
 import { runEval } from './run.ts';
 import { checkAgentSetup, checkPredictions, type EvaluationSetup, setupEvaluation } from './setup.ts';
 import { runSwebenchGrader } from './swebench.ts';
+import { isVerifierCommand } from './verifier.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
 export interface EvalFlags extends BackendFlags, RolloutFlags {
@@ -106,7 +107,7 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
       overwrite: Boolean(f.overwrite),
       dataset: f.dataset,
       grade: f.grader === 'swebench' ? 'none' : 'polar',
-      ...(f.grader !== 'polar' && f.grader !== 'swebench' ? { verifier: f.grader } : {}),
+      ...(isVerifierCommand(f.grader) ? { verifier: f.grader } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
       progress: !f.quiet,
       signal: controller.signal,
@@ -152,7 +153,7 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
 
 /** The dataset and the instances the flags select; an empty dataset or selection names its cause. */
 async function selectedInstances(f: EvalFlags): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
-  const all = await loadDataset(f.dataset, { split: f.split });
+  const all = await loadDataset(f.dataset, { split: f.split, verifier: isVerifierCommand(f.grader) });
   if (all.length === 0)
     throw new InputError(
       f.dataset,

@@ -38,6 +38,13 @@ export interface SweInstance {
   test_cmd?: string;
   /** polar: this row's verifier grader command (src/eval/verifier.ts), instead of the run's --grader */
   grader?: string;
+  /** the row's other fields, kept for a verifier grader (a task's expected answer, its checks, ...) */
+  extra?: Record<string, unknown>;
+}
+
+/** How rows are read: `verifier` when a verifier grades them, so FAIL_TO_PASS may be empty. */
+export interface RowOptions {
+  verifier?: boolean;
 }
 
 const optionalText = z
@@ -93,8 +100,15 @@ function plain(value: unknown): unknown {
   return value;
 }
 
+const KNOWN_FIELDS = new Set(Object.keys(rowSchema.shape));
+
 /** Validates one row; errors name the file, the row, the instance and the field. */
-export function parseRow(source: string, line: number | undefined, raw: unknown): SweInstance {
+export function parseRow(
+  source: string,
+  line: number | undefined,
+  raw: unknown,
+  options: RowOptions = {},
+): SweInstance {
   const row =
     typeof raw === 'object' && raw !== null
       ? Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, plain(v)]))
@@ -146,12 +160,15 @@ export function parseRow(source: string, line: number | undefined, raw: unknown)
   };
   for (const [k, v] of Object.entries(optional))
     if (v !== undefined) (instance as unknown as Record<string, unknown>)[k] = v;
-  if (instance.FAIL_TO_PASS.length === 0 && !instance.eval_script && !instance.grader) {
+  const extra = Object.entries(r).filter(([k]) => !KNOWN_FIELDS.has(k));
+  if (extra.length) instance.extra = Object.fromEntries(extra);
+  if (instance.FAIL_TO_PASS.length === 0 && !instance.eval_script && !instance.grader && !options.verifier) {
     throw new InputError(
       source,
       line,
       'FAIL_TO_PASS',
       `instance ${id}: empty; nothing would show the fix works`,
+      'give the tests the fix must make pass, or grade the rows with a verifier (--grader CMD, or a row `grader`)',
     );
   }
   return instance;
@@ -167,7 +184,7 @@ function toArrayBuffer(data: Buffer): ArrayBuffer {
 }
 
 /** Reads and validates a local dataset file. */
-export async function loadLocalDataset(path: string): Promise<SweInstance[]> {
+export async function loadLocalDataset(path: string, options: RowOptions = {}): Promise<SweInstance[]> {
   const ext = extname(path).toLowerCase();
   let data: Buffer;
   try {
@@ -225,7 +242,7 @@ export async function loadLocalDataset(path: string): Promise<SweInstance[]> {
   }
   const seen = new Set<string>();
   return rows.map(({ line, value }) => {
-    const instance = parseRow(path, line, value);
+    const instance = parseRow(path, line, value, options);
     if (seen.has(instance.instance_id)) {
       throw new InputError(path, line, 'instance_id', `instance ${instance.instance_id}: appears twice`);
     }
@@ -234,7 +251,7 @@ export async function loadLocalDataset(path: string): Promise<SweInstance[]> {
   });
 }
 
-export interface HubOptions {
+export interface HubOptions extends RowOptions {
   split?: string;
   /** injected for tests; defaults to the global fetch */
   fetch?: typeof fetch;
@@ -316,7 +333,7 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
       await writeFile(tmp, body);
       await rename(tmp, local);
     }
-    all.push(...(await loadLocalDataset(local)));
+    all.push(...(await loadLocalDataset(local, options)));
   }
   return all;
 }
@@ -332,7 +349,7 @@ export async function loadDataset(spec: string, options: HubOptions = {}): Promi
       'give a .jsonl/.json/.parquet path or a hub id (owner/name)',
     );
   }
-  return loadLocalDataset(spec);
+  return loadLocalDataset(spec, options);
 }
 
 export interface Selection {

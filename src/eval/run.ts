@@ -151,7 +151,9 @@ async function verify(
   logPath: string,
 ): Promise<{ reward: number } | { error: string }> {
   const capture = agent.capture && existsSync(agent.capture) ? agent.capture : null;
-  const row = instance as unknown as Record<string, unknown>;
+  // the row as given: its known fields (tests decoded) and the ones polar does not read
+  const { extra, ...known } = instance;
+  const row: Record<string, unknown> = { ...extra, ...known };
   const v = await runVerifier(
     command,
     { row, sample, patch, capture, final_message: await finalMessage(capture) },

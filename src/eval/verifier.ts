@@ -23,6 +23,11 @@ export interface VerifierInput {
 
 export type VerifierResult = { reward: number; output: string } | { error: string; output: string };
 
+/** Whether a --grader value is a verifier command (not one of the named graders polar and swebench). */
+export function isVerifierCommand(grader: string | undefined): grader is string {
+  return grader !== undefined && grader !== 'polar' && grader !== 'swebench';
+}
+
 /** The grader a row asks for: its own `grader` field when it is a command, else the run's. */
 export function graderFor(row: Record<string, unknown>, runGrader: string | undefined): string | undefined {
   const own = row.grader;

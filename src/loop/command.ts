@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { isVerifierCommand } from '../eval/verifier.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
@@ -13,6 +14,7 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
+  promptTemplate?: string;
   trainModel?: string;
   groupSize: number;
   tasksPerStep: number;
@@ -34,13 +36,15 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
 
 /** The loop's options from its flags (the evaluation part is the setup polar eval makes). */
 export function loopOptions(f: LoopFlags): LoopOptions {
-  const backend = backendOptions(f);
+  // with the embedded engine the loop exports every checkpoint it serves, the starting one too
+  const backend = backendOptions(f, { exportsCheckpoints: true });
   const trainModel = f.trainModel ?? backend.model;
   return {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
     agent: {
       agent: f.harness,
+      ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
       ...(f.piApi ? { piApi: f.piApi } : {}),
       ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
     },
@@ -74,7 +78,7 @@ function verifierOf(grader: string | undefined): { verifier?: string } {
     throw new UsageError(
       '--grader swebench: polar loop grades each rollout itself; use polar or a verifier command',
     );
-  return grader && grader !== 'polar' ? { verifier: grader } : {};
+  return isVerifierCommand(grader) ? { verifier: grader } : {};
 }
 
 export async function loopCommand(f: LoopFlags): Promise<number> {

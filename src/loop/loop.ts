@@ -6,6 +6,8 @@
  *   onnx/        the export the embedded backend reloads (embedded only)
  *   heldout/     polar eval on the held-out set, every --eval-every steps
  *   step.json    written last: a step with step.json {status: "done"} is finished
+ * run/step-0/ holds the starting policy: onnx/ (embedded) and heldout/, the held-out eval before training
+ * (with --eval-set), the baseline the later held-out evals are read against.
  * --resume skips finished steps and redoes an unfinished one from scratch. The same work as a shell
  * pipeline is in docs/loop.md.
  */
@@ -109,8 +111,9 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, ...recordable } = o;
   await writeFile(configPath, `${JSON.stringify({ ...recordable, out }, null, 2)}\n`);
 
-  const trainSet = await loadDataset(o.trainSet, {});
-  const evalSet = o.evalSet ? await loadDataset(o.evalSet, {}) : [];
+  const rows = { verifier: Boolean(o.verifier) };
+  const trainSet = await loadDataset(o.trainSet, rows);
+  const evalSet = o.evalSet ? await loadDataset(o.evalSet, rows) : [];
   const summaries: StepSummary[] = [];
 
   // where the policy is now: the last finished step's checkpoint, or the starting model
@@ -142,6 +145,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   });
   try {
     if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
+    if (first === 1) await baselineHeldout(o, backend, evalSet, out);
     for (let n = first; n <= o.steps; n++) {
       const summary = await runStep(o, { out, backend, publisher, trainSet, evalSet }, n, checkpoint);
       summaries.push(summary);
@@ -254,6 +258,28 @@ async function runStep(
     `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
   );
   return summary;
+}
+
+/**
+ * The held-out eval of the starting policy (step-0/heldout): the baseline later held-out evals are read
+ * against. Kept on --resume once its report is written; redone when it was cut short.
+ */
+async function baselineHeldout(
+  o: LoopOptions,
+  backend: Backend,
+  evalSet: SweInstance[],
+  out: string,
+): Promise<void> {
+  if (!o.evalSet || evalSet.length === 0 || o.evalEvery === 0) return;
+  const dir = join(out, 'step-0', 'heldout');
+  if (existsSync(join(dir, 'report.json'))) return;
+  await rm(dir, { recursive: true, force: true });
+  const r = await evaluate(o, backend, evalSet, 1, dir, o.evalSet, {
+    policy: 'step-0',
+    loop_step: '0',
+    heldout: '1',
+  });
+  log.info(`held-out pass@1 of the starting policy: ${r.report.pass_at_1.mean.toFixed(3)}`);
 }
 
 async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {

@@ -19,6 +19,7 @@ export interface BackendFlags {
   topP?: number;
   maxTokens?: number;
   maxTokensCap?: number;
+  seed?: number;
   /** milliseconds */
   backendTimeout?: number;
   /** milliseconds */
@@ -29,8 +30,15 @@ export interface BackendFlags {
   skipBackendCheck?: boolean;
 }
 
-/** The backend a command talks to: kind from --backend (else vllm with a URL, else embedded), and its model. */
-export function backendOptions(flags: BackendFlags): BackendOptions {
+/**
+ * The backend a command talks to: kind from --backend (else vllm with a URL, else embedded), and its model.
+ * `exportsCheckpoints`: the caller exports --model to ONNX itself before the embedded engine loads it
+ * (polar loop), so a training checkpoint there is what it expects.
+ */
+export function backendOptions(
+  flags: BackendFlags,
+  { exportsCheckpoints = false }: { exportsCheckpoints?: boolean } = {},
+): BackendOptions {
   const kind: BackendKind = flags.backend ?? (flags.backendUrl ? 'vllm' : 'embedded');
   const model = flags.model ?? (kind === 'embedded' ? DEFAULTS.embeddedModel.value : undefined);
   if (!model) {
@@ -47,7 +55,7 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
         : 'for example --backend-url http://127.0.0.1:8000/v1',
     );
   }
-  if (kind === 'embedded') checkEmbeddedModel(model);
+  if (kind === 'embedded' && !exportsCheckpoints) checkEmbeddedModel(model);
   const options: BackendOptions = { kind, model };
   if (flags.backendUrl) options.url = flags.backendUrl;
   const apiKey = flags.apiKey ?? process.env.POLAR_BACKEND_API_KEY;
@@ -58,6 +66,7 @@ export function backendOptions(flags: BackendFlags): BackendOptions {
   if (flags.topP !== undefined) options.topP = flags.topP;
   if (flags.maxTokens !== undefined) options.maxTokens = flags.maxTokens;
   if (flags.maxTokensCap !== undefined) options.maxTokensCap = flags.maxTokensCap;
+  if (flags.seed !== undefined) options.seed = flags.seed;
   if (flags.backendTimeout !== undefined) options.timeoutMs = flags.backendTimeout;
   if (flags.backendIdleTimeout !== undefined) options.idleTimeoutMs = flags.backendIdleTimeout;
   if (flags.requireTokenIds === false) options.requireTokenIds = false;
