@@ -219,6 +219,7 @@ describe(
 
       const heldoutBefore = await meanReward(join(run, 'step-0', 'heldout'));
       const heldoutAfter = await meanReward(join(run, 'step-3', 'heldout'));
+      t.diagnostic(`${trace.split('\n')[0]}; held-out reward ${heldoutBefore} -> ${heldoutAfter}`);
       assert.ok(
         heldoutAfter >= 0.75 && heldoutAfter > heldoutBefore,
         `held-out mean reward ${heldoutBefore} -> ${heldoutAfter} (${trace})`,
