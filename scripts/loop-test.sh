@@ -3,8 +3,8 @@
 # crashes at exit. Usage:
 #   scripts/loop-test.sh FILE [N]          node scripts/test.mjs FILE, N times (default 30)
 #   scripts/loop-test.sh -- N CMD [ARGS]   CMD ARGS, N times
-# Each failing run's output is kept in $LOOP_LOGS (default: a fresh temp folder); prints the tally and
-# exits non-zero when any run failed.
+# Each failing run's output is kept in $LOOP_LOGS (default: a fresh temp folder), every run's with
+# LOOP_KEEP=1; prints the tally and exits non-zero when any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--" ]; then
@@ -25,7 +25,7 @@ for i in $(seq 1 "$n"); do
   rc=$?
   codes[$rc]=$((${codes[$rc]:-0} + 1))
   if [ "$rc" -eq 0 ]; then
-    rm -f "$logs/run-$i.log"
+    [ "${LOOP_KEEP:-0}" = 1 ] || rm -f "$logs/run-$i.log"
   else
     failed=$((failed + 1))
     echo "run $i: exit $rc (log: $logs/run-$i.log)"
