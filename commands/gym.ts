@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, port, positiveInt, url } from '../src/options/parsers.ts';
+import { bytes, grader, port, positiveInt, url } from '../src/options/parsers.ts';
 import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
 
 export function defineGym(program: Command, report: Report): void {
@@ -17,6 +17,15 @@ export function defineGym(program: Command, report: Report): void {
       'prompt when a row gives no input text ({{problem_statement}}, {{workdir}})',
     )
     .option('--dataset <path|hub-id>', 'SWE-bench rows that task rows may name by instance_id only')
+    .addOption(
+      withDefault(
+        new Option(
+          '--grader <kind>',
+          "polar, or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
+        ).argParser(grader),
+        DEFAULTS.grader,
+      ),
+    )
     .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
     .addOption(
       withDefault(
@@ -56,7 +65,7 @@ export function defineGym(program: Command, report: Report): void {
     )
     .option(
       '--trust-row-commands',
-      "run a row's own test_cmd / eval_script and use its image (without it such a row is refused)",
+      "run a row's own test_cmd / eval_script / grader and use its image (without it such a row is refused)",
     )
     .addOption(
       withDefault(

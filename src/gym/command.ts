@@ -1,8 +1,10 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
+import { UsageError } from '../errors.ts';
 import { loadDataset } from '../eval/dataset.ts';
 import { createRuntime } from '../eval/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup } from '../eval/setup.ts';
+import { isVerifierCommand } from '../eval/verifier.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
@@ -20,6 +22,8 @@ export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags
   agentCmd?: string;
   promptTemplate?: string;
   dataset?: string;
+  /** polar, or a verifier command (src/eval/verifier.ts) */
+  grader?: string;
   split: string;
   out: string;
   host: string;
@@ -49,6 +53,15 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
   };
 }
 
+/** --grader: polar (the default) or a verifier command; swebench grades after a run, not per rollout. */
+export function gymVerifier(grader: string | undefined): string | undefined {
+  if (grader === 'swebench')
+    throw new UsageError(
+      '--grader swebench: polar gym grades each rollout as it answers; use polar or a verifier command',
+    );
+  return isVerifierCommand(grader) ? grader : undefined;
+}
+
 /** the backend flags with the first server's URL (the options every server shares) */
 function firstUrl(f: GymFlags): BackendFlags {
   const { backendUrl, ...rest } = f;
@@ -69,7 +82,10 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   const harness = await harnessSetup(setup.agent, runtime);
   const backend = harness.backend;
   const given = f.auth ? (f.token ?? process.env.POLAR_GYM_TOKEN) : undefined;
-  const dataset = f.dataset ? await loadDataset(f.dataset, { split: f.split }) : undefined;
+  const verifier = gymVerifier(f.grader);
+  const dataset = f.dataset
+    ? await loadDataset(f.dataset, { split: f.split, verifier: verifier !== undefined })
+    : undefined;
   if (dataset) await runtime.check(dataset);
   const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f.backendUrl) });
   if (f.dryRun) {
@@ -94,6 +110,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     testTimeoutMs: f.testTimeout,
     maxBodyBytes: f.maxBody,
     ...(f.trustRowCommands ? { trustRowCommands: true } : {}),
+    ...(verifier ? { verifier } : {}),
     token: f.auth ? given : null,
   });
   // one machine-readable line on stdout: the token too when polar made it (the caller must learn it)

