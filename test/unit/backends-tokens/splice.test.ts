@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HttpCompletions } from '../../../src/backends/token-generator.ts';
+import {
+  type GenerateParams,
+  HttpCompletions,
+  type TokenGenerator,
+} from '../../../src/backends/token-generator.ts';
 import { TokenBackend } from '../../../src/backends/tokens.ts';
 import type {
   CanonicalMessage,
@@ -266,5 +270,46 @@ describe('tokens backend: servers and faults', () => {
         tok.render([{ role: 'user', content: 'hi' }], [{ type: 'function', function: tools[0]! }], {}),
       ).length,
     );
+  });
+});
+
+describe('tokens backend: --seed', () => {
+  /** a generator that answers <|im_end|> at once and remembers the seed each call asked for */
+  function seedRecorder(): { generator: TokenGenerator; seeds: (number | undefined)[] } {
+    const seeds: (number | undefined)[] = [];
+    const generator: TokenGenerator = {
+      kind: 'vllm',
+      url: null,
+      model: 'qwen3',
+      async *generate(params: GenerateParams) {
+        seeds.push(params.seed);
+        yield { ids: [IM_END], logprobs: [-0.1] };
+        return { finishReason: 'stop' as const, serverPromptIds: null };
+      },
+      async close() {},
+    };
+    return { generator, seeds };
+  }
+  const ask = async (b: TokenBackend, n: number) => {
+    for (let k = 0; k < n; k++) {
+      const { recorder: rec } = recorder();
+      const question: CanonicalMessage = { role: 'user', content: [{ type: 'text', text: 'hi' }] };
+      const { response } = await collect(b.generate(request([question]), context(`c${k}`, new Map(), rec)));
+      assert.ok(response);
+    }
+  };
+
+  it('call k samples with seed + k; without --seed no seed is sent', async () => {
+    const seeded = seedRecorder();
+    const options = { kind: 'tokens' as const, model: 'qwen3', seed: 100 };
+    await ask(new TokenBackend({ kind: 'tokens', tokenizer: tok, generator: seeded.generator, options }), 3);
+    assert.deepEqual(seeded.seeds, [100, 101, 102]);
+    const plain = seedRecorder();
+    const unseeded = { kind: 'tokens' as const, model: 'qwen3' };
+    await ask(
+      new TokenBackend({ kind: 'tokens', tokenizer: tok, generator: plain.generator, options: unseeded }),
+      2,
+    );
+    assert.deepEqual(plain.seeds, [undefined, undefined]);
   });
 });

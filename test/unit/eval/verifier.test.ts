@@ -4,7 +4,7 @@
  * nonsensical verifier is an infrastructure error (no reward), never 0.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
@@ -20,10 +20,11 @@ import {
   type VerifierInput,
 } from '../../../src/eval/verifier.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
+import { type BackendFlags, backendOptions } from '../../../src/options/backend.ts';
 import { grader } from '../../../src/options/parsers.ts';
 import { parseArgv } from '../../support/argv.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
-import { fixtures, MINI, REPOS, ROOT } from './helpers.ts';
+import { fixtures, MINI, miniRows, REPOS, ROOT } from './helpers.ts';
 
 const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
 const tmp = mkdtempSync(join(tmpdir(), 'polar-verifier-'));
@@ -167,4 +168,56 @@ test('polar loop takes the same --grader: a command becomes the loop verifier; s
   assert.throws(() => loopOptions(flags(['--grader', 'swebench'])), /polar loop grades each rollout itself/);
   const evalFlags = parseArgv(['eval', '--dataset', MINI, '--grader', VERIFIER]).flags;
   assert.equal(evalFlags.grader, VERIFIER);
+});
+
+test("a verifier-graded dataset needs no FAIL_TO_PASS, and the row's own fields reach the verifier", async () => {
+  const raw = miniRows().find((r) => r.instance_id === 'polar-fixtures__jsutil-5')!;
+  const { FAIL_TO_PASS: _f, PASS_TO_PASS: _p, ...rest } = raw;
+  const path = join(tmp, 'verifier-rows.jsonl');
+  writeFileSync(path, `${JSON.stringify({ ...rest, mode: 'patch', answer: { word: 'blue' } })}\n`);
+  // graded by the tests, such a row could never show a fix: refused, naming the way out
+  await assert.rejects(loadDataset(path), (e: Error & { hint?: string }) => {
+    assert.match(e.message, /verifier-rows\.jsonl:1: FAIL_TO_PASS: .*empty/);
+    assert.match(String(e.hint), /--grader CMD/);
+    return true;
+  });
+  const [row] = (await loadDataset(path, { verifier: true })) as [SweInstance];
+  assert.deepEqual(row.FAIL_TO_PASS, []);
+  assert.deepEqual(
+    row.extra,
+    { mode: 'patch', answer: { word: 'blue' } },
+    'fields polar does not read are kept',
+  );
+  const outcome = await runEval({
+    instances: [row],
+    agent: new GoldAgent(),
+    runtime: new LocalRuntime({ reposDir: REPOS }),
+    out: join(tmp, 'row-fields'),
+    samples: 1,
+    concurrency: 1,
+    agentTimeoutMs: 60_000,
+    testTimeoutMs: 60_000,
+    resume: false,
+    dataset: path,
+    progress: false,
+    verifier: VERIFIER,
+  });
+  assert.equal(outcome.results[0]!.reward, 0.75, "the verifier read the row's mode");
+});
+
+test('polar loop: --prompt-template and --seed reach the rollouts; --model may be a checkpoint to export', () => {
+  const checkpoint = join(tmp, 'ckpt');
+  mkdirSync(checkpoint, { recursive: true });
+  writeFileSync(join(checkpoint, 'model.safetensors'), '');
+  const argv = ['--train-set', MINI, '--out', 'run', '--harness', 'pi', '--model', checkpoint];
+  const o = loopOptions(
+    parseArgv(['loop', ...argv, '--prompt-template', 'p.txt', '--seed', '7']).flags as unknown as LoopFlags,
+  );
+  assert.equal(o.agent.promptTemplate, 'p.txt');
+  assert.equal(o.backend.seed, 7);
+  // the loop exports the checkpoint for the embedded engine itself; eval, which does not, refuses it
+  assert.equal(o.backend.model, checkpoint);
+  assert.equal(o.trainModel, checkpoint);
+  const evalFlags = parseArgv(['eval', '--dataset', MINI, '--model', checkpoint]).flags;
+  assert.throws(() => backendOptions(evalFlags as BackendFlags), /a training checkpoint without onnx/);
 });
