@@ -23,6 +23,7 @@ import { type EvalOutcome, runEval } from '../eval/run.ts';
 import type { RuntimeSetup } from '../eval/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../eval/setup.ts';
 import { runTrain } from '../train/launch.ts';
+import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
@@ -211,7 +212,8 @@ async function runStep(
   // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
   // this step's rollouts, and the optimiser's moments and schedule carry over
   const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
-  const resume = previousTrain && existsSync(join(previousTrain, 'latest')) ? previousTrain : undefined;
+  const resume =
+    previousTrain && existsSync(join(previousTrain, CHECKPOINT_FILES.latest)) ? previousTrain : undefined;
   // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
   const trained = await runTrain({
     allowZeroAdvantage: true,

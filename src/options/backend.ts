@@ -3,6 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BackendOptions } from '../backends/types.ts';
 import { UsageError } from '../errors.ts';
+import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { DEFAULTS } from './defaults.ts';
 
 export type BackendKind = BackendOptions['kind'];
@@ -82,7 +83,7 @@ function checkEmbeddedModel(model: string): void {
   if (!existsSync(model) || !statSync(model).isDirectory()) return;
   if (existsSync(join(model, 'onnx'))) return;
   const checkpoint =
-    existsSync(join(model, 'latest')) ||
+    existsSync(join(model, CHECKPOINT_FILES.latest)) ||
     existsSync(join(model, 'trainer_state.pt')) ||
     existsSync(join(model, 'model.safetensors')) ||
     existsSync(join(model, 'adapter_model.safetensors')) ||

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { firstIssue } from '../capture/reader.ts';
 import { InputError, UsageError } from '../errors.ts';
+import { CHECKPOINT_FILES } from './schema.ts';
 
 export const lossAggregations = [
   'token-mean',
@@ -247,7 +248,7 @@ export function resumeDirectory(
     return f.resume;
   }
   if (f.resume !== true) return undefined;
-  if (!existsSync(join(f.out, 'latest')))
+  if (!existsSync(join(f.out, CHECKPOINT_FILES.latest)))
     throw new UsageError(
       `--resume: --out ${f.out} holds no checkpoint to continue from (no latest file)`,
       'drop --resume to start a new run, or give --resume-from DIR',

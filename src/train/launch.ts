@@ -246,7 +246,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const file = req.configFile ? await readUserConfig(req.configFile) : undefined;
   const resume = req.resume ? resolve(req.resume) : undefined;
   // one run per --out: a new run would overwrite its checkpoints and append to its metrics
-  if (!resume && existsSync(join(resolve(req.out), 'latest')))
+  if (!resume && existsSync(join(resolve(req.out), CHECKPOINT_FILES.latest)))
     throw new UsageError(
       `--out ${req.out} already holds a training run (a latest checkpoint)`,
       'add --resume to continue it, or give a new --out',

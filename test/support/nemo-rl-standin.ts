@@ -1,6 +1,6 @@
 /**
  * A stand-in for NeMo RL's generation server, the OpenAI-compatible front NeMo RL puts on its vLLM
- * workers for NeMo Gym agents, transcribed from NVIDIA-NeMo/RL (snapshot of 2026-08-22):
+ * workers for NeMo Gym agents, transcribed from NVIDIA-NeMo/RL at commit 7ea279abfbeb (2026-08-22):
  * nemo_rl/models/generation/vllm/vllm_worker_async.py (`_setup_vllm_openai_api_server`), utils.py
  * (`attach_token_information_to_chat_response_choices`), openai_server_utils.py (`replace_prefix_tokens`).
  *
