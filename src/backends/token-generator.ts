@@ -6,9 +6,15 @@
  */
 import type { ProxyFault } from '../protocols/canonical.ts';
 import { fault } from '../protocols/canonical.ts';
-import { SseDecoder, SseEventTooLarge } from '../protocols/sse.ts';
 import { CallDeadline } from './deadline.ts';
-import { authHeaders, errorDetail, upstreamFault } from './http.ts';
+import {
+  authHeaders,
+  type BackendResponse,
+  errorDetail,
+  postJson,
+  sseEvents,
+  transportFault,
+} from './http.ts';
 import { ContextLength } from './server-info.ts';
 import type { CallRecorder } from './types.ts';
 
@@ -116,50 +122,21 @@ export class HttpCompletions implements TokenGenerator {
       ...(this.options.idleTimeoutMs !== undefined ? { idleMs: this.options.idleTimeoutMs } : {}),
     });
     try {
-      let response: Response;
+      // the one backend HTTP client (backends/http.ts): an error status is the server's error body,
+      // mapped as for every backend (vLLM's nested or flat error, SGLang's /generate 400: a client error
+      // is the harness's 400, a prompt over the context its context-length error, not a 502)
+      const sent = await postJson(this.url, body, { deadline, headers: this.headers });
+      if (!sent.ok) throw new GeneratorFault(sent.fault);
       try {
-        response = await fetch(this.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...this.headers },
-          body: JSON.stringify(body),
-          signal: deadline.signal,
-        });
-      } catch (error) {
-        throw this.transportFault(error, deadline);
-      }
-      deadline.touch();
-      if (!response.ok) {
-        // vLLM's nested or flat error body, SGLang's /generate 400 {"error": {"message"}}: a client
-        // error is the harness's 400 (a prompt over the context its context-length error), not a 502
-        const text = await response.text().catch(() => '');
-        throw new GeneratorFault(upstreamFault(this.url, response.status, text));
-      }
-      try {
-        if (this.server === 'vllm') return yield* this.readVllm(response, deadline);
-        return yield* this.readSglang(response);
+        if (this.server === 'vllm') return yield* this.readVllm(sent.response, deadline);
+        return yield* this.readSglang(sent.response);
       } catch (error) {
         if (error instanceof GeneratorFault) throw error;
-        throw this.transportFault(error, deadline);
+        throw new GeneratorFault(transportFault(this.url, error, deadline));
       }
     } finally {
       deadline.dispose();
     }
-  }
-
-  private transportFault(error: unknown, deadline: CallDeadline): GeneratorFault {
-    if (deadline.timedOut) {
-      const f = deadline.fault(this.url);
-      return new GeneratorFault('backend_timeout', f.message);
-    }
-    if (deadline.signal.aborted) return new GeneratorFault('backend_error', 'the call was cancelled');
-    if (error instanceof SseEventTooLarge)
-      return new GeneratorFault(
-        'backend_error',
-        `${this.url} sent a stream event over ${error.limit} characters`,
-      );
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const detail = cause?.code ?? cause?.message ?? (error as Error).message;
-    return new GeneratorFault('backend_unreachable', `cannot reach ${this.url}: ${detail}`);
   }
 
   private vllmBody(params: GenerateParams): Record<string, unknown> {
@@ -200,12 +177,9 @@ export class HttpCompletions implements TokenGenerator {
   }
 
   private async *readVllm(
-    response: Response,
+    response: BackendResponse,
     deadline: CallDeadline,
   ): AsyncGenerator<TokenChunk, GenerateOutcome> {
-    if (!response.body) throw new GeneratorFault('backend_error', `${this.url} sent no body`);
-    const decoder = new SseDecoder();
-    const text = new TextDecoder();
     let serverPromptIds: number[] | null = null;
     let finishReason: 'stop' | 'length' | null = null;
     let done = false;
@@ -241,19 +215,14 @@ export class HttpCompletions implements TokenGenerator {
       if (choice.finish_reason === 'abort') throw abortedFault(this.url);
       if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
     };
-    for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
-      deadline.touch();
-      for (const event of decoder.push(text.decode(bytes, { stream: true })))
-        yield* handle.call(this, event.data);
-    }
-    for (const event of decoder.flush()) yield* handle.call(this, event.data);
+    for await (const event of sseEvents(response, deadline)) yield* handle.call(this, event.data);
     if (!done && finishReason === null) {
       throw new GeneratorFault('backend_error', `${this.url} closed the stream before it finished`);
     }
     return { finishReason: finishReason ?? 'stop', serverPromptIds };
   }
 
-  private async *readSglang(response: Response): AsyncGenerator<TokenChunk, GenerateOutcome> {
+  private async *readSglang(response: BackendResponse): AsyncGenerator<TokenChunk, GenerateOutcome> {
     let body: SglangResponse;
     const text = await response.text();
     try {
