@@ -10,7 +10,8 @@
  *   run/step-N/eval/report.json      eval report of the rollouts (src/eval/report.ts)
  *   run/step-N/heldout/report.json   held-out eval report (held-out steps only)
  *   run/step-N/[eval/]captures/      capture files (counted)
- *   run/step-0/                      the starting policy's export: skipped unless it has step files
+ *   run/step-0/                      the starting policy: its export (skipped), and its held-out eval
+ *                                    (heldout/report.json: a row with status "start", the baseline)
  *
  * Every file may be missing (a step still running, no held-out eval); a file that is there but cannot
  * be read (half-written JSON) becomes a warning on the page, never a failure. A bad trajectory line is
@@ -219,7 +220,7 @@ export function readStep(dir: string, step: number, warnings: string[]): StepInf
   return {
     step,
     dir,
-    status: strOrNull(m.status) ?? 'running',
+    status: strOrNull(m.status) ?? (step === 0 ? 'start' : 'running'),
     started_at: strOrNull(m.started_at),
     ended_at: strOrNull(m.ended_at),
     trajFile: existsSync(traj) ? traj : null,
@@ -247,8 +248,13 @@ export function readRunDir(dir: string): RunInfo {
     .map((n) => /^step-(\d+)$/.exec(n))
     .filter((m): m is RegExpExecArray => m !== null && statSync(join(dir, m[0])).isDirectory())
     .map((m) => Number(m[1]))
-    // step-0 holds the starting policy (polar loop's export), not a step, unless it has a step's files
-    .filter((n) => n > 0 || ['step.json', 'traj.jsonl'].some((f) => existsSync(join(dir, 'step-0', f))))
+    // step-0 holds the starting policy (polar loop's export), not a step: a row only for its held-out
+    // eval (the baseline) or a step's files
+    .filter(
+      (n) =>
+        n > 0 ||
+        ['step.json', 'traj.jsonl', 'heldout/report.json'].some((f) => existsSync(join(dir, 'step-0', f))),
+    )
     .sort((a, b) => a - b)
     .map((n) => readStep(join(dir, `step-${n}`), n, warnings));
   return { dir, config: isObject(config) ? config : null, steps, warnings };

@@ -80,6 +80,22 @@ describe('run directories', () => {
       run.steps.map((s) => s.step),
       [2, 10],
     );
+    // the starting policy's held-out eval (polar loop's baseline) makes step 0 a row
+    mkdirSync(join(dir, 'step-0', 'heldout'), { recursive: true });
+    writeFileSync(
+      join(dir, 'step-0', 'heldout', 'report.json'),
+      JSON.stringify({ pass_at_1: { mean: 0.25, std: 0 }, total: 8, counts: {} }),
+    );
+    const withBaseline = readRunDir(dir);
+    assert.deepEqual(
+      withBaseline.steps.map((s) => [s.step, s.status, s.heldout?.pass_at_1]),
+      [
+        [0, 'start', 0.25],
+        [2, 'running', undefined],
+        [10, 'running', undefined],
+      ],
+    );
+    rmSync(join(dir, 'step-0', 'heldout'), { recursive: true });
     assert.equal(run.config, null);
     const row = stepRow(run.steps[0] as never, null);
     assert.equal(row.loss, 2);
