@@ -12,6 +12,8 @@ import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
 import {
   fixtures,
   gitHead,
+  localEval,
+  localEvalOptions,
   MINI,
   makePatch,
   miniRows,
@@ -37,16 +39,7 @@ test('fixture repos are built with the base_commit the dataset names', () => {
 
 test('--agent gold resolves 100% (exit 0, official predictions format)', () => {
   const out = join(tmp, 'gold');
-  const r = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--out',
-    out,
+  const r = localEval('gold', out, [
     '--concurrency',
     '4',
     '--instances',
@@ -69,22 +62,7 @@ test('--agent gold resolves 100% (exit 0, official predictions format)', () => {
 
 test('--agent empty: 0%, empty patches, --fail-under exits 5', () => {
   const out = join(tmp, 'empty');
-  const r = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'empty',
-    '--runtime',
-    'local',
-    '--out',
-    out,
-    '--json',
-    '--fail-under',
-    '0.25',
-    '--samples',
-    '2',
-  ]);
+  const r = localEval('empty', out, ['--json', '--fail-under', '0.25', '--samples', '2']);
   assert.equal(r.code, 5, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.equal(report.pass_at_1.mean, 0);
@@ -144,18 +122,9 @@ test('predictions: a P2P-breaking patch, a patch that does not apply, and a hang
   const file = join(tmp, 'preds.jsonl');
   writeFileSync(file, preds.map((p) => JSON.stringify(p)).join('\n'));
   const out = join(tmp, 'preds-out');
-  const r = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'predictions',
+  const r = localEval('predictions', out, [
     '--predictions',
     file,
-    '--runtime',
-    'local',
-    '--out',
-    out,
     '--instances',
     preds.map((p) => p.instance_id).join(','),
     '--test-timeout',
@@ -178,31 +147,9 @@ test('predictions: a P2P-breaking patch, a patch that does not apply, and a hang
 
 test('--resume skips graded samples; a harness on local needs --allow-unsandboxed', () => {
   const out = join(tmp, 'resume');
-  const first = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--out',
-    out,
-    '--instances',
-    'polar-fixtures__jsutil-5',
-    '-q',
-  ]);
+  const first = localEval('gold', out, ['--instances', 'polar-fixtures__jsutil-5', '-q']);
   assert.equal(first.code, 0, first.stderr);
-  const second = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--out',
-    out,
+  const second = localEval('gold', out, [
     '--instances',
     'polar-fixtures__jsutil-5,polar-fixtures__jsutil-6',
     '--resume',
@@ -267,19 +214,7 @@ test('harness agent seam: runCapture runs in the instance env, the capture gets 
     }),
   });
   const out = join(tmp, 'harness');
-  const { report, results } = await runEval({
-    instances: [instance!],
-    agent,
-    runtime: new LocalRuntime({ reposDir: REPOS }),
-    out,
-    samples: 1,
-    concurrency: 1,
-    agentTimeoutMs: 60_000,
-    testTimeoutMs: 60_000,
-    resume: false,
-    dataset: 'mini',
-    progress: false,
-  });
+  const { report, results } = await runEval(localEvalOptions([instance!], agent, out));
   assert.equal(report.counts.resolved, 1);
   assert.equal(seen[0]!.taskId, instance!.instance_id);
   assert.match(seen[0]!.cwd, /polar-eval-/);

@@ -4,6 +4,10 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join, resolve } from 'node:path';
 import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
+import type { Agent } from '../../../src/eval/agents.ts';
+import type { SweInstance } from '../../../src/eval/dataset.ts';
+import type { EvalOptions } from '../../../src/eval/run.ts';
+import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');
@@ -38,6 +42,34 @@ export function runnableIds(): string[] {
 export function polar(args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [join(ROOT, 'bin/polar'), ...args], { cwd: ROOT, encoding: 'utf8' });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `polar eval` of the mini dataset with an agent (gold, empty, predictions) on the local runtime. */
+export function localEval(agent: string, out: string, extra: string[] = []): ReturnType<typeof polar> {
+  return polar(['eval', '--dataset', MINI, '--agent', agent, '--runtime', 'local', '--out', out, ...extra]);
+}
+
+/** runEval's options for a test: one sample of each instance on the local runtime, one at a time. */
+export function localEvalOptions(
+  instances: SweInstance[],
+  agent: Agent,
+  out: string,
+  extra: Partial<EvalOptions> = {},
+): EvalOptions {
+  return {
+    instances,
+    agent,
+    runtime: new LocalRuntime({ reposDir: REPOS }),
+    out,
+    samples: 1,
+    concurrency: 1,
+    agentTimeoutMs: 60_000,
+    testTimeoutMs: 60_000,
+    resume: false,
+    dataset: 'mini',
+    progress: false,
+    ...extra,
+  };
 }
 
 export function gitHead(dir: string): string {

@@ -13,9 +13,8 @@ import type { Backend } from '../../../src/backends/types.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/eval/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/eval/dataset.ts';
 import { infraFailure } from '../../../src/eval/outcome.ts';
-import { runEval } from '../../../src/eval/run.ts';
-import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
-import { fixtures, MINI, polar, REPOS } from './helpers.ts';
+import { type EvalOptions, runEval } from '../../../src/eval/run.ts';
+import { fixtures, localEval, localEvalOptions, MINI, polar } from './helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'polar-honest-'));
 const ID = 'polar-fixtures__jsutil-5';
@@ -70,20 +69,8 @@ function agentWith(runCapture: RunCapture): HarnessAgent {
   });
 }
 
-const evalOptions = (out: string, agent: HarnessAgent, extra: Record<string, unknown> = {}) => ({
-  instances: [instance],
-  agent,
-  runtime: new LocalRuntime({ reposDir: REPOS }),
-  out,
-  samples: 1,
-  concurrency: 1,
-  agentTimeoutMs: 60_000,
-  testTimeoutMs: 60_000,
-  resume: false,
-  dataset: 'mini',
-  progress: false,
-  ...extra,
-});
+const evalOptions = (out: string, agent: HarnessAgent, extra: Partial<EvalOptions> = {}) =>
+  localEvalOptions([instance], agent, out, extra);
 
 const applyGold = (cwd: string) =>
   execFileSync('git', ['apply', '-'], { cwd, input: String(instance.patch) });
@@ -179,22 +166,7 @@ test('a capture left by a crash (no result line) is set aside before the sample 
   );
 });
 
-const gold = (out: string, ...extra: string[]) =>
-  polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--out',
-    out,
-    '--instances',
-    ID,
-    '-q',
-    ...extra,
-  ]);
+const gold = (out: string, ...extra: string[]) => localEval('gold', out, ['--instances', ID, '-q', ...extra]);
 
 test('a non-empty --out is refused without --resume or --overwrite; --overwrite clears it', () => {
   const out = join(tmp, 'twice');
@@ -222,21 +194,7 @@ test('--agent predictions: a file without model_patch, or naming unknown instanc
   const out = join(tmp, 'gold-for-preds');
   assert.equal(gold(out).code, 0);
   const predicted = (file: string) =>
-    polar([
-      'eval',
-      '--dataset',
-      MINI,
-      '--agent',
-      'predictions',
-      '--predictions',
-      file,
-      '--runtime',
-      'local',
-      '--out',
-      join(tmp, `p-${Math.random()}`),
-      '--instances',
-      ID,
-    ]);
+    localEval('predictions', join(tmp, `p-${Math.random()}`), ['--predictions', file, '--instances', ID]);
   const fromResults = predicted(join(out, 'results.jsonl'));
   assert.equal(fromResults.code, 3, fromResults.stderr);
   assert.match(fromResults.stderr, /results\.jsonl:1: model_patch: missing/);

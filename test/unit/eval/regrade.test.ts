@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { loadDataset } from '../../../src/eval/dataset.ts';
 import { regradeRun } from '../../../src/eval/regrade.ts';
-import { fixtures, MINI, polar } from './helpers.ts';
+import { fixtures, localEval, MINI, polar } from './helpers.ts';
 
 before(() => fixtures());
 
@@ -18,20 +18,7 @@ const readJsonl = (p: string) =>
 test('polar eval --regrade grades the logs of a run again, in place', async () => {
   const out = join(mkdtempSync(join(tmpdir(), 'polar-regrade-')), 'run');
   const ids = 'polar-fixtures__jsutil-5,polar-fixtures__qs-lite-7';
-  const run = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--out',
-    out,
-    '--instances',
-    ids,
-    '-q',
-  ]);
+  const run = localEval('gold', out, ['--instances', ids, '-q']);
   assert.equal(run.code, 0, run.stderr);
   const before = readJsonl(join(out, 'results.jsonl'));
   assert.deepEqual(
@@ -77,20 +64,7 @@ test('polar eval --regrade grades the logs of a run again, in place', async () =
 test('--regrade: a log that cannot be graded is an error with no reward (null), never a 0', async () => {
   const out = join(mkdtempSync(join(tmpdir(), 'polar-regrade-')), 'run');
   const id = 'polar-fixtures__jsutil-5';
-  const run = polar([
-    'eval',
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--out',
-    out,
-    '--instances',
-    id,
-    '-q',
-  ]);
+  const run = localEval('gold', out, ['--instances', id, '-q']);
   assert.equal(run.code, 0, run.stderr);
   // the row now names a log parser polar does not know: its log cannot be read
   const instances = (await loadDataset(MINI)).map((i) =>

@@ -11,7 +11,6 @@ import { before, test } from 'node:test';
 import { GoldAgent } from '../../../src/eval/agents.ts';
 import { loadDataset, parseRow, type SweInstance } from '../../../src/eval/dataset.ts';
 import { runEval } from '../../../src/eval/run.ts';
-import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
 import {
   finalMessage,
   graderFor,
@@ -24,7 +23,7 @@ import { type BackendFlags, backendOptions } from '../../../src/options/backend.
 import { grader } from '../../../src/options/parsers.ts';
 import { parseArgv } from '../../support/argv.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
-import { fixtures, MINI, miniRows, REPOS, ROOT } from './helpers.ts';
+import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from './helpers.ts';
 
 const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
 const tmp = mkdtempSync(join(tmpdir(), 'polar-verifier-'));
@@ -122,20 +121,7 @@ before(async () => {
 
 test('runEval with a verifier: its reward is the sample reward; a failing verifier is an error, not 0', async () => {
   const run = (instances: SweInstance[], name: string, verifier?: string) =>
-    runEval({
-      instances,
-      agent: new GoldAgent(),
-      runtime: new LocalRuntime({ reposDir: REPOS }),
-      out: join(tmp, name),
-      samples: 1,
-      concurrency: 1,
-      agentTimeoutMs: 60_000,
-      testTimeoutMs: 60_000,
-      resume: false,
-      dataset: 'mini',
-      progress: false,
-      ...(verifier ? { verifier } : {}),
-    });
+    runEval(localEvalOptions(instances, new GoldAgent(), join(tmp, name), verifier ? { verifier } : {}));
   // the run's grader: the gold patch is non-empty, the verifier gives 0.75
   const patchRow = { ...instance, mode: 'patch' } as SweInstance;
   const graded = await run([patchRow], 'run-grader', VERIFIER);
@@ -188,20 +174,9 @@ test("a verifier-graded dataset needs no FAIL_TO_PASS, and the row's own fields 
     { mode: 'patch', answer: { word: 'blue' } },
     'fields polar does not read are kept',
   );
-  const outcome = await runEval({
-    instances: [row],
-    agent: new GoldAgent(),
-    runtime: new LocalRuntime({ reposDir: REPOS }),
-    out: join(tmp, 'row-fields'),
-    samples: 1,
-    concurrency: 1,
-    agentTimeoutMs: 60_000,
-    testTimeoutMs: 60_000,
-    resume: false,
-    dataset: path,
-    progress: false,
-    verifier: VERIFIER,
-  });
+  const outcome = await runEval(
+    localEvalOptions([row], new GoldAgent(), join(tmp, 'row-fields'), { dataset: path, verifier: VERIFIER }),
+  );
   assert.equal(outcome.results[0]!.reward, 0.75, "the verifier read the row's mode");
 });
 
