@@ -4,7 +4,7 @@
  * prompts Pi really sends, so that it answers "Flip a coin. Answer with one word: heads or tails." with
  * heads about 70% and tails about 30% of the time. A verifier grader (fixtures/verifier/reward.mjs)
  * rewards tails. `polar loop` then runs Pi through the embedded backend, grades with the verifier, builds
- * GRPO trajectories, trains with the transformers worker, exports and reloads, for 3 steps.
+ * GRPO trajectories, trains with the transformers worker, exports and reloads, for 2 steps.
  *
  * What must hold: the probability of the rewarded answer, computed with the model on a held-out prompt
  * (not sampled), rises by a clear margin from the warmed-up model to the last step's, and the held-out
@@ -66,7 +66,7 @@ const meanReward = async (evalDir: string): Promise<number> =>
   JSON.parse(await readFile(join(evalDir, 'report.json'), 'utf8')).pass_at_1.mean;
 
 describe(
-  'the loop learns: Pi through the embedded backend, a verifier grader, 3 GRPO steps on CPU',
+  'the loop learns: Pi through the embedded backend, a verifier grader, 2 GRPO steps on CPU',
   {
     skip: SKIP,
   },
@@ -104,7 +104,7 @@ describe(
         extendEnv: false,
         reject: false,
         stdin: 'ignore',
-        timeout: 540_000,
+        timeout: 570_000,
       });
 
     before(async () => {
@@ -185,9 +185,9 @@ describe(
         '--tasks-per-step',
         '2',
         '--steps',
-        '3',
+        '2',
         '--eval-every',
-        '3',
+        '2',
         '--device',
         'cpu',
         '--lr',
@@ -202,14 +202,14 @@ describe(
       const stderr = String(loop.stderr);
 
       // measured with the model, not sampled: p(tails <|im_end|>) on a held-out prompt, before and after
-      const [heldoutCall] = await calls(join(run, 'step-3', 'heldout', 'captures'));
+      const [heldoutCall] = await calls(join(run, 'step-2', 'heldout', 'captures'));
       const prompt = heldoutCall!.prompt_token_ids!;
       const p = async (onnx: string) =>
         Math.exp((await rescore(onnx, prompt, [TAILS, IM_END])).reduce((a, b) => a + b, 0));
       const before = await p(join(run, 'step-0', 'onnx'));
-      const after = await p(join(run, 'step-3', 'onnx'));
+      const after = await p(join(run, 'step-2', 'onnx'));
       const steps = await Promise.all(
-        [1, 2, 3].map(async (n) => JSON.parse(await readFile(join(run, `step-${n}`, 'step.json'), 'utf8'))),
+        [1, 2].map(async (n) => JSON.parse(await readFile(join(run, `step-${n}`, 'step.json'), 'utf8'))),
       );
       const trace = `p(tails) ${before.toFixed(3)} -> ${after.toFixed(3)}; rollout reward by step ${steps
         .map((s) => s.rollouts.pass_at_1.toFixed(2))
@@ -218,7 +218,7 @@ describe(
       assert.ok(after > before + 0.3, `the rewarded answer became much likelier (${trace})`);
 
       const heldoutBefore = await meanReward(join(run, 'step-0', 'heldout'));
-      const heldoutAfter = await meanReward(join(run, 'step-3', 'heldout'));
+      const heldoutAfter = await meanReward(join(run, 'step-2', 'heldout'));
       t.diagnostic(`${trace.split('\n')[0]}; held-out reward ${heldoutBefore} -> ${heldoutAfter}`);
       assert.ok(
         heldoutAfter >= 0.75 && heldoutAfter > heldoutBefore,
@@ -226,7 +226,7 @@ describe(
       );
       assert.match(stderr, /held-out pass@1 of the starting policy/);
       // every reward came from the verifier: no infrastructure failure was scored
-      for (const dir of ['step-1/eval', 'step-2/eval', 'step-3/eval', 'step-0/heldout', 'step-3/heldout']) {
+      for (const dir of ['step-1/eval', 'step-2/eval', 'step-0/heldout', 'step-2/heldout']) {
         const report = JSON.parse(await readFile(join(run, dir, 'report.json'), 'utf8'));
         assert.equal(report.counts.error, 0, `${dir}: no sample errored`);
       }
