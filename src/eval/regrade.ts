@@ -14,6 +14,7 @@ import { loadDataset, type SweInstance } from './dataset.ts';
 import { gradeLog } from './grade.ts';
 import { buildReport, formatReport, type Report, type ResultLine } from './report.ts';
 import { readResults, sampleKey, writeAtomic } from './run.ts';
+import { isVerifierCommand } from './verifier.ts';
 
 export interface RegradeOptions {
   out: string;
@@ -109,9 +110,11 @@ export async function regradeCommand(o: {
   out: string;
   dataset: string;
   split?: string;
+  /** the run's --grader: with a verifier command the rows need no FAIL_TO_PASS (as when it ran) */
+  grader?: string;
   json?: boolean;
 }): Promise<number> {
-  const instances = await loadDataset(o.dataset, { split: o.split });
+  const instances = await loadDataset(o.dataset, { split: o.split, verifier: isVerifierCommand(o.grader) });
   const outcome = await regradeRun({ out: o.out, instances, dataset: o.dataset });
   log.info(
     `re-graded ${outcome.regraded} samples from their logs (${outcome.changed} changed), kept ${outcome.kept}`,

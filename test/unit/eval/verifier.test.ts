@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { GoldAgent } from '../../../src/eval/agents.ts';
 import { loadDataset, parseRow, type SweInstance } from '../../../src/eval/dataset.ts';
+import { regradeCommand } from '../../../src/eval/regrade.ts';
 import { runEval } from '../../../src/eval/run.ts';
 import {
   finalMessage,
@@ -178,6 +179,21 @@ test("a verifier-graded dataset needs no FAIL_TO_PASS, and the row's own fields 
     localEvalOptions([row], new GoldAgent(), join(tmp, 'row-fields'), { dataset: path, verifier: VERIFIER }),
   );
   assert.equal(outcome.results[0]!.reward, 0.75, "the verifier read the row's mode");
+  // --regrade of that run reads the dataset as the run did: with its --grader, no FAIL_TO_PASS needed
+  const out = join(tmp, 'row-fields');
+  await assert.rejects(regradeCommand({ out, dataset: path, json: true }), /FAIL_TO_PASS/);
+  const stdout = process.stdout.write;
+  process.stdout.write = () => true;
+  try {
+    assert.equal(await regradeCommand({ out, dataset: path, grader: VERIFIER, json: true }), 0);
+  } finally {
+    process.stdout.write = stdout;
+  }
+  const [kept] = readFileSync(join(out, 'results.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.equal(kept.reward, 0.75, 'a verifier-graded sample is kept as it was');
 });
 
 test('polar loop: --prompt-template and --seed reach the rollouts; --model may be a checkpoint to export', () => {
