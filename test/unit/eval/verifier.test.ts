@@ -19,6 +19,7 @@ import {
   runVerifier,
   type VerifierInput,
 } from '../../../src/eval/verifier.ts';
+import { gymVerifier } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { type BackendFlags, backendOptions } from '../../../src/options/backend.ts';
 import { grader } from '../../../src/options/parsers.ts';
@@ -155,6 +156,11 @@ test('polar loop takes the same --grader: a command becomes the loop verifier; s
   assert.throws(() => loopOptions(flags(['--grader', 'swebench'])), /polar loop grades each rollout itself/);
   const evalFlags = parseArgv(['eval', '--dataset', MINI, '--grader', VERIFIER]).flags;
   assert.equal(evalFlags.grader, VERIFIER);
+  // and polar gym
+  const gymFlags = parseArgv(['gym', '--grader', VERIFIER]).flags as { grader: string };
+  assert.equal(gymVerifier(gymFlags.grader), VERIFIER);
+  assert.equal(gymVerifier((parseArgv(['gym']).flags as { grader: string }).grader), undefined);
+  assert.throws(() => gymVerifier('swebench'), /polar gym grades each rollout as it answers/);
 });
 
 test("a verifier-graded dataset needs no FAIL_TO_PASS, and the row's own fields reach the verifier", async () => {
