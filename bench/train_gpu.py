@@ -26,6 +26,7 @@ attention term 12 * layers * hidden * mean context) / peak bf16 FLOP/s (--peak-t
 device name; omitted on CPU). Ratios polar/naive are printed from the same run.
 """
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -324,7 +325,9 @@ def main(argv=None):
     result = {"model": kind, "params": n_params, "device": str(device),
               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
               "torch": torch.__version__, "seq_len": args.seq_len, "num_seqs": args.num_seqs,
-              "lengths": lengths, "peak_tflops": peak, "polar": polar}
+              "lengths": lengths, "peak_tflops": peak, "polar": polar,
+              # Qwen3.5's linear attention runs transformers' slow reference code without these (docs/train.md)
+              "linear_attention_kernels": {m: importlib.util.find_spec(m) is not None for m in ("fla", "causal_conv1d")}}
     if not args.skip_naive:
         try:
             result["naive"] = bench_naive(args, policy, trainer, device)
@@ -365,6 +368,10 @@ def main(argv=None):
 
     print("train step: %s (%.1fM params) on %s, %d sequences up to %d tokens"
           % (kind, n_params / 1e6, result["device_name"], args.num_seqs, args.seq_len))
+    missing = [m for m, ok in result["linear_attention_kernels"].items() if not ok]
+    if kind.startswith("qwen3_5") and missing and device.type == "cuda":
+        print("  note: %s not installed: the linear-attention layers ran transformers' reference code"
+              % ", ".join(missing))
     show("polar", polar)
     show("naive", result.get("naive"))
     if "speedup" in result:
