@@ -96,6 +96,10 @@ describe(
       '60',
       '--concurrency',
       '4',
+      // call k samples with seed 7 + k: the draws are the same in every run, so the counts of rewarded
+      // answers move only when a draw falls at the edge of the two answers' probabilities
+      '--seed',
+      '7',
     ];
     const polar = (args: string[]) =>
       execa(process.execPath, [POLAR, ...args], {
@@ -192,8 +196,6 @@ describe(
         'cpu',
         '--lr',
         '0.005',
-        '--seed',
-        '7',
         '--out',
         run,
         ...common(),
@@ -221,7 +223,7 @@ describe(
       const heldoutAfter = await meanReward(join(run, 'step-2', 'heldout'));
       t.diagnostic(`${trace.split('\n')[0]}; held-out reward ${heldoutBefore} -> ${heldoutAfter}`);
       assert.ok(
-        heldoutAfter >= 0.75 && heldoutAfter > heldoutBefore,
+        heldoutAfter >= 0.625 && heldoutAfter >= heldoutBefore + 0.25,
         `held-out mean reward ${heldoutBefore} -> ${heldoutAfter} (${trace})`,
       );
       assert.match(stderr, /held-out pass@1 of the starting policy/);
