@@ -18,8 +18,8 @@
  * - max tokens clamped to max_model_len - prompt; a prompt that fills the context is a 400.
  * The stand-in does not stream (polar never streams to this server): a streaming request is a 501.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenLocal } from './listen.ts';
 import { IM_END, qwenTokenizer } from './qwen-tokenizer.ts';
 import {
   type ChatBody,
@@ -228,23 +228,12 @@ export async function startNemoRlStandin(options: NemoRlOptions = {}): Promise<N
     });
   }
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(String(error));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await listenLocal(handle);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `${server.origin}/v1`,
     calls,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
 

@@ -11,8 +11,8 @@
  *   prompt + max_tokens >= context_len is a 400 ("Requested token count exceeds ...");
  * - `GET /v1/models` states `max_model_len`; `GET /get_server_info` lists the server args.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenLocal } from './listen.ts';
 import { IM_END, qwenTokenizer } from './qwen-tokenizer.ts';
 import {
   type ChatBody,
@@ -156,21 +156,10 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
     });
   }
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((e) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(e));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
+  const server = await listenLocal(handle);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `${server.origin}/v1`,
     calls,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: server.close,
   };
 }
