@@ -42,6 +42,26 @@ def resolve_resume_dir(resume: str) -> str:
     raise ConfigError("resume: %s holds no checkpoint (no %s and no %s file)" % (resume, STATE_FILE, LATEST))
 
 
+def fresh_dir(parent: str, name: str) -> str:
+    """An empty `.tmp-<name>-<pid>` folder in `parent`: where a directory is written before replace_dir."""
+    tmp = os.path.join(parent, ".tmp-%s-%d" % (name, os.getpid()))
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    return tmp
+
+
+def replace_dir(tmp: str, final: str) -> None:
+    """Moves a finished `tmp` to `final`, replacing an earlier one: a crash leaves either whole."""
+    if os.path.exists(final):
+        old = final + ".old-%d" % os.getpid()
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, final)
+
+
 def save(trainer: "Trainer") -> str:
     cfg = trainer.cfg
     name = "step-%d" % trainer.global_step
@@ -58,10 +78,7 @@ def save(trainer: "Trainer") -> str:
         model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
         optim_state = FSDP.optim_state_dict(trainer.model, trainer.opt)
     if trainer.rank == 0:
-        tmp = os.path.join(cfg["out"], ".tmp-%s-%d" % (name, os.getpid()))
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp)
-        os.makedirs(tmp)
+        tmp = fresh_dir(cfg["out"], name)
         fmt = trainer.policy.save_pretrained(tmp, state_dict=model_state)
         state = {
             "global_step": trainer.global_step,
@@ -92,13 +109,7 @@ def save(trainer: "Trainer") -> str:
             json.dump(meta, fh, indent=2)
         with open(os.path.join(tmp, CONFIG_COPY), "w") as fh:
             json.dump(cfg, fh, indent=2)
-        if os.path.exists(final):  # a re-run of the same step: replace it
-            old = final + ".old-%d" % os.getpid()
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, final)
+        replace_dir(tmp, final)  # a re-run of the same step replaces it
         latest_tmp = os.path.join(cfg["out"], ".latest-%d" % os.getpid())
         with open(latest_tmp, "w") as fh:
             fh.write(name + "\n")

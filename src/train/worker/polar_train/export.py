@@ -40,6 +40,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.nn as nn
 
+from .checkpoint import fresh_dir, replace_dir
 from .model import TOKENIZER_FILES, load_model
 from .quantize import QEmbedding, quantized_copy
 from .schema import CHECKPOINT_META, LATEST
@@ -202,7 +203,7 @@ def dummy_inputs(n_layers: int, kv_heads: int, head_dim: int, vocab: int):
     return (ids, am, pos, torch.tensor(0, dtype=torch.long), *past)
 
 
-def export_model(model: nn.Module, onnx_dir: str, quantize: Optional[str], opset: int) -> List[str]:
+def export_model(model: nn.Module, onnx_dir: str, quantized: Optional[nn.Module], opset: int) -> List[str]:
     model = model.eval()
     dec = Decoder(model).eval()
     inputs, outputs, axes = onnx_names(dec.n_layers)
@@ -212,10 +213,10 @@ def export_model(model: nn.Module, onnx_dir: str, quantize: Optional[str], opset
     # no constant folding: it would store the tied embedding twice (a folded transposed copy for the head)
     torch_onnx_export(dec, args, path, inputs, outputs, axes, opset, fold=False)
     files.append(path)
-    if quantize == "int8":
+    if quantized is not None:
         qpath = os.path.join(onnx_dir, "model_quantized.onnx")
         # likewise: folding would turn Cast(int8) * scale back into fp32 weights
-        torch_onnx_export(Decoder(quantized_copy(model)).eval(), args, qpath, inputs, outputs, axes, opset, fold=False)
+        torch_onnx_export(Decoder(quantized).eval(), args, qpath, inputs, outputs, axes, opset, fold=False)
         files.append(qpath)
     return files
 
@@ -238,18 +239,16 @@ def resolve_checkpoint(src: str) -> str:
     return src
 
 
-def tokenizer_vocab(tok_dir: str) -> int:
-    with open(os.path.join(tok_dir, "tokenizer.json")) as fh:
-        tok = json.load(fh)
+def tokenizer_vocab(tok: dict) -> int:
+    """Ids a tokenizer.json (parsed) uses: its largest vocabulary or added-token id, plus one."""
     ids = list(tok.get("model", {}).get("vocab", {}).values()) + [t["id"] for t in tok.get("added_tokens", [])]
     return max(ids) + 1
 
 
-def special_ids(tok_dir: str) -> dict:
+def special_ids(tok: dict, tok_dir: str) -> dict:
     """bos/eos/pad ids for config.json from tokenizer_config.json + tokenizer.json's added tokens."""
     try:
-        with open(os.path.join(tok_dir, "tokenizer.json")) as fh:
-            added = {t["content"]: t["id"] for t in json.load(fh).get("added_tokens", [])}
+        added = {t["content"]: t["id"] for t in tok.get("added_tokens", [])}
         with open(os.path.join(tok_dir, "tokenizer_config.json")) as fh:
             tc = json.load(fh)
     except Exception:
@@ -313,9 +312,7 @@ def run(args) -> dict:
     out = os.path.abspath(args.onnx)
     parent = os.path.dirname(out)
     os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, ".tmp-%s-%d" % (os.path.basename(out), os.getpid()))
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
+    tmp = fresh_dir(parent, os.path.basename(out))
     os.makedirs(os.path.join(tmp, "onnx"))
     meta = {"source": args.checkpoint if is_tiny_spec(args.checkpoint) else os.path.abspath(src),
             "quantize": args.quantize, "opset": args.opset, "torch": torch.__version__}
@@ -323,15 +320,19 @@ def run(args) -> dict:
     try:
         model = load_model(src)
         check_exportable(model, args.checkpoint)
-        need = tokenizer_vocab(tok_dir)
+        with open(os.path.join(tok_dir, "tokenizer.json")) as fh:
+            tok = json.load(fh)
+        need = tokenizer_vocab(tok)
         if model.config.vocab_size < need:
             raise ExportError("the model's vocabulary (%d) is smaller than the tokenizer's (%d ids in %s)"
                               % (model.config.vocab_size, need, tok_dir))
         if os.path.isdir(src) and os.path.exists(os.path.join(src, CHECKPOINT_META)):
             with open(os.path.join(src, CHECKPOINT_META)) as fh:
                 meta["step"] = json.load(fh).get("step")
-        files = export_model(model, os.path.join(tmp, "onnx"), args.quantize, args.opset)
-        config = export_config(model, special_ids(tok_dir))
+        # the int8 copy (weight-only, deterministic): exported and, with --reference, scored
+        qmodel = quantized_copy(model) if args.quantize == "int8" else None
+        files = export_model(model, os.path.join(tmp, "onnx"), qmodel, args.opset)
+        config = export_config(model, special_ids(tok, tok_dir))
         config["polar_export"] = meta
         with open(os.path.join(tmp, "config.json"), "w") as fh:
             json.dump(config, fh, indent=2)
@@ -340,7 +341,7 @@ def run(args) -> dict:
                 req = json.load(fh)
             ref = {"fp32": reference(model, req["prompts"], int(req.get("greedy", 0)))}
             if args.quantize == "int8":
-                ref["int8"] = reference(quantized_copy(model), req["prompts"], int(req.get("greedy", 0)))
+                ref["int8"] = reference(qmodel, req["prompts"], int(req.get("greedy", 0)))
             with open(args.reference_out, "w") as fh:
                 json.dump(ref, fh)
         for name in TOKENIZER_FILES:
@@ -362,14 +363,7 @@ def run(args) -> dict:
                 gen[k] = config[k]
         with open(os.path.join(tmp, "generation_config.json"), "w") as fh:
             json.dump(gen, fh, indent=2)
-        # swap into place: a crash leaves the previous export intact
-        if os.path.exists(out):
-            old = out + ".old-%d" % os.getpid()
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, out)
+        replace_dir(tmp, out)  # a crash leaves the previous export intact
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
