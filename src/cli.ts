@@ -70,8 +70,6 @@ export function commanderMessage(error: CommanderError): string {
   if (!invalid) return text;
   const [, flags = '', value = '', problem = ''] = invalid;
   const flag = /--[\w-]+/.exec(flags)?.[0] ?? flags;
-  const choices = /^Allowed choices are (.*)\.$/.exec(problem);
-  if (choices) return `${flag} ${value} is not one of ${choices[1]}`;
   return problem.startsWith('is ') ? `${flag} ${value} ${problem}` : `${flag} ${value}: ${problem}`;
 }
 

@@ -18,9 +18,6 @@ import {
 import type { CallRecord, CaptureRecord } from './record.ts';
 import { validateCaptureRecord } from './validate.ts';
 
-/** The fields a v2 call record may hold as deltas, as named in its `delta.fields`. */
-export const DELTA_FIELDS = ['prompt_token_ids', 'request.body', 'canonical_request', 'backend_request.body'];
-
 export interface CallDelta {
   base: string;
   fields: string[];

@@ -187,12 +187,6 @@ export function harnessArgv(
   return [...launcher, ...profile.promptArgs(prompt)];
 }
 
-/**
- * Variables a harness inside a container must see (docker exec -e NAME passes the host value): every
- * variable a harness profile sets, plus the prompt and HOME.
- */
-export const PASS_ENV = containerEnvNames(Object.values(HARNESS_PROFILES));
-
 export interface HarnessAgentOptions {
   harness: HarnessName;
   backend: BackendOptions;

@@ -24,9 +24,6 @@ import {
 import type { InstanceEnv, Runtime } from './runtime/types.ts';
 import { diffFiles, specFor, testDirectives } from './specs.ts';
 
-export type { TestOutcome } from './resolve.ts';
-export { betweenMarkers, END_MARKER, START_MARKER } from './resolve.ts';
-
 export type GradeStatus = 'resolved' | 'unresolved' | 'empty_patch' | 'error';
 
 export interface GradeResult {

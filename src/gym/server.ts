@@ -30,8 +30,6 @@ import { aggregateMetricsRequestSchema } from './contract.ts';
 import { aggregateMetrics } from './metrics.ts';
 import { GymRollouts, zodError } from './rollout-runner.ts';
 
-export { instanceOf, promptText } from './rollout-runner.ts';
-
 export interface GymOptions {
   harness: HarnessName;
   backend: BackendOptions;

@@ -8,12 +8,6 @@ import { InvalidArgumentError } from 'commander';
 
 export type Parser<T> = (value: string) => T;
 
-function finite(value: string): number {
-  const n = value.trim() === '' ? Number.NaN : Number(value);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError('expected a number');
-  return n;
-}
-
 function integer(value: string, what: string, ok: (n: number) => boolean): number {
   const n = value.trim() === '' ? Number.NaN : Number(value);
   if (!Number.isInteger(n) || !ok(n)) throw new InvalidArgumentError(`expected ${what}`);
@@ -34,9 +28,6 @@ export const intIn =
 
 /** a TCP port; 0 asks for an ephemeral one */
 export const port: Parser<number> = intIn(0, 65535);
-
-/** any finite number */
-export const float: Parser<number> = finite;
 
 /**
  * A number in a range; `open` makes the lower bound exclusive (top-p is in (0, 1]).
@@ -153,9 +144,6 @@ export const list: Parser<string[]> = (v) =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-
-/** a repeatable flag: each use appends */
-export const repeatable = (v: string, previous: string[] = []): string[] => [...previous, v];
 
 /** `key=value`, repeatable, into a record */
 export const keyValue = (v: string, previous: Record<string, string> = {}): Record<string, string> => {

@@ -5,8 +5,6 @@ import type { FrontProtocol } from '../protocols/front.ts';
 import { front as chat } from '../protocols/openai-chat/front.ts';
 import { front as responses } from '../protocols/openai-responses/front.ts';
 
-export type { FrontProtocol };
-
 export const PROTOCOLS: Record<ApiName, FrontProtocol> = {
   'openai-responses': responses,
   'anthropic-messages': anthropic,

@@ -24,15 +24,6 @@ export function isRepoName(value: string): boolean {
 
 export const SAFE_NAME_RULE = 'letters, digits, ".", "_" and "-" only (1-200 characters, not only dots)';
 
-/** the value, when it is a safe name; else an UnsafePathError naming what it is */
-export function safeName(value: string, what: string): string {
-  if (!isSafeName(value))
-    throw new UnsafePathError(
-      `${what} ${JSON.stringify(value.slice(0, 200))} cannot be a file name: ${SAFE_NAME_RULE}`,
-    );
-  return value;
-}
-
 /** dir/parts resolved, when it stays inside dir (dir itself excluded); else an UnsafePathError */
 export function insideDir(dir: string, ...parts: string[]): string {
   const root = resolve(dir);

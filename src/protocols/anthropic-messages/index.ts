@@ -4,7 +4,6 @@ import type { ApiName } from '../canonical.ts';
 export const api: ApiName = 'anthropic-messages';
 export { parseCountTokensRequest, parseRequest, renderCountTokens } from './convert-request.ts';
 export { renderError } from './errors.ts';
-export { front } from './front.ts';
 export { mapFinishReason } from './map-finish-reason.ts';
 export { renderResponse } from './render-response.ts';
 export { createStreamWriter } from './stream-writer.ts';
