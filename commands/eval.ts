@@ -2,8 +2,8 @@ import { type Command, Option } from 'commander';
 import { AGENT_NAMES } from '../src/eval/agent-names.ts';
 import type { EvalFlags } from '../src/eval/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, grader, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
-import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
+import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
 
 export function defineEval(program: Command, report: Report): void {
   const cmd = program
@@ -51,12 +51,8 @@ export function defineEval(program: Command, report: Report): void {
     .option('--overwrite', 'clear a non-empty --out first (without --resume or --overwrite it is refused)')
     .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .addOption(
-      withDefault(
-        new Option(
-          '--grader <kind>',
-          "polar, swebench (the official harness, when installed), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
-        ).argParser(grader),
-        DEFAULTS.grader,
+      graderOption(
+        "polar, swebench (the official harness, when installed), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
       ),
     )
     .option('--json', 'print the report as JSON on stdout')

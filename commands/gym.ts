@@ -1,8 +1,8 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, grader, port, positiveInt, url } from '../src/options/parsers.ts';
-import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
+import { bytes, port, positiveInt, url } from '../src/options/parsers.ts';
+import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
 
 export function defineGym(program: Command, report: Report): void {
   const cmd = program
@@ -18,12 +18,8 @@ export function defineGym(program: Command, report: Report): void {
     )
     .option('--dataset <path|hub-id>', 'SWE-bench rows that task rows may name by instance_id only')
     .addOption(
-      withDefault(
-        new Option(
-          '--grader <kind>',
-          "polar, or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
-        ).argParser(grader),
-        DEFAULTS.grader,
+      graderOption(
+        "polar, or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
       ),
     )
     .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))

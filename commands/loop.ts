@@ -1,8 +1,8 @@
 import { type Command, Option } from 'commander';
 import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, grader, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
-import { addBackendFlags, addRolloutFlags, harnessOption, type Report } from './shared.ts';
+import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
 
 export function defineLoop(program: Command, report: Report): void {
   const cmd = program
@@ -56,12 +56,7 @@ export function defineLoop(program: Command, report: Report): void {
         floatIn(0, Number.POSITIVE_INFINITY, { open: 'min' }),
       ),
     )
-    .addOption(
-      withDefault(
-        new Option('--grader <kind>', 'polar, or a verifier command (see polar eval)').argParser(grader),
-        DEFAULTS.grader,
-      ),
-    )
+    .addOption(graderOption('polar, or a verifier command (see polar eval)'))
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);

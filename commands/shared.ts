@@ -8,6 +8,7 @@ import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
   floatIn,
+  grader,
   jsonObject,
   nonNegativeInt,
   oneOf,
@@ -15,6 +16,10 @@ import {
   seconds,
   url,
 } from '../src/options/parsers.ts';
+
+/** --grader (polar, swebench or a verifier command; src/options/parsers.ts `grader`) with its default. */
+export const graderOption = (description: string): Option =>
+  withDefault(new Option('--grader <kind>', description).argParser(grader), DEFAULTS.grader);
 
 /** --harness, its help naming every harness profile (src/harnesses/types.ts) between `lead` and `tail`. */
 export const harnessOption = (lead = '', tail = ''): Option =>

@@ -77,7 +77,7 @@ class Probe {
     private readonly report: ProbeReport,
   ) {
     this.headers = authHeaders(options.apiKey);
-    this.root = rootUrl(options.url!.replace(/\/generate\/?$/, ''));
+    this.root = rootUrl(options.url!);
   }
 
   private add(check: ProbeCheck): void {

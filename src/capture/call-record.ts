@@ -220,8 +220,8 @@ function degradedLine(
   const scrub = (text: string) => text.split(session.key).join('<redacted>');
   let record = toCallRecord(plain, bare, seq);
   try {
-    const line = JSON.stringify(record);
-    return { line: scrub(line), record: JSON.parse(scrub(line)) as CallRecord };
+    const line = scrub(JSON.stringify(record));
+    return { line, record: JSON.parse(line) as CallRecord };
   } catch {
     record = toCallRecord(
       {

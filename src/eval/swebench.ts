@@ -11,6 +11,7 @@ import type { Agent } from './agents.ts';
 import type { SweInstance } from './dataset.ts';
 import { execTree } from './exec.ts';
 import type { GradeStatus } from './grade.ts';
+import { isInfraFailure } from './outcome.ts';
 import type { EvalOutcome } from './run.ts';
 import { writeAtomic, writeReport } from './run.ts';
 import type { Runtime } from './runtime/types.ts';
@@ -110,7 +111,7 @@ export async function runSwebenchGrader(
     for (const r of results.filter((x) => x.sample === j)) {
       // polar's own `error` (the harness got no model answer, the environment failed) stays an error:
       // an official grade of its empty patch would turn an infrastructure failure into a reward
-      if (r.status === 'error') continue;
+      if (isInfraFailure(r)) continue;
       r.status = statusOf(r.instance_id);
       r.resolved = r.status === 'resolved';
       r.reward = r.status === 'error' ? null : r.resolved ? 1 : 0;

@@ -7,6 +7,7 @@
  */
 import { execa } from 'execa';
 import { readCapture } from '../capture/reader.ts';
+import { UsageError } from '../errors.ts';
 
 /** What the verifier reads on stdin. */
 export interface VerifierInput {
@@ -26,6 +27,16 @@ export type VerifierResult = { reward: number; output: string } | { error: strin
 /** Whether a --grader value is a verifier command (not one of the named graders polar and swebench). */
 export function isVerifierCommand(grader: string | undefined): grader is string {
   return grader !== undefined && grader !== 'polar' && grader !== 'swebench';
+}
+
+/**
+ * The verifier of a command that grades each rollout as it finishes (loop, gym): polar's own grader
+ * (undefined) or a verifier command. swebench grades a finished run, so it is refused, saying `why`.
+ */
+export function rolloutVerifier(grader: string | undefined, why: string): string | undefined {
+  if (grader === 'swebench')
+    throw new UsageError(`--grader swebench: ${why}; use polar or a verifier command`);
+  return isVerifierCommand(grader) ? grader : undefined;
 }
 
 /** The grader a row asks for: its own `grader` field when it is a command, else the run's. */

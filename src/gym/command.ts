@@ -1,10 +1,9 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
 import { loadDataset } from '../eval/dataset.ts';
 import { createRuntime } from '../eval/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup } from '../eval/setup.ts';
-import { isVerifierCommand } from '../eval/verifier.ts';
+import { rolloutVerifier } from '../eval/verifier.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
@@ -55,11 +54,7 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not per rollout. */
 export function gymVerifier(grader: string | undefined): string | undefined {
-  if (grader === 'swebench')
-    throw new UsageError(
-      '--grader swebench: polar gym grades each rollout as it answers; use polar or a verifier command',
-    );
-  return isVerifierCommand(grader) ? grader : undefined;
+  return rolloutVerifier(grader, 'polar gym grades each rollout as it answers');
 }
 
 /** the backend flags with the first server's URL (the options every server shares) */

@@ -9,6 +9,7 @@
  * over the rollouts of each task) to agent_metrics.
  */
 import { type AggregateMetrics, ROLLOUT_INDEX_KEY, TASK_INDEX_KEY } from './contract.ts';
+import { FAILURE_CLASS_KEY } from './failure.ts';
 
 type Row = Record<string, unknown>;
 
@@ -60,7 +61,7 @@ export function aggregateMetrics(given: readonly Row[]): AggregateMetrics {
   // failed rollouts (`_ng_failure_class`, reward null) are no score: NeMo Gym keeps them out of the file
   // it aggregates (nemo_gym/rollout_collection.py); a caller that sends them gets them counted apart
   const verifyResponses = given.filter(
-    (r) => r._ng_failure_class === undefined || r._ng_failure_class === null,
+    (r) => r[FAILURE_CLASS_KEY] === undefined || r[FAILURE_CLASS_KEY] === null,
   );
   const failed = given.length - verifyResponses.length;
   if (verifyResponses.length === 0)

@@ -2,8 +2,6 @@
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
-export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
-
 /** Why a body could not be read: over the limit, an encoding we do not decode, or a broken stream. */
 export interface BodyError {
   kind: 'too_large' | 'unsupported_encoding' | 'unreadable';

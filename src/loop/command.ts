@@ -1,8 +1,7 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
-import { isVerifierCommand } from '../eval/verifier.ts';
+import { rolloutVerifier } from '../eval/verifier.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
@@ -74,11 +73,8 @@ export function loopOptions(f: LoopFlags): LoopOptions {
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not within a step. */
 function verifierOf(grader: string | undefined): { verifier?: string } {
-  if (grader === 'swebench')
-    throw new UsageError(
-      '--grader swebench: polar loop grades each rollout itself; use polar or a verifier command',
-    );
-  return isVerifierCommand(grader) ? { verifier: grader } : {};
+  const verifier = rolloutVerifier(grader, 'polar loop grades each rollout itself');
+  return verifier ? { verifier } : {};
 }
 
 export async function loopCommand(f: LoopFlags): Promise<number> {

@@ -84,7 +84,7 @@ function checkEmbeddedModel(model: string): void {
   if (existsSync(join(model, 'onnx'))) return;
   const checkpoint =
     existsSync(join(model, CHECKPOINT_FILES.latest)) ||
-    existsSync(join(model, 'trainer_state.pt')) ||
+    existsSync(join(model, CHECKPOINT_FILES.state)) ||
     existsSync(join(model, 'model.safetensors')) ||
     existsSync(join(model, 'adapter_model.safetensors')) ||
     existsSync(join(model, 'model.safetensors.index.json'));

@@ -7,10 +7,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
-import { presentedToken, sameToken, tokenDigest } from '../http/auth.ts';
-import { DEFAULT_MAX_BODY_BYTES } from '../http/body.ts';
+import { presentedToken, tokenDigest } from '../http/auth.ts';
 import { sendJson } from '../http/reply.ts';
 import { type ConnectionOptions, HttpServer, type Listening } from '../http/server.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { type ApiName, fault, type ProxyFault } from '../protocols/canonical.ts';
 import { log } from '../util/log.ts';
 import { CallInProgress, type CompletedCall } from './call.ts';
@@ -66,7 +66,7 @@ export class ProxyServer {
   constructor(options: ProxyOptions = {}) {
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port ?? 0;
-    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes.value;
     this.admin = options.admin;
     this.http = new HttpServer((req, res) => this.handle(req, res), {
       ...options.connections,
@@ -128,8 +128,8 @@ export class ProxyServer {
   private authenticate(req: IncomingMessage): ProxySession | undefined {
     const key = presentedToken(req, { apiKeyHeader: true });
     if (!key) return undefined;
-    const session = this.sessions.get(tokenDigest(key).toString('hex'));
-    return session && sameToken(key, session.key) ? session : undefined;
+    // sessions are keyed by the key's digest: a hit is the same key, found without comparing secrets
+    return this.sessions.get(tokenDigest(key).toString('hex'));
   }
 
   /** answers with a fault in an API's error shape, without reading the body */

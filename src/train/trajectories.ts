@@ -4,6 +4,7 @@
  * within the micro-batch token budget. Returns the numbers the launcher and the progress display need.
  */
 import { InputError } from '../errors.ts';
+import { isUniform } from '../trajectory/advantage.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
 
 export interface TrajectoryCheck {
@@ -48,7 +49,9 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
     if (record.advantage !== null && record.advantage !== 0) s.learnable++;
     if (record.advantage === null && record.reward !== null) {
       const key = record.group_id ?? record.task_id ?? `rollout-${s.rollouts}`;
-      rewards.set(key, [...(rewards.get(key) ?? []), record.reward]);
+      const group = rewards.get(key);
+      if (group) group.push(record.reward);
+      else rewards.set(key, [record.reward]);
     }
     if (record.advantage === null) {
       s.withoutAdvantage++;
@@ -93,7 +96,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
   }
   if (s.rollouts === 0) throw new InputError(file, undefined, undefined, 'no trajectory records');
   s.groups = rewards.size;
-  for (const group of rewards.values()) if (new Set(group).size > 1) s.learnable += group.length;
+  for (const group of rewards.values()) if (!isUniform(group)) s.learnable += group.length;
   if (s.trainedTokens === 0) {
     throw new InputError(
       file,

@@ -94,7 +94,8 @@ export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext)
       continue;
     }
     const values = rewards as number[];
-    if (ctx.dropUniform && isUniform(values)) {
+    const uniform = isUniform(values);
+    if (ctx.dropUniform && uniform) {
       stats.groups_dropped_uniform++;
       count(stats.sessions_skipped, 'group with uniform rewards (--drop-uniform-groups)', members.length);
       for (const i of members) heads[i] = null;
@@ -102,7 +103,7 @@ export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext)
     }
     const adv = groupAdvantages(values, ctx.advantage);
     if (members.length === 1) stats.groups_single++;
-    if (isUniform(values)) stats.groups_uniform++;
+    if (uniform) stats.groups_uniform++;
     members.forEach((i, k) => {
       heads[i]!.advantage = adv[k]!;
     });

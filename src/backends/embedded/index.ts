@@ -12,6 +12,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { EnvironmentError } from '../../errors.ts';
+import { DEFAULTS } from '../../options/defaults.ts';
 import { isLocalPath, loadChatTokenizer } from '../../tokenizer/chat-tokenizer.ts';
 import { log } from '../../util/log.ts';
 import {
@@ -34,7 +35,7 @@ import type {
 } from './worker.ts';
 
 /** A small instruct model with a Transformers.js ONNX export, fetched into the Transformers.js cache on first use. */
-export const DEFAULT_EMBEDDED_MODEL = 'onnx-community/Qwen3-0.6B-ONNX';
+export const DEFAULT_EMBEDDED_MODEL = DEFAULTS.embeddedModel.value;
 
 export interface EmbeddedOptions {
   /** model directory (absolute or ./relative) or hub id */
