@@ -9,11 +9,12 @@
 import { DEFAULTS } from '../options/defaults.ts';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
 
+/** The limits of a call, named as in BackendOptions (a backend passes its options as they are). */
 export interface DeadlineOptions {
   /** ms for the whole call; default DEFAULTS.backendTimeoutMs */
-  totalMs?: number;
+  timeoutMs?: number;
   /** ms without a byte once the response started; 0: no idle limit; default DEFAULTS.backendIdleTimeoutMs */
-  idleMs?: number;
+  idleTimeoutMs?: number;
 }
 
 export class CallDeadline {
@@ -31,8 +32,8 @@ export class CallDeadline {
     private readonly parent: AbortSignal,
     options: DeadlineOptions = {},
   ) {
-    this.totalMs = options.totalMs ?? DEFAULTS.backendTimeoutMs.value;
-    this.idleMs = options.idleMs ?? DEFAULTS.backendIdleTimeoutMs.value;
+    this.totalMs = options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value;
+    this.idleMs = options.idleTimeoutMs ?? DEFAULTS.backendIdleTimeoutMs.value;
     this.signal = this.controller.signal;
     this.onParentAbort = () => this.controller.abort(parent.reason);
     if (parent.aborted) this.onParentAbort();

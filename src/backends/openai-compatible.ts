@@ -61,14 +61,6 @@ export class OpenAICompatibleBackend implements Backend {
     this.contextLength = new ContextLength(this.url, options.model, this.headers);
   }
 
-  /** the limits of one call, from the request to the end of its body */
-  private deadline(signal: AbortSignal): CallDeadline {
-    return new CallDeadline(signal, {
-      ...(this.options.timeoutMs !== undefined ? { totalMs: this.options.timeoutMs } : {}),
-      ...(this.options.idleTimeoutMs !== undefined ? { idleMs: this.options.idleTimeoutMs } : {}),
-    });
-  }
-
   private body(request: CanonicalRequest, stream: boolean, maxTokens?: number): Record<string, unknown> {
     return buildRequest(
       { ...request, model: this.options.model, ...(maxTokens !== undefined ? { maxTokens } : {}) },
@@ -138,7 +130,7 @@ export class OpenAICompatibleBackend implements Backend {
   }
 
   async *generate(request: CanonicalRequest, context: CallContext): AsyncGenerator<StreamEvent> {
-    const deadline = this.deadline(context.signal);
+    const deadline = new CallDeadline(context.signal, this.options);
     try {
       yield* this.generateWithin(request, context, deadline);
     } finally {

@@ -117,10 +117,7 @@ export class HttpCompletions implements TokenGenerator {
     const body = this.server === 'vllm' ? this.vllmBody(params) : this.sglangBody(params);
     context.recorder.backendRequest(this.url, body);
     // the limits hold for the whole call, body included (CallDeadline keeps its timers alive)
-    const deadline = new CallDeadline(context.signal, {
-      ...(this.options.timeoutMs !== undefined ? { totalMs: this.options.timeoutMs } : {}),
-      ...(this.options.idleTimeoutMs !== undefined ? { idleMs: this.options.idleTimeoutMs } : {}),
-    });
+    const deadline = new CallDeadline(context.signal, this.options);
     try {
       // the one backend HTTP client (backends/http.ts): an error status is the server's error body,
       // mapped as for every backend (vLLM's nested or flat error, SGLang's /generate 400: a client error
