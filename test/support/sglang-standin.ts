@@ -1,7 +1,8 @@
 /**
  * A stand-in for SGLang's OpenAI chat endpoint, transcribed from sgl-project/sglang
  * (python/sglang/srt/entrypoints/openai/serving_chat.py, protocol.py, http_server.py;
- * tokenizer_manager._validate_one_request; ../shared/reference/real-servers.md):
+ * tokenizer_manager._validate_one_request; ../shared/reference/real-servers.md, read against a late-2026
+ * snapshot of the repository; the exact version was not recorded there):
  * - token ids only without streaming: `return_prompt_token_ids` / `return_meta_info` with `stream: true`
  *   is a 400; per choice `prompt_token_ids` and `meta_info.output_token_logprobs` ([logprob, id, null]);
  * - reasoning in `reasoning_content`; `finish_reason` a string here (`stop`, `length`, `tool_calls`,
