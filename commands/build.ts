@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import type { RawBuildOptions } from '../src/trajectory/run.ts';
+import type { RawBuildOptions } from '../src/build/command.ts';
 import type { Report } from './shared.ts';
 
 export function defineBuild(program: Command, report: Report): void {
@@ -44,7 +44,7 @@ Examples:
   polar build capture.jsonl --rewards rewards.jsonl --max-trace-tokens 32768 -o traj.jsonl`,
     )
     .action(async (inputs: string[], options: RawBuildOptions) => {
-      const { runBuild } = await import('../src/trajectory/run.ts');
+      const { runBuild } = await import('../src/build/command.ts');
       await runBuild(inputs, options);
       report(0);
     });

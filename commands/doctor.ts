@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { DoctorFlags } from '../src/backends/doctor.ts';
+import type { DoctorFlags } from '../src/doctor/command.ts';
 import { addBackendFlags, type Report } from './shared.ts';
 
 export function defineDoctor(program: Command, report: Report): void {
@@ -20,7 +20,7 @@ Examples:
   polar doctor --backend sglang --backend-url http://127.0.0.1:30000/v1 --wait --json`,
     );
   addBackendFlags(cmd).action(async (flags: DoctorFlags) => {
-    const { doctorCommand } = await import('../src/backends/doctor.ts');
+    const { doctorCommand } = await import('../src/doctor/command.ts');
     report(await doctorCommand(flags));
   });
 }

@@ -1,8 +1,8 @@
 import { type Command, Option } from 'commander';
-import { AGENT_NAMES } from '../src/eval/agent-names.ts';
 import type { EvalFlags } from '../src/eval/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import { AGENT_NAMES } from '../src/rollout/agent-names.ts';
 import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
 
 export function defineEval(program: Command, report: Report): void {

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { UsageError } from '../src/errors.ts';
-import type { ExportFlags } from '../src/export/index.ts';
+import type { ExportFlags } from '../src/export/command.ts';
 import { renamedFlag } from '../src/options/output.ts';
 import { intIn, oneOf } from '../src/options/parsers.ts';
 import { log } from '../src/util/log.ts';
@@ -38,7 +38,7 @@ Examples:
         );
         if (!out) throw new UsageError('polar export needs --out DIR', 'the model directory to write');
         const { out: _out, ...rest } = flags;
-        const { exportCommand } = await import('../src/export/index.ts');
+        const { exportCommand } = await import('../src/export/command.ts');
         report(await exportCommand(checkpoint, { ...rest, onnx: out }));
       },
     );

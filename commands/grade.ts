@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import type { GradeCliOptions } from '../src/eval/grade-command.ts';
+import type { GradeCliOptions } from '../src/grade/command.ts';
 import { oneOf } from '../src/options/parsers.ts';
 import type { Report } from './shared.ts';
 
@@ -37,7 +37,7 @@ Examples:
   polar grade test.log --instance row.json --json`,
     )
     .action(async (log: string, options: GradeCliOptions) => {
-      const { gradeCommand } = await import('../src/eval/grade-command.ts');
+      const { gradeCommand } = await import('../src/grade/command.ts');
       report(await gradeCommand(log, options));
     });
 }

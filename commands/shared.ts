@@ -1,7 +1,6 @@
 /** Flag groups several subcommands share, each flag with its parser (src/options/parsers.ts) and default. */
 import { type Command, Option } from 'commander';
 import { BACKEND_KINDS } from '../src/backends/index.ts';
-import { RUNTIME_KINDS } from '../src/eval/runtime/types.ts';
 import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
@@ -16,6 +15,7 @@ import {
   seconds,
   url,
 } from '../src/options/parsers.ts';
+import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 
 /** --grader (polar, swebench or a verifier command; src/options/parsers.ts `grader`) with its default. */
 export const graderOption = (description: string): Option =>

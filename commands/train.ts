@@ -108,7 +108,7 @@ Examples:
   polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny`,
     )
     .action(async (trajectories: string, flags: TrainFlags) => {
-      const { trainCommand } = await import('../src/train/launch.ts');
+      const { trainCommand } = await import('../src/train/command.ts');
       report(await trainCommand(trajectories, flags));
     });
 }

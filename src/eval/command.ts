@@ -5,16 +5,21 @@ import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
+import { type AgentName, isHarness } from '../rollout/agent-names.ts';
+import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
+import {
+  checkAgentSetup,
+  checkPredictions,
+  type EvaluationSetup,
+  setupEvaluation,
+} from '../rollout/setup.ts';
+import { runSwebenchGrader } from '../rollout/swebench.ts';
+import { isVerifierCommand } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { type AgentName, isHarness } from './agent-names.ts';
-import { loadDataset, type SweInstance, selectInstances } from './dataset.ts';
 import { checkOut } from './out.ts';
 import { formatReport } from './report.ts';
 import { runEval } from './run.ts';
-import { checkAgentSetup, checkPredictions, type EvaluationSetup, setupEvaluation } from './setup.ts';
-import { runSwebenchGrader } from './swebench.ts';
-import { isVerifierCommand } from './verifier.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
 export interface EvalFlags extends BackendFlags, RolloutFlags {
@@ -33,7 +38,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   shard?: { index: number; count: number };
   resume?: boolean;
   overwrite?: boolean;
-  /** polar, swebench or a verifier command (src/eval/verifier.ts) */
+  /** polar, swebench or a verifier command (src/rollout/verifier.ts) */
   grader: string;
   json?: boolean;
   failUnder?: number;

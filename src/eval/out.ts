@@ -9,6 +9,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { UsageError } from '../errors.ts';
+import { EVAL_RUN_ENTRIES } from './files.ts';
 
 export interface OutChoice {
   resume?: boolean;
@@ -16,7 +17,7 @@ export interface OutChoice {
 }
 
 /** What an evaluation writes in its folder: --overwrite clears only a folder that holds one of these. */
-const RUN_FILES = ['results.jsonl', 'report.json', 'predictions.jsonl', 'captures', 'patches', 'logs'];
+const RUN_FILES = EVAL_RUN_ENTRIES;
 
 /** Throws when DIR holds files and neither --resume nor --overwrite says what to do with them. */
 export function checkOut(dir: string, choice: OutChoice, flag = '--out'): void {

@@ -9,12 +9,13 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
+import { gradeLog } from '../rollout/grade.ts';
+import { isVerifierCommand } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
-import { loadDataset, type SweInstance } from './dataset.ts';
-import { gradeLog } from './grade.ts';
+import { EVAL_FILES } from './files.ts';
 import { buildReport, formatReport, type Report, type ResultLine } from './report.ts';
 import { readResults, sampleKey, writeAtomic } from './run.ts';
-import { isVerifierCommand } from './verifier.ts';
 
 export interface RegradeOptions {
   out: string;
@@ -43,7 +44,7 @@ function fromLog(r: ResultLine): boolean {
 
 export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
   const out = resolve(o.out);
-  const resultsPath = join(out, 'results.jsonl');
+  const resultsPath = join(out, EVAL_FILES.results);
   if (!existsSync(resultsPath)) {
     throw new UsageError(
       `--out ${o.out}: no results.jsonl to re-grade`,
@@ -58,7 +59,7 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
   const next: ResultLine[] = [];
   for (const r of results) {
     const instance = byId.get(r.instance_id);
-    const logFile = join(out, 'logs', `${sampleKey(r.instance_id, r.sample)}.test.log`);
+    const logFile = join(out, EVAL_FILES.logs, `${sampleKey(r.instance_id, r.sample)}.test.log`);
     if (!fromLog(r) || !instance || !existsSync(logFile)) {
       if (fromLog(r)) missing++;
       next.push(r);
@@ -88,8 +89,8 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
   }
   if (missing > 0) log.warn(`${missing} samples kept as they were: no test log or no dataset row for them`);
   await writeAtomic(resultsPath, next.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  const previous = existsSync(join(out, 'report.json'))
-    ? (JSON.parse(await readFile(join(out, 'report.json'), 'utf8')) as Partial<Report>)
+  const previous = existsSync(join(out, EVAL_FILES.report))
+    ? (JSON.parse(await readFile(join(out, EVAL_FILES.report), 'utf8')) as Partial<Report>)
     : {};
   const ids = [...new Set(next.map((r) => r.instance_id))];
   const samples = Math.max(previous.samples ?? 0, ...next.map((r) => r.sample + 1));
@@ -101,7 +102,7 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
     instances: ids,
     samples,
   });
-  await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  await writeAtomic(join(out, EVAL_FILES.report), `${JSON.stringify(report, null, 2)}\n`);
   return { report, results: next, regraded, changed, kept: next.length - regraded };
 }
 

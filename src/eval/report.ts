@@ -3,7 +3,7 @@
  * standard deviation and standard error, unbiased pass@k, outcome counts, per-repository rates, and
  * polar's own overhead per sample (wall time minus the agent and the tests).
  */
-import type { GradeStatus } from './grade.ts';
+import type { GradeStatus } from '../rollout/grade.ts';
 
 export interface ResultLine {
   instance_id: string;

@@ -4,7 +4,7 @@
  * files. A bounded pool runs samples concurrently; one sample's failure is recorded as an `error`
  * result and never stops the run; --resume skips samples already graded; whole files are written
  * atomically (temp + rename) and results.jsonl grows one complete line at a time.
- * An infrastructure failure (src/eval/outcome.ts) is an `error` with no reward and no grading record,
+ * An infrastructure failure (src/rollout/outcome.ts) is an `error` with no reward and no grading record,
  * and its capture is set aside (src/eval/out.ts); so is the capture of a sample cut short by an
  * interrupt, which is neither graded nor recorded and runs again on --resume.
  */
@@ -12,19 +12,20 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
+import type { Agent, AgentOutcome } from '../rollout/agents.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import { killAllTrees } from '../rollout/exec.ts';
+import { type GradeResult, gradePatch } from '../rollout/grade.ts';
+import { infraFailure } from '../rollout/outcome.ts';
+import { extractPatch } from '../rollout/patch.ts';
+import type { Runtime } from '../rollout/runtime/types.ts';
+import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
-import type { Agent, AgentOutcome } from './agents.ts';
-import type { SweInstance } from './dataset.ts';
-import { killAllTrees } from './exec.ts';
-import { type GradeResult, gradePatch } from './grade.ts';
+import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
-import { infraFailure } from './outcome.ts';
-import { extractPatch } from './patch.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
-import type { Runtime } from './runtime/types.ts';
-import { finalMessage, graderFor, runVerifier } from './verifier.ts';
 
 export interface EvalOptions {
   instances: SweInstance[];
@@ -45,7 +46,7 @@ export interface EvalOptions {
   progress?: boolean;
   signal?: AbortSignal;
   /**
-   * a verifier grader command (src/eval/verifier.ts) that replaces the SWE grading: it reads the rollout
+   * a verifier grader command (src/rollout/verifier.ts) that replaces the SWE grading: it reads the rollout
    * as JSON on stdin and prints a reward in [0, 1]; a row's own `grader` field wins
    */
   verifier?: string;
@@ -138,7 +139,7 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
   await appendFile(capture, `${JSON.stringify(record)}\n`);
 }
 
-/** Grades one sample with a verifier command (src/eval/verifier.ts); its output goes to `logPath`. */
+/** Grades one sample with a verifier command (src/rollout/verifier.ts); its output goes to `logPath`. */
 async function verify(
   options: EvalOptions,
   command: string,
@@ -303,10 +304,10 @@ async function writePredictions(
       );
     }
     const body = lines.length ? `${lines.join('\n')}\n` : '';
-    if (j === 0) await writeAtomic(join(out, 'predictions.jsonl'), body);
+    if (j === 0) await writeAtomic(join(out, EVAL_FILES.predictions), body);
     if (options.samples > 1) {
-      await mkdir(join(out, 'predictions'), { recursive: true });
-      await writeAtomic(join(out, 'predictions', `sample-${j}.jsonl`), body);
+      await mkdir(join(out, EVAL_FILES.predictionsDir), { recursive: true });
+      await writeAtomic(join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j)), body);
     }
   }
 }
@@ -314,9 +315,13 @@ async function writePredictions(
 export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
   const out = resolve(options.out);
   await prepareOut(out, options);
-  const dirs = { captures: join(out, 'captures'), patches: join(out, 'patches'), logs: join(out, 'logs') };
+  const dirs = {
+    captures: join(out, EVAL_FILES.captures),
+    patches: join(out, EVAL_FILES.patches),
+    logs: join(out, EVAL_FILES.logs),
+  };
   for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
-  const resultsPath = join(out, 'results.jsonl');
+  const resultsPath = join(out, EVAL_FILES.results);
   const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
   // errored samples are run again on resume; rewrite the file without them so each sample has one line
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
@@ -401,6 +406,6 @@ export async function writeReport(
     instances: run.instances.map((i) => i.instance_id),
     samples: run.samples,
   });
-  await writeAtomic(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  await writeAtomic(join(out, EVAL_FILES.report), `${JSON.stringify(report, null, 2)}\n`);
   return report;
 }

@@ -1,13 +1,13 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
-import { loadDataset } from '../eval/dataset.ts';
-import { createRuntime } from '../eval/runtime/create.ts';
-import { type EvaluationSetup, harnessSetup } from '../eval/setup.ts';
-import { rolloutVerifier } from '../eval/verifier.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
+import { loadDataset } from '../rollout/dataset.ts';
+import { createRuntime } from '../rollout/runtime/create.ts';
+import { type EvaluationSetup, harnessSetup } from '../rollout/setup.ts';
+import { rolloutVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { gymBackendUrls, startGym } from './server.ts';
 
@@ -21,7 +21,7 @@ export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags
   agentCmd?: string;
   promptTemplate?: string;
   dataset?: string;
-  /** polar, or a verifier command (src/eval/verifier.ts) */
+  /** polar, or a verifier command (src/rollout/verifier.ts) */
   grader?: string;
   split: string;
   out: string;

@@ -17,7 +17,7 @@ export const FAILURE_CLASS_KEY = '_ng_failure_class';
 
 /**
  * A rollout that produced nothing to train on or grade: answered 200 with `_ng_failure_class`, `reward`
- * null and no output items (src/eval/outcome.ts: an infrastructure failure is never a reward).
+ * null and no output items (src/rollout/outcome.ts: an infrastructure failure is never a reward).
  * `transient`: the backend or the runtime failed (Gym's own name for that class, responses_api_agents/
  * conversational_tool_use/simulation/app.py); `no_trainable_call`: the harness made no call with token
  * ids; `non_contiguous`: polar could not build one contiguous chain (a polar bug; the capture keeps all).

@@ -9,14 +9,14 @@ import { join } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { firstIssue, readCapture } from '../capture/reader.ts';
 import type { CallRecord } from '../capture/record.ts';
-import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../eval/agents.ts';
-import { parseRow, type RowOptions, type SweInstance } from '../eval/dataset.ts';
-import { isInfraFailure } from '../eval/outcome.ts';
 import { runEval } from '../eval/run.ts';
-import { scratchEnv } from '../eval/runtime/scratch.ts';
 import { HttpError } from '../http/errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { Semaphore } from '../proxy/limits.ts';
+import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../rollout/agents.ts';
+import { parseRow, type RowOptions, type SweInstance } from '../rollout/dataset.ts';
+import { isInfraFailure } from '../rollout/outcome.ts';
+import { scratchEnv } from '../rollout/runtime/scratch.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { type BackendPool, rowSampling, withRowSampling } from './backends.ts';
 import {
@@ -206,7 +206,7 @@ export class GymRollouts {
     const line = outcome.results[0];
     if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');
     const capture = typeof line.capture === 'string' ? line.capture : null;
-    // an infrastructure failure is never a 0 reward (src/eval/outcome.ts)
+    // an infrastructure failure is never a 0 reward (src/rollout/outcome.ts)
     if (isInfraFailure(line)) throw new RolloutFailure('transient', String(line.reason), capture);
     return { line, capture, rollout: await convert(capture, line.reason) };
   }

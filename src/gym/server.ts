@@ -14,8 +14,6 @@ import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { UsageError } from '../errors.ts';
-import type { SweInstance } from '../eval/dataset.ts';
-import type { Runtime } from '../eval/runtime/types.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { isLoopback, newToken, presentedToken, sameToken } from '../http/auth.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
@@ -24,6 +22,8 @@ import { dispatch, pathOf, type Route } from '../http/router.ts';
 import { type ConnectionOptions, HttpServer } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import type { Runtime } from '../rollout/runtime/types.ts';
 import { log } from '../util/log.ts';
 import { BackendPool } from './backends.ts';
 import { aggregateMetricsRequestSchema } from './contract.ts';
@@ -83,7 +83,7 @@ export interface GymOptions {
   token?: string | null;
   /** take a row's own test_cmd / eval_script / grader / image (commands and a container the caller chose) */
   trustRowCommands?: boolean;
-  /** a verifier grader command (src/eval/verifier.ts) instead of the SWE tests; a row's `grader` wins */
+  /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests; a row's `grader` wins */
   verifier?: string;
 }
 

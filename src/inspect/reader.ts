@@ -20,6 +20,9 @@
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { InputError } from '../errors.ts';
+import { EVAL_FILES } from '../eval/files.ts';
+import { LOOP_FILES, stepDirName } from '../loop/files.ts';
+import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
 import type { TrajectoryRecord } from '../trajectory/record.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
@@ -132,7 +135,7 @@ function startsLikeCapture(path: string): boolean {
 /** A run directory: has loop.json or step-N folders. */
 export function isRunDir(path: string): boolean {
   if (!existsSync(path) || !statSync(path).isDirectory()) return false;
-  if (existsSync(join(path, 'loop.json'))) return true;
+  if (existsSync(join(path, LOOP_FILES.config))) return true;
   return readdirSync(path).some((n) => /^step-\d+$/.test(n));
 }
 
@@ -213,10 +216,10 @@ function passFrom(v: unknown): EvalSummary | null {
 }
 
 export function readStep(dir: string, step: number, warnings: string[]): StepInfo {
-  const meta = readJson(join(dir, 'step.json'), warnings);
+  const meta = readJson(join(dir, LOOP_FILES.step), warnings);
   const m = isObject(meta) ? meta : {};
-  const traj = join(dir, 'traj.jsonl');
-  const stats = readJson(join(dir, 'build-stats.json'), warnings);
+  const traj = join(dir, LOOP_FILES.trajectories);
+  const stats = readJson(join(dir, LOOP_FILES.buildStats), warnings);
   return {
     step,
     dir,
@@ -225,10 +228,16 @@ export function readStep(dir: string, step: number, warnings: string[]): StepInf
     ended_at: strOrNull(m.ended_at),
     trajFile: existsSync(traj) ? traj : null,
     buildStats: isObject(stats) ? (stats as unknown as BuildStats) : null,
-    metrics: readMetrics(join(dir, 'train', 'metrics.jsonl'), warnings),
-    eval: evalSummary(readJson(join(dir, 'eval', 'report.json'), warnings)) ?? passFrom(m.rollouts),
-    heldout: evalSummary(readJson(join(dir, 'heldout', 'report.json'), warnings)) ?? passFrom(m.heldout),
-    captures: countCaptures(join(dir, 'captures')) + countCaptures(join(dir, 'eval', 'captures')),
+    metrics: readMetrics(join(dir, LOOP_FILES.train, CHECKPOINT_FILES.metrics), warnings),
+    eval:
+      evalSummary(readJson(join(dir, LOOP_FILES.rollouts, EVAL_FILES.report), warnings)) ??
+      passFrom(m.rollouts),
+    heldout:
+      evalSummary(readJson(join(dir, LOOP_FILES.heldout, EVAL_FILES.report), warnings)) ??
+      passFrom(m.heldout),
+    captures:
+      countCaptures(join(dir, EVAL_FILES.captures)) +
+      countCaptures(join(dir, LOOP_FILES.rollouts, EVAL_FILES.captures)),
   };
 }
 
@@ -243,7 +252,7 @@ export function readRunDir(dir: string): RunInfo {
     );
   }
   const warnings: string[] = [];
-  const config = readJson(join(dir, 'loop.json'), warnings);
+  const config = readJson(join(dir, LOOP_FILES.config), warnings);
   const steps = readdirSync(dir)
     .map((n) => /^step-(\d+)$/.exec(n))
     .filter((m): m is RegExpExecArray => m !== null && statSync(join(dir, m[0])).isDirectory())
@@ -253,17 +262,19 @@ export function readRunDir(dir: string): RunInfo {
     .filter(
       (n) =>
         n > 0 ||
-        ['step.json', 'traj.jsonl', 'heldout/report.json'].some((f) => existsSync(join(dir, 'step-0', f))),
+        [LOOP_FILES.step, LOOP_FILES.trajectories, join(LOOP_FILES.heldout, EVAL_FILES.report)].some((f) =>
+          existsSync(join(dir, 'step-0', f)),
+        ),
     )
     .sort((a, b) => a - b)
-    .map((n) => readStep(join(dir, `step-${n}`), n, warnings));
+    .map((n) => readStep(join(dir, stepDirName(n)), n, warnings));
   return { dir, config: isObject(config) ? config : null, steps, warnings };
 }
 
 /** build-stats.json beside a trajectory file, when there is one. */
 export function siblingBuildStats(trajPath: string, warnings: string[]): BuildStats | null {
   if (trajPath === '-') return null;
-  const stats = readJson(join(dirname(trajPath), 'build-stats.json'), warnings);
+  const stats = readJson(join(dirname(trajPath), LOOP_FILES.buildStats), warnings);
   return isObject(stats) ? (stats as unknown as BuildStats) : null;
 }
 

@@ -1,10 +1,10 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { rolloutVerifier } from '../eval/verifier.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
+import { rolloutVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
@@ -27,7 +27,7 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   lora?: boolean;
   lr?: number;
   gradeEmptyPatches?: boolean;
-  /** polar, or a verifier command (src/eval/verifier.ts) */
+  /** polar, or a verifier command (src/rollout/verifier.ts) */
   grader?: string;
   resume?: boolean;
   quiet?: boolean;
@@ -65,7 +65,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: { device: f.device, lora: Boolean(f.lora), ...(f.lr !== undefined ? { lr: f.lr } : {}) },
     exportOnnx: async (checkpoint, dir) => {
-      const { runExport } = await import('../export/index.ts');
+      const { runExport } = await import('../export/export.ts');
       await runExport({ checkpoint, onnx: dir });
     },
   };

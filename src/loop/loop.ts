@@ -17,16 +17,18 @@ import { join, resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
+import { runBuild } from '../build/command.ts';
 import { PolarError, UsageError } from '../errors.ts';
-import { loadDataset, type SweInstance } from '../eval/dataset.ts';
+import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
-import type { RuntimeSetup } from '../eval/runtime/create.ts';
-import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../eval/setup.ts';
+import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
+import type { RuntimeSetup } from '../rollout/runtime/create.ts';
+import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
 import { runTrain } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
-import { runBuild } from '../trajectory/run.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { LOOP_FILES, stepDirName } from './files.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -50,7 +52,7 @@ export interface LoopOptions {
   resume: boolean;
   /** grade empty patches too (tests of the loop with a model that cannot edit files yet) */
   gradeEmptyPatches?: boolean;
-  /** a verifier grader command (src/eval/verifier.ts) instead of the SWE tests */
+  /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
   verifier?: string;
   reloadCmd?: string;
   /** train flags (device, lora, lr, ...) and an optional train.json */
@@ -89,7 +91,7 @@ export function tasksForStep(all: SweInstance[], step: number, perStep: number):
 
 async function readStep(dir: string): Promise<StepSummary | null> {
   try {
-    const s = JSON.parse(await readFile(join(dir, 'step.json'), 'utf8')) as StepSummary;
+    const s = JSON.parse(await readFile(join(dir, LOOP_FILES.step), 'utf8')) as StepSummary;
     return s.status === 'done' ? s : null;
   } catch {
     return null;
@@ -99,7 +101,7 @@ async function readStep(dir: string): Promise<StepSummary | null> {
 export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const out = resolve(o.out);
   await mkdir(out, { recursive: true });
-  const configPath = join(out, 'loop.json');
+  const configPath = join(out, LOOP_FILES.config);
   if (existsSync(configPath) && !o.resume) {
     throw new UsageError(
       `${out} already holds a loop run`,
@@ -121,7 +123,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   let checkpoint = o.trainModel;
   let first = 1;
   for (let n = 1; n <= o.steps; n++) {
-    const done = await readStep(join(out, `step-${n}`));
+    const done = await readStep(join(out, stepDirName(n)));
     if (!done) break;
     summaries.push(done);
     checkpoint = done.checkpoint;
@@ -131,7 +133,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   if (first > o.steps) return summaries;
 
   // the backend must serve the policy the loop trains: the starting point, or the resumed step's weights
-  const startOnnx = join(out, first > 1 ? `step-${first - 1}` : 'step-0', 'onnx');
+  const startOnnx = join(out, stepDirName(first > 1 ? first - 1 : 0), LOOP_FILES.onnx);
   let backend: Backend;
   let published = false;
   if (o.backendInstance) backend = o.backendInstance;
@@ -179,7 +181,7 @@ async function runStep(
       throw new PolarError(`simulated crash after ${phase} of step ${n}`);
   };
   let policy = `step-${n - 1}`;
-  const dir = join(out, `step-${n}`);
+  const dir = join(out, stepDirName(n));
   await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
   await mkdir(dir, { recursive: true });
   const started = new Date();
@@ -188,20 +190,28 @@ async function runStep(
     `step ${n}/${o.steps}: ${plural(tasks.length, 'task')} x ${plural(o.groupSize, 'sample')} from ${policy}`,
   );
 
-  const rollouts = await evaluate(o, backend, tasks, o.groupSize, join(dir, 'eval'), o.trainSet, {
-    policy,
-    loop_step: String(n),
-  });
+  const rollouts = await evaluate(
+    o,
+    backend,
+    tasks,
+    o.groupSize,
+    join(dir, LOOP_FILES.rollouts),
+    o.trainSet,
+    {
+      policy,
+      loop_step: String(n),
+    },
+  );
   crash('eval');
 
-  const traj = join(dir, 'traj.jsonl');
-  const stats = await runBuild([join(dir, 'eval')], {
+  const traj = join(dir, LOOP_FILES.trajectories);
+  const stats = await runBuild([join(dir, LOOP_FILES.rollouts)], {
     output: traj,
     advantage: 'grpo',
     groupBy: 'task_id',
     quiet: true,
   });
-  await writeFile(join(dir, 'build-stats.json'), `${JSON.stringify(stats, null, 2)}\n`);
+  await writeFile(join(dir, LOOP_FILES.buildStats), `${JSON.stringify(stats, null, 2)}\n`);
   crash('build');
 
   const trajectories = stats.trajectories_written;
@@ -211,14 +221,14 @@ async function runStep(
     );
   // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
   // this step's rollouts, and the optimiser's moments and schedule carry over
-  const previousTrain = n > 1 ? join(out, `step-${n - 1}`, 'train') : null;
+  const previousTrain = n > 1 ? join(out, stepDirName(n - 1), LOOP_FILES.train) : null;
   const resume =
     previousTrain && existsSync(join(previousTrain, CHECKPOINT_FILES.latest)) ? previousTrain : undefined;
   // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
   const trained = await runTrain({
     allowZeroAdvantage: true,
     trajectories: traj,
-    out: join(dir, 'train'),
+    out: join(dir, LOOP_FILES.train),
     configFile: o.trainConfig,
     ...(resume ? { resume } : {}),
     flags: {
@@ -231,11 +241,11 @@ async function runStep(
   if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
   crash('train');
   policy = `step-${n}`;
-  await publish(publisher, trained.checkpoint, join(dir, 'onnx'), o);
+  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o);
 
   let heldout: StepSummary['heldout'] = null;
   if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
-    const r = await evaluate(o, backend, ctx.evalSet, 1, join(dir, 'heldout'), o.evalSet, {
+    const r = await evaluate(o, backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, {
       policy,
       loop_step: String(n),
       heldout: '1',
@@ -255,7 +265,7 @@ async function runStep(
     trajectories,
     trainable_tokens: stats.tokens_trainable,
   };
-  await writeFile(join(dir, 'step.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`);
   log.info(
     `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
   );
@@ -273,8 +283,8 @@ async function baselineHeldout(
   out: string,
 ): Promise<void> {
   if (!o.evalSet || evalSet.length === 0 || o.evalEvery === 0) return;
-  const dir = join(out, 'step-0', 'heldout');
-  if (existsSync(join(dir, 'report.json'))) return;
+  const dir = join(out, stepDirName(0), LOOP_FILES.heldout);
+  if (existsSync(join(dir, EVAL_FILES.report))) return;
   await rm(dir, { recursive: true, force: true });
   const r = await evaluate(o, backend, evalSet, 1, dir, o.evalSet, {
     policy: 'step-0',

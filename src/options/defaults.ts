@@ -59,7 +59,7 @@ export const DEFAULTS = {
   runtime: d('docker' as 'local' | 'docker' | 'podman'),
   repos: d('fixtures/swe/repos'),
   split: d('test'),
-  /** polar, swebench, or a verifier command (src/eval/verifier.ts) */
+  /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d('polar' as string),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */

@@ -93,7 +93,7 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
 
 /**
  * --grader: polar (the SWE grader), swebench (the official harness) or a verifier command
- * (src/eval/verifier.ts). A bare word is taken for a misspelt kind, not a command on PATH.
+ * (src/rollout/verifier.ts). A bare word is taken for a misspelt kind, not a command on PATH.
  */
 export const grader: Parser<string> = (v) => {
   const text = v.trim();

@@ -14,15 +14,7 @@ import { firstIssue } from '../capture/reader.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import {
-  flagsToOptions,
-  type ResolvedTrainConfig,
-  readUserConfig,
-  resolveTrainConfig,
-  resumeDirectory,
-  type TrainFlags,
-  type TrainOptions,
-} from './config.ts';
+import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
 import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES, workerEventSchema } from './schema.ts';
@@ -341,18 +333,4 @@ function zeroAdvantage(file: string, data: TrajectorySummary): InputError {
     `no trajectory has a non-zero advantage (${parts.join(', ')}): training would run at loss 0 and learn nothing`,
     'sample each task several times so a group holds different rewards (polar eval --samples 4 or more, then polar build), or check the rewards',
   );
-}
-
-/** The body of `polar train`: typed flags in, the run, exit code out. */
-export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {
-  await runTrain({
-    trajectories,
-    out: flags.out,
-    resume: resumeDirectory(flags, (m) => log.warn(m)),
-    configFile: flags.config,
-    flags: flagsToOptions(flags),
-    python: flags.python,
-    json: flags.json ?? false,
-  });
-  return 0;
 }

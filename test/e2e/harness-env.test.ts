@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buildHostCommand } from '../../src/eval/runtime/docker.ts';
 import { containerEnvNames } from '../../src/harnesses/env.ts';
 import { HARNESSES } from '../../src/harnesses/index.ts';
+import { buildHostCommand } from '../../src/rollout/runtime/docker.ts';
 import { capture, ROOT } from '../support/capture-run.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 

@@ -20,7 +20,7 @@ import { execa } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
-import { qwen3TokenizerDir, tinyLlamaSpec } from '../../src/export/index.ts';
+import { qwen3TokenizerDir, tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
 import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
 import { rescore } from '../support/tiny-model.ts';

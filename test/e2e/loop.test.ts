@@ -13,7 +13,7 @@ import { execa } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionRecord } from '../../src/capture/record.ts';
-import { tinyLlamaSpec } from '../../src/export/index.ts';
+import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
 import { readTrajectories } from '../../src/trajectory/reader.ts';
 import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';

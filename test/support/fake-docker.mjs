@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A stand-in for `docker exec [-i] [-w DIR] [-e NAME]... CONTAINER CMD...` as polar's container runtime
-// calls it (src/eval/runtime/docker.ts buildHostCommand). Like the docker CLI, `-e NAME` without a value
+// calls it (src/rollout/runtime/docker.ts buildHostCommand). Like the docker CLI, `-e NAME` without a value
 // copies NAME from the CLI's own environment into the container
 // (https://docs.docker.com/reference/cli/docker/container/exec/ "--env"), and the container process
 // sees only those plus the image's own (here: PATH).

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { gradingRecordSchema } from '../../../src/capture/record.ts';
-import { HarnessAgent, type RunCapture } from '../../../src/eval/agents.ts';
-import { loadDataset } from '../../../src/eval/dataset.ts';
-import { gradePatch } from '../../../src/eval/grade.ts';
 import { runEval } from '../../../src/eval/run.ts';
-import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
+import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import { loadDataset } from '../../../src/rollout/dataset.ts';
+import { gradePatch } from '../../../src/rollout/grade.ts';
+import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import {
   fixtures,
   gitHead,

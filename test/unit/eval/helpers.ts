@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join, resolve } from 'node:path';
 import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
-import type { Agent } from '../../../src/eval/agents.ts';
-import type { SweInstance } from '../../../src/eval/dataset.ts';
 import type { EvalOptions } from '../../../src/eval/run.ts';
-import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
+import type { Agent } from '../../../src/rollout/agents.ts';
+import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
-import { HarnessAgent, type RunCapture } from '../../../src/eval/agents.ts';
-import { loadDataset, type SweInstance } from '../../../src/eval/dataset.ts';
-import { infraFailure } from '../../../src/eval/outcome.ts';
 import { type EvalOptions, runEval } from '../../../src/eval/run.ts';
+import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
+import { infraFailure } from '../../../src/rollout/outcome.ts';
 import { fixtures, localEval, localEvalOptions, MINI, polar } from './helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'polar-honest-'));

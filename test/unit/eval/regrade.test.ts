@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { loadDataset } from '../../../src/eval/dataset.ts';
 import { regradeRun } from '../../../src/eval/regrade.ts';
+import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { fixtures, localEval, MINI, polar } from './helpers.ts';
 
 before(() => fixtures());

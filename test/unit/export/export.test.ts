@@ -24,7 +24,7 @@ import {
   runExport,
   tinyLlamaSpec,
   tokenizerVocabSize,
-} from '../../../src/export/index.ts';
+} from '../../../src/export/export.ts';
 import { loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
 import { runTrain } from '../../../src/train/launch.ts';
 import { TrainProgress } from '../../../src/train/progress.ts';

@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
-import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
 import {
   aggregateMetricsSchema,
   outputItemSchema,
@@ -21,6 +20,7 @@ import {
 import { aggregateMetrics, passAtK } from '../../../src/gym/metrics.ts';
 import { assertContiguous, NonContiguousError } from '../../../src/gym/rollout.ts';
 import { type Gym, startGym } from '../../../src/gym/server.ts';
+import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 
 /** A row as NeMo Gym's swe_agents data has them (responses_api_agents/swe_agents/data/example.jsonl). */
 const gymRow = {

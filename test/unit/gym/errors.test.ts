@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PolarError } from '../../../src/errors.ts';
-import type { Runtime } from '../../../src/eval/runtime/types.ts';
 import { type GymOptions, startGym } from '../../../src/gym/server.ts';
+import type { Runtime } from '../../../src/rollout/runtime/types.ts';
 
 const base = {
   harness: 'generic',

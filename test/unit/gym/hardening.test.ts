@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
-import { parseRow } from '../../../src/eval/dataset.ts';
-import { LocalRuntime } from '../../../src/eval/runtime/local.ts';
 import { type Gym, type GymOptions, startGym } from '../../../src/gym/server.ts';
 import { DEFAULTS } from '../../../src/options/defaults.ts';
+import { parseRow } from '../../../src/rollout/dataset.ts';
+import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { insideDir, isRepoName, isSafeName, UnsafePathError } from '../../../src/util/safe-path.ts';
 
 const unusedBackend: Backend = {

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CaptureRunOptions } from '../../../src/capture/run.ts';
-import { HarnessAgent } from '../../../src/eval/agents.ts';
-import type { SweInstance } from '../../../src/eval/dataset.ts';
-import type { InstanceEnv } from '../../../src/eval/runtime/types.ts';
+import { HarnessAgent } from '../../../src/rollout/agents.ts';
+import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import type { InstanceEnv } from '../../../src/rollout/runtime/types.ts';
 
 test('eval hands --pass-env names to the container command and to runCapture', async () => {
   let passed: string[] = [];

@@ -12,7 +12,6 @@ import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
 import { findPython, type Prober, probePython } from '../train/env.ts';
 import { WORKER_DIR } from '../train/launch.ts';
-import { log } from '../util/log.ts';
 
 export interface ExportRequest {
   /** a step-N directory, a `polar train --out` directory (follows `latest`), or `tiny:arch=llama,...` */
@@ -170,28 +169,4 @@ export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Prom
   }
   const { event: _kind, ...result } = event;
   return result as unknown as ExportResult;
-}
-
-/** `polar export` flags after parsing (commands/export.ts). */
-export interface ExportFlags {
-  onnx: string;
-  quantize?: 'int8';
-  tokenizer?: string;
-  python?: string;
-  opset?: number;
-  json?: boolean;
-}
-
-/** The body of `polar export`: the export, its result on stdout (--json) and one line on stderr. */
-export async function exportCommand(checkpoint: string, flags: ExportFlags): Promise<number> {
-  const { json, ...request } = flags;
-  const result = await runExport({ checkpoint, ...request });
-  if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
-  const sizes = Object.entries(result.sizes)
-    .map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`)
-    .join(', ');
-  log.info(
-    `exported ${result.source} to ${result.dir} (${result.model_type}, ${result.layers} layers, ${sizes})`,
-  );
-  return 0;
 }

@@ -3,8 +3,8 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { gradeLogFile } from '../../../src/eval/grade-command.ts';
-import { polar, ROOT } from './helpers.ts';
+import { gradeLogFile } from '../../../src/grade/command.ts';
+import { polar, ROOT } from '../eval/helpers.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
 const log = (name: string) => join(DIR, 'logs', name);

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseDjango } from '../../../src/eval/log-parsers/django.ts';
-import { getLogParser, resolveParserName } from '../../../src/eval/log-parsers/index.ts';
-import { parseNodeTest } from '../../../src/eval/log-parsers/node-test.ts';
+import { parseDjango } from '../../../src/rollout/log-parsers/django.ts';
+import { getLogParser, resolveParserName } from '../../../src/rollout/log-parsers/index.ts';
+import { parseNodeTest } from '../../../src/rollout/log-parsers/node-test.ts';
 import {
   parseMatplotlib,
   parsePytest,
   parsePytestOptions,
   parsePytestV2,
   parseSeaborn,
-} from '../../../src/eval/log-parsers/pytest.ts';
-import { parseSympy } from '../../../src/eval/log-parsers/sympy.ts';
+} from '../../../src/rollout/log-parsers/pytest.ts';
+import { parseSympy } from '../../../src/rollout/log-parsers/sympy.ts';
 
 const PYTEST_RA = `============================= test session starts ==============================
 platform linux -- Python 3.9.19, pytest-7.4.0, pluggy-1.0.0

@@ -8,24 +8,24 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { GoldAgent } from '../../../src/eval/agents.ts';
-import { loadDataset, parseRow, type SweInstance } from '../../../src/eval/dataset.ts';
 import { regradeCommand } from '../../../src/eval/regrade.ts';
 import { runEval } from '../../../src/eval/run.ts';
+import { gymVerifier } from '../../../src/gym/command.ts';
+import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
+import { type BackendFlags, backendOptions } from '../../../src/options/backend.ts';
+import { grader } from '../../../src/options/parsers.ts';
+import { GoldAgent } from '../../../src/rollout/agents.ts';
+import { loadDataset, parseRow, type SweInstance } from '../../../src/rollout/dataset.ts';
 import {
   finalMessage,
   graderFor,
   parseReward,
   runVerifier,
   type VerifierInput,
-} from '../../../src/eval/verifier.ts';
-import { gymVerifier } from '../../../src/gym/command.ts';
-import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
-import { type BackendFlags, backendOptions } from '../../../src/options/backend.ts';
-import { grader } from '../../../src/options/parsers.ts';
+} from '../../../src/rollout/verifier.ts';
 import { parseArgv } from '../../support/argv.ts';
+import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from '../eval/helpers.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
-import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from './helpers.ts';
 
 const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
 const tmp = mkdtempSync(join(tmpdir(), 'polar-verifier-'));

@@ -2,7 +2,7 @@
  * The verifier grader (`polar eval --grader 'CMD'`, or a row's `grader` field): a command that reads the
  * rollout as one JSON object on stdin and prints a reward in [0, 1] on its last stdout line. It is how
  * tasks that are not SWE-bench get a reward. A command that cannot run, exits non-zero, times out or
- * prints anything but a number in [0, 1] is an infrastructure failure (src/eval/outcome.ts): the sample
+ * prints anything but a number in [0, 1] is an infrastructure failure (src/rollout/outcome.ts): the sample
  * is an `error` with no reward, never a 0 that GRPO would train on.
  */
 import { execa } from 'execa';

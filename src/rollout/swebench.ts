@@ -7,13 +7,14 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EnvironmentError } from '../errors.ts';
+import { EVAL_FILES, samplePredictionsFile } from '../eval/files.ts';
+import type { EvalOutcome } from '../eval/run.ts';
+import { writeAtomic, writeReport } from '../eval/run.ts';
 import type { Agent } from './agents.ts';
 import type { SweInstance } from './dataset.ts';
 import { execTree } from './exec.ts';
 import type { GradeStatus } from './grade.ts';
 import { isInfraFailure } from './outcome.ts';
-import type { EvalOutcome } from './run.ts';
-import { writeAtomic, writeReport } from './run.ts';
 import type { Runtime } from './runtime/types.ts';
 
 /**
@@ -81,7 +82,9 @@ export async function runSwebenchGrader(
   const results = outcome.results.map((r) => ({ ...r }));
   for (let j = 0; j < context.samples; j++) {
     const predictions =
-      context.samples > 1 ? join(out, 'predictions', `sample-${j}.jsonl`) : join(out, 'predictions.jsonl');
+      context.samples > 1
+        ? join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j))
+        : join(out, EVAL_FILES.predictions);
     // a fresh run id per run: the harness silently reuses cached results for a known run_id
     const runId = `polar-${Date.now().toString(36)}-s${j}`;
     const ids = results.filter((r) => r.sample === j).map((r) => r.instance_id);
@@ -119,7 +122,7 @@ export async function runSwebenchGrader(
       r.grader = 'swebench';
     }
   }
-  await writeAtomic(join(out, 'results.jsonl'), results.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  await writeAtomic(join(out, EVAL_FILES.results), results.map((r) => `${JSON.stringify(r)}\n`).join(''));
   const report = await writeReport(out, results, context);
   return { ...outcome, report, results };
 }

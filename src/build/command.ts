@@ -8,12 +8,12 @@ import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { type InputError, UsageError } from '../errors.ts';
 import { checkOutputFile } from '../options/output.ts';
+import { type AdvantageKind, advantageKinds } from '../trajectory/advantage.ts';
+import { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS } from '../trajectory/build.ts';
+import { type OutputFormat, outputFormats } from '../trajectory/formats.ts';
+import { type TraceKind, traceKinds } from '../trajectory/record.ts';
+import { type BuildStats, emptyStats, formatStats, statsWarnings } from '../trajectory/stats.ts';
 import { log } from '../util/log.ts';
-import { type AdvantageKind, advantageKinds } from './advantage.ts';
-import { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS } from './build.ts';
-import { type OutputFormat, outputFormats } from './formats.ts';
-import { type TraceKind, traceKinds } from './record.ts';
-import { type BuildStats, emptyStats, formatStats, statsWarnings } from './stats.ts';
 
 /** The options as commander hands them over (strings, booleans). */
 export interface RawBuildOptions {

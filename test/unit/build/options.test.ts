@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { normalizeBuildOptions } from '../../../src/build/command.ts';
 import { UsageError } from '../../../src/errors.ts';
-import { normalizeBuildOptions } from '../../../src/trajectory/run.ts';
 
 describe('polar build options', () => {
   it('defaults', () => {

@@ -13,8 +13,8 @@ import {
   loadHubDataset,
   parseShard,
   selectInstances,
-} from '../../../src/eval/dataset.ts';
-import { MINI, miniRows } from './helpers.ts';
+} from '../../../src/rollout/dataset.ts';
+import { MINI, miniRows } from '../eval/helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'polar-ds-'));
 

@@ -36,7 +36,7 @@ export interface SweInstance {
   eval_type?: string;
   /** polar: the test command for datasets outside the 12 Verified repositories */
   test_cmd?: string;
-  /** polar: this row's verifier grader command (src/eval/verifier.ts), instead of the run's --grader */
+  /** polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader */
   grader?: string;
   /** the row's other fields, kept for a verifier grader (a task's expected answer, its checks, ...) */
   extra?: Record<string, unknown>;

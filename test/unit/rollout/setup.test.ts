@@ -8,17 +8,17 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { HarnessAgent, type RunCapture } from '../../../src/eval/agents.ts';
 import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
-import { loadDataset } from '../../../src/eval/dataset.ts';
-import type { ExecResult } from '../../../src/eval/exec.ts';
-import { createRuntime } from '../../../src/eval/runtime/create.ts';
-import { type EvaluationSetup, harnessSetup, setupEvaluation } from '../../../src/eval/setup.ts';
 import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { loopEvaluation } from '../../../src/loop/loop.ts';
+import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import { loadDataset } from '../../../src/rollout/dataset.ts';
+import type { ExecResult } from '../../../src/rollout/exec.ts';
+import { createRuntime } from '../../../src/rollout/runtime/create.ts';
+import { type EvaluationSetup, harnessSetup, setupEvaluation } from '../../../src/rollout/setup.ts';
 import { parseArgv } from '../../support/argv.ts';
-import { MINI } from './helpers.ts';
+import { MINI } from '../eval/helpers.ts';
 
 const SHARED = [
   '--harness',

@@ -1,10 +1,11 @@
 /** The body of `polar doctor --backend KIND --backend-url URL`: the set-up probe's report, exit 0 when ready. */
+
+import { formatProbeReport, probeBackend } from '../backends/probe.ts';
+import { waitForBackend } from '../backends/wait.ts';
 import { EXIT, type ExitCode } from '../errors.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
-import { formatProbeReport, probeBackend } from './probe.ts';
-import { waitForBackend } from './wait.ts';
 
 export type DoctorFlags = BackendFlags & { wait?: boolean; json?: boolean };
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import type { SweInstance } from '../../../src/eval/dataset.ts';
-import { loadDataset } from '../../../src/eval/dataset.ts';
-import type { ExecResult } from '../../../src/eval/exec.ts';
-import { gradePatch } from '../../../src/eval/grade.ts';
+import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import { loadDataset } from '../../../src/rollout/dataset.ts';
+import type { ExecResult } from '../../../src/rollout/exec.ts';
+import { gradePatch } from '../../../src/rollout/grade.ts';
 import {
   buildExecArgs,
   buildHostCommand,
@@ -13,9 +13,9 @@ import {
   envSetupLines,
   officialImage,
   sweGymImage,
-} from '../../../src/eval/runtime/docker.ts';
-import { specFor } from '../../../src/eval/specs.ts';
-import { MINI } from './helpers.ts';
+} from '../../../src/rollout/runtime/docker.ts';
+import { specFor } from '../../../src/rollout/specs.ts';
+import { MINI } from '../eval/helpers.ts';
 
 test('official image names use _1776_ and lower case', () => {
   assert.equal(

@@ -3,12 +3,12 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Agent } from '../../../src/eval/agents.ts';
-import type { SweInstance } from '../../../src/eval/dataset.ts';
 import type { Report, ResultLine } from '../../../src/eval/report.ts';
-import type { Runtime } from '../../../src/eval/runtime/types.ts';
-import { runSwebenchGrader, swebenchArgs } from '../../../src/eval/swebench.ts';
-import { MINI, ROOT } from './helpers.ts';
+import type { Agent } from '../../../src/rollout/agents.ts';
+import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import type { Runtime } from '../../../src/rollout/runtime/types.ts';
+import { runSwebenchGrader, swebenchArgs } from '../../../src/rollout/swebench.ts';
+import { MINI, ROOT } from '../eval/helpers.ts';
 
 test('--grader swebench: a relative local dataset becomes absolute; --split and --timeout are passed on', () => {
   const local = swebenchArgs('fixtures/swe/mini.jsonl', '/o/p.jsonl', 'r1', 2, ['a', 'b'], {

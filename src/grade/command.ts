@@ -4,11 +4,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { InputError, UsageError } from '../errors.ts';
-import { parseRow, type SweInstance } from './dataset.ts';
-import { type GradeLogInstance, gradeLog, parserFor, type Semantics } from './grade.ts';
-import { getLogParser } from './log-parsers/index.ts';
-import type { ParserVersion } from './log-parsers/types.ts';
-import { END_MARKER, START_MARKER, type TestOutcome } from './resolve.ts';
+import { parseRow, type SweInstance } from '../rollout/dataset.ts';
+import { type GradeLogInstance, gradeLog, parserFor, type Semantics } from '../rollout/grade.ts';
+import { getLogParser } from '../rollout/log-parsers/index.ts';
+import type { ParserVersion } from '../rollout/log-parsers/types.ts';
+import { END_MARKER, START_MARKER, type TestOutcome } from '../rollout/resolve.ts';
 
 export interface GradeCliOptions {
   repo?: string;

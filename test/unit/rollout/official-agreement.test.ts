@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { getLogParser } from '../../../src/eval/log-parsers/index.ts';
-import type { ParserVersion } from '../../../src/eval/log-parsers/types.ts';
-import { evaluateLog, resolve } from '../../../src/eval/resolve.ts';
-import { REPO_SPECS, testDirectives } from '../../../src/eval/specs.ts';
-import { ROOT } from './helpers.ts';
+import { getLogParser } from '../../../src/rollout/log-parsers/index.ts';
+import type { ParserVersion } from '../../../src/rollout/log-parsers/types.ts';
+import { evaluateLog, resolve } from '../../../src/rollout/resolve.ts';
+import { REPO_SPECS, testDirectives } from '../../../src/rollout/specs.ts';
+import { ROOT } from '../eval/helpers.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
 const VERSIONS: Record<string, ParserVersion> = { 'v4.1.0': '4.1', 'v5.0.1': '5' };

@@ -1,0 +1,27 @@
+/** `polar export`: typed flags in, the export (src/export/export.ts), its result out. */
+import { log } from '../util/log.ts';
+import { runExport } from './export.ts';
+
+/** `polar export` flags after parsing (commands/export.ts). */
+export interface ExportFlags {
+  onnx: string;
+  quantize?: 'int8';
+  tokenizer?: string;
+  python?: string;
+  opset?: number;
+  json?: boolean;
+}
+
+/** The body of `polar export`: the export, its result on stdout (--json) and one line on stderr. */
+export async function exportCommand(checkpoint: string, flags: ExportFlags): Promise<number> {
+  const { json, ...request } = flags;
+  const result = await runExport({ checkpoint, ...request });
+  if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
+  const sizes = Object.entries(result.sizes)
+    .map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`)
+    .join(', ');
+  log.info(
+    `exported ${result.source} to ${result.dir} (${result.model_type}, ${result.layers} layers, ${sizes})`,
+  );
+  return 0;
+}

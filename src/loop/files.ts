@@ -1,0 +1,27 @@
+/**
+ * The layout of a loop's run folder (`polar loop --out DIR`), named once for the loop, `--resume` and
+ * `polar inspect`. docs/loop.md, "The run folder", describes each entry.
+ */
+export const LOOP_FILES = {
+  /** the resolved options of the run, checked again by --resume */
+  config: 'loop.json',
+  /** step-N/step.json: the step's summary, written last (a step without it is not done) */
+  step: 'step.json',
+  /** step-N/eval/: the step's rollouts, an evaluation folder (src/eval/files.ts) */
+  rollouts: 'eval',
+  /** step-N/traj.jsonl: the trajectories built from the rollouts */
+  trajectories: 'traj.jsonl',
+  /** step-N/build-stats.json: polar build's report for them */
+  buildStats: 'build-stats.json',
+  /** step-N/train/: the trainer's run directory (checkpoints, metrics.jsonl) */
+  train: 'train',
+  /** step-N/onnx/: the published model for the embedded backend */
+  onnx: 'onnx',
+  /** step-N/heldout/: the held-out evaluation after the step (step-0/heldout: the starting policy's) */
+  heldout: 'heldout',
+} as const;
+
+/** step-N */
+export function stepDirName(n: number): string {
+  return `step-${n}`;
+}
