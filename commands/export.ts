@@ -21,6 +21,7 @@ export function defineExport(program: Command, report: Report): void {
     .option('--tokenizer <dir>', "tokenizer files (default: the checkpoint's, else the Qwen3 tokenizer)")
     .option('--python <path>', 'Python with torch (default: $POLAR_PYTHON, python3, /usr/bin/python3)')
     .addOption(new Option('--opset <n>', 'ONNX opset (default: 17)').argParser(intIn(14, 20)))
+    .option('--overwrite', 'replace an --out folder that holds something other than a previous export')
     .option('--json', 'print the result as JSON on stdout')
     .addHelpText(
       'after',

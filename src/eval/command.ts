@@ -15,6 +15,7 @@ import {
 } from '../rollout/setup.ts';
 import { runSwebenchGrader } from '../rollout/swebench.ts';
 import { isVerifierCommand } from '../rollout/verifier.ts';
+import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { checkOut } from './out.ts';
@@ -91,12 +92,8 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
     `${plural(instances.length, 'instance')} x ${plural(f.samples, 'sample')}, agent ${agent.name}, runtime ${runtime.kind}, concurrency ${f.concurrency}`,
   );
 
-  const controller = new AbortController();
-  const onSigint = () => {
-    log.warn('interrupted: stopping the running samples (run again with --resume to continue)');
-    controller.abort();
-  };
-  process.once('SIGINT', onSigint);
+  // SIGINT, SIGTERM and SIGHUP alike: no new sample starts, the running ones are set aside for --resume
+  const interrupt = onStopSignals('stopping the running samples (run again with --resume to continue)');
   let outcome: Awaited<ReturnType<typeof runEval>>;
   try {
     outcome = await runEval({
@@ -115,9 +112,9 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
       ...(isVerifierCommand(f.grader) ? { verifier: f.grader } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
       progress: !f.quiet,
-      signal: controller.signal,
+      signal: interrupt.signal,
     });
-    if (f.grader === 'swebench')
+    if (f.grader === 'swebench' && !outcome.interrupted)
       outcome = await runSwebenchGrader(outcome, {
         out: f.out,
         dataset: f.dataset,
@@ -130,14 +127,14 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
         samples: f.samples,
       });
   } finally {
-    process.removeListener('SIGINT', onSigint);
+    interrupt.dispose();
     await agent.close?.();
   }
   const { report } = outcome;
   if (f.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else process.stdout.write(`${formatReport(report)}\n`);
   log.info(`wrote ${resolve(f.out)}/{results.jsonl,predictions.jsonl,report.json}`);
-  if (outcome.interrupted) return EXIT.interrupted;
+  if (outcome.interrupted) return interrupt.exitCode || EXIT.interrupted;
   if (report.total > 0 && report.counts.error === report.total) {
     throw new PolarError(`the evaluation failed: all ${plural(report.total, 'sample')} ended in an error`, {
       exitCode: EXIT.failure,
@@ -148,8 +145,9 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
     log.warn(
       `${plural(report.counts.error, 'sample')} ended in an error and ${report.counts.error === 1 ? 'has' : 'have'} no reward (see report.json; --resume runs them again)`,
     );
-  if (f.failUnder !== undefined && report.pass_at_1.mean < f.failUnder) {
-    throw new PolarError(`pass@1 ${report.pass_at_1.mean.toFixed(4)} is below --fail-under ${f.failUnder}`, {
+  const mean = report.pass_at_1.mean;
+  if (f.failUnder !== undefined && (mean === null || mean < f.failUnder)) {
+    throw new PolarError(`pass@1 ${mean?.toFixed(4) ?? 'n/a'} is below --fail-under ${f.failUnder}`, {
       exitCode: EXIT.belowThreshold,
     });
   }

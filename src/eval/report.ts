@@ -27,9 +27,21 @@ export interface Report {
   instances: number;
   samples: number;
   total: number;
+  /** samples of the run without a result yet (an interrupted run; --resume runs them) */
+  pending: number;
   counts: Record<GradeStatus, number>;
-  pass_at_1: { mean: number; std: number; sem: number; per_sample: number[] };
-  pass_at_k: Record<string, number>;
+  /**
+   * over the samples that have results: a_j = resolved in sample j / instances with a result in sample j
+   * (null for a sample with none); mean, std and sem null when no sample has a result
+   */
+  pass_at_1: {
+    mean: number | null;
+    std: number | null;
+    sem: number | null;
+    per_sample: Array<number | null>;
+  };
+  /** null while samples are pending: pass@k needs every sample of every instance */
+  pass_at_k: Record<string, number | null>;
   per_repo: Record<string, { instances: number; samples: number; resolved: number; rate: number }>;
   suspicious: number;
   /** samples graded from a test log, by the official version whose rules applied ('4.1', '5') */
@@ -52,8 +64,8 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - binom(n - c, k) / binom(n, k);
 }
 
-export function meanStd(values: number[]): { mean: number; std: number; sem: number } {
-  if (values.length === 0) return { mean: 0, std: 0, sem: 0 };
+export function meanStd(values: number[]): { mean: number | null; std: number | null; sem: number | null } {
+  if (values.length === 0) return { mean: null, std: null, sem: null };
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   if (values.length === 1) return { mean, std: 0, sem: 0 };
   const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / (values.length - 1);
@@ -75,11 +87,13 @@ export function buildReport(
   const counts: Record<GradeStatus, number> = { resolved: 0, unresolved: 0, empty_patch: 0, error: 0 };
   for (const r of results) counts[r.status]++;
   const n = context.instances.length;
-  const perSample: number[] = [];
+  // a figure is made of results only: a sample without any (an interrupted run) has no pass@1
+  const perSample: Array<number | null> = [];
   for (let j = 0; j < context.samples; j++) {
-    const resolved = results.filter((r) => r.sample === j && r.resolved).length;
-    perSample.push(n === 0 ? 0 : resolved / n);
+    const ran = results.filter((r) => r.sample === j);
+    perSample.push(ran.length === 0 ? null : ran.filter((r) => r.resolved).length / ran.length);
   }
+  const pending = Math.max(0, n * context.samples - results.length);
   const byInstance = new Map<string, { n: number; c: number }>();
   for (const r of results) {
     const e = byInstance.get(r.instance_id) ?? { n: 0, c: 0 };
@@ -87,7 +101,7 @@ export function buildReport(
     if (r.resolved) e.c++;
     byInstance.set(r.instance_id, e);
   }
-  const passK: Record<string, number> = {};
+  const passK: Record<string, number | null> = {};
   const ks = [...new Set([1, 2, 4, 8, 16, 32, context.samples].filter((k) => k <= context.samples))].sort(
     (a, b) => a - b,
   );
@@ -98,7 +112,7 @@ export function buildReport(
       // samples never run count as failures
       sum += e ? passAtK(Math.max(e.n, context.samples), e.c, k) : 0;
     }
-    passK[String(k)] = n === 0 ? 0 : sum / n;
+    passK[String(k)] = n === 0 || pending > 0 ? null : sum / n;
   }
   const perRepo: Report['per_repo'] = {};
   for (const r of results) {
@@ -131,8 +145,12 @@ export function buildReport(
     instances: n,
     samples: context.samples,
     total: results.length,
+    pending,
     counts,
-    pass_at_1: { ...meanStd(perSample), per_sample: perSample },
+    pass_at_1: {
+      ...meanStd(perSample.filter((a): a is number => a !== null)),
+      per_sample: perSample,
+    },
     pass_at_k: passK,
     per_repo: Object.fromEntries(Object.entries(perRepo).sort(([a], [b]) => a.localeCompare(b))),
     suspicious: results.filter((r) => r.suspicious).length,
@@ -148,7 +166,7 @@ export function buildReport(
   };
 }
 
-const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const pct = (x: number | null) => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`);
 
 export function formatReport(report: Report): string {
   const p = report.pass_at_1;
@@ -156,8 +174,9 @@ export function formatReport(report: Report): string {
   out.push(
     `polar eval: ${report.dataset} — agent ${report.agent}, model ${report.model}, runtime ${report.runtime}`,
   );
+  const withResults = p.per_sample.filter((a) => a !== null).length;
   out.push(
-    `pass@1  ${pct(p.mean)}${report.samples > 1 ? ` ± ${pct(p.std)} (std over ${report.samples} samples, sem ${pct(p.sem)})` : ''}`,
+    `pass@1  ${pct(p.mean)}${withResults > 1 ? ` ± ${pct(p.std)} (std over ${withResults} samples, sem ${pct(p.sem)})` : ''}${report.pending > 0 ? ` (${report.pending} of ${report.instances * report.samples} not run: --resume runs them)` : ''}`,
   );
   for (const [k, v] of Object.entries(report.pass_at_k)) if (k !== '1') out.push(`pass@${k}  ${pct(v)}`);
   const c = report.counts;

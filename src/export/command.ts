@@ -1,4 +1,5 @@
 /** `polar export`: typed flags in, the export (src/export/export.ts), its result out. */
+import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { runExport } from './export.ts';
 
@@ -10,12 +11,20 @@ export interface ExportFlags {
   python?: string;
   opset?: number;
   json?: boolean;
+  overwrite?: boolean;
 }
 
 /** The body of `polar export`: the export, its result on stdout (--json) and one line on stderr. */
 export async function exportCommand(checkpoint: string, flags: ExportFlags): Promise<number> {
   const { json, ...request } = flags;
-  const result = await runExport({ checkpoint, ...request });
+  // SIGINT, SIGTERM and SIGHUP alike: the exporter stops; the output folder is left as it was
+  const interrupt = onStopSignals('stopping the export (the output folder is left as it was)');
+  let result: Awaited<ReturnType<typeof runExport>>;
+  try {
+    result = await runExport({ checkpoint, ...request, signal: interrupt.signal });
+  } finally {
+    interrupt.dispose();
+  }
   if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
   const sizes = Object.entries(result.sizes)
     .map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`)

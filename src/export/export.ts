@@ -5,13 +5,14 @@
  * torch.onnx.export); this side finds the Python, resolves paths and the default tokenizer, and turns
  * the exporter's JSON event into a result or one typed error. See docs/export.md.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
 import { findPython, type Prober, probePython } from '../train/env.ts';
 import { WORKER_DIR } from '../train/launch.ts';
+import { throwIfStopped } from '../util/interrupt.ts';
 
 export interface ExportRequest {
   /** a step-N directory, a `polar train --out` directory (follows `latest`), or `tiny:arch=llama,...` */
@@ -29,6 +30,10 @@ export interface ExportRequest {
    * writes the PyTorch model's next-token logprobs, last-position top-5 and a greedy continuation to `out`
    */
   reference?: { prompts: string; out: string } | undefined;
+  /** replace an `onnx` folder that holds something other than a previous export */
+  overwrite?: boolean | undefined;
+  /** SIGINT / SIGTERM (src/util/interrupt.ts): the exporter is stopped; the previous export stays intact */
+  signal?: AbortSignal | undefined;
 }
 
 export interface ExportResult {
@@ -94,6 +99,31 @@ export function tinyLlamaSpec(o: TinyLlamaOptions = {}): string {
   return `tiny:${parts.join(',')}`;
 }
 
+/** A previous export: config.json with the `polar_export` block the exporter writes. */
+export function isExportDir(dir: string): boolean {
+  try {
+    return 'polar_export' in JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The export replaces its output folder whole: a folder that holds something else (files named by
+ * mistake) is refused unless --overwrite says to replace it; a previous export is replaced.
+ */
+export function checkExportOut(out: string, given: string, overwrite: boolean): void {
+  if (!existsSync(out)) return;
+  if (!statSync(out).isDirectory())
+    throw new UsageError(`--out ${given} is a file, not a directory`, 'give --out a directory');
+  if (overwrite || readdirSync(out).length === 0 || isExportDir(out)) return;
+  const shown = readdirSync(out).slice(0, 3).join(', ');
+  throw new UsageError(
+    `--out ${given} holds files that are not a polar export (${shown}${readdirSync(out).length > 3 ? ', ...' : ''}): the export would replace the folder and delete them`,
+    'give a new or empty folder, or add --overwrite to replace it',
+  );
+}
+
 export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Promise<ExportResult> {
   const spec = req.checkpoint.startsWith('tiny:');
   const checkpoint = spec ? req.checkpoint : resolve(req.checkpoint);
@@ -110,8 +140,9 @@ export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Prom
   if (req.opset !== undefined && !(Number.isInteger(req.opset) && req.opset >= 14 && req.opset <= 20)) {
     throw new UsageError(`--opset ${req.opset}: expected an integer from 14 to 20`);
   }
-  const probe = await findPython(req.python ?? process.env.POLAR_PYTHON, deps.probe ?? probePython);
   const out = resolve(req.onnx);
+  checkExportOut(out, req.onnx, Boolean(req.overwrite));
+  const probe = await findPython(req.python ?? process.env.POLAR_PYTHON, deps.probe ?? probePython);
   const args = [
     '-m',
     'polar_train.export',
@@ -137,7 +168,10 @@ export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Prom
     },
     reject: false,
     stdin: 'ignore',
+    ...(req.signal ? { cancelSignal: req.signal, forceKillAfterDelay: 5000 } : {}),
   });
+  // the exporter writes beside the output and renames into place: a stopped export leaves nothing half-written
+  throwIfStopped(req.signal, `the export to ${out} was stopped; nothing was written there`);
   let event: Record<string, unknown> | undefined;
   for (const line of String(r.stdout ?? '').split('\n')) {
     if (!line.startsWith('{')) continue;

@@ -1,7 +1,7 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
 import type { HarnessName } from '../harnesses/types.ts';
-import { untilSignal } from '../http/server.ts';
+import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { loadDataset } from '../rollout/dataset.ts';
@@ -118,9 +118,9 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   log.info(
     `NeMo Gym agent server (${f.harness}, ${runtime.kind}, ${backend.kind}${servers}) on ${gym.url}: POST /run`,
   );
-  await untilSignal((signal) => {
-    log.info(`${signal}: closing`);
+  const signal = await untilSignal((received) => {
+    log.info(`${received}: closing`);
     return gym.close();
   });
-  return 0;
+  return serverExitCode(signal);
 }

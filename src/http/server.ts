@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEFAULTS } from '../options/defaults.ts';
+import { STOP_SIGNALS, signalExitCode } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { errorReply } from './errors.ts';
 import { sendJson } from './reply.ts';
@@ -114,17 +115,26 @@ export class HttpServer {
 }
 
 /**
- * Resolves once SIGTERM or SIGINT arrived and `close` finished (a failed close resolves too: the
- * process is ending). For long-running servers: `await untilSignal((s) => server.close())`.
+ * Resolves with the signal once SIGTERM, SIGINT or SIGHUP arrived and `close` finished (a failed close
+ * resolves too: the process is ending). For long-running servers: `await untilSignal((s) => server.close())`,
+ * then `serverExitCode(signal)`.
  */
-export function untilSignal(close: (signal: NodeJS.Signals) => Promise<void>): Promise<void> {
-  return new Promise<void>((resolve) => {
+export function untilSignal(close: (signal: NodeJS.Signals) => Promise<void>): Promise<NodeJS.Signals> {
+  return new Promise<NodeJS.Signals>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      close(signal).then(resolve, resolve);
+      for (const name of STOP_SIGNALS) process.off(name, stop);
+      const done = () => resolve(signal);
+      close(signal).then(done, done);
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    for (const name of STOP_SIGNALS) process.on(name, stop);
   });
+}
+
+/**
+ * A server's exit code after a stop signal: SIGTERM is how services are stopped (systemd, Docker,
+ * Kubernetes), a clean stop, 0; Ctrl-C (SIGINT) and SIGHUP are interruptions, 128 + the signal's number
+ * (130, 129), as for every other command (docs/cli.md, "Exit codes").
+ */
+export function serverExitCode(signal: NodeJS.Signals): number {
+  return signal === 'SIGTERM' ? 0 : signalExitCode(signal);
 }

@@ -5,6 +5,7 @@ import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { rolloutVerifier } from '../rollout/verifier.ts';
+import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
@@ -64,9 +65,9 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: { device: f.device, lora: Boolean(f.lora), ...(f.lr !== undefined ? { lr: f.lr } : {}) },
-    exportOnnx: async (checkpoint, dir) => {
+    exportOnnx: async (checkpoint, dir, signal) => {
       const { runExport } = await import('../export/export.ts');
-      await runExport({ checkpoint, onnx: dir });
+      await runExport({ checkpoint, onnx: dir, ...(signal ? { signal } : {}) });
     },
   };
 }
@@ -79,7 +80,15 @@ function verifierOf(grader: string | undefined): { verifier?: string } {
 
 export async function loopCommand(f: LoopFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
-  const summaries = await runLoop(loopOptions(f));
+  const options = loopOptions(f);
+  // SIGINT, SIGTERM and SIGHUP alike: the running phase stops, no new one starts (InterruptedError)
+  const interrupt = onStopSignals('stopping the running step (run again with --resume to continue)');
+  let summaries: Awaited<ReturnType<typeof runLoop>>;
+  try {
+    summaries = await runLoop({ ...options, signal: interrupt.signal });
+  } finally {
+    interrupt.dispose();
+  }
   const last = summaries.at(-1);
   if (last) log.info(`loop finished at step ${last.step}: policy ${last.checkpoint}`);
   return 0;

@@ -26,6 +26,7 @@ import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
 import { runTrain } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
+import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { LOOP_FILES, stepDirName } from './files.ts';
@@ -59,7 +60,9 @@ export interface LoopOptions {
   trainFlags: Record<string, unknown>;
   trainConfig?: string;
   /** exports a checkpoint to ONNX (polar export); injected so the loop does not depend on how */
-  exportOnnx?: (checkpoint: string, dir: string) => Promise<void>;
+  exportOnnx?: (checkpoint: string, dir: string, signal?: AbortSignal) => Promise<void>;
+  /** SIGINT / SIGTERM (src/util/interrupt.ts): no new phase starts, the running one is stopped */
+  signal?: AbortSignal;
   /** the backend to use (tests); default: created from `backend` */
   backendInstance?: Backend;
   /** stop after this phase of this step (tests of --resume after a crash) */
@@ -74,11 +77,14 @@ export interface StepSummary {
   policy: string;
   checkpoint: string;
   tasks: string[];
-  rollouts: { pass_at_1: number; samples: number };
-  heldout: { pass_at_1: number } | null;
+  /** null only when no rollout has a result (src/eval/report.ts) */
+  rollouts: { pass_at_1: number | null; samples: number };
+  heldout: { pass_at_1: number | null } | null;
   trajectories: number;
   trainable_tokens: number;
 }
+
+const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
 
 /** The tasks of step N: a fixed rotation through the training set (step 1 takes the first k). */
 export function tasksForStep(all: SweInstance[], step: number, perStep: number): SweInstance[] {
@@ -110,8 +116,8 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   }
   // the server's set-up checked before anything is written or any harness time spent (an injected
   // backend is the caller's to check)
-  if (!o.backendInstance) await ensureBackendReady(o.backend);
-  const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, ...recordable } = o;
+  if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
+  const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, signal: _s, ...recordable } = o;
   await writeFile(configPath, `${JSON.stringify({ ...recordable, out }, null, 2)}\n`);
 
   const rows = { verifier: Boolean(o.verifier) };
@@ -150,6 +156,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
     if (first === 1) await baselineHeldout(o, backend, evalSet, out);
     for (let n = first; n <= o.steps; n++) {
+      stopped(o, `step ${n} was not started`);
       const summary = await runStep(o, { out, backend, publisher, trainSet, evalSet }, n, checkpoint);
       summaries.push(summary);
       checkpoint = summary.checkpoint;
@@ -177,6 +184,7 @@ async function runStep(
 ): Promise<StepSummary> {
   const { out, backend, publisher } = ctx;
   const crash = (phase: 'eval' | 'build' | 'train') => {
+    stopped(o, `step ${n} stopped after its ${phase === 'eval' ? 'rollouts' : phase}`);
     if (o.crashAfter?.step === n && o.crashAfter.phase === phase)
       throw new PolarError(`simulated crash after ${phase} of step ${n}`);
   };
@@ -231,6 +239,7 @@ async function runStep(
     out: join(dir, LOOP_FILES.train),
     configFile: o.trainConfig,
     ...(resume ? { resume } : {}),
+    ...(o.signal ? { signal: o.signal } : {}),
     flags: {
       ...o.trainFlags,
       ...(resume ? {} : { model: checkpoint }),
@@ -238,8 +247,8 @@ async function runStep(
       epochs: 1,
     },
   });
-  if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
   crash('train');
+  if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
   policy = `step-${n}`;
   await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o);
 
@@ -250,6 +259,7 @@ async function runStep(
       loop_step: String(n),
       heldout: '1',
     });
+    stopped(o, `step ${n} stopped during its held-out evaluation`);
     heldout = { pass_at_1: r.report.pass_at_1.mean };
   }
   const summary: StepSummary = {
@@ -267,7 +277,7 @@ async function runStep(
   };
   await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`);
   log.info(
-    `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
+    `step ${n} done: pass@1 ${rate(summary.rollouts.pass_at_1)} on rollouts${heldout ? `, held-out ${rate(heldout.pass_at_1)}` : ''}`,
   );
   return summary;
 }
@@ -291,7 +301,8 @@ async function baselineHeldout(
     loop_step: '0',
     heldout: '1',
   });
-  log.info(`held-out pass@1 of the starting policy: ${r.report.pass_at_1.mean.toFixed(3)}`);
+  stopped(o, 'the held-out evaluation of the starting policy was cut short');
+  log.info(`held-out pass@1 of the starting policy: ${rate(r.report.pass_at_1.mean)}`);
 }
 
 async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {
@@ -300,7 +311,17 @@ async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Pr
       'the embedded backend needs an ONNX export of each checkpoint, and no exporter is available',
     );
   await rm(onnxDir, { recursive: true, force: true });
-  await o.exportOnnx(checkpoint, onnxDir);
+  await o.exportOnnx(checkpoint, onnxDir, o.signal);
+  stopped(o, `the export of ${checkpoint} was cut short`);
+}
+
+/** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
+function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
+  throwIfStopped(
+    o.signal,
+    what,
+    'run the same command with --resume to continue (an unfinished step is redone)',
+  );
 }
 
 async function publish(
@@ -313,7 +334,7 @@ async function publish(
   await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
   // a restarted or reloaded server is checked again: a --reload-cmd that drops a server flag
   // (--enable-auto-tool-choice, --served-model-name) stops here, not after a step of failed rollouts
-  if (!o.backendInstance) await ensureBackendReady(o.backend);
+  if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
 }
 
 /** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */
@@ -348,6 +369,7 @@ async function evaluate(
       meta,
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
       ...(o.verifier ? { verifier: o.verifier } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
     });
   } finally {
     await agent.close?.();

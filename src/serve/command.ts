@@ -1,6 +1,6 @@
 /** The body of `polar serve`: flags in, start the server, print where it listens, run until SIGTERM/SIGINT. */
 
-import { untilSignal } from '../http/server.ts';
+import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { log } from '../util/log.ts';
 import { startServe } from './serve.ts';
@@ -47,9 +47,9 @@ export async function serveCommand(f: ServeFlags): Promise<number> {
   log.info(
     `serving ${backend.kind} (${backend.model}) on ${served.url}; POST ${served.url}/sessions to start a rollout`,
   );
-  await untilSignal((signal) => {
-    log.info(`${signal}: finishing calls in flight, then exiting`);
+  const signal = await untilSignal((received) => {
+    log.info(`${received}: finishing calls in flight, then exiting`);
     return served.close();
   });
-  return 0;
+  return serverExitCode(signal);
 }

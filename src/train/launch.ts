@@ -3,7 +3,7 @@
  * the Python environment, writes <out>/config.json, launches the PyTorch worker (python -m polar_train, or
  * torchrun for --gpus N > 1) with execa, and turns its JSON-lines events into progress and typed errors.
  */
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { firstIssue } from '../capture/reader.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
+import { InterruptedError, stopSignalOf } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
@@ -77,11 +78,14 @@ export async function runWorker(
   cmd: WorkerCommand,
   onEvent: (event: Record<string, unknown>) => void,
   logPath: string,
+  signal?: AbortSignal,
 ): Promise<WorkerOutcome> {
   const logFile = createWriteStream(logPath, { flags: 'a' });
   const child = execa(cmd.file, cmd.args, {
     env: cmd.env,
     reject: false,
+    // a stop signal ends the worker (SIGTERM; torchrun passes it to its ranks), SIGKILL 10 s later
+    ...(signal ? { cancelSignal: signal, forceKillAfterDelay: 10_000 } : {}),
     buffer: false,
     stdin: 'ignore',
     stdout: 'pipe',
@@ -192,6 +196,8 @@ export interface TrainRequest {
   json?: boolean;
   /** train even when every advantage is 0 (polar loop: a step whose rollouts all scored alike) */
   allowZeroAdvantage?: boolean;
+  /** SIGINT / SIGTERM (src/util/interrupt.ts): the worker is stopped, the last checkpoint kept for --resume */
+  signal?: AbortSignal;
 }
 
 export interface TrainResult {
@@ -297,7 +303,11 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${processes > 1 ? ` x${processes}` : ''}, torch ${probe.torch}`,
   );
-  const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
+  const outcome = await runWorker(cmd, (e) => progress.event(e), logPath, req.signal);
+  if (req.signal?.aborted) {
+    progress.stop(false);
+    throw stoppedTraining(req.signal, config.out);
+  }
   const error = workerError(outcome, { logPath, out: config.out });
   if (error) {
     progress.stop(false);
@@ -315,6 +325,19 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     steps,
     data,
   };
+}
+
+/** The worker was stopped by a signal: what is kept, and how to go on. */
+function stoppedTraining(signal: AbortSignal, out: string): InterruptedError {
+  const latest = join(out, CHECKPOINT_FILES.latest);
+  const kept = existsSync(latest) ? readFileSync(latest, 'utf8').trim() : null;
+  return new InterruptedError(
+    stopSignalOf(signal),
+    kept
+      ? `training stopped; the last checkpoint is ${join(out, kept)}`
+      : 'training stopped before its first checkpoint',
+    kept ? 'run the same command with --resume to continue from it' : 'run the same command again',
+  );
 }
 
 /** No rollout has a non-zero advantage: GRPO would run at loss 0 and learn nothing. */
