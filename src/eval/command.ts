@@ -21,6 +21,7 @@ import { plural } from '../util/plural.ts';
 import { checkOut } from './out.ts';
 import { formatReport } from './report.ts';
 import { runEval } from './run.ts';
+import { checkSettings, runSettings } from './settings.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
 export interface EvalFlags extends BackendFlags, RolloutFlags {
@@ -80,6 +81,8 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
   // every flag and input is checked before anything is made or run (and before the runtime's warnings)
   const setup = evaluationSetup(f);
   checkOut(f.out, f);
+  const settings = runSettings(f);
+  checkSettings(f.out, settings, Boolean(f.resume));
   const { all, instances } = await selectedInstances(f);
   const { predictions } = await checkAgentSetup(setup.agent);
   if (predictions && f.predictions)
@@ -113,6 +116,7 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
       gradeEmpty: Boolean(f.gradeEmptyPatches),
       progress: !f.quiet,
       signal: interrupt.signal,
+      settings,
     });
     if (f.grader === 'swebench' && !outcome.interrupted)
       outcome = await runSwebenchGrader(outcome, {

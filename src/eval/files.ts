@@ -18,6 +18,8 @@ export const EVAL_FILES = {
   patches: 'patches',
   /** logs/<key>.test.log and the agent's log */
   logs: 'logs',
+  /** the settings that decide the results (src/eval/settings.ts): --resume refuses another */
+  run: 'run.json',
 } as const;
 
 /** The files and folders that make a folder an evaluation's (src/eval/out.ts refuses to mix two runs). */
@@ -28,6 +30,7 @@ export const EVAL_RUN_ENTRIES: readonly string[] = [
   EVAL_FILES.captures,
   EVAL_FILES.patches,
   EVAL_FILES.logs,
+  EVAL_FILES.run,
 ];
 
 /** predictions/sample-J.jsonl */

@@ -26,6 +26,7 @@ import { insideDir } from '../util/safe-path.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
+import { type RunSettings, recordSettings } from './settings.ts';
 
 export interface EvalOptions {
   instances: SweInstance[];
@@ -54,6 +55,8 @@ export interface EvalOptions {
   gradeEmpty?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
   meta?: Record<string, string>;
+  /** the settings that decide the results (polar eval): recorded, and checked on --resume */
+  settings?: RunSettings;
 }
 
 export interface EvalOutcome {
@@ -315,6 +318,7 @@ async function writePredictions(
 export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
   const out = resolve(options.out);
   await prepareOut(out, options);
+  if (options.settings) await recordSettings(out, options.settings, options.resume);
   const dirs = {
     captures: join(out, EVAL_FILES.captures),
     patches: join(out, EVAL_FILES.patches),
