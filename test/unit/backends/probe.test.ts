@@ -214,6 +214,33 @@ describe('waitForBackend', () => {
 });
 
 describe('ensureBackendReady (what capture, serve, eval, loop and gym run first)', () => {
+  test('nothing listens on a loopback URL: fails at once with the fix, no 10-minute countdown', async () => {
+    const { ensureBackendReady } = await import('../../../src/backends/wait.ts');
+    const { server, url } = await serve(() => {});
+    await new Promise<void>((r) => server.close(() => r()));
+    const t0 = Date.now();
+    await assert.rejects(
+      ensureBackendReady({ kind: 'vllm', url, model: 'Qwen/Qwen3-4B', timeoutMs: 600_000 }),
+      (error: unknown) =>
+        PolarError.isInstance(error) &&
+        error.exitCode === 4 &&
+        /nothing listens at http:\/\/127\.0\.0\.1:\d+ \(connection refused\)/.test(error.message) &&
+        /vllm serve Qwen\/Qwen3-4B --port \d+/.test(String(error.hint)) &&
+        /polar doctor .* --wait/.test(String(error.hint)),
+    );
+    assert.ok(Date.now() - t0 < 5000, 'failed at once');
+    const { isLoopbackUrl } = await import('../../../src/backends/wait.ts');
+    assert.deepEqual(
+      [
+        'http://127.0.0.1:8000/v1',
+        'http://localhost:1/v1',
+        'http://[::1]:8000',
+        'http://10.0.0.2:8000/v1',
+      ].map(isLoopbackUrl),
+      [true, true, true, false],
+    );
+  });
+
   test('a ready server passes; one without tool calling stops with the flag to add', async () => {
     const { ensureBackendReady } = await import('../../../src/backends/wait.ts');
     const good = await startStandin();
