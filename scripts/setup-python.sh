@@ -1,14 +1,9 @@
 #!/usr/bin/env bash
-# Makes polar's Python environment: .venv at the repository root with the pinned packages of
+# Makes polar's Python environment in a clone: .venv at the repository root with the pinned packages of
 # src/train/worker/requirements.txt (torch, transformers, peft, safetensors, accelerate, onnx, onnxruntime,
-# pytest). `npm run setup:python`; PYTHON=python3.12 picks the interpreter. polar train / export and the
-# test suite use .venv by default (--python PATH or POLAR_PYTHON still win). See docs/train.md.
+# pytest), through `polar setup` (src/setup/command.ts), which an installed polar runs to make the same
+# environment in its cache. `npm run setup:python` (after npm ci); PYTHON=python3.12 picks the interpreter.
+# polar train / export and the test suite use .venv by default (--python PATH or POLAR_PYTHON still win).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python="${PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
-fi
-# --retries 0: an unreachable index fails at once instead of retrying for minutes
-.venv/bin/python -m pip install --disable-pip-version-check --retries 0 -r src/train/worker/requirements.txt
-.venv/bin/python -c 'import torch, transformers, peft; print("polar python:", torch.__version__, transformers.__version__, peft.__version__)'
+exec node bin/polar setup --venv .venv --python "${PYTHON:-python3}"

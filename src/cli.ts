@@ -15,6 +15,7 @@ import { defineGym } from '../commands/gym.ts';
 import { defineInspect } from '../commands/inspect.ts';
 import { defineLoop } from '../commands/loop.ts';
 import { defineServe } from '../commands/serve.ts';
+import { defineSetup } from '../commands/setup.ts';
 import type { Report } from '../commands/shared.ts';
 import { defineTrain } from '../commands/train.ts';
 import { EXIT, type ExitCode, PolarError } from './errors.ts';
@@ -56,6 +57,7 @@ export function program(report: Report = () => {}): Command {
   defineExport(cmd, report);
   defineLoop(cmd, report);
   defineDoctor(cmd, report);
+  defineSetup(cmd, report);
   for (const sub of cmd.commands) sub.addHelpText('after', EXIT_CODES_HELP);
   return cmd;
 }

@@ -1,10 +1,13 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { rolloutVerifier } from '../rollout/verifier.ts';
+import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
+import { checkTrainer } from '../train/model-info.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
@@ -72,6 +75,45 @@ export function loopOptions(f: LoopFlags): LoopOptions {
   };
 }
 
+/**
+ * What the loop's first train step needs, checked before any rollout: train.json and the train flags
+ * valid, a Python with torch (CUDA for --device cuda), the model found, and its vocabulary as large as the
+ * rollouts' tokenizer (with the embedded backend: the model's own tokenizer files, else the Qwen3 one
+ * the export adds; with a server: --tokenizer when it is a directory).
+ */
+export async function checkLoopTrainer(o: LoopOptions): Promise<void> {
+  const file = o.trainConfig ? await readUserConfig(o.trainConfig) : undefined;
+  const config = resolveTrainConfig({
+    trajectories: '',
+    out: o.out,
+    file,
+    flags: { ...o.trainFlags, model: o.trainModel },
+  });
+  const tokenizer =
+    o.backend.kind === 'embedded'
+      ? existsSync(join(o.trainModel, 'tokenizer.json'))
+        ? o.trainModel
+        : qwen3TokenizerDir()
+      : o.backend.tokenizer && existsSync(join(o.backend.tokenizer, 'tokenizer.json'))
+        ? o.backend.tokenizer
+        : null;
+  await checkTrainer({
+    model: o.trainModel,
+    flag: '--train-model',
+    device: config.device,
+    gpus: config.gpus,
+    lora: config.lora,
+    ...(tokenizer
+      ? {
+          tokenizerVocab: {
+            size: tokenizerVocabSize(tokenizer),
+            what: `the tokenizer of the rollouts (${tokenizer})`,
+          },
+        }
+      : {}),
+  });
+}
+
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not within a step. */
 function verifierOf(grader: string | undefined): { verifier?: string } {
   const verifier = rolloutVerifier(grader, 'polar loop grades each rollout itself');
@@ -81,6 +123,8 @@ function verifierOf(grader: string | undefined): { verifier?: string } {
 export async function loopCommand(f: LoopFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
   const options = loopOptions(f);
+  // the trainer's set-up (Python, device, model, vocabulary) before the first rollout, not after it
+  await checkLoopTrainer(options);
   // SIGINT, SIGTERM and SIGHUP alike: the running phase stops, no new one starts (InterruptedError)
   const interrupt = onStopSignals('stopping the running step (run again with --resume to continue)');
   let summaries: Awaited<ReturnType<typeof runLoop>>;

@@ -240,6 +240,8 @@ async function runStep(
     configFile: o.trainConfig,
     ...(resume ? { resume } : {}),
     ...(o.signal ? { signal: o.signal } : {}),
+    // the served name (vLLM --served-model-name) is the policy the rollouts came from
+    sampledBy: [o.backend.model],
     flags: {
       ...o.trainFlags,
       ...(resume ? {} : { model: checkpoint }),

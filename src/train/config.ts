@@ -56,6 +56,8 @@ export const trainOptionsSchema = z.strictObject({
   advantage: z.enum(trainAdvantages),
   tis: z.boolean(),
   tis_cap: z.number().positive(),
+  /** mean |trainer - sampling| logprob per token on the first batch beyond which training refuses (0: no check) */
+  sampling_gap_limit: z.number().nonnegative(),
   kl_coef: nonNegative,
   micro_batch_tokens: positiveInt,
   logprob_chunk: positiveInt,
@@ -100,6 +102,7 @@ export const TRAIN_DEFAULTS: Omit<TrainOptions, 'model'> = {
   advantage: 'rloo',
   tis: true,
   tis_cap: 2.0,
+  sampling_gap_limit: 2.0,
   kl_coef: 0,
   micro_batch_tokens: 16384,
   logprob_chunk: 1024,

@@ -1,9 +1,12 @@
 /**
  * Finds a Python that imports torch and reports what it has (torch, CUDA, transformers, peft, safetensors),
  * so a missing piece is named with the command that installs it before the worker starts. Without
- * --python / POLAR_PYTHON the first candidate is the repository's .venv, made by `npm run setup:python`
- * from src/train/worker/requirements.txt (the one declaration of polar's Python environment).
+ * --python / POLAR_PYTHON the candidates are the clone's .venv (`npm run setup:python`) and the environment
+ * `polar setup` makes in polar's cache, both from src/train/worker/requirements.txt (the one declaration of
+ * polar's Python environment).
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { EnvironmentError, UsageError } from '../errors.ts';
@@ -67,24 +70,38 @@ export const probePython: Prober = async (python) => {
   }
 };
 
-/** The Python of `npm run setup:python`: .venv at the repository root. */
+/** The Python of `npm run setup:python` in a clone: .venv at the repository root. */
 export const VENV_PYTHON = fileURLToPath(new URL('../../.venv/bin/python', import.meta.url));
 /** The pinned packages of polar's Python environment. */
 export const REQUIREMENTS = fileURLToPath(new URL('./worker/requirements.txt', import.meta.url));
-export const SETUP_COMMAND = 'npm run setup:python';
+export const SETUP_COMMAND = 'polar setup';
+
+/** polar's own cache: $POLAR_HOME, else $XDG_CACHE_HOME/polar, else ~/.cache/polar. */
+export function polarHome(): string {
+  return process.env.POLAR_HOME ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'polar');
+}
+
+/** Where `polar setup` makes the environment by default: <polar's cache>/python. */
+export function polarVenv(): string {
+  return join(polarHome(), 'python');
+}
 
 const setupHint = (python?: string): string =>
-  `make polar's Python environment: ${SETUP_COMMAND} (in ${fileURLToPath(new URL('../..', import.meta.url))}; ` +
-  `it installs ${REQUIREMENTS} into .venv)` +
+  `make polar's Python environment: ${SETUP_COMMAND} (it installs ${REQUIREMENTS} into ${polarVenv()}; in a clone, npm run setup:python makes .venv)` +
   (python ? `, or install it into ${python}: ${python} -m pip install -r ${REQUIREMENTS}` : '') +
   '; or point polar at a Python that has it: --python PATH or POLAR_PYTHON';
 
-/** --python / POLAR_PYTHON if given (must import torch), else the first of .venv, python3, /usr/bin/python3 that does. */
+/**
+ * --python / POLAR_PYTHON if given (must import torch), else the first that does of: the clone's .venv,
+ * the environment `polar setup` makes in polar's cache, python3, /usr/bin/python3.
+ */
 export async function findPython(
   explicit: string | undefined,
   probe: Prober = probePython,
 ): Promise<PythonProbe> {
-  const candidates = explicit ? [explicit] : [VENV_PYTHON, 'python3', '/usr/bin/python3'];
+  const candidates = explicit
+    ? [explicit]
+    : [VENV_PYTHON, join(polarVenv(), 'bin', 'python'), 'python3', '/usr/bin/python3'];
   const tried: string[] = [];
   for (const python of [...new Set(candidates)]) {
     const r = await probe(python);

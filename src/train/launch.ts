@@ -11,12 +11,13 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { firstIssue } from '../capture/reader.ts';
-import { InputError, PolarError, UsageError } from '../errors.ts';
+import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import { InterruptedError, stopSignalOf } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
 import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
+import { modelVocabSize, otherSamplers } from './model-info.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES, workerEventSchema } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
@@ -161,6 +162,12 @@ export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: strin
   }
   if (o.error) {
     const message = String(o.error.message ?? 'unknown error');
+    if (o.error.kind === 'sampling_mismatch') {
+      return new PolarError(`training refused: ${message}`, {
+        exitCode: EXIT.badInput,
+        hint: 'train the model that sampled these trajectories (--model); a known, larger gap (another sampling temperature, a quantised server) can be allowed with sampling_gap_limit in train.json (docs/train.md)',
+      });
+    }
     if (o.error.kind === 'non_finite') {
       return new PolarError(`training stopped: ${message}`, {
         hint: `continue from the last good checkpoint: the same command with --resume (--out ${ctx.out}); lower --lr or check the data first`,
@@ -198,6 +205,8 @@ export interface TrainRequest {
   allowZeroAdvantage?: boolean;
   /** SIGINT / SIGTERM (src/util/interrupt.ts): the worker is stopped, the last checkpoint kept for --resume */
   signal?: AbortSignal;
+  /** model names that serve the trained weights (polar loop: its served model), beside the model itself */
+  sampledBy?: string[];
 }
 
 export interface TrainResult {
@@ -217,7 +226,7 @@ export interface TrainDeps {
 }
 
 /** The checkpoint a --resume directory points at (its own step dir, or the one named by its latest file). */
-async function checkpointMeta(dir: string): Promise<{ base_model?: string }> {
+async function checkpointMeta(dir: string): Promise<{ base_model?: string; dir: string }> {
   if (!existsSync(dir)) throw new UsageError(`--resume ${dir}: no such directory`);
   let step = dir;
   if (!existsSync(join(dir, CHECKPOINT_FILES.state)) && existsSync(join(dir, CHECKPOINT_FILES.latest))) {
@@ -230,7 +239,7 @@ async function checkpointMeta(dir: string): Promise<{ base_model?: string }> {
       'pass the --out directory of an earlier run, or one of its step-N directories',
     );
   }
-  return JSON.parse(await readFile(metaPath, 'utf8'));
+  return { ...JSON.parse(await readFile(metaPath, 'utf8')), dir: step };
 }
 
 export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise<TrainResult> {
@@ -258,14 +267,22 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     file,
     flags,
   });
-  if (resume) await checkpointMeta(resume);
+  const resumed = resume ? await checkpointMeta(resume) : undefined;
 
-  // 1. the data, before any GPU time is spent
+  // 1. the data, before any GPU time is spent: every id within the model's vocabulary when it is known
+  const trained = resumed?.dir ?? config.model;
+  const vocab = modelVocabSize(trained);
   const data = await checkTrajectories(config.trajectories, {
     requireLogprobs: config.tis,
     maxTraceTokens: config.micro_batch_tokens,
+    ...(vocab !== null ? { vocab: { size: vocab, model: trained } } : {}),
   });
   if (data.learnable === 0 && !req.allowZeroAdvantage) throw zeroAdvantage(config.trajectories, data);
+  const others = otherSamplers(data.models, trained, req.sampledBy);
+  if (others.length > 0)
+    log.warn(
+      `${req.trajectories} was sampled from ${others.slice(0, 3).join(', ')}, training starts from ${trained}: the first batch's logprobs are compared (sampling check)`,
+    );
   if (config.loss_agg === 'dr-grpo' && config.loss_norm_tokens === null) {
     config.loss_norm_tokens = Math.max(1, data.maxTrainedPerRollout);
   }

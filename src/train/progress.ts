@@ -128,21 +128,25 @@ export class TrainProgress {
       case 'checkpoint':
         this.say(`checkpoint ${String(e.path)} (${String(e.format)})`);
         break;
-      case 'log':
-        this.say(String(e.message));
+      case 'log': {
+        // the worker's warnings (e.g. the sampling check without TIS) show even under -q
+        const message = String(e.message);
+        if (message.startsWith('warning: ')) this.say(message.slice('warning: '.length), 'warn');
+        else this.say(message);
         break;
+      }
       default:
         break;
     }
   }
 
-  private say(message: string): void {
+  private say(message: string, level: 'info' | 'warn' = 'info'): void {
     if (this.spinner) {
       const text = this.spinner.text;
       this.spinner.stop();
-      log.info(message);
+      log[level](message);
       this.spinner.start(text);
-    } else log.info(message);
+    } else log[level](message);
   }
 
   stop(ok: boolean, text?: string): void {

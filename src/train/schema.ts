@@ -32,6 +32,28 @@ export const CHECKPOINT_FILES = {
   adapter: 'adapter',
 } as const;
 
+/**
+ * The keys of a `tiny:` model spec and their defaults (the worker's tiny.py builds the model; the launcher
+ * reads the vocabulary to check trajectories before any Python starts). `stop_bias` adds that much to the
+ * logit of `stop_id` (Qwen3's `<|im_end|>`) at every position, in training and in the export alike, so a
+ * random model's turns end after a few tokens (docs/export.md, "The tiny Llama").
+ */
+export const TINY_DEFAULTS = {
+  arch: 'llama',
+  vocab: 64,
+  dim: 32,
+  layers: 1,
+  heads: 2,
+  kv_heads: 1,
+  head_dim: 0,
+  ffn: 0,
+  max_pos: 32768,
+  rope_theta: 10000,
+  seed: 0,
+  stop_bias: 0,
+  stop_id: 151645,
+} as const;
+
 const num = z.number().nullable();
 
 /** The per-step metrics of a step event (and of metrics.jsonl); see docs/train.md. */
@@ -111,6 +133,7 @@ export function workerSchema(): Record<string, unknown> {
       device: trainDevices,
     },
     files: CHECKPOINT_FILES,
+    tiny: TINY_DEFAULTS,
     options: z.toJSONSchema(trainOptionsSchema),
     events: z.toJSONSchema(workerEventSchema),
   };

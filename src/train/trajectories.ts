@@ -12,6 +12,8 @@ export interface TrajectoryCheck {
   requireLogprobs: boolean;
   /** the longest trace (prompt + response) allowed */
   maxTraceTokens: number;
+  /** the training model's vocabulary, when known: every id must be below it (checked line by line) */
+  vocab?: { size: number; model: string };
 }
 
 export interface TrajectorySummary {
@@ -28,6 +30,29 @@ export interface TrajectorySummary {
   learnable: number;
   /** groups (group_id, else task_id) of the rollouts without an advantage */
   groups: number;
+  /** the distinct `model` of the records: the models that sampled them */
+  models: string[];
+}
+
+/** A token id the model has no row for: the trajectories come from another tokenizer (another model). */
+function outsideVocab(
+  file: string,
+  line: number,
+  i: number,
+  trace: { prompt_ids: number[]; response_ids: number[] },
+  vocab: { size: number; model: string },
+): void {
+  for (const field of ['prompt_ids', 'response_ids'] as const) {
+    const bad = trace[field].find((id) => id >= vocab.size);
+    if (bad === undefined) continue;
+    throw new InputError(
+      file,
+      line,
+      `traces.${i}.${field}`,
+      `token id ${bad} is outside the vocabulary of ${vocab.model} (${vocab.size} ids): these trajectories come from another tokenizer`,
+      'train the model that sampled them (--model), or capture again with this model',
+    );
+  }
 }
 
 export async function checkTrajectories(file: string, check: TrajectoryCheck): Promise<TrajectorySummary> {
@@ -41,11 +66,14 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
     withoutAdvantage: 0,
     learnable: 0,
     groups: 0,
+    models: [],
   };
+  const models = new Set<string>();
   // rewards of the rollouts without an advantage, per group: the worker's advantage is 0 in a uniform group
   const rewards = new Map<string, number[]>();
   for await (const { record, line } of readTrajectories(file)) {
     s.rollouts++;
+    models.add(record.model);
     if (record.advantage !== null && record.advantage !== 0) s.learnable++;
     if (record.advantage === null && record.reward !== null) {
       const key = record.group_id ?? record.task_id ?? `rollout-${s.rollouts}`;
@@ -72,6 +100,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
       s.tokens += n;
       s.maxTraceTokens = Math.max(s.maxTraceTokens, n);
       for (const m of trace.loss_mask) trainedHere += m;
+      if (check.vocab) outsideVocab(file, line, i, trace, check.vocab);
       if (check.requireLogprobs && trace.response_logprobs === null) {
         throw new InputError(
           file,
@@ -96,6 +125,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
   }
   if (s.rollouts === 0) throw new InputError(file, undefined, undefined, 'no trajectory records');
   s.groups = rewards.size;
+  s.models = [...models];
   for (const group of rewards.values()) if (!isUniform(group)) s.learnable += group.length;
   if (s.trainedTokens === 0) {
     throw new InputError(

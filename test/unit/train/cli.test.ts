@@ -4,12 +4,20 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { NO_TORCH, pythonWithTorch, smallBatch, TINY, tempDir, writeJsonl } from './fixtures.ts';
+import {
+  madeUpLogprobs,
+  NO_TORCH,
+  pythonWithTorch,
+  smallBatch,
+  TINY,
+  tempDir,
+  writeJsonl,
+} from './fixtures.ts';
 
 const probe = await pythonWithTorch();
 const BIN = fileURLToPath(new URL('../../../bin/polar', import.meta.url));
@@ -29,7 +37,21 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const out = join(dir, 'ckpt');
     const r = await execa(
       process.execPath,
-      [BIN, 'train', '-', '--model', TINY, '--device', 'cpu', '--out', out, '--batch-rollouts', '4'],
+      [
+        BIN,
+        'train',
+        '-',
+        '--model',
+        TINY,
+        '--device',
+        'cpu',
+        '--out',
+        out,
+        '--batch-rollouts',
+        '4',
+        '--config',
+        await madeUpLogprobs(dir),
+      ],
       {
         reject: false,
         env: { NO_COLOR: '1', POLAR_PYTHON: probe?.python ?? '' },
@@ -46,6 +68,7 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
     const out = join(dir, 'ckpt');
+    const config = await madeUpLogprobs(dir);
     const r = await polar([
       traj,
       '--model',
@@ -58,16 +81,18 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
       '4',
       '--lr',
       '0.01',
+      '--config',
+      config,
     ]);
     assert.equal(r.exitCode, 0, r.stderr);
     assert.match(r.stderr, /step 1\/2 {2}loss/);
     assert.match(r.stderr, /step 2\/2 {2}loss .* kl .* clip .* ent .* gnorm .* tok\/s .* mem/);
-    const config = JSON.parse(await readFile(join(out, 'config.json'), 'utf8'));
-    assert.equal(config.device, 'cpu');
-    assert.equal(config.tis, true);
-    assert.equal(config.lr, 0.01);
-    assert.equal(config.model, TINY);
-    assert.equal(config.environment.python, probe?.executable);
+    const resolved = JSON.parse(await readFile(join(out, 'config.json'), 'utf8'));
+    assert.equal(resolved.device, 'cpu');
+    assert.equal(resolved.tis, true);
+    assert.equal(resolved.lr, 0.01);
+    assert.equal(resolved.model, TINY);
+    assert.equal(resolved.environment.python, probe?.executable);
     const metrics = (await readFile(join(out, 'metrics.jsonl'), 'utf8'))
       .trim()
       .split('\n')
@@ -99,6 +124,8 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
       '2',
       '--batch-rollouts',
       '4',
+      '--config',
+      config,
     ]);
     assert.equal(again.exitCode, 0, again.stderr);
     assert.match(again.stderr, /resumed from .*step-2 at step 2/);
@@ -119,16 +146,44 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
   test('a worker failure is one clear error line, not a traceback', async () => {
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
-    const r = await polar([traj, '--model', 'tiny:vocab=8', '--device', 'cpu', '--out', join(dir, 'o')]);
-    assert.equal(r.exitCode, 1);
+    // a model directory transformers cannot load: the worker fails, not the launcher's checks
+    const model = join(dir, 'broken-model');
+    await mkdir(model);
+    await writeFile(join(model, 'config.json'), '{"model_type": "no-such-architecture"}\n');
+    const r = await polar([traj, '--model', model, '--device', 'cpu', '--out', join(dir, 'o')]);
+    assert.equal(r.exitCode, 1, r.stderr);
     const errors = r.stderr.split('\n').filter((l) => l.startsWith('polar: error:'));
     assert.equal(errors.length, 1, r.stderr);
-    assert.match(
-      errors[0]!,
-      /training worker failed: line 1: traces\[0\]: token id \d+ is outside the model's vocabulary \(size 8\)/,
-    );
+    assert.match(errors[0]!, /training worker failed: .*no-such-architecture/);
     assert.doesNotMatch(r.stderr, /Traceback/);
     assert.match(await readFile(join(dir, 'o', 'worker.log'), 'utf8'), /Traceback/);
+  });
+
+  test("ids outside the model's vocabulary: refused at the first record, before any Python (issue 31 item 3)", async () => {
+    const dir = await tempDir();
+    const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
+    const r = await polar([traj, '--model', 'tiny:vocab=8', '--device', 'cpu', '--out', join(dir, 'o')]);
+    assert.equal(r.exitCode, 3, r.stderr);
+    assert.match(
+      r.stderr,
+      /polar: error: .*traj\.jsonl:1: traces\.0\.response_ids: token id 11 is outside the vocabulary of tiny:vocab=8 \(8 ids\)/,
+    );
+    assert.ok(!existsSync(join(dir, 'o', 'worker.log')), 'no worker started');
+  });
+
+  test('trajectories sampled from another model: refused on the first batch, exit 3 (issue 31 item 4)', async () => {
+    const dir = await tempDir();
+    // smallBatch's logprobs (-1.5 each) are not what TINY gives these tokens
+    const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
+    const r = await polar([traj, '--model', TINY, '--device', 'cpu', '--out', join(dir, 'o')]);
+    assert.equal(r.exitCode, 3, r.stderr);
+    assert.match(
+      r.stderr,
+      /polar: error: training refused: the trajectories' sampling logprobs differ from tiny:.* by \d+\.\d+ nats per token over \d+ tokens of the first batch \(limit 2\): they were sampled from another model/,
+    );
+    assert.match(r.stderr, /traj\.jsonl was sampled from tiny, training starts from tiny:/);
+    assert.match(r.stderr, /sampling_gap_limit/);
+    assert.ok(!existsSync(join(dir, 'o', 'latest')), 'no checkpoint');
   });
 
   test('bad data is refused before the worker starts', async () => {

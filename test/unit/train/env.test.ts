@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { EnvironmentError, UsageError } from '../../../src/errors.ts';
 import {
@@ -6,6 +7,7 @@ import {
   findPython,
   type Prober,
   type PythonProbe,
+  polarVenv,
   VENV_PYTHON,
 } from '../../../src/train/env.ts';
 
@@ -25,17 +27,26 @@ const probe = (over: Partial<PythonProbe>): PythonProbe => ({
 });
 
 describe('train environment', () => {
-  test('the .venv of npm run setup:python first, then python3, then /usr/bin/python3', async () => {
+  test("the clone's .venv first, then polar setup's environment in polar's cache, python3, /usr/bin/python3", async () => {
     const seen: string[] = [];
+    const cached = join(polarVenv(), 'bin', 'python');
     const prober: Prober = async (python) => {
       seen.push(python);
-      if (python === VENV_PYTHON) return { python, problem: 'not found' };
+      if (python === VENV_PYTHON || python === cached) return { python, problem: 'not found' };
       return python === 'python3' ? probe({ python, torch: null }) : probe({ python, torch: '2.13.0' });
     };
     const p = await findPython(undefined, prober);
     assert.equal(p.python, '/usr/bin/python3');
-    assert.deepEqual(seen, [VENV_PYTHON, 'python3', '/usr/bin/python3']);
+    assert.deepEqual(seen, [VENV_PYTHON, cached, 'python3', '/usr/bin/python3']);
     assert.match(VENV_PYTHON, /\.venv\/bin\/python$/);
+    const saved = process.env.POLAR_HOME;
+    process.env.POLAR_HOME = '/srv/polar-cache';
+    try {
+      assert.equal(polarVenv(), '/srv/polar-cache/python');
+    } finally {
+      if (saved === undefined) delete process.env.POLAR_HOME;
+      else process.env.POLAR_HOME = saved;
+    }
   });
 
   test('an explicit --python is the only candidate, and no torch anywhere names every attempt', async () => {
@@ -50,7 +61,7 @@ describe('train environment', () => {
     await assert.rejects(findPython(undefined, prober), (e: unknown) => {
       assert.ok(e instanceof EnvironmentError);
       assert.match(e.message, /python3 \(Python 3\.11\.2, no torch\), \/usr\/bin\/python3/);
-      assert.match(e.hint ?? '', /npm run setup:python/);
+      assert.match(e.hint ?? '', /polar setup/);
       assert.match(e.hint ?? '', /--python PATH or POLAR_PYTHON/);
       return true;
     });
@@ -70,7 +81,7 @@ describe('train environment', () => {
         (e: unknown) =>
           e instanceof EnvironmentError &&
           what.test(e.message) &&
-          (e.hint ?? '').includes('npm run setup:python') &&
+          (e.hint ?? '').includes('polar setup') &&
           (e.hint ?? '').includes('-m pip install -r ') &&
           (e.hint ?? '').includes('requirements.txt'),
       );

@@ -44,7 +44,7 @@ from .checkpoint import fresh_dir, replace_dir
 from .model import TOKENIZER_FILES, load_model
 from .quantize import QEmbedding, quantized_copy
 from .schema import CHECKPOINT_META, LATEST
-from .tiny import is_tiny_spec
+from .tiny import is_tiny_spec, logit_bias_vector
 
 #: attention-only decoders whose layers Decoder runs (model_type in config.json)
 EXPORTABLE = ("llama", "qwen2", "qwen3", "mistral")
@@ -81,11 +81,15 @@ class Decoder(nn.Module):
         self.register_buffer("inv_freq", rot.inv_freq.detach().clone().float(), persistent=False)
         self.rope_scale = float(getattr(rot, "attention_scaling", 1.0))
         self.tied = bool(getattr(cfg, "tie_word_embeddings", False))
+        # a tiny model's stop bias (tiny.py): in the graph as in training
+        bias = logit_bias_vector(cfg, int(cfg.vocab_size))
+        self.register_buffer("logit_bias", bias, persistent=False)
 
     def head(self, h):
         emb = self.lm.model.embed_tokens
         if self.tied:
-            return emb.head(h) if isinstance(emb, QEmbedding) else h @ emb.weight.t()
+            logits = emb.head(h) if isinstance(emb, QEmbedding) else h @ emb.weight.t()
+            return logits if self.logit_bias is None else logits + self.logit_bias
         return self.lm.lm_head(h)
 
     def attention(self, layer, x, cos, sin, mask, past_k, past_v):

@@ -23,7 +23,7 @@ from transformers.utils import logging as hf_logging  # type: ignore
 
 from .loss import chunked_logprobs
 from .schema import ADAPTER_DIR
-from .tiny import build_tiny, is_tiny_spec
+from .tiny import apply_logit_bias, build_tiny, is_tiny_spec
 
 
 hf_logging.disable_progress_bar()  # the worker's stderr is a log file, not a terminal
@@ -175,7 +175,7 @@ def load_model(spec: str, dtype: torch.dtype = torch.float32):
 
     model = AutoModelForCausalLM.from_pretrained(spec, dtype=dtype)
     model.config.use_cache = False
-    return model
+    return apply_logit_bias(model)
 
 
 def load_policy(spec: str, device: torch.device, lora: bool, dtype: Optional[torch.dtype] = None) -> "HFPolicy":

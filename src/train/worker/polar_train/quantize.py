@@ -52,16 +52,18 @@ def quantized_copy(model: nn.Module) -> nn.Module:
                     setattr(parent, name, QLinear(child))
     tied = getattr(q.config, "tie_word_embeddings", False)
     q.model.embed_tokens = QEmbedding(model.model.embed_tokens)
-    q.lm_head = QHead(q.model.embed_tokens) if tied else QLinear(model.lm_head)
+    q.lm_head = QHead(q.model.embed_tokens, getattr(model.lm_head, "bias", None)) if tied else QLinear(model.lm_head)
     return q
 
 
 class QHead(nn.Module):
     """The head tied to a QEmbedding: the same int8 rows, stored once."""
 
-    def __init__(self, emb: "QEmbedding"):
+    def __init__(self, emb: "QEmbedding", bias=None):
         super().__init__()
         self.emb = [emb]  # a list: not a submodule, so its buffers are not registered twice
+        self.bias = bias  # a tiny model's fixed stop bias (tiny.py apply_logit_bias), or None
 
     def forward(self, h):
-        return self.emb[0].head(h)
+        logits = self.emb[0].head(h)
+        return logits if self.bias is None else logits + self.bias

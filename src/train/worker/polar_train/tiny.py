@@ -6,33 +6,30 @@ models of the trainer, the exporter and the CPU loop.
 arch: llama (LlamaForCausalLM, the default: what the embedded backend runs after `polar export`), qwen3
 (Qwen3ForCausalLM) or qwen3_5 (Qwen3_5ForCausalLM, Qwen3.5's hybrid of gated-delta-net linear attention and
 full attention: `layer_types` alternates linear, full). Keys: vocab, dim (hidden size), layers, heads,
-kv_heads, head_dim (0: dim // heads), ffn (0: 2 * dim), max_pos, rope_theta, seed. The embedding is tied
-to the head.
+kv_heads, head_dim (0: dim // heads), ffn (0: 2 * dim), max_pos, rope_theta, seed, stop_bias (added to the
+logit of stop_id, Qwen3's <|im_end|> by default, at every position: a random model's turns then end after a
+few tokens, which a real harness needs). The embedding is tied to the head. Keys and defaults: the `tiny`
+block of schema.json (src/train/schema.ts TINY_DEFAULTS).
+
+The stop bias is part of the model: `config.polar_logit_bias` ({id: bias}) is saved with every checkpoint,
+`apply_logit_bias` gives the head a fixed (non-persistent, untrained) bias from it whenever polar loads a
+model, and the exporter adds the same vector in the ONNX graph, so sampling (embedded backend) and training
+compute the same distribution.
 
 Weights: `torch.manual_seed(seed)` before the model is built, then every nn.Linear and nn.Embedding weight
 is redrawn from a generator seeded with `seed` (embedding N(0, 1), linear N(0, 1/fan_in)), so the same spec
 gives the same weights in every process and the next-token distributions are peaked enough for greedy
 decoding to be meaningful (transformers' own init, N(0, 0.02), gives almost uniform logits at this size).
 """
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 import torch.nn as nn
 
+from .schema import SCHEMA
+
 ARCHES = ("llama", "qwen3", "qwen3_5")
-TINY_DEFAULTS = {
-    "arch": "llama",
-    "vocab": 64,
-    "dim": 32,
-    "layers": 1,
-    "heads": 2,
-    "kv_heads": 1,
-    "head_dim": 0,
-    "ffn": 0,
-    "max_pos": 32768,
-    "rope_theta": 10000,
-    "seed": 0,
-}
+TINY_DEFAULTS = dict(SCHEMA["tiny"])
 RMS_EPS = 1e-6
 
 
@@ -53,11 +50,18 @@ def parse_tiny_spec(spec: str) -> Dict[str, object]:
             if v not in ARCHES:
                 raise ValueError("tiny model spec: arch must be one of %s (got %r)" % (", ".join(ARCHES), v))
             cfg[k] = v
+        elif k == "stop_bias":
+            try:
+                cfg[k] = float(v)
+            except ValueError:
+                raise ValueError("tiny model spec: stop_bias=%r is not a number" % v)
         else:
             try:
                 cfg[k] = int(v)
             except ValueError:
                 raise ValueError("tiny model spec: %s=%r is not an integer" % (k, v))
+    if cfg["stop_bias"] and not 0 <= int(cfg["stop_id"]) < int(cfg["vocab"]):
+        raise ValueError("tiny model spec: stop_id %d is outside the vocabulary (vocab=%d)" % (cfg["stop_id"], cfg["vocab"]))
     heads, kv = int(cfg["heads"]), int(cfg["kv_heads"])
     if heads % kv:
         raise ValueError("tiny model spec: heads must be a multiple of kv_heads")
@@ -97,6 +101,31 @@ def tiny_config(cfg: Dict[str, object]):
                              rope_theta=float(cfg["rope_theta"]), **common)
 
 
+def logit_bias_vector(config, vocab: int) -> Optional[torch.Tensor]:
+    """The fixed logit bias of a model whose config carries `polar_logit_bias` ({id: bias}), else None."""
+    bias = getattr(config, "polar_logit_bias", None)
+    if not bias:
+        return None
+    vec = torch.zeros(vocab, dtype=torch.float32)
+    for k, v in bias.items():
+        vec[int(k)] = float(v)
+    return vec
+
+
+def apply_logit_bias(model: nn.Module) -> nn.Module:
+    """Gives the head the config's fixed logit bias: a non-persistent buffer (never trained, never saved:
+    the config carries it), which nn.Linear's forward and the trainer's chunked head both add."""
+    head = model.get_output_embeddings()
+    vec = logit_bias_vector(model.config, head.weight.shape[0])
+    if vec is None:
+        return model
+    if getattr(head, "bias", None) is not None:
+        raise ValueError("polar_logit_bias on a model whose head has its own bias")
+    del head.bias  # the empty parameter slot of nn.Linear(bias=False)
+    head.register_buffer("bias", vec.to(device=head.weight.device, dtype=head.weight.dtype), persistent=False)
+    return model
+
+
 def build_tiny(spec: str, dtype: torch.dtype = torch.float32) -> nn.Module:
     """The model of a `tiny:` spec with seeded random weights (see the module docstring)."""
     cfg = parse_tiny_spec(spec)
@@ -105,6 +134,8 @@ def build_tiny(spec: str, dtype: torch.dtype = torch.float32) -> nn.Module:
 
     seed = int(cfg["seed"])
     torch.manual_seed(seed)
+    if float(cfg["stop_bias"]):
+        config.polar_logit_bias = {str(int(cfg["stop_id"])): float(cfg["stop_bias"])}
     model = AutoModelForCausalLM.from_config(config)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -114,4 +145,4 @@ def build_tiny(spec: str, dtype: torch.dtype = torch.float32) -> nn.Module:
             elif isinstance(module, nn.Linear) and module.weight is not model.get_input_embeddings().weight:
                 module.weight.copy_(torch.randn(module.weight.shape, generator=g) / module.in_features ** 0.5)
     model.config.use_cache = False
-    return model.to(dtype)
+    return apply_logit_bias(model.to(dtype))

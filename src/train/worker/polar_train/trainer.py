@@ -26,6 +26,11 @@ class NonFiniteError(RuntimeError):
     kind = "non_finite"
 
 
+class SamplingMismatch(ValueError):
+    """The trajectories were sampled from another model: their logprobs disagree with this one's."""
+    kind = "sampling_mismatch"
+
+
 def resolve(config: dict) -> dict:
     cfg = dict(DEFAULTS)
     cfg.update({k: v for k, v in config.items() if v is not None or k not in DEFAULTS})
@@ -102,7 +107,9 @@ class Trainer:
         spec = cfg["model"]
         if resume_meta is not None:
             spec = resume_meta["base_model"] if resume_meta.get("lora") else self.resume_dir
-            if cfg.get("model") and os.path.abspath(cfg["model"]) != os.path.abspath(spec):
+            # the launcher sets model to the resume directory when none was given: nothing to say then
+            given = cfg.get("model")
+            if given and os.path.abspath(given) not in (os.path.abspath(spec), os.path.abspath(cfg["resume"])):
                 self.log("resume: loading the model from %s (not %s)" % (spec, cfg["model"]))
         self.base_model = resume_meta["base_model"] if resume_meta else cfg["model"]
         if self._given_policy is not None:
@@ -222,9 +229,49 @@ class Trainer:
             minis.append(micros)
         return minis
 
+    def check_sampling(self) -> Optional[float]:
+        """The trajectories' sampling logprobs against this model's on the first micro-batch of the first
+        batch, before any update: the mean |difference| per trained token. Sampling noise (bf16 servers, fp32
+        exports, temperature and top-p renormalisation) stays well under a nat; another model is off by
+        several (a random token under a 150k vocabulary: ~12). Beyond `sampling_gap_limit` training refuses
+        with TIS on (its weights would be ~0 and nothing learned) and warns without it."""
+        limit = self.cfg["sampling_gap_limit"]
+        if not limit:  # 0: no check
+            return None
+        minis = self.prepare(self.batch_rollouts(self.data_step))
+        share = self._rank_share(minis[0])[:1]  # every rank runs one forward (FSDP collectives)
+        total = torch.zeros(2, dtype=torch.float64)
+        self.model.eval()
+        for mb in share:
+            logp = self._forward(self.model, mb, False)[0].float().cpu()
+            if mb.sampling_logp is not None and mb.weights.abs().sum() > 0:
+                total += torch.tensor([float((logp - mb.sampling_logp).abs().sum()), float(logp.shape[0])],
+                                      dtype=torch.float64)
+        if self.dist:
+            import torch.distributed as dist
+
+            dist.all_reduce(total)
+        if total[1] == 0:
+            return None
+        gap = float(total[0] / total[1])
+        what = "%.3f nats per token over %d tokens" % (gap, int(total[1]))
+        if gap <= limit:
+            self.log("sampling check: the trajectories' logprobs match the model's within %s" % what,
+                     sampling_gap=gap)
+            return gap
+        message = ("the trajectories' sampling logprobs differ from %s's own by %s of the first batch (limit %g): "
+                   "they were sampled from another model" % (getattr(self.policy, "source", self.base_model), what, limit))
+        if self.cfg["tis"]:
+            raise SamplingMismatch(message)
+        self.log("warning: %s; training on without the off-policy correction (--no-tis)" % message,
+                 sampling_gap=gap)
+        return gap
+
     def train(self) -> dict:
         cfg = self.cfg
         summary = {}
+        if self.data_step < self.total_steps:
+            self.check_sampling()
         while self.data_step < self.total_steps:
             t0 = time.time()
             if self.device.type == "cuda":

@@ -12,7 +12,7 @@ from helpers import record, trace
 from polar_train import __main__ as entry
 from polar_train import data as D
 from polar_train.model import load_policy
-from polar_train.trainer import NonFiniteError, Trainer
+from polar_train.trainer import NonFiniteError, SamplingMismatch, Trainer
 
 
 def seq_logprob(policy, rec):
@@ -35,8 +35,10 @@ class Base(unittest.TestCase):
 
     def run_trainer(self, records, **cfg):
         path = helpers.write_jsonl(os.path.join(self.dir, "traj.jsonl"), records)
+        # random_records' logprobs are made up (no model sampled them): the sampling check is tested on its own
         config = {"trajectories": path, "model": helpers.TINY, "out": os.path.join(self.dir, "out"),
-                  "device": "cpu", "lr": 2e-2, "weight_decay": 0.0, "save_every": 0, "batch_rollouts": 8}
+                  "device": "cpu", "lr": 2e-2, "weight_decay": 0.0, "save_every": 0, "batch_rollouts": 8,
+                  "sampling_gap_limit": 0}
         config.update(cfg)
         t = Trainer(config, self.events.append)
         t.setup()
@@ -211,7 +213,8 @@ class Entry(Base):
 
     def test_events_and_exit_codes(self):
         traj = helpers.write_jsonl(os.path.join(self.dir, "t.jsonl"), helpers.random_records(n_groups=1))
-        base = {"trajectories": traj, "model": helpers.TINY, "out": os.path.join(self.dir, "o"), "device": "cpu"}
+        base = {"trajectories": traj, "model": helpers.TINY, "out": os.path.join(self.dir, "o"), "device": "cpu",
+                "sampling_gap_limit": 0}
         code, events = self.run_main(base)
         self.assertEqual(code, 0)
         self.assertEqual([e["event"] for e in events][-2:], ["checkpoint", "done"])
@@ -234,3 +237,45 @@ def _has(name):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def sampled_by(spec, records):
+    """The records with the logprobs `spec` gives their response tokens: what a run sampled from it records."""
+    policy = load_policy(spec, torch.device("cpu"), False)
+    out = []
+    for rec in records:
+        traces = []
+        for t in rec["traces"]:
+            ids = torch.tensor([t["prompt_ids"] + t["response_ids"]])
+            with torch.no_grad():
+                lps = torch.log_softmax(policy.model(input_ids=ids).logits[0].float(), -1)
+            n = len(t["prompt_ids"])
+            traces.append(dict(t, response_logprobs=[float(lps[n + i - 1, tok]) for i, tok in enumerate(t["response_ids"])]))
+        out.append(dict(rec, traces=traces))
+    return out
+
+
+class SamplingCheck(Base):
+    """The first batch's recorded logprobs against the model's own (issue 31 item 4)."""
+
+    def test_own_samples_pass_another_models_are_refused(self):
+        recs = helpers.random_records(n_groups=1)
+        t = self.run_trainer(sampled_by(helpers.TINY, recs), max_steps=1, sampling_gap_limit=2.0)
+        checks = [e for e in self.events if e.get("sampling_gap") is not None]
+        self.assertEqual(len(checks), 1)
+        self.assertLess(checks[0]["sampling_gap"], 1e-3)
+        self.assertEqual(t.global_step, 1)
+        other = sampled_by(helpers.TINY.replace("seed=0", "seed=1"), recs)
+        with self.assertRaises(SamplingMismatch) as caught:
+            self.run_trainer(other, max_steps=1, sampling_gap_limit=2.0, out=os.path.join(self.dir, "o2"))
+        self.assertIn("sampled from another model", str(caught.exception))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "o2", "latest")), "refused before any checkpoint")
+
+    def test_without_tis_another_models_samples_warn(self):
+        other = sampled_by(helpers.TINY.replace("seed=0", "seed=1"), helpers.random_records(n_groups=1))
+        self.events = []
+        t = self.run_trainer(other, max_steps=1, tis=False, sampling_gap_limit=2.0)
+        self.assertEqual(t.global_step, 1)
+        warned = [e for e in self.events if str(e.get("message", "")).startswith("warning: ")]
+        self.assertEqual(len(warned), 1)
+        self.assertGreater(warned[0]["sampling_gap"], 2.0)

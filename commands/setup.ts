@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import type { Report } from './shared.ts';
+
+export function defineSetup(program: Command, report: Report): void {
+  program
+    .command('setup')
+    .description(
+      "make the trainer's Python environment (torch, transformers, peft) where polar train and export find it",
+    )
+    .option('--python <path>', 'the Python 3.10+ to make it with (default: python3)')
+    .option(
+      '--venv <dir>',
+      "where to make it (default: polar's cache, $POLAR_HOME/python or ~/.cache/polar/python)",
+    )
+    .option('-q, --quiet', "no progress on stderr (pip's included)")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  npx polar setup                     # then polar train and polar export use it
+  npx polar setup --python python3.12`,
+    )
+    .action(async (flags) => {
+      const { setupCommand } = await import('../src/setup/command.ts');
+      report(await setupCommand(flags));
+    });
+}

@@ -1,0 +1,95 @@
+/**
+ * `polar setup`: the trainer's Python environment (polar train, polar export, the loop's train steps):
+ * a virtual environment with the pinned packages of src/train/worker/requirements.txt (torch,
+ * transformers, peft, safetensors, onnx, ...). Installed as a package, polar keeps it in its cache
+ * (`$POLAR_HOME/python`, default `~/.cache/polar/python`), where polar train and export look for it; in a
+ * clone `npm run setup:python` makes `.venv` at the repository root with the same command. docs/train.md.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { execa } from 'execa';
+import { EnvironmentError } from '../errors.ts';
+import { checkEnvironment, polarVenv, probePython, REQUIREMENTS } from '../train/env.ts';
+import { log } from '../util/log.ts';
+
+export interface SetupFlags {
+  /** the interpreter the environment is made with (default python3) */
+  python?: string;
+  /** where to make it (default: polar's cache) */
+  venv?: string;
+  quiet?: boolean;
+}
+
+export async function setupCommand(f: SetupFlags): Promise<number> {
+  if (f.quiet) log.configure({ quiet: true });
+  const dir = resolve(f.venv ?? polarVenv());
+  const python = join(dir, 'bin', 'python');
+  if (!existsSync(python)) {
+    const base = f.python ?? 'python3';
+    await checkBase(base);
+    log.info(`making the Python environment ${dir} with ${base}`);
+    await mkdir(dirname(dir), { recursive: true });
+    await run(base, ['-m', 'venv', dir], `${base} -m venv ${dir} failed`);
+  }
+  log.info(`installing ${REQUIREMENTS} into ${dir} (torch alone is a few hundred MB)`);
+  // --retries 0: an unreachable index fails at once instead of retrying for minutes
+  await run(
+    python,
+    [
+      '-m',
+      'pip',
+      'install',
+      '--disable-pip-version-check',
+      '--retries',
+      '0',
+      ...(f.quiet ? ['-q'] : []),
+      '-r',
+      REQUIREMENTS,
+    ],
+    'pip could not install the requirements',
+  );
+  const probe = await probePython(python);
+  if ('problem' in probe) throw new EnvironmentError(`${python} ${probe.problem} after the install`);
+  checkEnvironment(probe, { device: 'cpu', gpus: 1, lora: true });
+  log.info(
+    `polar's Python: ${python} (Python ${probe.version}, torch ${probe.torch}, transformers ${probe.transformers}, peft ${probe.peft}${probe.cuda ? `, ${probe.cuda_devices} CUDA device(s)` : ', no CUDA device'})`,
+  );
+  process.stdout.write(`${python}\n`);
+  return 0;
+}
+
+/** A Python 3.10+ with the venv module (Debian: python3-venv). */
+async function checkBase(python: string): Promise<void> {
+  const r = await execa(
+    python,
+    ['-c', 'import sys, venv, ensurepip; print("%d.%d" % sys.version_info[:2])'],
+    { reject: false },
+  );
+  if (r.exitCode !== 0) {
+    const missing = (r as { code?: string }).code === 'ENOENT';
+    throw new EnvironmentError(
+      missing
+        ? `no ${python} found`
+        : `${python} cannot make a virtual environment (no venv/ensurepip module)`,
+      missing
+        ? 'install Python 3.10 or newer, or name one with --python'
+        : 'install the venv module (Debian/Ubuntu: apt-get install python3-venv), or name another Python with --python',
+    );
+  }
+  const [major = 0, minor = 0] = r.stdout.trim().split('.').map(Number);
+  if (major < 3 || (major === 3 && minor < 10))
+    throw new EnvironmentError(
+      `${python} is Python ${r.stdout.trim()}: polar's worker needs 3.10 or newer`,
+      'name another Python with --python',
+    );
+}
+
+async function run(file: string, args: string[], failure: string): Promise<void> {
+  const r = await execa(file, args, { reject: false, stdin: 'ignore', stdout: 'inherit', stderr: 'inherit' });
+  if (r.exitCode !== 0)
+    throw new EnvironmentError(
+      `${failure} (exit code ${r.exitCode ?? r.signal})`,
+      'pip needs a package index or a wheel mirror (pip config); see its messages above',
+    );
+}
