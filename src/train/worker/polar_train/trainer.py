@@ -19,16 +19,12 @@ from . import data as D
 from .checkpoint import ConfigError, file_sha256, resolve_resume_dir
 from .loss import aggregation_weights, policy_loss, tis_weights
 from .model import load_policy
+from .sampling import SamplingMismatch, check_sampling  # noqa: F401 (SamplingMismatch: the worker's error)
 from .schema import CHECKPOINT_META, DEFAULTS, METRICS, SCHEDULES
 
 
 class NonFiniteError(RuntimeError):
     kind = "non_finite"
-
-
-class SamplingMismatch(ValueError):
-    """The trajectories were sampled from another model: their logprobs disagree with this one's."""
-    kind = "sampling_mismatch"
 
 
 def resolve(config: dict) -> dict:
@@ -230,42 +226,8 @@ class Trainer:
         return minis
 
     def check_sampling(self) -> Optional[float]:
-        """The trajectories' sampling logprobs against this model's on the first micro-batch of the first
-        batch, before any update: the mean |difference| per trained token. Sampling noise (bf16 servers, fp32
-        exports, temperature and top-p renormalisation) stays well under a nat; another model is off by
-        several (a random token under a 150k vocabulary: ~12). Beyond `sampling_gap_limit` training refuses
-        with TIS on (its weights would be ~0 and nothing learned) and warns without it."""
-        limit = self.cfg["sampling_gap_limit"]
-        if not limit:  # 0: no check
-            return None
-        minis = self.prepare(self.batch_rollouts(self.data_step))
-        share = self._rank_share(minis[0])[:1]  # every rank runs one forward (FSDP collectives)
-        total = torch.zeros(2, dtype=torch.float64)
-        self.model.eval()
-        for mb in share:
-            logp = self._forward(self.model, mb, False)[0].float().cpu()
-            if mb.sampling_logp is not None and mb.weights.abs().sum() > 0:
-                total += torch.tensor([float((logp - mb.sampling_logp).abs().sum()), float(logp.shape[0])],
-                                      dtype=torch.float64)
-        if self.dist:
-            import torch.distributed as dist
-
-            dist.all_reduce(total)
-        if total[1] == 0:
-            return None
-        gap = float(total[0] / total[1])
-        what = "%.3f nats per token over %d tokens" % (gap, int(total[1]))
-        if gap <= limit:
-            self.log("sampling check: the trajectories' logprobs match the model's within %s" % what,
-                     sampling_gap=gap)
-            return gap
-        message = ("the trajectories' sampling logprobs differ from %s's own by %s of the first batch (limit %g): "
-                   "they were sampled from another model" % (getattr(self.policy, "source", self.base_model), what, limit))
-        if self.cfg["tis"]:
-            raise SamplingMismatch(message)
-        self.log("warning: %s; training on without the off-policy correction (--no-tis)" % message,
-                 sampling_gap=gap)
-        return gap
+        """The first batch's sampling logprobs against this model's own (sampling.py)."""
+        return check_sampling(self)
 
     def train(self) -> dict:
         cfg = self.cfg
