@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<void>> = {
   eval: async () => (await import('./eval.ts')).benchEval(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
   'tokens-http': async () => (await import('./tokens-http.ts')).benchTokensHttp(),
+  startup: async () => (await import('./startup.ts')).benchStartup(),
   // Python: on a CUDA machine the GPU step benchmark (bench/train_gpu.py, Qwen3.5 ~4B at 16k tokens); on
   // a CPU the trainer's overhead against a plain transformers forward+backward of the same tokens
   // (bench/train_cpu.py, tiny Qwen3 and Qwen3.5), then train_gpu.py --tiny to show that script runs

@@ -1,6 +1,6 @@
 /** Flag groups several subcommands share, each flag with its parser (src/options/parsers.ts) and default. */
 import { type Command, Option } from 'commander';
-import { BACKEND_KINDS } from '../src/backends/index.ts';
+import { BACKEND_KINDS } from '../src/backends/kinds.ts';
 import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';

@@ -1,13 +1,13 @@
 import { type Command, Option } from 'commander';
 import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import type { TrainFlags } from '../src/train/config.ts';
 import {
   learningRateSchedules,
   lossAggregations,
   TRAIN_DEFAULTS,
-  type TrainFlags,
   trainAdvantages,
   trainDevices,
-} from '../src/train/config.ts';
+} from '../src/train/defaults.ts';
 import type { Report } from './shared.ts';
 
 /** an option whose default lives in TRAIN_DEFAULTS (so train.json can override it): shown, not set */

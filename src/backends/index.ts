@@ -2,7 +2,7 @@ import { UsageError } from '../errors.ts';
 import { OpenAICompatibleBackend } from './openai-compatible.ts';
 import type { Backend, BackendOptions } from './types.ts';
 
-export const BACKEND_KINDS = ['vllm', 'sglang', 'openai', 'tokens', 'embedded', 'nemo-rl'] as const;
+export { BACKEND_KINDS } from './kinds.ts';
 
 /** Creates the backend a run asked for. tokens and embedded load lazily (they pull in Transformers.js). */
 export async function createBackend(options: BackendOptions): Promise<Backend> {

@@ -64,6 +64,11 @@ export const DEFAULTS = {
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),
+  /**
+   * the offline stand-in for it, for trying polar: a random Qwen3 with the real vocabulary whose stop
+   * bias ends turns after a token or two (Pi asks for 8192), made by one command (TINY_TRIAL_COMMAND)
+   */
+  tinyTrialModel: d('tiny:arch=qwen3,vocab=151669,stop_bias=40'),
   /** polar inspect */
   maxTokensPerTrace: d(2000),
   /** polar loop */
@@ -75,6 +80,9 @@ export const DEFAULTS = {
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;
+
+/** The one command that makes the offline trial model in ./tiny-model (README, the offline error's hint). */
+export const TINY_TRIAL_COMMAND = `polar export ${DEFAULTS.tinyTrialModel.value} --out tiny-model`;
 
 /** An option with its typed default from DEFAULTS, shown in --help as words (`default: 1800 (30 min)`). */
 export function withDefault<T>(option: Option, value: Default<T>): Option {

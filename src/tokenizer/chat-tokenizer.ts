@@ -12,6 +12,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
 import { EnvironmentError, errorMessage, UsageError } from '../errors.ts';
+import { TINY_TRIAL_COMMAND } from '../options/defaults.ts';
 
 export interface TemplateToolCall {
   type: 'function';
@@ -51,6 +52,9 @@ export function isLocalPath(source: string): boolean {
   return isAbsolute(source) || source.startsWith('./') || source.startsWith('../') || source === '.';
 }
 
+/** What to do without the hub: a tiny model made offline in one command, a local model, or a server. */
+const OFFLINE_HINT = `to try polar offline, make a tiny model in one command: ${TINY_TRIAL_COMMAND}, then --model ./tiny-model; or point at a local model with --model ./dir (tokenizer.json + onnx/model.onnx), or at a server with --backend vllm --backend-url http://HOST:8000/v1 --model NAME`;
+
 export async function loadChatTokenizer(
   source: string,
   options: LoadTokenizerOptions = {},
@@ -59,10 +63,7 @@ export async function loadChatTokenizer(
   const id = local ? resolve(source) : source;
   const allowRemote = options.allowRemote ?? process.env.POLAR_OFFLINE !== '1';
   if (!local && !allowRemote) {
-    throw new UsageError(
-      `tokenizer "${source}" is a hub id but remote downloads are off`,
-      `point at a local model with --model ./dir (tokenizer.json + onnx/model.onnx), or at a server with --backend vllm --backend-url http://HOST:8000/v1 --model NAME`,
-    );
+    throw new UsageError(`tokenizer "${source}" is a hub id but remote downloads are off`, OFFLINE_HINT);
   }
   const previous = env.allowRemoteModels;
   env.allowRemoteModels = !local && allowRemote;
@@ -76,7 +77,7 @@ export async function loadChatTokenizer(
       local
         ? 'the directory needs tokenizer.json and tokenizer_config.json (with a chat_template)'
         : /fetch failed|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|network/i.test(errorMessage(error))
-          ? `offline? ${id} downloads on first use: point at a local model with --model ./dir (tokenizer.json + onnx/model.onnx), or at a server with --backend vllm --backend-url http://HOST:8000/v1 --model NAME`
+          ? `offline? ${id} downloads on first use. ${OFFLINE_HINT}`
           : 'check the hub id, or pass a local directory',
     );
   } finally {
