@@ -20,6 +20,7 @@ import { infraFailure } from '../rollout/outcome.ts';
 import { extractPatch } from '../rollout/patch.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
+import { eta } from '../util/eta.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
@@ -107,11 +108,7 @@ class Progress {
     this.done++;
     if (line.resolved) this.resolved++;
     if (!this.enabled) return;
-    const elapsed = (performance.now() - this.started) / 1000;
-    const eta = this.done === 0 ? 0 : (elapsed / this.done) * (this.total - this.done);
-    const fmt = (s: number) =>
-      s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
-    const summary = `${this.done}/${this.total} done, ${this.resolved} resolved, ETA ${fmt(eta)}`;
+    const summary = `${this.done}/${this.total} done, ${this.resolved} resolved, ${eta(this.started, this.done, this.total)}`;
     if (this.tty) {
       const width = 24;
       const filled = Math.round((this.done / Math.max(1, this.total)) * width);

@@ -1,5 +1,6 @@
 /** `polar export`: typed flags in, the export (src/export/export.ts), its result out. */
 import { onStopSignals } from '../util/interrupt.ts';
+import { plural } from '../util/plural.ts';
 import { log } from '../util/log.ts';
 import { runExport } from './export.ts';
 
@@ -30,7 +31,7 @@ export async function exportCommand(checkpoint: string, flags: ExportFlags): Pro
     .map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`)
     .join(', ');
   log.info(
-    `exported ${result.source} to ${result.dir} (${result.model_type}, ${result.layers} layers, ${sizes})`,
+    `exported ${result.source} to ${result.dir} (${result.model_type}, ${plural(result.layers, 'layer')}, ${sizes})`,
   );
   return 0;
 }

@@ -8,11 +8,14 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
 import { findPython, type Prober, probePython } from '../train/env.ts';
 import { WORKER_DIR } from '../train/launch.ts';
+import { formatSeconds } from '../util/eta.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
+import { log } from '../util/log.ts';
 
 export interface ExportRequest {
   /** a step-N directory, a `polar train --out` directory (follows `latest`), or `tiny:arch=llama,...` */
@@ -124,6 +127,19 @@ export function checkExportOut(out: string, given: string, overwrite: boolean): 
   );
 }
 
+/** A stage event of the exporter (`{"event": "log", "message", "stage", "stages"}`), or null. */
+function stageOf(line: string): { message: string; stage: number; stages: number } | null {
+  if (!line.startsWith('{')) return null;
+  try {
+    const e = JSON.parse(line) as Record<string, unknown>;
+    return e.event === 'log' && typeof e.stage === 'number' && typeof e.stages === 'number'
+      ? { message: String(e.message), stage: e.stage, stages: e.stages }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
 export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Promise<ExportResult> {
   const spec = req.checkpoint.startsWith('tiny:');
   const checkpoint = spec ? req.checkpoint : resolve(req.checkpoint);
@@ -160,7 +176,9 @@ export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Prom
       : []),
   ];
   const existing = process.env.PYTHONPATH;
-  const r = await execa(probe.python, args, {
+  const started = performance.now();
+  log.info(`export: starting ${probe.python} (torch ${probe.torch}) for ${req.checkpoint}`);
+  const child = execa(probe.python, args, {
     env: {
       PYTHONPATH: existing ? `${WORKER_DIR}:${existing}` : WORKER_DIR,
       PYTHONUNBUFFERED: '1',
@@ -170,6 +188,16 @@ export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Prom
     stdin: 'ignore',
     ...(req.signal ? { cancelSignal: req.signal, forceKillAfterDelay: 5000 } : {}),
   });
+  // the exporter's stages as they come (it takes tens of seconds): `export [2/4] tracing ... (12 s)`
+  if (child.stdout)
+    for await (const line of createInterface({ input: child.stdout })) {
+      const stage = stageOf(line);
+      if (stage)
+        log.info(
+          `export [${stage.stage}/${stage.stages}] ${stage.message} (${formatSeconds((performance.now() - started) / 1000)})`,
+        );
+    }
+  const r = await child;
   // the exporter writes beside the output and renames into place: a stopped export leaves nothing half-written
   throwIfStopped(req.signal, `the export to ${out} was stopped; nothing was written there`);
   let event: Record<string, unknown> | undefined;

@@ -81,14 +81,17 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   const dataset = f.dataset
     ? await loadDataset(f.dataset, { split: f.split, verifier: verifier !== undefined })
     : undefined;
-  if (dataset) await runtime.check(dataset);
+  // the runtime is checked with or without a dataset (docker: the engine answers), as eval does
+  await runtime.check(dataset ?? []);
   const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f.backendUrl) });
   if (f.dryRun) {
     // NeMo Gym's dry_run (nemo_gym/server_utils.py, run_webserver): servers return right after their
     // start-up checks; the inference servers need not be up yet, so they are not probed
     const line = { dry_run: true, harness: f.harness, runtime: runtime.kind, backend_urls: backendUrls };
     process.stdout.write(`${JSON.stringify(line)}\n`);
-    log.info('dry run: flags, harness, runtime and dataset checked; not listening');
+    log.info(
+      `dry run: flags, harness and the ${runtime.kind} runtime checked${dataset ? `, dataset ${f.dataset} read (${dataset.length} rows)` : ' (no --dataset given)'}; the backend is not probed; not listening`,
+    );
     return 0;
   }
   const gym = await startGym({

@@ -367,7 +367,8 @@ async function evaluate(
       testTimeoutMs: o.testTimeoutMs,
       resume: false,
       dataset,
-      progress: false,
+      // one line per graded sample with the ETA, as polar eval shows (-q: none)
+      progress: !log.quiet,
       meta,
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
       ...(o.verifier ? { verifier: o.verifier } : {}),

@@ -3,6 +3,7 @@
  * (CI, pipes) one plain line per step on stderr. `--json` forwards every worker event to stdout instead.
  */
 import ora, { type Ora } from 'ora';
+import { eta } from '../util/eta.ts';
 import { log } from '../util/log.ts';
 import type { WorkerEvent } from './schema.ts';
 
@@ -87,6 +88,7 @@ export interface ProgressOptions {
 
 export class TrainProgress {
   private spinner: Ora | undefined;
+  private firstStep: { at: number; step: number } | undefined;
   private readonly tty: boolean;
   private readonly json: boolean;
   private readonly stdout: NodeJS.WritableStream;
@@ -112,7 +114,13 @@ export class TrainProgress {
     switch (e.event) {
       case 'step': {
         const s = e as unknown as StepEvent;
-        const line = formatStep(s);
+        // the first step's time includes the model's loading: the ETA counts from the first step on
+        this.firstStep ??= { at: performance.now(), step: s.step };
+        const left =
+          s.step > this.firstStep.step
+            ? `  ${eta(this.firstStep.at, s.step - this.firstStep.step, s.total_steps - this.firstStep.step)}`
+            : '';
+        const line = `${formatStep(s)}${left}`;
         if (this.spinner) this.spinner.text = fit(`${progressBar(s.step, s.total_steps)} ${line}`);
         else log.info(line);
         break;

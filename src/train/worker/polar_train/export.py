@@ -207,18 +207,21 @@ def dummy_inputs(n_layers: int, kv_heads: int, head_dim: int, vocab: int):
     return (ids, am, pos, torch.tensor(0, dtype=torch.long), *past)
 
 
-def export_model(model: nn.Module, onnx_dir: str, quantized: Optional[nn.Module], opset: int) -> List[str]:
+def export_model(model: nn.Module, onnx_dir: str, quantized: Optional[nn.Module], opset: int,
+                 say=lambda message: None) -> List[str]:
     model = model.eval()
     dec = Decoder(model).eval()
     inputs, outputs, axes = onnx_names(dec.n_layers)
     args = dummy_inputs(dec.n_layers, dec.kv_heads, dec.head_dim, model.config.vocab_size)
     files = []
     path = os.path.join(onnx_dir, "model.onnx")
+    say("tracing the decoder into onnx/model.onnx")
     # no constant folding: it would store the tied embedding twice (a folded transposed copy for the head)
     torch_onnx_export(dec, args, path, inputs, outputs, axes, opset, fold=False)
     files.append(path)
     if quantized is not None:
         qpath = os.path.join(onnx_dir, "model_quantized.onnx")
+        say("tracing the int8 decoder into onnx/model_quantized.onnx")
         # likewise: folding would turn Cast(int8) * scale back into fp32 weights
         torch_onnx_export(Decoder(quantized).eval(), args, qpath, inputs, outputs, axes, opset, fold=False)
         files.append(qpath)
@@ -321,7 +324,15 @@ def run(args) -> dict:
     meta = {"source": args.checkpoint if is_tiny_spec(args.checkpoint) else os.path.abspath(src),
             "quantize": args.quantize, "opset": args.opset, "torch": torch.__version__}
     result = {}
+    stages = 4 + (1 if args.quantize else 0)
+    stage = [0]
+
+    def say(message: str) -> None:  # progress: one log event per stage (src/export/export.ts shows them)
+        stage[0] += 1
+        emit({"event": "log", "message": message, "stage": stage[0], "stages": stages})
+
     try:
+        say("loading the model %s" % (args.checkpoint if is_tiny_spec(args.checkpoint) else src))
         model = load_model(src)
         check_exportable(model, args.checkpoint)
         with open(os.path.join(tok_dir, "tokenizer.json")) as fh:
@@ -335,7 +346,8 @@ def run(args) -> dict:
                 meta["step"] = json.load(fh).get("step")
         # the int8 copy (weight-only, deterministic): exported and, with --reference, scored
         qmodel = quantized_copy(model) if args.quantize == "int8" else None
-        files = export_model(model, os.path.join(tmp, "onnx"), qmodel, args.opset)
+        files = export_model(model, os.path.join(tmp, "onnx"), qmodel, args.opset, say)
+        say("writing config.json, the tokenizer and generation_config.json")
         config = export_config(model, special_ids(tok, tok_dir))
         config["polar_export"] = meta
         with open(os.path.join(tmp, "config.json"), "w") as fh:
@@ -367,6 +379,7 @@ def run(args) -> dict:
                 gen[k] = config[k]
         with open(os.path.join(tmp, "generation_config.json"), "w") as fh:
             json.dump(gen, fh, indent=2)
+        say("moving the export into place")
         replace_dir(tmp, out)  # a crash leaves the previous export intact
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

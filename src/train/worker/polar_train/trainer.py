@@ -108,6 +108,8 @@ class Trainer:
             if given and os.path.abspath(given) not in (os.path.abspath(spec), os.path.abspath(cfg["resume"])):
                 self.log("resume: loading the model from %s (not %s)" % (spec, cfg["model"]))
         self.base_model = resume_meta["base_model"] if resume_meta else cfg["model"]
+        # the start's slow part (imports and weights): said before it, so a long silence has a reason
+        self.log("loading the model %s on %s" % (spec, self.device))
         if self._given_policy is not None:
             self.policy = self._given_policy.to(self.device)
         else:
