@@ -6,13 +6,19 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
-import { type InputError, UsageError } from '../errors.ts';
+import { InputError, UsageError } from '../errors.ts';
 import { checkOutputFile } from '../options/output.ts';
 import { type AdvantageKind, advantageKinds } from '../trajectory/advantage.ts';
 import { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS } from '../trajectory/build.ts';
 import { type OutputFormat, outputFormats } from '../trajectory/formats.ts';
 import { type TraceKind, traceKinds } from '../trajectory/record.ts';
-import { type BuildStats, emptyStats, formatStats, statsWarnings } from '../trajectory/stats.ts';
+import {
+  type BuildStats,
+  emptyBuildReason,
+  emptyStats,
+  formatStats,
+  statsWarnings,
+} from '../trajectory/stats.ts';
 import { log } from '../util/log.ts';
 
 /** The options as commander hands them over (strings, booleans). */
@@ -160,15 +166,19 @@ export async function runBuild(
     await once(output, 'open');
   }
   let stats: BuildStats;
+  let empty: string | null = null;
   try {
     stats = await buildTrajectories({ ...options, output, stdin: io.stdin, onInvalid });
+    // no trajectory: an error (exit 3) with its reason; an existing -o file is left as it was
+    if (!reportOnly) empty = emptyBuildReason(stats);
     if (partial !== null && output !== null) {
       const stream = output;
       await new Promise<void>((resolve, reject) => {
         stream.once('error', reject);
         stream.end(() => resolve());
       });
-      await rename(partial, outputFile!);
+      if (empty) await rm(partial, { force: true });
+      else await rename(partial, outputFile!);
     }
   } catch (error) {
     if (partial !== null) {
@@ -184,6 +194,14 @@ export async function runBuild(
   if (reportOnly || raw.json) {
     if (!closed) stdout.write(`${report}\n`);
   } else if (!raw.quiet) log.raw(report);
+  if (empty)
+    throw new InputError(
+      inputs.join(', '),
+      undefined,
+      undefined,
+      `no trajectory written: ${empty}`,
+      'build captures of runs that made model calls (polar capture, polar eval with a harness); the report above counts every skip by cause',
+    );
   for (const warning of statsWarnings(stats, options.advantage ?? 'grpo')) log.warn(warning);
   return stats;
 }

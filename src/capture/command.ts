@@ -7,7 +7,7 @@ import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { type CaptureFlags, defaultOutput } from './options.ts';
-import { exitCodeOf, runCapture } from './run.ts';
+import { checkHarnessCommand, exitCodeOf, runCapture } from './run.ts';
 
 export async function captureCommand(command: string[], f: CaptureFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
@@ -23,6 +23,7 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
     );
   const output = f.output ?? defaultOutput(profile.name);
   await checkOutputFile(output, f.output ? '--output' : 'the default output');
+  checkHarnessCommand(command, profile.name);
   let spinner: Ora | undefined;
   let calls = 0;
   let tokens = 0;

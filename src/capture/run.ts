@@ -11,7 +11,7 @@ import { ensureBackendReady } from '../backends/wait.ts';
 import { EnvironmentError, errorMessage } from '../errors.ts';
 import { harnessEnv } from '../harnesses/env.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
-import { runHarnessProcess } from '../harnesses/process.ts';
+import { harnessSearchPath, resolveCommand, runHarnessProcess } from '../harnesses/process.ts';
 import { makeRunDir } from '../harnesses/rundir.ts';
 import { ProxyServer } from '../proxy/server.ts';
 import { log } from '../util/log.ts';
@@ -71,6 +71,8 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       'usage: polar capture [options] -- <command> [args...]',
     );
   const profile = resolveHarness(options.harness, options.command);
+  // a harness that cannot start leaves no session (and no capture file) behind
+  checkHarnessCommand(options.command, profile.name, options.cwd, options.env?.PATH);
   const output = resolve(options.output);
   // the server's set-up checked once before any harness time is spent (an injected backend was checked
   // by its owner: polar eval probes once per run)
@@ -135,12 +137,9 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     });
     if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
       const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
-      throw new EnvironmentError(
-        `could not start the harness \`${file}\`: ${code === 'ENOENT' ? 'command not found' : errorMessage(result.cause)}`,
-        code === 'ENOENT'
-          ? `install it (for example \`npm i -D ${installHint(profile.name)}\`) or check PATH`
-          : undefined,
-      );
+      throw code === 'ENOENT'
+        ? harnessNotFound(file, profile.name)
+        : new EnvironmentError(`could not start the harness \`${file}\`: ${errorMessage(result.cause)}`);
     }
     exitCode = result.exitCode ?? null;
     signal = result.signal ?? null;
@@ -178,6 +177,23 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     ...(stdout !== undefined ? { stdout } : {}),
     ...(stderr !== undefined ? { stderr } : {}),
   };
+}
+
+/**
+ * The harness command must resolve as it will be started (PATH, then ./node_modules/.bin): checked before
+ * any session is opened or "capturing" is said. Harnesses are the user's own installs (README, "Install").
+ */
+export function checkHarnessCommand(command: string[], harness: string, cwd?: string, path?: string): void {
+  const [file] = command;
+  if (file !== undefined && !resolveCommand(file, harnessSearchPath(path), cwd ? resolve(cwd) : undefined))
+    throw harnessNotFound(file, harness);
+}
+
+function harnessNotFound(file: string, harness: string): EnvironmentError {
+  return new EnvironmentError(
+    `could not start the harness \`${file}\`: command not found`,
+    `install it (for example \`npm i -g ${installHint(harness)}\`) so that it is on PATH, or give its path`,
+  );
 }
 
 function installHint(harness: string): string {

@@ -1,7 +1,7 @@
 /** `polar export`: typed flags in, the export (src/export/export.ts), its result out. */
 import { onStopSignals } from '../util/interrupt.ts';
-import { plural } from '../util/plural.ts';
 import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
 import { runExport } from './export.ts';
 
 /** `polar export` flags after parsing (commands/export.ts). */

@@ -3,11 +3,50 @@
  * started) unless it reads polar's terminal, a watchdog that ends it if polar dies (rundir.ts), polar's
  * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, and a timeout that takes the group down too.
  */
+import { realpathSync, statSync } from 'node:fs';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { execa, type Result } from 'execa';
 import { log } from '../util/log.ts';
 import { startWatchdog } from './rundir.ts';
 
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Where a command word resolves as the harness is started (execa with preferLocal): a path as given
+ * (relative to `cwd`), else the first hit on `searchPath`; null when nothing is there.
+ */
+export function resolveCommand(word: string, searchPath: string, cwd = process.cwd()): string | null {
+  const isFile = (p: string) => {
+    try {
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (word.includes('/')) {
+    const path = resolve(cwd, word);
+    return isFile(path) ? realpathSync(path) : null;
+  }
+  for (const dir of searchPath.split(delimiter).filter(Boolean)) {
+    const candidate = join(dir, word);
+    if (isFile(candidate)) return realpathSync(candidate);
+  }
+  return null;
+}
+
+/**
+ * The harness's search path as execa's preferLocal builds it (npm-run-path, execa 9.6.0): the
+ * node_modules/.bin of polar's working directory and of each parent, the running node's directory, then
+ * `path` (the harness's PATH).
+ */
+export function harnessSearchPath(path = process.env.PATH ?? ''): string {
+  const local: string[] = [];
+  for (let dir = process.cwd(); ; dir = dirname(dir)) {
+    local.push(join(dir, 'node_modules', '.bin'));
+    if (dirname(dir) === dir) break;
+  }
+  return [...local, dirname(process.execPath), path].join(delimiter);
+}
 
 export interface HarnessProcessOptions {
   cwd?: string;

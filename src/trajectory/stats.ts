@@ -170,6 +170,28 @@ export function addStats(into: BuildStats, from: BuildStats): void {
 }
 
 /**
+ * Why a build wrote no trajectory, in words (null when it wrote some): no session at all, or sessions
+ * whose calls, traces or groups were all skipped, each cause with its count (a capture cut off before
+ * any call finished shows as calls 0 and its status).
+ */
+export function emptyBuildReason(s: BuildStats): string | null {
+  if (s.trajectories_written > 0) return null;
+  if (s.sessions === 0) {
+    const skipped = total(s.files_skipped);
+    return `no sessions found: ${plural(s.inputs, 'input file')} read, ${plural(s.lines, 'line')}${skipped ? `, ${plural(skipped, 'file')} skipped (${list(s.files_skipped)})` : ''}`;
+  }
+  const causes = [
+    s.calls === 0 ? 'no call was recorded (a capture cut off before any call finished?)' : null,
+    total(s.calls_skipped) ? `skipped calls: ${list(s.calls_skipped)}` : null,
+    total(s.sessions_skipped) ? `skipped sessions: ${list(s.sessions_skipped)}` : null,
+    total(s.traces_dropped) ? `dropped traces: ${list(s.traces_dropped)}` : null,
+    s.groups_dropped_uniform ? `groups dropped as uniform: ${s.groups_dropped_uniform}` : null,
+    total(s.status) ? `session status: ${list(s.status)}` : null,
+  ].filter((c): c is string => c !== null);
+  return `${plural(s.sessions, 'session')} and ${plural(s.calls, 'call')} read, nothing to build from them: ${causes.join('; ') || 'see the report'}`;
+}
+
+/**
  * What the report should warn about, in words: nothing built from an empty input, and groups from which
  * GRPO learns nothing (every advantage 0, e.g. `--samples 1`: groups of one).
  */

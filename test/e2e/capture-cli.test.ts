@@ -107,18 +107,23 @@ describe('polar capture process', () => {
     assert.equal(end.exit_code, 7);
   });
 
-  test('a harness that does not exist: clear one-line error, no stack trace', async () => {
+  test('a harness that does not exist: clear one-line error, no "capturing", no session (issue 31 item 12)', async () => {
+    const { workdir } = await privateDirs();
+    const out = join(workdir, 'none.jsonl');
     const r = await execa(
       process.execPath,
-      [POLAR, 'capture', ...backend, '-o', '/tmp/polar-none.jsonl', '--', 'no-such-harness-xyz'],
+      [POLAR, 'capture', ...backend, '-o', out, '--', 'no-such-harness-xyz'],
       {
         reject: false,
         stdin: 'ignore',
       },
     );
-    assert.notEqual(r.exitCode, 0);
+    assert.equal(r.exitCode, 4, String(r.stderr));
     assert.match(String(r.stderr), /could not start the harness `no-such-harness-xyz`: command not found/);
+    assert.match(String(r.stderr), /on PATH/);
+    assert.doesNotMatch(String(r.stderr), /capturing/);
     assert.doesNotMatch(String(r.stderr), /at .*\.ts:\d+/);
+    assert.ok(!existsSync(out), 'no capture file, no empty error session');
   });
 
   test('bad flag values name the flag', async () => {

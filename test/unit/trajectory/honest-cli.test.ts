@@ -62,19 +62,40 @@ describe('polar build (CLI): honest endings and warnings', () => {
     assert.doesNotMatch(r.stderr, /error|EPIPE/);
   });
 
-  it('empty input: a warning that says what was found', async () => {
+  it('empty input: an error (exit 3) that says what was found; --stats alone still reports (issue 31 item 12)', async () => {
     const empty = join(dir, 'empty.jsonl');
     await writeFile(empty, '');
     const emptyDir = join(dir, 'nothing');
     await mkdir(emptyDir);
     for (const input of [empty, emptyDir]) {
       const r = await polar(['build', input, '-q']);
-      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.code, 3, r.stderr);
       assert.match(
         r.stderr,
-        /polar: warning: no sessions found: \d+ input files? read, 0 lines; nothing was built/,
+        /polar: error: .*: no trajectory written: no sessions found: \d+ input files? read, 0 lines/,
       );
+      const stats = await polar(['build', input, '--stats']);
+      assert.equal(stats.code, 0, stats.stderr);
+      assert.match(stats.stderr, /polar: warning: no sessions found/);
     }
+  });
+
+  it('a capture cut off before any call finished: exit 3 with the reason, an existing -o left as it was', async () => {
+    const cut = join(dir, 'cut.jsonl');
+    await writeFile(
+      cut,
+      jsonl([session('cut', { task_id: 't', sample: 0 }), sessionEnd('cut', 'interrupted')]),
+    );
+    const out = join(dir, 'kept-traj.jsonl');
+    await writeFile(out, 'the previous trajectories\n');
+    const r = await polar(['build', cut, '-o', out]);
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(
+      r.stderr,
+      /polar: error: .*cut\.jsonl: no trajectory written: 1 session and 0 calls read, nothing to build from them: no call was recorded/,
+    );
+    assert.match(r.stderr, /skipped sessions: no calls 1/);
+    assert.equal(await readFile(out, 'utf8'), 'the previous trajectories\n');
   });
 
   it('groups of one (--samples 1): warns that every advantage is 0', async () => {
