@@ -3,12 +3,17 @@
  * this machine with no isolation. The copy shares objects with the source (`git clone --shared`), so
  * it costs a checkout, not a copy of history; branches, tags and the remote are removed so the agent
  * does not see commits after base_commit through refs (the objects stay reachable by hash: this is a
- * convenience runtime for trusted agents, not a sandbox).
+ * convenience runtime for trusted agents, not a sandbox). With `environments` (src/env/), an instance
+ * whose spec or row asks for a Python environment gets the cached one (built on demand) and a per-sample
+ * layer in the temp dir: every command runs with the layer and the environment first on PATH.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import type { Environments } from '../../env/build.ts';
+import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
+import type { EnvironmentView, SampleEnvironment } from '../../env/types.ts';
 import { EnvironmentError } from '../../errors.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
@@ -24,6 +29,8 @@ export interface LocalRuntimeOptions {
   keep?: boolean;
   /** extra environment for every command */
   env?: Record<string, string>;
+  /** builds and caches the instances' Python environments (absent: tests run in polar's own environment) */
+  environments?: Environments;
 }
 
 export class LocalRuntime implements Runtime {
@@ -51,6 +58,8 @@ export class LocalRuntime implements Runtime {
   }
 
   async prepare(instance: SweInstance, _purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+    // the environment first: a build that fails costs no checkout
+    const cached = (await this.options.environments?.forInstance(instance)) ?? null;
     const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-eval-'));
     const workdir = join(root, 'repo');
     const source = this.repoPath(instance.repo);
@@ -74,19 +83,35 @@ export class LocalRuntime implements Runtime {
         `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
       );
     }
-    return new LocalEnv(root, workdir, this.options);
+    const env = new LocalEnv(
+      root,
+      workdir,
+      this.options,
+      cached ? environmentView(cached, layerDir(root)) : null,
+    );
+    if (cached) env.environment = sampleEnvironment(cached, env);
+    return env;
   }
 }
 
 class LocalEnv implements InstanceEnv {
   readonly scratch: string;
+  environment?: SampleEnvironment;
+  patchBase?: string;
 
   constructor(
     private readonly root: string,
     readonly workdir: string,
     private readonly options: LocalRuntimeOptions,
+    private readonly view: EnvironmentView | null,
   ) {
     this.scratch = root;
+  }
+
+  /** the view's PATH and variables; PYTHONPATH and PYTHONHOME of polar's own process are not passed on */
+  private viewEnv(): Record<string, string | undefined> {
+    if (!this.view) return {};
+    return { ...this.hostCommand([]).env, PYTHONPATH: undefined, PYTHONHOME: undefined };
   }
 
   exec(script: string, options: EnvExecOptions = {}) {
@@ -95,6 +120,7 @@ class LocalEnv implements InstanceEnv {
       env: {
         ...gitEnv(join(this.root, 'gitconfig')),
         PYTHONDONTWRITEBYTECODE: '1',
+        ...this.viewEnv(),
         ...this.options.env,
         ...options.env,
       },
@@ -109,8 +135,10 @@ class LocalEnv implements InstanceEnv {
     await writeFile(target, content);
   }
 
-  hostCommand(argv: string[]): { command: string[]; cwd: string } {
-    return { command: argv, cwd: this.workdir };
+  hostCommand(argv: string[]): { command: string[]; cwd: string; env?: Record<string, string> } {
+    if (!this.view) return { command: argv, cwd: this.workdir };
+    const env = { ...this.view.env, PATH: [...this.view.path, process.env.PATH ?? ''].join(':') };
+    return { command: argv, cwd: this.workdir, env };
   }
 
   reachHost(url: string): string {
