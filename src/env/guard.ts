@@ -9,6 +9,7 @@
  * leaves its records, and it never changes what is imported. The hook is Python 3.5-compatible (the
  * oldest Python of the official specs).
  */
+import { shellWords } from './conda.ts';
 import type { GuardViolation } from './types.ts';
 
 export const GUARD_MODULE = '_polar_guard';
@@ -82,36 +83,62 @@ export const GUARD_PTH = `import ${GUARD_MODULE}\n`;
 
 const NAMES_MARK = '@@polar-guard-names';
 const ROOTS_MARK = '@@polar-guard-roots';
+const PROGRAM_MARK = '@@polar-guard-program';
 
-/** The shell script that prints the guard's records, the tree's package names and the real roots. */
-export function guardReport(log: string, tree: string, layer: string): string {
+/** The program a test command runs: its first word after `VAR=value` assignments (and `env`). */
+export function testProgram(testCmd: string): string | null {
+  const words = shellWords(testCmd);
+  return words.find((w, i) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) && !(w === 'env' && i === 0)) ?? null;
+}
+
+export interface GuardPlaces {
+  log: string;
+  tree: string;
+  layer: string;
+  /** the test command's program, when polar knows the command */
+  program: string | null;
+}
+
+/**
+ * The shell script (run with the sample's PATH, in the tree) that prints the guard's records, the
+ * tree's package names, the real roots, and where the test command's program resolves.
+ */
+export function guardReport(places: GuardPlaces): string {
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  const { log, tree, layer, program } = places;
+  const resolveProgram =
+    program === null
+      ? 'true'
+      : program.includes('/')
+        ? `realpath -m -- ${q(program)}`
+        : `command -v -- ${q(program)} || echo '(not found)'`;
   return [
     `cat ${q(log)} 2>/dev/null`,
     `echo ${NAMES_MARK}`,
     `cd ${q(tree)} && for f in ./*/__init__.py src/*/__init__.py lib/*/__init__.py; do [ -f "$f" ] && basename "$(dirname "$f")"; done`,
     `echo ${ROOTS_MARK}`,
     `(cd ${q(tree)} && pwd -P); (cd ${q(layer)} 2>/dev/null && pwd -P || echo ${q(layer)})`,
+    `echo ${PROGRAM_MARK}`,
+    resolveProgram,
     'true',
   ].join('\n');
 }
 
 const inside = (path: string, root: string) => path === root || path.startsWith(`${root}/`);
 
-/**
- * The guard's verdict on a guarded test run, from guardReport's output. A record outside the tree and
- * the layer is a violation; so is a run where some test passed but no Python of the environment
- * imported any of the tree's packages (the test command ran another Python, whose imports the hook
- * cannot see). `install` names the install step in the message.
- */
-export function judgeGuard(
-  report: string,
-  context: { tree: string; layer: string; passed: boolean; install: string | null },
-): GuardViolation | null {
+interface GuardFacts {
+  records: Array<{ name: string; origin: string }>;
+  names: string[];
+  tree: string;
+  layer: string;
+  program: string | null;
+}
+
+function readReport(report: string, places: GuardPlaces): GuardFacts {
   const [recordsText = '', rest = ''] = report.split(`${NAMES_MARK}\n`);
-  const [namesText = '', rootsText = ''] = rest.split(`${ROOTS_MARK}\n`);
-  const names = [...new Set(namesText.split('\n').filter(Boolean))];
-  const [tree = context.tree, layer = context.layer] = rootsText.split('\n').filter(Boolean);
+  const [namesText = '', rest2 = ''] = rest.split(`${ROOTS_MARK}\n`);
+  const [rootsText = '', programText = ''] = rest2.split(`${PROGRAM_MARK}\n`);
+  const [tree = places.tree, layer = places.layer] = rootsText.split('\n').filter(Boolean);
   const records = recordsText
     .split('\n')
     .filter((l) => l.includes('\t'))
@@ -119,6 +146,23 @@ export function judgeGuard(
       const [name, origin] = l.split('\t') as [string, string];
       return { name, origin };
     });
+  const program = places.program === null ? null : (programText.split('\n').find(Boolean) ?? '(not found)');
+  return { records, names: [...new Set(namesText.split('\n').filter(Boolean))], tree, layer, program };
+}
+
+/**
+ * The guard's verdict on a guarded test run, from guardReport's output. A record outside the tree and
+ * the layer is a violation. When no Python of the environment recorded an import of the tree's
+ * packages, the run is a violation if some test passed (another Python ran the tests, whose imports the
+ * hook cannot see) or if the test command's program is not in the environment (a `pytest` found
+ * further down PATH imports its own copy: the failure that graded pytest-dev__pytest-7432's gold patch
+ * unresolved). `envDir` is the cached environment (its bin/ is on PATH after the layer's).
+ */
+export function judgeGuard(
+  report: string,
+  context: GuardPlaces & { envDir: string; passed: boolean; install: string | null },
+): GuardViolation | null {
+  const { records, names, tree, layer, program } = readReport(report, context);
   const installed = context.install ? `the install step (${context.install})` : 'no install step';
   for (const { name, origin } of records) {
     const paths = origin.split(';');
@@ -128,10 +172,19 @@ export function judgeGuard(
       };
     }
   }
-  if (records.length === 0 && names.length > 0 && context.passed) {
+  if (records.length > 0 || names.length === 0) return null;
+  const where = `no Python of the environment imported the tree's ${names.join(', ')} from ${tree}`;
+  if (
+    program !== null &&
+    ![tree, context.tree, layer, context.layer, context.envDir].some((r) => inside(program, r))
+  ) {
     return {
-      message: `tests passed, but no Python of the environment imported the tree's ${names.join(', ')} from ${tree}: the test command ran a Python outside the environment, whose imports cannot be checked`,
+      message: `${where}: the test command's ${context.program} is ${program}, outside the environment (layer ${layer}, environment ${context.envDir}; ${installed})`,
     };
   }
+  if (context.passed)
+    return {
+      message: `tests passed, but ${where}: the test command ran a Python outside the environment, whose imports cannot be checked`,
+    };
   return null;
 }

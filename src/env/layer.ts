@@ -15,7 +15,7 @@
 import { shellQuote } from '../rollout/patch.ts';
 import type { InstanceEnv } from '../rollout/runtime/types.ts';
 import { pipEnv } from './build.ts';
-import { guardReport, judgeGuard } from './guard.ts';
+import { guardReport, judgeGuard, testProgram } from './guard.ts';
 import {
   type CachedEnv,
   EnvBuildError,
@@ -108,9 +108,15 @@ export function sampleEnvironment(
       return { ok: true, step: null, output, durationMs: performance.now() - started };
     },
     guardEnv: () => ({ POLAR_GUARD_LOG: guardLog, POLAR_GUARD_TREE: env.workdir }),
-    async checkGuard(passed) {
-      const r = await env.exec(guardReport(guardLog, env.workdir, layer), { timeoutMs: 60_000 });
-      return judgeGuard(r.output, { tree: env.workdir, layer, passed, install: cached.recipe.install });
+    async checkGuard({ passed, testCmd }) {
+      const places = {
+        log: guardLog,
+        tree: env.workdir,
+        layer,
+        program: testCmd === null ? null : testProgram(testCmd),
+      };
+      const r = await env.exec(guardReport(places), { timeoutMs: 60_000 });
+      return judgeGuard(r.output, { ...places, envDir: cached.dir, passed, install: cached.recipe.install });
     },
   };
 }

@@ -88,8 +88,11 @@ export interface SampleEnvironment {
   install(): Promise<InstallOutcome>;
   /** variables that turn the import guard on for the test run */
   guardEnv(): Record<string, string>;
-  /** reads what the guarded run imported; `passed` says whether any test passed in its log */
-  checkGuard(passed: boolean): Promise<GuardViolation | null>;
+  /**
+   * reads what the guarded run imported; `passed`: whether any test passed in its log; `testCmd`: the
+   * command that ran the tests, when polar built it (its program must be in the environment)
+   */
+  checkGuard(run: { passed: boolean; testCmd: string | null }): Promise<GuardViolation | null>;
 }
 
 /**

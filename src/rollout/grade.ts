@@ -334,7 +334,8 @@ export async function gradePatch(
       log: installed + run.output,
       environment,
     };
-    return await judgeRun(instance, env, run, base, options, durations);
+    const testCmd = instance.eval_script ? null : ((spec as Spec | null)?.testCmd ?? null);
+    return await judgeRun({ instance, env, run, testCmd }, base, options, durations);
   } catch (error) {
     return result({
       status: 'error',
@@ -349,9 +350,12 @@ export async function gradePatch(
 
 /** The result of a test run: timeouts, a test_patch that did not apply, the import guard, then the log. */
 async function judgeRun(
-  instance: SweInstance,
-  env: InstanceEnv,
-  run: ExecResult,
+  {
+    instance,
+    env,
+    run,
+    testCmd,
+  }: { instance: SweInstance; env: InstanceEnv; run: ExecResult; testCmd: string | null },
   base: Pick<GradeResult, 'apply_method' | 'durations_ms' | 'log' | 'environment'>,
   options: GradeOptions,
   durations: Durations,
@@ -369,7 +373,8 @@ async function judgeRun(
   // the guard first: a run that tested an installed copy has no score, whatever its log says
   if (env.environment) {
     const tests = graded && !('error' in graded) ? [...graded.tests.values()] : [];
-    const violation = await env.environment.checkGuard(tests.some((t) => t === 'PASSED' || t === 'XFAIL'));
+    const passed = tests.some((t) => t === 'PASSED' || t === 'XFAIL');
+    const violation = await env.environment.checkGuard({ passed, testCmd });
     if (violation) return result({ ...base, status: 'error', reason: `import guard: ${violation.message}` });
   }
   if (run.timedOut || graded === null) {

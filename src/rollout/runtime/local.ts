@@ -1,11 +1,12 @@
 /**
  * The local runtime: a fresh copy of DIR/<owner>/<name> at base_commit in a temp dir, commands run on
  * this machine with no isolation. The copy shares objects with the source (`git clone --shared`), so
- * it costs a checkout, not a copy of history; branches, tags and the remote are removed so the agent
- * does not see commits after base_commit through refs (the objects stay reachable by hash: this is a
- * convenience runtime for trusted agents, not a sandbox). With `environments` (src/env/), an instance
- * whose spec or row asks for a Python environment gets the cached one (built on demand) and a per-sample
- * layer in the temp dir: every command runs with the layer and the environment first on PATH.
+ * it costs a checkout, not a copy of history; branches, the remote and the tags of commits that are not
+ * ancestors of base_commit are removed so the agent does not see later commits through refs (the
+ * objects stay reachable by hash: this is a convenience runtime for trusted agents, not a sandbox).
+ * With `environments` (src/env/), an instance whose spec or row asks for a Python environment gets the
+ * cached one (built on demand) and a per-sample layer in the temp dir: every command runs with the
+ * layer and the environment first on PATH.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -71,7 +72,10 @@ export class LocalRuntime implements Runtime {
       'cd "$2"',
       'git checkout -q --detach "$3"',
       'git remote remove origin',
-      'git for-each-ref --format="delete %(refname)" refs/heads refs/tags | git update-ref --stdin',
+      'git for-each-ref --format="delete %(refname)" refs/heads | git update-ref --stdin',
+      // tags of later commits go; tags of ancestors stay, as the official image keeps the tags older than
+      // base_commit: setuptools-scm reads the version from them (pytest, astropy, matplotlib, xarray)
+      'git for-each-ref --no-merged HEAD --format="delete %(refname)" refs/tags | git update-ref --stdin',
     ].join('\n');
     const result = await execTree('bash', ['-c', script, 'prepare', source, workdir, instance.base_commit], {
       env: gitEnv(gitconfig),
