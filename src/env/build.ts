@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { execTree } from '../rollout/exec.ts';
@@ -236,7 +236,8 @@ export class Environments {
     ).trim();
     await writeFile(join(sitePackages, `${GUARD_MODULE}.py`), GUARD_HOOK);
     await writeFile(join(sitePackages, `${GUARD_MODULE}.pth`), GUARD_PTH);
-    const freeze = await run('pip freeze', [join(dir, 'bin', 'python'), '-m', 'pip', 'freeze', '--all']);
+    // what is installed, from the dist-info folders (as `pip freeze` would list it, without its start-up)
+    const installed = (await readdir(sitePackages)).filter((n) => n.endsWith('.dist-info')).sort();
     await writeFile(join(dir, 'polar-build.log'), transcript);
     const manifest = {
       v: 1,
@@ -245,7 +246,7 @@ export class Environments {
       python,
       sitePackages,
       recipe,
-      freeze: freeze.trim().split('\n'),
+      installed: installed.map((n) => n.replace(/\.dist-info$/, '')),
       built_at: new Date().toISOString(),
       build_ms: Math.round(performance.now() - started),
     };
