@@ -32,7 +32,7 @@ export function environmentView(cached: CachedEnv, layer: string): EnvironmentVi
   return {
     path: [`${layer}/bin`, `${cached.dir}/bin`],
     env: { VIRTUAL_ENV: layer, ...pipEnv() },
-    readOnly: [cached.dir, cached.python.prefix],
+    mounts: [cached.dir, cached.python.prefix],
   };
 }
 

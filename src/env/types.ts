@@ -1,9 +1,9 @@
 /**
  * The environment layer's seam: what polar builds once per (repository, version) and what a runtime
  * gives the commands of one sample. A runtime (local, sandbox) asks `Environments.forInstance` for the
- * cached environment, puts `view(layer).path` first on PATH and `env` into every command, makes the
- * `readOnly` paths visible at the same path (a sandbox binds them read-only), and hands the sample's
- * InstanceEnv to `sampleEnvironment` for the per-sample install and the import guard.
+ * cached environment, puts `environmentView(cached, layer).path` first on PATH and its `env` into every
+ * command, makes its `mounts` visible at the same path (a sandbox binds them read-only), and hands the
+ * sample's InstanceEnv to `sampleEnvironment` for the per-sample install and the import guard.
  */
 import { RuntimeError } from '../rollout/runtime/types.ts';
 
@@ -62,8 +62,11 @@ export interface EnvironmentView {
   path: string[];
   /** variables for every command (VIRTUAL_ENV, PIP_RETRIES) */
   env: Record<string, string>;
-  /** host paths the commands read: bind them read-only at the same path (the cache entry, the interpreter) */
-  readOnly: string[];
+  /**
+   * host paths the commands read, to be visible read-only at the same path (the cache entry, the
+   * interpreter's prefix it points at): a sandbox binds them, the local runtime sees them as they are
+   */
+  mounts: string[];
 }
 
 export interface InstallOutcome {
