@@ -21,6 +21,9 @@ import { EnvBuildError, type EnvRecipe } from './types.ts';
 /** pre_install steps that change the machine rather than the tree: reported, not run */
 const SYSTEM_STEP = /^\s*(sudo\s+)?(apt-get|apt|yum|dnf|apk|locale-gen)\b|\/etc\//;
 
+/** whether a spec's shell step changes this machine (a package install, a locale, a file under /etc) */
+export const isSystemStep = (step: string) => SYSTEM_STEP.test(step);
+
 /** The row fields that make a row's own recipe. */
 export const ROW_ENV_FIELDS = ['python', 'pip_packages', 'pre_install', 'install'] as const;
 
@@ -124,8 +127,8 @@ export async function recipeFor(instance: SweInstance, repoDir: string): Promise
       ? { requirements: [], requirementsFrom: null, skipped: [] }
       : await packageRequirements(instance, official?.packages, repoDir)),
     pipPackages: instance.pip_packages ?? official?.pip_packages ?? [],
-    preInstall: preInstall.filter((s) => !SYSTEM_STEP.test(s)),
-    systemSteps: preInstall.filter((s) => SYSTEM_STEP.test(s)),
+    preInstall: preInstall.filter((s) => !isSystemStep(s)),
+    systemSteps: preInstall.filter(isSystemStep),
     install: instance.install ?? official?.install ?? null,
   };
 }

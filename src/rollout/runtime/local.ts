@@ -14,11 +14,13 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Environments } from '../../env/build.ts';
 import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
+import { isSystemStep } from '../../env/recipe.ts';
 import type { EnvironmentView, SampleEnvironment } from '../../env/types.ts';
 import { EnvironmentError } from '../../errors.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
 
 export interface LocalRuntimeOptions {
@@ -137,6 +139,15 @@ class LocalEnv implements InstanceEnv {
     const target = isAbsolute(path) ? path : join(this.workdir, path);
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, content);
+  }
+
+  /**
+   * With a polar-built environment, the spec's eval_commands that only set the test run's environment
+   * (Django's LANG / LC_ALL exports) run as in the official script; those that change this machine
+   * (locale-gen) do not, and the install is the environment's per-sample step. Without one: nothing.
+   */
+  envSetup(setup: EnvSetup): string[] {
+    return this.view ? setup.evalCommands.filter((c) => !isSystemStep(c)) : [];
   }
 
   hostCommand(argv: string[]): { command: string[]; cwd: string; env?: Record<string, string> } {
