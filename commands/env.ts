@@ -8,7 +8,13 @@ import { envCacheOption, envPythonOption, type Report } from './shared.ts';
 export function defineEnv(program: Command, report: Report): void {
   const env = program
     .command('env')
-    .description("the Python environments built from each repository's spec (docs/eval.md, Environments)");
+    .description("the Python environments built from each repository's spec (docs/eval.md, Environments)")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar env build --dataset verified.parquet --repos repos --instances pytest-dev__pytest-7432`,
+    );
   env
     .command('build')
     .description(

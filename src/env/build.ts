@@ -215,7 +215,7 @@ export class Environments {
       throw new EnvBuildError(
         `environment ${what}: ${step} failed: ${reason}`,
         transcript,
-        `the whole log: ${dir}.failed.log; a user with the package index the spec needs gets it (--resume retries)`,
+        `the whole log: ${dir}.failed.log; the spec's pins come from its package index (PyPI): where pip can reach them the build works, and polar eval --resume runs the samples again`,
       );
     };
     await run('venv', [python.executable, '-m', 'venv', dir]);

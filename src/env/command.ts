@@ -82,8 +82,9 @@ export async function envBuildCommand(f: EnvBuildFlags): Promise<number> {
       'pass --repos DIR with DIR/<owner>/<name> git repositories (the specs read requirement files from them)',
     );
   const todo = await groups(environments, instances);
+  const none = instances.length - todo.reduce((n, g) => n + g.instances.length, 0);
   log.info(
-    `${plural(todo.length, 'environment')} for ${plural(instances.length, 'instance')} (cache: ${f.envCache})`,
+    `${plural(todo.length, 'environment')} for ${plural(instances.length - none, 'instance')}${none ? ` (${none} need none: no spec, no environment fields)` : ''}; cache ${f.envCache}`,
   );
   const lines: EnvBuildLine[] = [];
   for (const [i, group] of todo.entries()) {

@@ -96,6 +96,30 @@ test('gold resolves through the per-sample install over a cached environment, em
   assert.deepEqual(readdirSync(cache).sort(), built);
 });
 
+test('polar env build: the environment of the run above is found in the cache; a Python version the machine lacks is an error naming it', () => {
+  const r = polar(
+    ['env', 'build', '--dataset', ENVS, '--repos', REPOS, '--env-cache', cache, '--json'],
+    offlinePip(),
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const [line] = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
+  assert.equal(line?.status, 'cached');
+  assert.deepEqual(line?.instances, [ID]);
+  assert.match(String(line?.dir), /polar-fixtures__minitest-1\.0-[0-9a-f]{12}$/);
+
+  const old = polar(
+    ['env', 'build', '--dataset', dataset('py21', { python: '2.1' }), '--repos', REPOS, '--env-cache', cache],
+    offlinePip(),
+  );
+  assert.equal(old.code, 4);
+  assert.match(old.stdout, /1 environment: 0 built, 0 cached, 1 failed/);
+  assert.match(
+    old.stderr,
+    /Python 2\.1 \(the spec of polar-fixtures\/minitest 1\.0\) is not on this machine/,
+  );
+  assert.match(old.stderr, /--env-python 2\.1=/);
+});
+
 test('without the install step the installed base version is tested: the guard makes it an error naming both paths', () => {
   const r = evalRun(dataset('noinstall', { install: undefined }), 'gold', 'noinstall');
   assert.equal(r.code, 1);
