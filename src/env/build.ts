@@ -136,7 +136,7 @@ export class Environments {
     if (!promise) {
       promise = recipeFor(instance, this.repoDir(instance.repo));
       this.recipes.set(key, promise);
-      promise.catch(() => this.recipes.delete(key));
+      promise.catch(() => {});
     }
     return promise;
   }
@@ -158,8 +158,9 @@ export class Environments {
     if (!promise) {
       promise = this.cachedOrBuilt(recipe, python, key);
       this.building.set(key, promise);
-      // a failure is not kept: the next sample (or --resume) tries again
-      promise.catch(() => this.building.delete(key));
+      // a failure is kept for this run (every sample of the environment gets it, none builds it again);
+      // nothing of it is on disk, so the next run (--resume) builds it afresh
+      promise.catch(() => {});
     }
     return promise;
   }
