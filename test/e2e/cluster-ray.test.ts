@@ -1,0 +1,113 @@
+/**
+ * `polar eval --cluster ray` on a real Ray cluster of three test hosts (network namespaces): a head and
+ * two workers with 2 polar_slot each, the gold agent (fixed cost) on the fixture rows. The run's folder
+ * equals a one-machine run's but for timings and node names; a worker killed mid-run loses no sample and
+ * doubles none. The driver runs where a user runs it, on the head node. Bounded: every polar run has a
+ * time limit, the cluster is stopped by pid and the namespaces removed in `after`, whatever happened.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fixtures, localEval, MINI, runnableIds } from '../unit/eval/helpers.ts';
+import { readResultLines, runView } from '../support/cluster/compare.ts';
+import { netnsUnavailable, TestNet } from '../support/cluster/netns.ts';
+import { RAY_ENV, type RayCluster, rayUnavailable, ROOT, startRay } from '../support/cluster/ray.ts';
+
+const SKIP = netnsUnavailable() ?? rayUnavailable();
+
+/** `polar eval` on the head node; resolves with its exit code and output (killed after `limitMs`). */
+function evalOnHead(
+  net: TestNet,
+  ray: RayCluster,
+  args: string[],
+  limitMs = 300_000,
+  onLine?: (line: string) => void,
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), 'eval', ...args],
+      { cwd: ROOT, env: RAY_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    net.children.push(child);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d;
+      for (const line of String(d).split('\n')) if (line) onLine?.(line);
+    });
+    child.stdout.resume();
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+describe('polar eval --cluster ray', { skip: SKIP ?? false, timeout: 900_000 }, () => {
+  let net: TestNet;
+  let ray: RayCluster;
+  let tmp: string;
+  const ids = () => runnableIds().slice(0, 4);
+
+  before(async () => {
+    fixtures();
+    tmp = mkdtempSync(join(tmpdir(), 'polar-ray-'));
+    net = TestNet.create(3);
+    ray = await startRay(net, join(tmp, 'ray'), { slots: 2 });
+  });
+  after(async () => {
+    await net?.destroy();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('samples spread over the workers; the folder is a one-machine run but for timings and nodes', async () => {
+    const common = ['--dataset', MINI, '--agent', 'gold', '--runtime', 'local', '--instances', ids().join(','), '--samples', '2'];
+    const local = localEval('gold', join(tmp, 'local'), ['--instances', ids().join(','), '--samples', '2']);
+    assert.equal(local.code, 0, local.stderr);
+    const r = await evalOnHead(net, ray, [...common, '--cluster', `ray=${ray.address}`, '--out', join(tmp, 'ray-run')]);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = readResultLines(join(tmp, 'ray-run'));
+    assert.equal(lines.length, ids().length * 2);
+    const nodes = new Set(lines.map((l) => (l.cluster as { node: string }).node));
+    assert.ok(nodes.size >= 2, `samples ran on ${[...nodes].join(', ')}`);
+    for (const node of nodes) assert.ok(ray.workers.some((w) => w.ip === node), `${node} is a worker`);
+    assert.deepEqual(runView(join(tmp, 'ray-run')), runView(join(tmp, 'local')));
+    // polar build reads it as any run folder
+    const build = spawnSync(process.execPath, [join(ROOT, 'bin/polar'), 'build', join(tmp, 'ray-run', 'captures'), '-o', join(tmp, 'traj.jsonl')], { cwd: ROOT, encoding: 'utf8' });
+    assert.ok(build.status === 0 || /no sessions|no capture/i.test(build.stderr), build.stderr);
+  });
+
+  test('a worker killed mid-run: its samples run again on the other one, none lost or doubled', async () => {
+    const out = join(tmp, 'ray-kill');
+    const [victim, survivor] = ray.workers;
+    let killed = false;
+    const r = await evalOnHead(
+      net,
+      ray,
+      ['--dataset', MINI, '--agent', 'gold', '--runtime', 'local', '--instances', ids().join(','), '--samples', '3', '--cluster', `ray=${ray.address}`, '--out', out],
+      400_000,
+      () => {
+        // the first finished sample: the victim has samples in flight (4 slots, 12 samples)
+        if (!killed && existsSync(join(out, 'results.jsonl')) && readFileSync(join(out, 'results.jsonl'), 'utf8').trim()) {
+          killed = true;
+          net.killNode(victim!);
+        }
+      },
+    );
+    assert.ok(killed, 'the worker was killed during the run');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /runs again elsewhere/);
+    const lines = readResultLines(out);
+    const keys = lines.map((l) => `${l.instance_id}/${l.sample}`);
+    assert.equal(new Set(keys).size, keys.length, 'no sample twice');
+    assert.equal(keys.length, ids().length * 3, 'no sample lost');
+    assert.ok(lines.every((l) => l.status !== 'error'), 'an infrastructure loss is never a score');
+    const again = lines.filter((l) => (l.cluster as { attempt: number }).attempt > 1);
+    assert.ok(again.length > 0, 'some sample ran a second time');
+    for (const l of again) assert.equal((l.cluster as { node: string }).node, survivor!.ip);
+  });
+});

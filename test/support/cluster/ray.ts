@@ -1,0 +1,94 @@
+/**
+ * A real Ray cluster (the pinned ray of `npm run setup`) on TestNet hosts: node 1 is the head (no
+ * polar_slot, so no sample runs there), the others are workers with `slots` polar_slot each. Started one
+ * node at a time: on a loaded 2-core machine a worker whose dashboard agent starts slowly makes its raylet
+ * give up waiting (Ray 2.58 waits a fixed time for the agent's port file), so nodes never start together.
+ * Flags as the issue found them needed: --node-ip-address, --memory, --num-cpus, no dashboard, no usage
+ * stats; fixed agent ports (each node has its own namespace, so they never clash). Stopped by pid only.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { TestNet, TestNode } from './netns.ts';
+
+export const ROOT = resolve(import.meta.dirname, '../../..');
+export const VENV_PYTHON = join(ROOT, '.venv/bin/python');
+const RAY = join(ROOT, '.venv/bin/ray');
+
+/** Why Ray cannot run here (null: it can). */
+export function rayUnavailable(): string | null {
+  if (!existsSync(RAY)) return 'no .venv/bin/ray (npm run setup installs the cluster group)';
+  return spawnSync(VENV_PYTHON, ['-c', 'import ray'], { stdio: 'ignore' }).status === 0
+    ? null
+    : 'ray does not import in .venv';
+}
+
+export const RAY_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  RAY_USAGE_STATS_ENABLED: '0',
+  // a lost node is noticed in seconds, not the default half minute
+  RAY_health_check_period_ms: '1000',
+  RAY_health_check_timeout_ms: '1000',
+  RAY_health_check_failure_threshold: '3',
+};
+
+export interface RayCluster {
+  address: string;
+  head: TestNode;
+  workers: TestNode[];
+  /** the polar_slot of each worker */
+  slots: number;
+}
+
+const COMMON = [
+  '--disable-usage-stats',
+  '--include-log-monitor=false',
+  '--object-store-memory=80000000',
+  '--dashboard-agent-grpc-port=52366',
+  '--dashboard-agent-listen-port=52365',
+  '--runtime-env-agent-port=52367',
+  '--metrics-export-port=52368',
+  '--block',
+];
+
+async function started(logFile: string, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const text = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
+    if (text.includes('Ray runtime started')) return;
+    if (/Exception|Error:/.test(text) && !text.includes('Ray runtime started'))
+      throw new Error(`ray start failed: ${text.split('\n').slice(-6).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`ray start did not finish in time (${logFile})`);
+}
+
+/** Starts the head on node 1 and a worker on each other node; `dir` holds their temp dirs and logs. */
+export async function startRay(
+  net: TestNet,
+  dir: string,
+  { slots = 2, timeoutMs = 240_000 }: { slots?: number; timeoutMs?: number } = {},
+): Promise<RayCluster> {
+  const [head, ...workers] = net.nodes;
+  if (!head) throw new Error('no nodes');
+  const address = `${head.ip}:6379`;
+  const deadline = Date.now() + timeoutMs;
+  const node = async (n: TestNode, args: string[]) => {
+    const temp = join(dir, n.ip.split('.').at(-1)!);
+    mkdirSync(temp, { recursive: true });
+    const logFile = join(dir, `ray-${n.ip}.log`);
+    net.spawn(n, [RAY, 'start', `--node-ip-address=${n.ip}`, `--temp-dir=${temp}`, ...args, ...COMMON], {
+      env: RAY_ENV,
+      logFile,
+    });
+    await started(logFile, deadline);
+  };
+  await node(head, ['--head', '--port=6379', '--num-cpus=0', '--memory=400000000', '--include-dashboard=false']);
+  for (const w of workers)
+    await node(w, [
+      `--address=${address}`,
+      `--num-cpus=${slots}`,
+      '--memory=2000000000',
+      `--resources={"polar_slot": ${slots}}`,
+    ]);
+  return { address, head, workers, slots };
+}
