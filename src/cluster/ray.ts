@@ -71,6 +71,7 @@ export function rayExecutor(run: RayRun): SampleExecutor {
       samples: jobs.map((j) => ({
         key: sampleKey(j.instance.instance_id, j.sample),
         argv: [
+          'eval',
           ...run.argv,
           '--instances',
           j.instance.instance_id,
@@ -150,7 +151,9 @@ export function rayExecutor(run: RayRun): SampleExecutor {
         `ray: ${fatal.message}`,
         fatal.kind === 'no_slots'
           ? `start each rollout node with: ray start --address ${run.address} --resources '{"${SLOT_RESOURCE}": N}' (N samples at once on that node); docs/cluster.md`
-          : `is a Ray cluster running at ${run.address}? (ray start --head on one node; docs/cluster.md)`,
+          : fatal.kind === 'infeasible'
+            ? 'ask less per sample (--cluster-cpus, --cluster-memory) or give the nodes more (ray start --num-cpus, --memory)'
+            : `is a Ray cluster running at ${run.address}? (ray start --head on one node; docs/cluster.md)`,
       );
     if (!finished)
       throw new PolarError(

@@ -182,3 +182,11 @@ export const urlList = (value: string, previous: string[] = []): string[] => [
   ...previous,
   ...list(value).map((u) => url(u)),
 ];
+
+/** HOST:PORT (a rendezvous endpoint) */
+export const hostPort: Parser<string> = (v) => {
+  const m = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(v.trim());
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new InvalidArgumentError('expected HOST:PORT (for example 10.0.0.1:29400)');
+  return v.trim();
+};

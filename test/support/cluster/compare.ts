@@ -24,15 +24,19 @@ export function readResultLines(dir: string): Record<string, unknown>[] {
 
 export function runView(dir: string): RunView {
   const results = readResultLines(dir)
-    .map(({ durations_ms: _d, finished_at: _f, cluster: _c, ...rest }): Record<string, unknown> => ({
-      ...rest,
-      capture: typeof rest.capture === 'string' ? basename(rest.capture) : rest.capture,
-      patch_file: typeof rest.patch_file === 'string' ? basename(rest.patch_file) : rest.patch_file,
-    }))
+    .map(
+      ({ durations_ms: _d, finished_at: _f, cluster: _c, ...rest }): Record<string, unknown> => ({
+        ...rest,
+        capture: typeof rest.capture === 'string' ? basename(rest.capture) : rest.capture,
+        patch_file: typeof rest.patch_file === 'string' ? basename(rest.patch_file) : rest.patch_file,
+      }),
+    )
     .sort((a, b) => `${a.instance_id}/${a.sample}`.localeCompare(`${b.instance_id}/${b.sample}`));
-  const { created_at: _c, overhead_ms: _o, ...report } = JSON.parse(
-    readFileSync(join(dir, 'report.json'), 'utf8'),
-  ) as Record<string, unknown>;
+  const {
+    created_at: _c,
+    overhead_ms: _o,
+    ...report
+  } = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as Record<string, unknown>;
   const list = (sub: string) => (existsSync(join(dir, sub)) ? readdirSync(join(dir, sub)).sort() : []);
   const patches = Object.fromEntries(
     list('patches').map((n) => [n, readFileSync(join(dir, 'patches', n), 'utf8')]),

@@ -23,9 +23,16 @@ export function netnsUnavailable(): string | null {
 }
 
 const live = new Set<TestNet>();
-process.on('exit', () => {
+const cleanUp = () => {
   for (const net of live) net.destroySync();
-});
+};
+process.on('exit', cleanUp);
+// the test runner stops a file that ran past its time with a signal: clean up, then die of it
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
+  process.once(signal, () => {
+    cleanUp();
+    process.kill(process.pid, signal);
+  });
 
 export class TestNet {
   readonly nodes: TestNode[] = [];

@@ -133,12 +133,21 @@ def drive(spec: dict) -> int:
         return 4
     res = spec["resources"]
     slot = res["slot"]
-    nodes = [{"node_id": n["NodeID"], "ip": n["NodeManagerAddress"], "slots": int(n["Resources"].get(slot, 0))}
-             for n in ray.nodes() if n.get("Alive")]
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    nodes = [{"node_id": n["NodeID"], "ip": n["NodeManagerAddress"], "slots": int(n["Resources"].get(slot, 0)),
+              "cpus": n["Resources"].get("CPU", 0), "memory": n["Resources"].get("memory", 0)} for n in alive]
     emit({"event": "cluster", "nodes": nodes, "slots": _slots(ray, slot)})
     if _slots(ray, slot) == 0:
         emit({"event": "error", "kind": "no_slots",
               "message": f"no node of the cluster offers the resource {slot}"})
+        return 4
+    # a sample no node can hold would wait in Ray's queue forever: said now, with what each node has
+    fits = [n for n in nodes if n["slots"] >= 1 and n["cpus"] >= res["cpus"] and n["memory"] >= res["memory"]]
+    if not fits:
+        have = ", ".join(f"{n['ip']}: {n['cpus']:g} CPU, {n['memory'] / 2**30:.2f} GiB" for n in nodes if n["slots"])
+        emit({"event": "error", "kind": "infeasible",
+              "message": f"no node with {slot} can hold a sample ({res['cpus']} CPU, "
+                         f"{res['memory'] / 2**30:.2f} GiB): {have}"})
         return 4
     task = ray.remote(run_sample).options(num_cpus=res["cpus"], memory=res["memory"], resources={slot: 1},
                                           max_retries=0, scheduling_strategy="SPREAD")
