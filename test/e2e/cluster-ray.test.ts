@@ -1,57 +1,27 @@
 /**
  * `polar eval --cluster ray` on a real Ray cluster of three test hosts (network namespaces): a head and
  * two workers with 2 polar_slot each, the gold agent (fixed cost) on the fixture rows. The run's folder
- * equals a one-machine run's but for timings and node names; a worker killed mid-run loses no sample and
- * doubles none. The driver runs where a user runs it, on the head node. Bounded: every polar run has a
+ * equals a one-machine run's but for timings and node names (a worker killed mid-run: cluster-ray-kill). The driver runs where a user runs it, on the head node. Bounded: every polar run has a
  * time limit, the cluster is stopped by pid and the namespaces removed in `after`, whatever happened.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readResultLines, runView } from '../support/cluster/compare.ts';
 import { netnsUnavailable, TestNet } from '../support/cluster/netns.ts';
-import { RAY_ENV, type RayCluster, ROOT, rayUnavailable, startRay } from '../support/cluster/ray.ts';
+import { evalOnHead, type RayCluster, ROOT, rayUnavailable, startRay } from '../support/cluster/ray.ts';
 import { fixtures, localEval, MINI, runnableIds } from '../unit/eval/helpers.ts';
 
 const SKIP = netnsUnavailable() ?? rayUnavailable();
-
-/** `polar eval` on the head node; resolves with its exit code and output (killed after `limitMs`). */
-function evalOnHead(
-  net: TestNet,
-  ray: RayCluster,
-  args: string[],
-  limitMs = 240_000,
-  onLine?: (line: string) => void,
-): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      'ip',
-      ['netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), 'eval', ...args],
-      { cwd: ROOT, env: RAY_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    net.children.push(child);
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d;
-      for (const line of String(d).split('\n')) if (line) onLine?.(line);
-    });
-    child.stdout.resume();
-    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
 
 describe('polar eval --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, () => {
   let net: TestNet;
   let ray: RayCluster;
   let tmp: string;
-  const ids = () => runnableIds().slice(0, 3);
+  const ids = () => runnableIds().slice(0, 2);
 
   before(async () => {
     fixtures();
@@ -106,59 +76,5 @@ describe('polar eval --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, 
       { cwd: ROOT, encoding: 'utf8' },
     );
     assert.ok(build.status === 0 || /no sessions|no capture/i.test(build.stderr), build.stderr);
-  });
-
-  test('a worker killed mid-run: its samples run again on the other one, none lost or doubled', async () => {
-    const out = join(tmp, 'ray-kill');
-    const [victim, survivor] = ray.workers;
-    let killed = false;
-    const r = await evalOnHead(
-      net,
-      ray,
-      [
-        '--dataset',
-        MINI,
-        '--agent',
-        'gold',
-        '--runtime',
-        'local',
-        '--instances',
-        ids().join(','),
-        '--samples',
-        '2',
-        '--cluster-memory',
-        '256MiB',
-        '--cluster',
-        `ray=${ray.address}`,
-        '--out',
-        out,
-      ],
-      240_000,
-      () => {
-        // at the first finished sample the victim has samples in flight (2 slots a worker, 6 samples)
-        if (
-          !killed &&
-          existsSync(join(out, 'results.jsonl')) &&
-          readFileSync(join(out, 'results.jsonl'), 'utf8').trim()
-        ) {
-          killed = true;
-          net.killNode(victim!);
-        }
-      },
-    );
-    assert.ok(killed, 'the worker was killed during the run');
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /runs again elsewhere/);
-    const lines = readResultLines(out);
-    const keys = lines.map((l) => `${l.instance_id}/${l.sample}`);
-    assert.equal(new Set(keys).size, keys.length, 'no sample twice');
-    assert.equal(keys.length, ids().length * 2, 'no sample lost');
-    assert.ok(
-      lines.every((l) => l.status !== 'error'),
-      'an infrastructure loss is never a score',
-    );
-    const again = lines.filter((l) => (l.cluster as { attempt: number }).attempt > 1);
-    assert.ok(again.length > 0, 'some sample ran a second time');
-    for (const l of again) assert.equal((l.cluster as { node: string }).node, survivor!.ip);
   });
 });

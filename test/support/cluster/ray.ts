@@ -6,7 +6,7 @@
  * Flags as the issue found them needed: --node-ip-address, --memory, --num-cpus, no dashboard, no usage
  * stats; fixed agent ports (each node has its own namespace, so they never clash). Stopped by pid only.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TestNet, TestNode } from './netns.ts';
@@ -119,4 +119,33 @@ export async function startRay(
       `--resources={"polar_slot": ${slots}}`,
     ]);
   return { address, head, workers, slots };
+}
+
+/** `polar eval` on the head node; resolves with its exit code and output (killed after `limitMs`). */
+export function evalOnHead(
+  net: TestNet,
+  ray: RayCluster,
+  args: string[],
+  limitMs = 420_000,
+  onLine?: (line: string) => void,
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), 'eval', ...args],
+      { cwd: ROOT, env: RAY_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    net.children.push(child);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d;
+      for (const line of String(d).split('\n')) if (line) onLine?.(line);
+    });
+    child.stdout.resume();
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
 }
