@@ -62,63 +62,60 @@ async function started(logFile: string, deadline: number): Promise<void> {
   throw new Error(`ray start did not finish in time (${logFile})`);
 }
 
-/** Starts the head on node 1 and a worker on each other node; `dir` holds their temp dirs and logs. */
+/** Starts one Ray node in `n`'s namespace; a start that times out under load is tried again, afresh. */
+async function startNode(net: TestNet, n: TestNode, dir: string, args: string[], deadline: number) {
+  for (let attempt = 1; ; attempt++) {
+    const temp = join(dir, `${n.ip.split('.').at(-1)}-${attempt}`);
+    mkdirSync(temp, { recursive: true });
+    const logFile = join(dir, `ray-${n.ip}-${attempt}.log`);
+    const argv = [RAY, 'start', `--node-ip-address=${n.ip}`, `--temp-dir=${temp}`, ...args, ...COMMON];
+    // a higher priority: the raylet gives up on a dashboard agent that starts slowly on a busy machine
+    net.spawn(n, ['nice', '-n', '-10', ...argv], { env: RAY_ENV, logFile });
+    try {
+      return await started(logFile, deadline);
+    } catch (error) {
+      net.killNode(n);
+      if (attempt >= 3 || Date.now() > deadline) throw error;
+    }
+  }
+}
+
+/** A worker with `slots` polar_slot joins the cluster (node `n`). */
+export async function addWorker(
+  net: TestNet,
+  cluster: RayCluster,
+  n: TestNode,
+  dir: string,
+  timeoutMs = 240_000,
+) {
+  await startNode(
+    net,
+    n,
+    dir,
+    [
+      `--address=${cluster.address}`,
+      `--num-cpus=${cluster.slots}`,
+      '--memory=2000000000',
+      `--resources={"polar_slot": ${cluster.slots}}`,
+    ],
+    Date.now() + timeoutMs,
+  );
+  cluster.workers.push(n);
+}
+
+/** Starts the head on node 1 and a worker on each of the next `workers` nodes (default: all of them). */
 export async function startRay(
   net: TestNet,
   dir: string,
-  { slots = 2, timeoutMs = 240_000 }: { slots?: number; timeoutMs?: number } = {},
+  { slots = 2, workers, timeoutMs = 240_000 }: { slots?: number; workers?: number; timeoutMs?: number } = {},
 ): Promise<RayCluster> {
-  const [head, ...workers] = net.nodes;
+  const [head, ...rest] = net.nodes;
   if (!head) throw new Error('no nodes');
-  const address = `${head.ip}:6379`;
-  const deadline = Date.now() + timeoutMs;
-  const node = async (n: TestNode, args: string[]) => {
-    // a start that times out under load (the raylet gives up on a slow agent) is tried again, afresh
-    for (let attempt = 1; ; attempt++) {
-      const temp = join(dir, `${n.ip.split('.').at(-1)}-${attempt}`);
-      mkdirSync(temp, { recursive: true });
-      const logFile = join(dir, `ray-${n.ip}-${attempt}.log`);
-      net.spawn(
-        n,
-        [
-          'nice',
-          '-n',
-          '-10',
-          RAY,
-          'start',
-          `--node-ip-address=${n.ip}`,
-          `--temp-dir=${temp}`,
-          ...args,
-          ...COMMON,
-        ],
-        {
-          env: RAY_ENV,
-          logFile,
-        },
-      );
-      try {
-        return await started(logFile, deadline);
-      } catch (error) {
-        net.killNode(n);
-        if (attempt >= 3 || Date.now() > deadline) throw error;
-      }
-    }
-  };
-  await node(head, [
-    '--head',
-    '--port=6379',
-    '--num-cpus=0',
-    '--memory=400000000',
-    '--include-dashboard=false',
-  ]);
-  for (const w of workers)
-    await node(w, [
-      `--address=${address}`,
-      `--num-cpus=${slots}`,
-      '--memory=2000000000',
-      `--resources={"polar_slot": ${slots}}`,
-    ]);
-  return { address, head, workers, slots };
+  const cluster: RayCluster = { address: `${head.ip}:6379`, head, workers: [], slots };
+  const args = ['--head', '--port=6379', '--num-cpus=0', '--memory=400000000', '--include-dashboard=false'];
+  await startNode(net, head, dir, args, Date.now() + timeoutMs);
+  for (const n of rest.slice(0, workers ?? rest.length)) await addWorker(net, cluster, n, dir, timeoutMs);
+  return cluster;
 }
 
 /** `polar eval` on the head node; resolves with its exit code and output (killed after `limitMs`). */
