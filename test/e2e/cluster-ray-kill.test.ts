@@ -4,41 +4,24 @@
  * lost, none counted twice, none scored as an error. Own file (and cluster): each file has its time limit.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { readResultLines } from '../support/cluster/compare.ts';
-import { netnsUnavailable, TestNet } from '../support/cluster/netns.ts';
-import { evalOnHead, type RayCluster, rayUnavailable, startRay } from '../support/cluster/ray.ts';
-import { fixtures, MINI, runnableIds } from '../unit/eval/helpers.ts';
+import { evalOnHead, RAY_SKIP, useRayCluster } from '../support/cluster/ray.ts';
+import { MINI, runnableIds } from '../unit/eval/helpers.ts';
 
-const SKIP = netnsUnavailable() ?? rayUnavailable();
-
-describe('polar eval --cluster ray, a node lost', { skip: SKIP ?? false, timeout: 590_000 }, () => {
-  let net: TestNet;
-  let ray: RayCluster;
-  let tmp: string;
+describe('polar eval --cluster ray, a node lost', { skip: RAY_SKIP ?? false, timeout: 590_000 }, () => {
+  const c = useRayCluster('polar-ray-kill-');
   const ids = () => runnableIds().slice(0, 2);
 
-  before(async () => {
-    fixtures();
-    tmp = mkdtempSync(join(tmpdir(), 'polar-ray-kill-'));
-    net = TestNet.create(3);
-    ray = await startRay(net, join(tmp, 'ray'), { slots: 2 });
-  });
-  after(async () => {
-    await net?.destroy();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-  });
-
   test('a worker killed mid-run: its samples run again on the other one, none lost or doubled', async () => {
-    const out = join(tmp, 'ray-kill');
-    const [victim, survivor] = ray.workers;
+    const out = join(c.tmp, 'ray-kill');
+    const [victim, survivor] = c.ray.workers;
     let killed = false;
     const r = await evalOnHead(
-      net,
-      ray,
+      c.net,
+      c.ray,
       [
         '--dataset',
         MINI,
@@ -49,11 +32,11 @@ describe('polar eval --cluster ray, a node lost', { skip: SKIP ?? false, timeout
         '--instances',
         ids().join(','),
         '--samples',
-        '2',
+        '3',
         '--cluster-memory',
         '256MiB',
         '--cluster',
-        `ray=${ray.address}`,
+        `ray=${c.ray.address}`,
         '--out',
         out,
       ],
@@ -66,7 +49,7 @@ describe('polar eval --cluster ray, a node lost', { skip: SKIP ?? false, timeout
           readFileSync(join(out, 'results.jsonl'), 'utf8').trim()
         ) {
           killed = true;
-          net.killNode(victim!);
+          c.net.killNode(victim!);
         }
       },
     );

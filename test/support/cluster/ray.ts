@@ -7,9 +7,12 @@
  * stats; fixed agent ports (each node has its own namespace, so they never clash). Stopped by pid only.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { TestNet, TestNode } from './netns.ts';
+import { after, before } from 'node:test';
+import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
+import { netnsUnavailable, TestNet, type TestNode } from './netns.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const VENV_PYTHON = join(ROOT, '.venv/bin/python');
@@ -145,4 +148,27 @@ export function evalOnHead(
       resolve({ code, stderr });
     });
   });
+}
+
+/** Why the Ray cluster tests cannot run here (null: they can). */
+export const RAY_SKIP: string | null = netnsUnavailable() ?? rayUnavailable();
+
+/**
+ * The hooks of a describe that needs a Ray cluster: fixture repositories, a head and two workers on test
+ * hosts, a temporary folder; all torn down (processes by pid, namespaces, folder) in `after`, whatever
+ * the tests did. The returned object is filled in by `before`.
+ */
+export function useRayCluster(prefix: string): { net: TestNet; ray: RayCluster; tmp: string } {
+  const state = {} as { net: TestNet; ray: RayCluster; tmp: string };
+  before(async () => {
+    ensureFixtureRepos();
+    state.tmp = mkdtempSync(join(tmpdir(), prefix));
+    state.net = TestNet.create(3);
+    state.ray = await startRay(state.net, join(state.tmp, 'ray'), { slots: 2 });
+  });
+  after(async () => {
+    await state.net?.destroy();
+    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true });
+  });
+  return state;
 }
