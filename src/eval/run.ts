@@ -12,19 +12,17 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
-import { setUpForAgent } from '../env/layer.ts';
 import { EnvBuildError } from '../env/types.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
-import { infraFailure } from '../rollout/outcome.ts';
-import { extractPatch } from '../rollout/patch.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
 import { Progress } from './progress.ts';
@@ -123,47 +121,6 @@ async function verify(
   );
   if (v.output) await writeAtomic(logPath, v.output);
   return v;
-}
-
-interface AgentPhase {
-  agent: AgentOutcome;
-  agentMs: number;
-  patch: string;
-  failure: string | null;
-}
-
-/** The agent's part of a sample in its own environment: its outcome and patch; null when interrupted. */
-async function runAgentPhase(
-  options: EvalOptions,
-  instance: SweInstance,
-  sample: number,
-  capturePath: string,
-): Promise<AgentPhase | null> {
-  const env = await options.runtime.prepare(instance, 'agent');
-  try {
-    // an agent that runs code gets the environment installed, as the official instance image has it
-    if (env.environment && options.agent.runsUntrustedCode) env.patchBase = await setUpForAgent(env);
-    const ta = performance.now();
-    const agent = await options.agent.run({
-      instance,
-      sample,
-      env,
-      timeoutMs: options.agentTimeoutMs,
-      capturePath,
-      meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
-    });
-    const agentMs = performance.now() - ta;
-    if (options.signal?.aborted) return null;
-    const failure = options.agent.runsUntrustedCode ? infraFailure(agent) : null;
-    if (failure !== null) return { agent, agentMs, patch: '', failure };
-    if (agent.status === 'error' && !options.agent.runsUntrustedCode)
-      return { agent, agentMs, patch: '', failure: agent.error };
-    if (agent.patch !== undefined) return { agent, agentMs, patch: agent.patch, failure: null };
-    const extracted = await extractPatch(env, env.patchBase ?? instance.base_commit);
-    return { agent, agentMs, patch: extracted.patch, failure: extracted.error ?? null };
-  } finally {
-    await env.dispose().catch(() => {});
-  }
 }
 
 /** Runs and grades one sample; null when an interrupt cut it short (nothing graded, nothing recorded). */
