@@ -10,8 +10,9 @@ export function defineSetup(program: Command, report: Report): void {
     .option('--python <path>', 'the Python 3.10+ to make it with (default: python3)')
     .option(
       '--venv <dir>',
-      "where to make it (default: polar's cache, $POLAR_HOME/python or ~/.cache/polar/python)",
+      "where to make it (default: polar's cache, $POLAR_CACHE_DIR/python or ~/.cache/polar/python)",
     )
+    .option('--cluster', 'also the optional cluster group (Ray, for --cluster ray; docs/cluster.md)')
     .option('-q, --quiet', "no progress on stderr (pip's included)")
     .addHelpText(
       'after',

@@ -20,6 +20,11 @@ export const EVAL_FILES = {
   logs: 'logs',
   /** the settings that decide the results (src/eval/settings.ts): --resume refuses another */
   run: 'run.json',
+  /**
+   * a cluster run's bookkeeping (src/cluster/): the Ray driver's spec and log, sample folders on their
+   * way in, the Slurm scripts and logs and the shard folders; an otherwise empty --out counts as empty
+   */
+  cluster: '.cluster',
 } as const;
 
 /** The files and folders that make a folder an evaluation's (src/eval/out.ts refuses to mix two runs). */

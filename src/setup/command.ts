@@ -2,7 +2,7 @@
  * `polar setup`: the trainer's Python environment (polar train, polar export, the loop's train steps):
  * a virtual environment with the pinned packages of src/train/worker/requirements.txt (torch,
  * transformers, peft, safetensors, onnx, ...). Installed as a package, polar keeps it in its cache
- * (`$POLAR_HOME/python`, default `~/.cache/polar/python`), where polar train and export look for it; in a
+ * (`$POLAR_CACHE_DIR/python`, default `~/.cache/polar/python`), where polar train and export look for it; in a
  * clone `npm run setup:python` makes `.venv` at the repository root with the same command. docs/train.md.
  */
 import { existsSync } from 'node:fs';
@@ -10,7 +10,13 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { EnvironmentError } from '../errors.ts';
-import { checkEnvironment, polarVenv, probePython, REQUIREMENTS } from '../train/env.ts';
+import {
+  CLUSTER_REQUIREMENTS,
+  checkEnvironment,
+  polarVenv,
+  probePython,
+  REQUIREMENTS,
+} from '../train/env.ts';
 import { log } from '../util/log.ts';
 
 export interface SetupFlags {
@@ -18,6 +24,8 @@ export interface SetupFlags {
   python?: string;
   /** where to make it (default: polar's cache) */
   venv?: string;
+  /** the optional cluster group too (Ray, src/train/worker/requirements-cluster.txt) */
+  cluster?: boolean;
   quiet?: boolean;
 }
 
@@ -32,23 +40,27 @@ export async function setupCommand(f: SetupFlags): Promise<number> {
     await mkdir(dirname(dir), { recursive: true });
     await run(base, ['-m', 'venv', dir], `${base} -m venv ${dir} failed`);
   }
-  log.info(`installing ${REQUIREMENTS} into ${dir} (torch alone is a few hundred MB)`);
-  // --retries 0: an unreachable index fails at once instead of retrying for minutes
-  await run(
-    python,
-    [
-      '-m',
-      'pip',
-      'install',
-      '--disable-pip-version-check',
-      '--retries',
-      '0',
-      ...(f.quiet ? ['-q'] : []),
-      '-r',
-      REQUIREMENTS,
-    ],
-    'pip could not install the requirements',
-  );
+  for (const requirements of [REQUIREMENTS, ...(f.cluster ? [CLUSTER_REQUIREMENTS] : [])]) {
+    log.info(
+      `installing ${requirements} into ${dir}${requirements === REQUIREMENTS ? ' (torch alone is a few hundred MB)' : ''}`,
+    );
+    // --retries 0: an unreachable index fails at once instead of retrying for minutes
+    await run(
+      python,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--disable-pip-version-check',
+        '--retries',
+        '0',
+        ...(f.quiet ? ['-q'] : []),
+        '-r',
+        requirements,
+      ],
+      `pip could not install ${requirements}`,
+    );
+  }
   const probe = await probePython(python);
   if ('problem' in probe) throw new EnvironmentError(`${python} ${probe.problem} after the install`);
   checkEnvironment(probe, { device: 'cpu', gpus: 1, lora: true });

@@ -74,11 +74,17 @@ export const probePython: Prober = async (python) => {
 export const VENV_PYTHON = fileURLToPath(new URL('../../.venv/bin/python', import.meta.url));
 /** The pinned packages of polar's Python environment. */
 export const REQUIREMENTS = fileURLToPath(new URL('./worker/requirements.txt', import.meta.url));
+/** the optional cluster group (Ray; docs/cluster.md): `polar setup --cluster` */
+export const CLUSTER_REQUIREMENTS = fileURLToPath(
+  new URL('./worker/requirements-cluster.txt', import.meta.url),
+);
 export const SETUP_COMMAND = 'polar setup';
 
-/** polar's own cache: $POLAR_HOME, else $XDG_CACHE_HOME/polar, else ~/.cache/polar. */
+/** polar's own cache (the one the environments and datasets use): $POLAR_CACHE_DIR, else $XDG_CACHE_HOME/polar, else ~/.cache/polar. */
 export function polarHome(): string {
-  return process.env.POLAR_HOME ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'polar');
+  return (
+    process.env.POLAR_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'polar')
+  );
 }
 
 /** Where `polar setup` makes the environment by default: <polar's cache>/python. */

@@ -16,7 +16,7 @@ export interface PackedPolar {
   home: string;
   /** a folder on the project's PATH, for harnesses */
   harnesses: string;
-  /** polar's cache ($POLAR_HOME) */
+  /** polar's cache ($POLAR_CACHE_DIR) */
   polarHome: string;
   env(extra?: Record<string, string>): Record<string, string>;
   npx(args: string[], timeoutMs?: number, extra?: Record<string, string>): ReturnType<typeof execa>;
@@ -37,7 +37,7 @@ export async function installPacked(): Promise<PackedPolar> {
     npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? '/root', '.npm'),
     ONNXRUNTIME_NODE_INSTALL: 'skip',
     POLAR_OFFLINE: '1',
-    POLAR_HOME: polarHome,
+    POLAR_CACHE_DIR: polarHome,
     ...extra,
   });
   const pack = await execa('npm', ['pack', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT });

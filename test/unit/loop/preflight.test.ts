@@ -34,6 +34,8 @@ const flags = (extra: Partial<LoopFlags>): LoopFlags => ({
   testTimeout: 60_000,
   backend: 'embedded',
   model: 'tiny:arch=qwen3,vocab=64',
+  envCache: join(tmp, 'envs'),
+  envs: false,
   ...extra,
 });
 

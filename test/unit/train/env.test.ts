@@ -39,13 +39,13 @@ describe('train environment', () => {
     assert.equal(p.python, '/usr/bin/python3');
     assert.deepEqual(seen, [VENV_PYTHON, cached, 'python3', '/usr/bin/python3']);
     assert.match(VENV_PYTHON, /\.venv\/bin\/python$/);
-    const saved = process.env.POLAR_HOME;
-    process.env.POLAR_HOME = '/srv/polar-cache';
+    const saved = process.env.POLAR_CACHE_DIR;
+    process.env.POLAR_CACHE_DIR = '/srv/polar-cache';
     try {
       assert.equal(polarVenv(), '/srv/polar-cache/python');
     } finally {
-      if (saved === undefined) delete process.env.POLAR_HOME;
-      else process.env.POLAR_HOME = saved;
+      if (saved === undefined) delete process.env.POLAR_CACHE_DIR;
+      else process.env.POLAR_CACHE_DIR = saved;
     }
   });
 
