@@ -119,6 +119,7 @@ export function defineTrain(program: Command, report: Report): void {
     )
     .addOption(opt('--seed <n>', 'data order seed', nonNegativeInt, D.seed))
     .option('--json', 'write the worker events as JSON lines to stdout')
+    .option('-q, --quiet', 'no progress on stderr (warnings and errors still show)')
     .addHelpText(
       'after',
       `

@@ -3,6 +3,7 @@
  * JSON block and the script that renders it (client.ts). No network, no external fonts.
  */
 import type { BuildStats, Reasons } from '../trajectory/stats.ts';
+import { plural } from '../util/plural.ts';
 import { CLIENT_JS } from './client.ts';
 import type { Chart, PageData, Section, StepRow } from './report.ts';
 import { esc, lineChart } from './svg.ts';
@@ -106,7 +107,7 @@ function summaryCards(s: TrajectorySummary): string {
           `min ${fixed(s.reward_min)} · max ${fixed(s.reward_max)} · ${s.rewarded} rewarded`,
         );
   return `<div class="cards">${[
-    card('trajectories', num(s.trajectories), `${num(s.groups)} groups`),
+    card('trajectories', num(s.trajectories), plural(s.groups, 'group')),
     card('traces', num(s.traces), list(s.kinds)),
     reward,
     card(

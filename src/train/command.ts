@@ -8,6 +8,7 @@ import { runTrain } from './launch.ts';
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
 export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {
+  if (flags.quiet) log.configure({ quiet: true });
   // SIGINT, SIGTERM and SIGHUP alike: the worker stops, the last checkpoint is kept for --resume
   const interrupt = onStopSignals('stopping the training worker (the last checkpoint is kept for --resume)');
   try {

@@ -157,6 +157,8 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
 
 /** `polar train` flags after parsing (commands/train.ts); undefined = not given (train.json or the default applies). */
 export interface TrainFlags {
+  /** -q: no progress on stderr */
+  quiet?: boolean;
   model?: string;
   out: string;
   /** --resume: continue the run in --out (true); a directory is the deprecated form of --resume-from */

@@ -112,6 +112,9 @@ describe('the page', () => {
     assert.ok(html.includes('cut: divergence'));
     assert.ok(html.includes('<table class="kv build-stats">'));
     assert.ok(html.includes('2 of 5 used (40.0%)'));
+    // a count with its noun in the right number (issue 31 item 16: "1 groups")
+    assert.match(html, /\b1 group\b/);
+    assert.doesNotMatch(html, /\b1 groups\b/);
     assert.equal(html.match(/<details class="traj"/g)?.length, 2);
     assert.equal(html.match(/<details class="traj" open/g)?.length, 1);
   });

@@ -159,6 +159,18 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     assert.match(await readFile(join(dir, 'o', 'worker.log'), 'utf8'), /Traceback/);
   });
 
+  test('-q: no progress on stderr, the error still shows (issue 31 item 14)', async () => {
+    const dir = await tempDir();
+    const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
+    const model = join(dir, 'broken-model');
+    await mkdir(model);
+    await writeFile(join(model, 'config.json'), '{"model_type": "no-such-architecture"}\n');
+    const r = await polar([traj, '--model', model, '--device', 'cpu', '--out', join(dir, 'o'), '-q']);
+    assert.equal(r.exitCode, 1, r.stderr);
+    assert.doesNotMatch(r.stderr, /training .* on \d+ rollout/);
+    assert.match(r.stderr, /polar: error: training worker failed/);
+  });
+
   test("ids outside the model's vocabulary: refused at the first record, before any Python (issue 31 item 3)", async () => {
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());

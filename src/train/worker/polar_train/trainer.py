@@ -23,6 +23,11 @@ from .sampling import SamplingMismatch, check_sampling  # noqa: F401 (SamplingMi
 from .schema import CHECKPOINT_META, DEFAULTS, METRICS, SCHEDULES
 
 
+def _count(n: int, word: str) -> str:
+    """`1 step`, `2 steps`: a count with its noun in the right number (src/util/plural.ts)."""
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
 class NonFiniteError(RuntimeError):
     kind = "non_finite"
 
@@ -159,8 +164,10 @@ class Trainer:
         self.data_step = 0
         if self.resume_dir:
             self._restore(self.resume_dir)
-        self.log("training %d rollouts (%d traces) for %d steps of %d rollouts; %d updates per step"
-                 % (n, sum(len(r.samples) for r in self.rollouts), self.total_steps, self.batch, self.updates_per_step),
+        self.log("training %s (%s) for %s of %s; %s per step"
+                 % (_count(n, "rollout"), _count(sum(len(r.samples) for r in self.rollouts), "trace"),
+                    _count(self.total_steps, "step"), _count(self.batch, "rollout"),
+                    _count(self.updates_per_step, "update")),
                  model=self.policy.kind, device=str(self.device), world_size=self.world,
                  loss_norm_tokens=cfg["loss_norm_tokens"])
 
