@@ -43,6 +43,14 @@ const SUITES: Record<string, Record<'vllm' | 'tokens', { files: string[]; patter
     vllm: { files: ['test/e2e/qwen.test.ts'] },
     tokens: { files: ['test/e2e/tokens-codex-claude.test.ts'], pattern: '^qwen:' },
   },
+  gemini: {
+    vllm: { files: ['test/e2e/gemini.test.ts'] },
+    tokens: { files: ['test/e2e/tokens-codex-claude.test.ts'], pattern: '^gemini:' },
+  },
+  opencode: {
+    vllm: { files: ['test/e2e/opencode.test.ts'] },
+    tokens: { files: ['test/e2e/tokens-codex-claude.test.ts'], pattern: '^opencode:' },
+  },
 };
 
 const dirName = (pkg: string, version: string) => `${pkg.replace(/^@/, '').replace('/', '+')}@${version}`;

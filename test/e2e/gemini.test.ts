@@ -20,10 +20,12 @@ describe('gemini', () => {
 
   test('plain answer', async () => {
     const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), ['gemini', '-p', 'Say hello']);
+    const r = await capture(BACKEND(standin.url), ['gemini', '-p', 'Say hello'], { traceConnects: true });
     assert.equal(r.exitCode, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /Hello from the stand-in\./);
     assert.equal(r.session.harness, 'gemini');
+    // telemetry, update checks, IDE integration off: nothing but polar's proxy and the stand-in
+    assert.deepEqual(r.outsideConnects, [], 'connections that left the machine');
     assert.ok(r.calls.length >= 1);
     assert.ok(r.calls.every((c) => c.api === 'gemini' && c.stream));
     const first = r.calls[0]!;
