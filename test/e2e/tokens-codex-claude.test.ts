@@ -1,8 +1,9 @@
 /**
  * Real Codex CLI, Claude Code, Qwen Code, Gemini CLI, OpenCode and Pi under `polar capture --backend
- * tokens` (a vLLM /v1/completions stand-in, the real Qwen3 tokenizer and template, thinking on): a session of two tool calls and an answer, each
- * turn with a <think> block. Every call's prompt must extend the previous call's prompt + completion
- * token for token, and each earlier assistant turn must have been spliced from the call that sampled it.
+ * tokens` (a vLLM /v1/completions stand-in, the real Qwen3 tokenizer and template, thinking on): a
+ * session of two tool calls and an answer, each turn with a <think> block. Every call's prompt must extend
+ * the previous call's prompt + completion token for token, and each earlier assistant turn must have been
+ * spliced from the call that sampled it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
