@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CallRecord } from '../../src/capture/record.ts';
+import { isTokenCount } from '../../src/protocols/canonical.ts';
 import { capture } from '../support/capture-run.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
@@ -95,7 +96,7 @@ describe('codex, claude and pi (responses, anthropic) under --backend tokens (Qw
       const chain = r.calls.filter(
         (c): c is CallRecord =>
           c.error === null &&
-          c.api !== 'anthropic-count-tokens' &&
+          !isTokenCount(c.api) &&
           (c.harness_meta.request_kind ?? 'turn') === 'turn' &&
           JSON.stringify(c.canonical_request).includes('ECHO two words'),
       );

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionEndRecord, SessionRecord } from '../../src/capture/record.ts';
+import { isTokenCount } from '../../src/protocols/canonical.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const POLAR = join(ROOT, 'bin/polar');
@@ -123,7 +124,7 @@ async function logKinds(file: string, records: CaptureRecord[]): Promise<void> {
       const kind =
         typeof c.harness_meta.request_kind === 'string'
           ? c.harness_meta.request_kind
-          : c.api === 'anthropic-count-tokens'
+          : isTokenCount(c.api)
             ? 'count_tokens'
             : 'turn';
       // the harness's own user-agent: proof of which installed version made the call
