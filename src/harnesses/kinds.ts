@@ -150,6 +150,14 @@ export const PI_RULES: readonly KindRule[] = [
   },
 ];
 
+/** The next-speaker check of Gemini CLI, which Qwen Code forked with the same prompt. */
+const NEXT_SPEAKER: KindRule = {
+  kind: 'next_speaker',
+  source: 'checkNextSpeaker CHECK_PROMPT (Gemini CLI packages/core/src/utils/nextSpeakerChecker.ts)',
+  test: (s) =>
+    startsWith(s.lastUser, 'Analyze *only* the content and structure of your immediately preceding'),
+};
+
 /** Qwen Code (@qwen-code/qwen-code 0.24.4, bundled chunks). */
 export const QWEN_RULES: readonly KindRule[] = [
   {
@@ -169,12 +177,7 @@ export const QWEN_RULES: readonly KindRule[] = [
       s.system.includes('You are the component that summarizes a conversation') ||
       s.lastUser.includes('<state_snapshot>'),
   },
-  {
-    kind: 'next_speaker',
-    source: 'checkNextSpeaker CHECK_PROMPT',
-    test: (s) =>
-      startsWith(s.lastUser, 'Analyze *only* the content and structure of your immediately preceding'),
-  },
+  NEXT_SPEAKER,
   {
     kind: 'memory',
     source: 'managed memory extraction subagent',
@@ -201,12 +204,7 @@ export const GEMINI_RULES: readonly KindRule[] = [
     source: 'context/chatCompressionService.ts getCompressionPrompt (the summary and its verification call)',
     test: (s) => s.system.includes('distilling chat history into a structured XML <state_snapshot>'),
   },
-  {
-    kind: 'next_speaker',
-    source: 'utils/nextSpeakerChecker.ts CHECK_PROMPT',
-    test: (s) =>
-      startsWith(s.lastUser, 'Analyze *only* the content and structure of your immediately preceding'),
-  },
+  NEXT_SPEAKER,
   {
     kind: 'loop_detection',
     source: 'services/loopDetectionService.ts LOOP_DETECTION_SYSTEM_PROMPT',

@@ -17,7 +17,6 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
   let model = '';
   let signature: string | undefined;
   let signed = false;
-  let ended = false;
   const calls = new Map<number, { id: string; name: string; args: string }>();
 
   const emit = (parts: GeminiPart[]): string => encodeSse(chunk(id, model, parts));
@@ -56,7 +55,6 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
         return call ? emit([answerPart(functionCallPart({ ...call, arguments: call.args }))]) : '';
       }
       case 'finish': {
-        ended = true;
         const r = event.response;
         signature ??= r.reasoningSignature;
         // an answer without text or calls still gets its signature, on an empty text part
@@ -64,7 +62,6 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
         return encodeSse(chunk(id, model || r.model, parts, { response: r }));
       }
       case 'error':
-        ended = true;
         return failed(event.error);
       default: {
         const never: never = event;
@@ -73,12 +70,5 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
     }
   };
 
-  return sequencedWriter({
-    ended: () => ended,
-    markEnded: () => {
-      ended = true;
-    },
-    one,
-    fail: failed,
-  });
+  return sequencedWriter({ one, fail: failed });
 }
