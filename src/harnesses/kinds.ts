@@ -250,7 +250,7 @@ export const GEMINI_RULES: readonly KindRule[] = [
 ];
 
 /**
- * OpenCode (opencode-ai 1.17.20 and 1.18.33: the JavaScript bundled in the opencode-linux-x64 binary;
+ * OpenCode (opencode-ai 1.17.19 and 1.18.33: the JavaScript bundled in the opencode-linux-x64 binary;
  * upstream anomalyco/opencode packages/opencode/src/agent/prompt/*.txt). Each hidden agent has its own
  * system prompt.
  */
