@@ -267,11 +267,12 @@ export const OPENCODE_RULES: readonly KindRule[] = [
   },
   {
     kind: 'compaction',
-    source: 'agent "compaction" (prompt/compaction.txt; its older text "You are summarizing a conversation")',
+    source:
+      'agent "compaction" (prompt/compaction.txt): 1.18.33 "You are a context summarization agent", 1.17.19 "You are an anchored context summarization assistant", upstream earlier "You are summarizing a conversation"',
     test: (s) =>
       startsWith(s.system, 'You are a context summarization agent') ||
-      startsWith(s.system, 'You are summarizing a conversation for continuation by another agent') ||
-      startsWith(s.system, 'You are a helpful AI assistant tasked with summarizing conversations'),
+      startsWith(s.system, 'You are an anchored context summarization assistant') ||
+      startsWith(s.system, 'You are summarizing a conversation for continuation by another agent'),
   },
   {
     kind: 'subagent',

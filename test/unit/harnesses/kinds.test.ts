@@ -276,6 +276,7 @@ describe('side-call kinds per harness', () => {
     ['title', oc('You are a title generator. You output ONLY a thread title. Nothing else.')],
     ['summary', oc('Summarize what was done in this conversation. Write like a pull request description.')],
     ['compaction', oc('You are a context summarization agent. You are given a conversation between a user')],
+    ['compaction', oc('You are an anchored context summarization assistant for coding sessions.')],
     ['compaction', oc('You are summarizing a conversation for continuation by another agent.')],
     ['subagent', oc('You are a file search specialist. You excel at thoroughly navigating', 3)],
   ] as const) {
