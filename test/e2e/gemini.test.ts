@@ -10,6 +10,7 @@ import { type Standin, startStandin } from '../support/vllm-standin.ts';
 import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
 
 const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
+const TIMEOUT = { timeoutMs: 300_000 };
 
 describe('gemini', () => {
   let standin: Standin;
@@ -20,7 +21,10 @@ describe('gemini', () => {
 
   test('plain answer', async () => {
     const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), ['gemini', '-p', 'Say hello'], { traceConnects: true });
+    const r = await capture(BACKEND(standin.url), ['gemini', '-p', 'Say hello'], {
+      ...TIMEOUT,
+      traceConnects: true,
+    });
     assert.equal(r.exitCode, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /Hello from the stand-in\./);
     assert.equal(r.session.harness, 'gemini');
@@ -41,7 +45,7 @@ describe('gemini', () => {
 
   test('tool call round trip through run_shell_command', async () => {
     const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), ['gemini', '--yolo', '-p', 'ECHO polarbear']);
+    const r = await capture(BACKEND(standin.url), ['gemini', '--yolo', '-p', 'ECHO polarbear'], TIMEOUT);
     assert.equal(r.exitCode, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /Done\. Output:/);
     assertToolRoundTrip(r.calls, 'polarbear');

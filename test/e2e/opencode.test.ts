@@ -10,7 +10,8 @@ import { type Standin, startStandin } from '../support/vllm-standin.ts';
 import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
 
 const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
-const TIMEOUT = { timeoutMs: 240_000 };
+// OpenCode (a Bun binary) starts slowly on a loaded 2-core machine: minutes, not seconds
+const TIMEOUT = { timeoutMs: 420_000 };
 
 describe('opencode', () => {
   let standin: Standin;

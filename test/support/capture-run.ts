@@ -82,7 +82,11 @@ export async function capture(
   const trace = `${out}.strace`;
   const polar = [POLAR, 'capture', '-o', out, ...skip, ...polarArgs, '--', ...harness];
   const [file, args] = options.traceConnects
-    ? ['strace', ['-f', '-qq', '-e', 'trace=connect', '-o', trace, process.execPath, ...polar]]
+    ? // (--seccomp-bpf: only connect() stops the traced processes, not every system call)
+      [
+        'strace',
+        ['-f', '--seccomp-bpf', '-qq', '-e', 'trace=connect', '-o', trace, process.execPath, ...polar],
+      ]
     : [process.execPath, polar];
   const result = await execa(file, args, {
     cwd: workdir,
