@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
+import { InputError } from '../errors.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
@@ -20,12 +21,14 @@ import { infraFailure } from '../rollout/outcome.ts';
 import { extractPatch } from '../rollout/patch.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
+import { parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { firstIssue } from '../util/zod.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
-import { buildReport, type Report, type ResultLine } from './report.ts';
+import { buildReport, type Report, type ResultLine, resultLineSchema } from './report.ts';
 
 export interface EvalOptions {
   instances: SweInstance[];
@@ -72,22 +75,33 @@ export function sampleKey(instanceId: string, sample: number): string {
   return `${instanceId}__s${sample}`;
 }
 
-/** Reads results.jsonl, ignoring a torn last line; keeps the latest line per sample. */
+/**
+ * Reads results.jsonl (resultLineSchema); keeps the latest line per sample. A last line cut by a crash is
+ * ignored (its sample runs again on --resume); any other line that is not a result is bad input.
+ */
 export async function readResults(path: string): Promise<Map<string, ResultLine>> {
   const map = new Map<string, ResultLine>();
   if (!existsSync(path)) return map;
-  for (const text of (await readFile(path, 'utf8')).split('\n')) {
-    if (text.trim() === '') continue;
+  for await (const line of readLines(path)) {
+    let value: unknown;
     try {
-      const r = JSON.parse(text) as ResultLine;
-      if (typeof r.instance_id === 'string' && typeof r.sample === 'number')
-        map.set(sampleKey(r.instance_id, r.sample), r);
-    } catch {
-      // a line cut by a crash: the sample is run again
+      value = parseJsonLine(path, line, RESULTS_HINT);
+    } catch (error) {
+      if (error instanceof TruncatedLine) continue;
+      throw error;
     }
+    const parsed = resultLineSchema.safeParse(value);
+    if (!parsed.success) {
+      const { field, message } = firstIssue(parsed.error);
+      throw new InputError(path, line.line, field, message, RESULTS_HINT);
+    }
+    // the line as written (key order kept when --resume writes it again)
+    map.set(sampleKey(parsed.data.instance_id, parsed.data.sample), value as ResultLine);
   }
   return map;
 }
+
+const RESULTS_HINT = 'results.jsonl is written by polar eval, one result per line (docs/eval.md)';
 
 class Progress {
   private done = 0;
@@ -323,11 +337,12 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
   for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
   const resultsPath = join(out, EVAL_FILES.results);
   const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
-  // errored samples are run again on resume; rewrite the file without them so each sample has one line
+  // errored samples are run again on resume; rewrite the file without them so each sample has one line,
+  // and without a last line cut by a crash (new lines appended after it would be joined to it)
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
-  if (options.resume && kept.size !== previous.size) {
+  if (options.resume) {
     await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
-  } else if (!options.resume) {
+  } else {
     await writeAtomic(resultsPath, '');
   }
   const jobs: Array<{ instance: SweInstance; sample: number }> = [];

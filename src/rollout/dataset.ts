@@ -10,6 +10,7 @@ import { homedir } from 'node:os';
 import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
+import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
 
@@ -222,15 +223,12 @@ export async function loadLocalDataset(path: string, options: RowOptions = {}): 
       rows.push({ line: i + 1, value: v });
     });
   } else if (ext === '.jsonl' || ext === '.ndjson') {
-    const text = data.toString('utf8').split('\n');
-    text.forEach((lineText, i) => {
-      if (lineText.trim() === '') return;
-      try {
-        rows.push({ line: i + 1, value: JSON.parse(lineText) });
-      } catch (error) {
-        throw new InputError(path, i + 1, undefined, `not valid JSON (${(error as Error).message})`);
-      }
-    });
+    for (const line of splitLines(data.toString('utf8'))) {
+      rows.push({
+        line: line.line,
+        value: parseJsonLine(path, line, 'each line must be one instance (a JSON object)'),
+      });
+    }
   } else {
     throw new InputError(
       path,
