@@ -106,7 +106,11 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
   });
 
   test('refuses to train without a GPU unless --device cpu', async () => {
-    if (probe?.cuda) return; // a GPU machine has one
+    const cuda = await execa(probe?.python ?? 'python3', [
+      '-c',
+      'import torch; print(torch.cuda.is_available())',
+    ]);
+    if (cuda.stdout.trim() === 'True') return; // a GPU machine has one
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
     const r = await polar([traj, '--model', TINY, '--out', join(dir, 'o')]);
