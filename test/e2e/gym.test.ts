@@ -12,7 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import { execa, type ResultPromise } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { verifyResponseSchema } from '../../src/gym/contract.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { POLAR, ROOT, runPolar, startPolar } from '../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
 import { pyJson } from '../support/vllm-standin.ts';
@@ -50,10 +51,8 @@ describe('polar gym with Pi', () => {
 
   test('POST /run: Pi fixes the task, reward 1, one contiguous chain of the sampled ids', async () => {
     const { home, workdir } = await privateDirs();
-    gym = execa(
-      process.execPath,
+    gym = startPolar(
       [
-        POLAR,
         'gym',
         '--harness',
         'pi',
@@ -85,7 +84,7 @@ describe('polar gym with Pi', () => {
         '--trust-row-commands',
         '--quiet',
       ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+      { cwd: workdir, env: privateEnv(home), extendEnv: false },
     );
     const { url, token } = await new Promise<{ url: string; token: string }>((resolve, reject) => {
       let text = '';
@@ -212,10 +211,8 @@ describe('polar gym with Pi', () => {
 
   test('a wrong server set-up stops `polar gym` at start with one message, before it listens', async () => {
     const { home, workdir } = await privateDirs();
-    const run = await execa(
-      process.execPath,
+    const run = await runPolar(
       [
-        POLAR,
         'gym',
         '--harness',
         'pi',
@@ -235,7 +232,7 @@ describe('polar gym with Pi', () => {
         '--out',
         join(workdir, 'gym-out'),
       ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+      { cwd: workdir, env: privateEnv(home), extendEnv: false },
     );
     assert.equal(run.exitCode, 4, run.stderr);
     assert.equal(run.stdout, '', 'no {url} line: it never listened');

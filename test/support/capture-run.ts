@@ -2,13 +2,9 @@
 import { appendFile, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionEndRecord, SessionRecord } from '../../src/capture/record.ts';
-
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const POLAR = join(ROOT, 'bin/polar');
+import { ROOT, runPolar } from './cli.ts';
 
 export interface CaptureOutcome {
   exitCode: number | undefined;
@@ -71,18 +67,12 @@ export async function capture(
 ): Promise<CaptureOutcome> {
   const { home, workdir, out } = await privateDirs();
   const skip = options.probe ? [] : ['--skip-backend-check'];
-  const result = await execa(
-    process.execPath,
-    [POLAR, 'capture', '-o', out, ...skip, ...polarArgs, '--', ...harness],
-    {
-      cwd: workdir,
-      env: { ...privateEnv(home), ...options.env },
-      extendEnv: false,
-      stdin: 'ignore',
-      reject: false,
-      timeout: options.timeoutMs ?? 120_000,
-    },
-  );
+  const result = await runPolar(['capture', '-o', out, ...skip, ...polarArgs, '--', ...harness], {
+    cwd: workdir,
+    env: { ...privateEnv(home), ...options.env },
+    extendEnv: false,
+    timeoutMs: options.timeoutMs ?? 120_000,
+  });
   const records: CaptureRecord[] = [];
   try {
     for await (const { record } of readCapture(out)) records.push(record);
@@ -95,8 +85,8 @@ export async function capture(
     throw new Error(`no session record; polar stderr:\n${result.stderr}\nstdout:\n${result.stdout}`);
   return {
     exitCode: result.exitCode,
-    stdout: String(result.stdout),
-    stderr: String(result.stderr),
+    stdout: result.stdout,
+    stderr: result.stderr,
     records,
     session,
     calls: records.filter((r): r is CallRecord => r.type === 'call'),

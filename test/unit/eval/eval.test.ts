@@ -17,8 +17,8 @@ import {
   MINI,
   makePatch,
   miniRows,
-  PYTEST_SKIP,
   polar,
+  pytestSkip,
   REPOS,
   runnableIds,
 } from './helpers.ts';
@@ -72,7 +72,7 @@ test('--agent empty: 0%, empty patches, --fail-under exits 5', () => {
 
 test(
   'every FAIL_TO_PASS fails before the fix (a no-op patch), and PASS_TO_PASS pass',
-  { skip: PYTEST_SKIP },
+  { skip: pytestSkip() },
   async () => {
     const runtime = new LocalRuntime({ reposDir: REPOS });
     for (const instance of await loadDataset(MINI)) {
