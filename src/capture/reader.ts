@@ -6,7 +6,7 @@ import { log } from '../util/log.ts';
 import { CaptureDecoder } from './codec.ts';
 import type { CaptureRecord } from './record.ts';
 
-export { firstIssue, validateCaptureRecord } from './validate.ts';
+export { validateCaptureRecord } from './validate.ts';
 
 export interface ReadOptions {
   /** skip invalid lines (reporting each through onInvalid) instead of failing */

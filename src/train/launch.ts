@@ -10,10 +10,10 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { firstIssue } from '../util/zod.ts';
 import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
 import {
   checkDevice,

@@ -129,7 +129,7 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch({ logprobs: false }));
     const r = await polar([traj, '--model', TINY, '--device', 'cpu', '--out', join(dir, 'o')]);
     assert.equal(r.exitCode, 3);
-    assert.match(r.stderr, /traj\.jsonl:1: traces\.0\.response_logprobs: null/);
+    assert.match(r.stderr, /traj\.jsonl:1: traces\[0\]\.response_logprobs: null/);
     assert.match(r.stderr, /--no-tis/);
     const ok = await polar([
       traj,
