@@ -11,6 +11,7 @@ export const TIERS = {
     files: [
       'test/unit/eval/',
       'test/unit/backends/wiring.test.ts',
+      'test/unit/cluster/merge.test.ts',
       'test/unit/rollout/setup.test.ts',
       'test/unit/rollout/swebench.test.ts',
       'test/unit/rollout/verifier.test.ts',

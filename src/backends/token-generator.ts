@@ -120,7 +120,7 @@ export class HttpCompletions implements TokenGenerator {
       const sent = await postJson(this.url, body, { deadline, headers: this.headers });
       if (!sent.ok) throw new GeneratorFault(sent.fault);
       try {
-        if (this.server === 'vllm') return yield* this.readVllm(sent.response, deadline);
+        if (this.server === 'vllm') return yield* this.readVllm(sent.response);
         return yield* this.readSglang(sent.response);
       } catch (error) {
         if (error instanceof GeneratorFault) throw error;
@@ -168,10 +168,7 @@ export class HttpCompletions implements TokenGenerator {
     };
   }
 
-  private async *readVllm(
-    response: BackendResponse,
-    deadline: CallDeadline,
-  ): AsyncGenerator<TokenChunk, GenerateOutcome> {
+  private async *readVllm(response: BackendResponse): AsyncGenerator<TokenChunk, GenerateOutcome> {
     let serverPromptIds: number[] | null = null;
     let finishReason: 'stop' | 'length' | null = null;
     let done = false;

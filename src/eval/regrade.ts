@@ -16,7 +16,8 @@ import { log } from '../util/log.ts';
 import { type Lenient, readLenient } from '../util/zod.ts';
 import { EVAL_FILES } from './files.ts';
 import { buildReport, formatReport, type Report, type ResultLine, reportSchema } from './report.ts';
-import { readResults, sampleKey, writeAtomic } from './run.ts';
+import { readResults, sampleKey } from './results.ts';
+import { writeAtomic } from './run.ts';
 
 export interface RegradeOptions {
   out: string;
