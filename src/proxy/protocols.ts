@@ -1,4 +1,6 @@
 /** The front-end wire APIs the proxy serves (each protocol folder's `front`), and the proxy's route table. */
+
+import { matchRoute, pathOf, type RoutePattern } from '../http/router.ts';
 import { front as anthropic } from '../protocols/anthropic-messages/front.ts';
 import type { ApiName } from '../protocols/canonical.ts';
 import type { FrontProtocol } from '../protocols/front.ts';
@@ -18,31 +20,33 @@ export type Route =
   | { kind: 'health' }
   | { kind: 'unknown'; api: ApiName };
 
-/** method + path (without /v1, query and trailing slash) -> route; the first match wins */
-const ROUTES: ReadonlyArray<{ method: string; path: RegExp; route: Route | 'models' }> = [
+/** method + path (without /v1, query and trailing slash) -> route; the first match wins (matchRoute) */
+const ROUTES: ReadonlyArray<RoutePattern & { route: Route | 'models' }> = [
   { method: 'GET', path: /^\/healthz?$/, route: { kind: 'health' } },
-  { method: 'GET', path: /^\/models$/, route: 'models' },
-  { method: 'POST', path: /^\/responses$/, route: { kind: 'model-call', api: 'openai-responses' } },
-  { method: 'POST', path: /^\/messages$/, route: { kind: 'model-call', api: 'anthropic-messages' } },
+  { method: 'GET', path: '/models', route: 'models' },
+  { method: 'POST', path: '/responses', route: { kind: 'model-call', api: 'openai-responses' } },
+  { method: 'POST', path: '/messages', route: { kind: 'model-call', api: 'anthropic-messages' } },
   {
     method: 'POST',
-    path: /^\/messages\/count_tokens$/,
+    path: '/messages/count_tokens',
     route: { kind: 'count-tokens', api: 'anthropic-messages' },
   },
-  { method: 'POST', path: /^\/chat\/completions$/, route: { kind: 'model-call', api: 'openai-chat' } },
+  { method: 'POST', path: '/chat/completions', route: { kind: 'model-call', api: 'openai-chat' } },
 ];
 
-/** Maps method + path to a route. Paths are accepted with or without the /v1 prefix; the query is ignored. */
+/**
+ * Maps method + path to a route. Paths are accepted with or without the /v1 prefix; the query is ignored;
+ * a path under another method is `unknown` (answered 404 in the API's error shape, as any unknown path).
+ */
 export function route(method: string, url: string, headers: Record<string, unknown>): Route {
-  const path = (url.split('?')[0] ?? '/').replace(/\/+$/, '').replace(/^\/v1(?=\/)/, '');
-  const anthropicStyle = 'anthropic-version' in headers || 'x-api-key' in headers;
-  for (const r of ROUTES) {
-    if (r.method !== method || !r.path.test(path)) continue;
+  const path = pathOf(url).replace(/^\/v1(?=\/)/, '');
+  const match = matchRoute(ROUTES, method, path);
+  if (match !== null && 'route' in match) {
     // the model list answers in the shape of the API the client speaks
-    if (r.route === 'models')
-      return { kind: 'models', api: 'anthropic-version' in headers ? 'anthropic-messages' : 'openai-chat' };
-    return r.route;
+    if (match.route.route !== 'models') return match.route.route;
+    return { kind: 'models', api: 'anthropic-version' in headers ? 'anthropic-messages' : 'openai-chat' };
   }
+  const anthropicStyle = 'anthropic-version' in headers || 'x-api-key' in headers;
   const guess: ApiName =
     path.startsWith('/messages') || anthropicStyle ? 'anthropic-messages' : 'openai-chat';
   return { kind: 'unknown', api: guess };

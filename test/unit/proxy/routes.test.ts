@@ -13,6 +13,10 @@ describe('routes', () => {
     ['GET', '/v1/models', {}, 'models:openai-chat'],
     ['GET', '/v1/models', { 'anthropic-version': '2023-06-01' }, 'models:anthropic-messages'],
     ['GET', '/health', {}, 'health'],
+    ['GET', '/healthz/', {}, 'health'],
+    ['GET', '/v1/responses', {}, 'unknown:openai-chat'],
+    ['GET', '/v1/messages', {}, 'unknown:anthropic-messages'],
+    ['GET', '/', {}, 'unknown:openai-chat'],
     ['POST', '/v1/embeddings', {}, 'unknown:openai-chat'],
     ['POST', '/v1/other', { 'anthropic-version': '2023-06-01' }, 'unknown:anthropic-messages'],
   ];
