@@ -12,8 +12,9 @@ import { execa } from 'execa';
 import { EnvironmentError } from '../errors.ts';
 import {
   CLUSTER_REQUIREMENTS,
-  checkEnvironment,
+  checkPackages,
   polarVenv,
+  probeDevices,
   probePython,
   REQUIREMENTS,
 } from '../train/env.ts';
@@ -63,9 +64,12 @@ export async function setupCommand(f: SetupFlags): Promise<number> {
   }
   const probe = await probePython(python);
   if ('problem' in probe) throw new EnvironmentError(`${python} ${probe.problem} after the install`);
-  checkEnvironment(probe, { device: 'cpu', gpus: 1, lora: true });
+  checkPackages(probe, { device: 'cpu', gpus: 1, lora: true });
+  // the metadata probe imports nothing: import torch once to see that what was installed works
+  const devices = await probeDevices(python);
+  if ('problem' in devices) throw new EnvironmentError(`${python} ${devices.problem} after the install`);
   log.info(
-    `polar's Python: ${python} (Python ${probe.version}, torch ${probe.torch}, transformers ${probe.transformers}, peft ${probe.peft}${probe.cuda ? `, ${probe.cuda_devices} CUDA device(s)` : ', no CUDA device'})`,
+    `polar's Python: ${python} (Python ${probe.version}, torch ${probe.torch}, transformers ${probe.transformers}, peft ${probe.peft}${devices.cuda ? `, ${devices.cuda_devices} CUDA device(s)` : ', no CUDA device'})`,
   );
   process.stdout.write(`${python}\n`);
   return 0;

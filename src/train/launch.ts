@@ -4,23 +4,29 @@
  * torchrun for --gpus N > 1) with execa, and turns its JSON-lines events into progress and typed errors.
  */
 import { createWriteStream, existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
-import { firstIssue } from '../capture/reader.ts';
-import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
+import { InputError, UsageError } from '../errors.ts';
 import { InterruptedError, stopSignalOf } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
-import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
+import {
+  checkDevice,
+  checkPackages,
+  findPython,
+  type Prober,
+  type PythonDevices,
+  type PythonPackages,
+  probePython,
+} from './env.ts';
 import { modelVocabSize, otherSamplers } from './model-info.ts';
 import { TrainProgress } from './progress.ts';
-import { CHECKPOINT_FILES, workerEventSchema } from './schema.ts';
+import { CHECKPOINT_FILES } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
+import { runWorker, type WorkerOutcome, workerError } from './worker-process.ts';
 
 /** The Python package lives beside this file: src/train/worker/polar_train. */
 export const WORKER_DIR = fileURLToPath(new URL('./worker', import.meta.url));
@@ -109,133 +115,19 @@ export function workerCommand(options: {
   };
 }
 
-export interface WorkerOutcome {
-  exitCode: number | undefined;
-  signal: string | undefined;
-  error: Record<string, unknown> | undefined;
-  done: Record<string, unknown> | undefined;
-  stderrTail: string[];
-  /** an event that does not match workerEventSchema */
-  protocolError?: string;
-}
-
-/** Runs the worker, feeding each JSON event to onEvent; stderr (and stray stdout) goes to logPath. */
-export async function runWorker(
-  cmd: WorkerCommand,
-  onEvent: (event: Record<string, unknown>) => void,
-  logPath: string,
-  signal?: AbortSignal,
-): Promise<WorkerOutcome> {
-  const logFile = createWriteStream(logPath, { flags: 'a' });
-  const child = execa(cmd.file, cmd.args, {
-    env: cmd.env,
-    reject: false,
-    // a stop signal ends the worker (SIGTERM; torchrun passes it to its ranks), SIGKILL 10 s later
-    ...(signal ? { cancelSignal: signal, forceKillAfterDelay: 10_000 } : {}),
-    buffer: false,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const tail: string[] = [];
-  const outcome: WorkerOutcome = {
-    exitCode: undefined,
-    signal: undefined,
-    error: undefined,
-    done: undefined,
-    stderrTail: tail,
+/** config.json's `environment`: the Python and package versions, and the CUDA devices the worker saw. */
+function environmentRecord(
+  probe: PythonPackages,
+  devices?: { cuda_devices: number },
+): Record<string, unknown> {
+  return {
+    python: probe.executable,
+    torch: probe.torch,
+    transformers: probe.transformers,
+    peft: probe.peft,
+    safetensors: probe.safetensors,
+    ...(devices ? { cuda_devices: devices.cuda_devices } : {}),
   };
-  const readOut = (async () => {
-    if (!child.stdout) return;
-    for await (const line of createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY })) {
-      let event: Record<string, unknown> | undefined;
-      if (line.startsWith('{')) {
-        try {
-          event = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          event = undefined;
-        }
-      }
-      if (!event || typeof event.event !== 'string') {
-        logFile.write(`${line}\n`);
-        continue;
-      }
-      const checked = workerEventSchema.safeParse(event);
-      if (!checked.success) {
-        // the worker and the launcher disagree on the protocol (src/train/schema.ts): a bug, said once
-        const { field, message } = firstIssue(checked.error);
-        outcome.protocolError ??= `worker event ${line.slice(0, 200)}: ${field}: ${message}`;
-        logFile.write(`${line}\n`);
-        continue;
-      }
-      if (event.event === 'error') {
-        outcome.error ??= event; // under torchrun every rank may report; the first one wins
-        if (typeof event.traceback === 'string') logFile.write(event.traceback);
-        continue;
-      }
-      if (event.event === 'done') outcome.done = event;
-      onEvent(event);
-    }
-  })();
-  const readErr = (async () => {
-    if (!child.stderr) return;
-    for await (const line of createInterface({ input: child.stderr, crlfDelay: Number.POSITIVE_INFINITY })) {
-      logFile.write(`${line}\n`);
-      if (line.trim() === '') continue;
-      tail.push(line);
-      if (tail.length > 20) tail.shift();
-    }
-  })();
-  const result = await child;
-  await Promise.all([readOut, readErr]);
-  await new Promise<void>((done) => logFile.end(done));
-  outcome.exitCode = result.exitCode;
-  outcome.signal = result.signal;
-  if (result.exitCode === undefined && result.signal === undefined && result.failed) {
-    // the command itself could not start
-    tail.push(result.shortMessage ?? 'the worker could not be started');
-  }
-  return outcome;
-}
-
-/** Maps a worker outcome to success or one clear error. */
-export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: string }): PolarError | undefined {
-  if (o.protocolError) {
-    return new PolarError(`training worker broke its protocol: ${o.protocolError}`, {
-      hint: `the worker (src/train/worker) and src/train/schema.ts disagree; worker log: ${ctx.logPath}`,
-    });
-  }
-  if (o.error) {
-    const message = String(o.error.message ?? 'unknown error');
-    if (o.error.kind === 'sampling_mismatch') {
-      return new PolarError(`training refused: ${message}`, {
-        exitCode: EXIT.badInput,
-        hint: 'train the model that sampled these trajectories (--model); a known, larger gap (another sampling temperature, a quantised server) can be allowed with sampling_gap_limit in train.json (docs/train.md)',
-      });
-    }
-    if (o.error.kind === 'non_finite') {
-      return new PolarError(`training stopped: ${message}`, {
-        hint: `continue from the last good checkpoint: the same command with --resume (--out ${ctx.out}); lower --lr or check the data first`,
-      });
-    }
-    return new PolarError(`training worker failed: ${message}`, {
-      hint: `worker log with the Python traceback: ${ctx.logPath}`,
-    });
-  }
-  if (o.exitCode !== 0) {
-    const how = o.signal
-      ? `killed by ${o.signal}`
-      : o.exitCode === undefined
-        ? 'did not start'
-        : `exit code ${o.exitCode}`;
-    const last = o.stderrTail.at(-1) ?? 'no output';
-    return new PolarError(`training worker crashed (${how}): ${last}`, {
-      hint: `full worker log: ${ctx.logPath}`,
-    });
-  }
-  if (!o.done)
-    return new PolarError('training worker exited without finishing', { hint: `worker log: ${ctx.logPath}` });
-  return undefined;
 }
 
 export interface TrainRequest {
@@ -335,25 +227,24 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   log.debug(`trajectories: ${JSON.stringify(data)}`);
 
-  // 2. the environment
-  const probe: PythonProbe = await findPython(
+  // 2. the environment: the packages now (no torch import), the devices when the worker reports them
+  const probe: PythonPackages = await findPython(
     req.python ?? process.env.POLAR_PYTHON,
     deps.probe ?? probePython,
   );
-  checkEnvironment(probe, { device: config.device, gpus: config.gpus, lora: config.lora });
+  const needs = { device: config.device, gpus: config.gpus, lora: config.lora };
+  checkPackages(probe, needs);
 
   // 3. the resolved config, then the worker
+  const madeOut = !existsSync(config.out);
   await mkdir(config.out, { recursive: true });
   const configPath = join(config.out, 'config.json');
-  const environment = {
-    python: probe.executable,
-    torch: probe.torch,
-    transformers: probe.transformers,
-    peft: probe.peft,
-    safetensors: probe.safetensors,
-    cuda_devices: probe.cuda_devices,
-  };
-  await writeFile(configPath, `${JSON.stringify({ ...config, environment }, null, 2)}\n`);
+  const writeConfig = (devices?: { cuda_devices: number }) =>
+    writeFile(
+      configPath,
+      `${JSON.stringify({ ...config, environment: environmentRecord(probe, devices) }, null, 2)}\n`,
+    );
+  await writeConfig();
   const processes = config.device === 'cpu' ? config.nproc : config.gpus;
   const cmd = workerCommand({
     python: probe.python,
@@ -368,7 +259,22 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${processes > 1 ? ` x${processes}` : ''}${req.nodes && req.nodes.nnodes > 1 ? `, node ${req.nodes.nodeRank} of ${req.nodes.nnodes}` : ''}, torch ${probe.torch}`,
   );
-  const outcome = await runWorker(cmd, (e) => progress.event(e), logPath, req.signal);
+  const { outcome, refused } = await superviseWorker({
+    cmd,
+    logPath,
+    progress,
+    signal: req.signal,
+    check: (devices) => checkDevice({ python: probe.python, torch: probe.torch, ...devices }, needs),
+    record: writeConfig,
+  });
+  if (refused) {
+    // the worker stopped at its first event, before writing anything: a refused run leaves nothing behind
+    progress.stop(false);
+    await rm(configPath, { force: true });
+    await rm(logPath, { force: true });
+    if (madeOut) await rm(config.out, { recursive: true, force: true });
+    throw refused;
+  }
   if (req.signal?.aborted) {
     progress.stop(false);
     throw stoppedTraining(req.signal, config.out);
@@ -390,6 +296,41 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     steps,
     data,
   };
+}
+
+/**
+ * Runs the worker with the launcher's check of its first event (`environment`: the devices an imported
+ * torch sees): a refusal stops the worker before it loads or writes anything; otherwise the devices are
+ * recorded in config.json (the worker has read it already). A stop signal stops the worker too.
+ */
+async function superviseWorker(o: {
+  cmd: WorkerCommand;
+  logPath: string;
+  progress: TrainProgress;
+  signal: AbortSignal | undefined;
+  check: (devices: PythonDevices) => void;
+  record: (devices: PythonDevices) => Promise<void>;
+}): Promise<{ outcome: WorkerOutcome; refused: unknown }> {
+  const stop = new AbortController();
+  let refused: unknown;
+  let recorded: Promise<void> = Promise.resolve();
+  const onEvent = (event: Record<string, unknown>) => {
+    if (event.event !== 'environment') return o.progress.event(event);
+    const devices = event as unknown as PythonDevices;
+    try {
+      o.check(devices);
+    } catch (error) {
+      refused = error;
+      stop.abort();
+      return;
+    }
+    recorded = o.record(devices);
+    o.progress.event(event);
+  };
+  const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
+  const outcome = await runWorker(o.cmd, onEvent, o.logPath, signal);
+  await recorded;
+  return { outcome, refused };
 }
 
 /** The worker was stopped by a signal: what is kept, and how to go on. */

@@ -7,8 +7,17 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
-import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
+import { EnvironmentError, UsageError } from '../errors.ts';
+import {
+  checkDevice,
+  checkPackages,
+  type DeviceProber,
+  findPython,
+  type Prober,
+  type PythonPackages,
+  probeDevices,
+  probePython,
+} from './env.ts';
 import { TINY_DEFAULTS } from './schema.ts';
 
 /** The keys of a `tiny:` spec (`tiny:arch=qwen3,vocab=151669,...`), the defaults filled in. */
@@ -98,7 +107,11 @@ export interface TrainerSetup {
  * Python with torch (and CUDA for --device cuda), the model found, and its vocabulary holding every id the
  * rollouts' tokenizer can produce.
  */
-export async function checkTrainer(setup: TrainerSetup, probe: Prober = probePython): Promise<PythonProbe> {
+export async function checkTrainer(
+  setup: TrainerSetup,
+  probe: Prober = probePython,
+  devices: DeviceProber = probeDevices,
+): Promise<PythonPackages> {
   checkModelFound(setup.model, setup.flag);
   const vocab = modelVocabSize(setup.model);
   if (vocab !== null && setup.tokenizerVocab && vocab < setup.tokenizerVocab.size)
@@ -109,7 +122,13 @@ export async function checkTrainer(setup: TrainerSetup, probe: Prober = probePyt
         : 'train the model the backend serves',
     );
   const python = await findPython(setup.python ?? process.env.POLAR_PYTHON, probe);
-  checkEnvironment(python, setup);
+  checkPackages(python, setup);
+  // only --device cuda needs what an imported torch knows; one import here, before any rollout
+  if (setup.device === 'cuda') {
+    const d = await devices(python.python);
+    if ('problem' in d) throw new EnvironmentError(`${python.python}: ${d.problem}`);
+    checkDevice({ ...python, ...d }, setup);
+  }
   return python;
 }
 

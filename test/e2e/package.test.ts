@@ -9,7 +9,7 @@ import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { ensureTinyModel, IM_END } from '../../scripts/make-tiny-model.ts';
-import { ROOT } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 import { installPacked, type PackedPolar } from '../support/packed-polar.ts';
 
 const model = join(ROOT, 'fixtures/models/tiny-qwen3-stop');

@@ -13,7 +13,8 @@ import { describe, test } from 'node:test';
 import { execa } from 'execa';
 import { TINY_TRIAL_COMMAND } from '../../src/options/defaults.ts';
 import { findPython } from '../../src/train/env.ts';
-import { privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateEnv } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
 const work = mkdtempSync(join(tmpdir(), 'polar-readme-'));

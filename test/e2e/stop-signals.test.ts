@@ -14,7 +14,8 @@ import { execa, type ResultPromise } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { POLAR, ROOT } from '../support/cli.ts';
 
 const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');
 const REPOS = join(ROOT, 'fixtures/swe/repos');

@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { privateEnv, ROOT } from './capture-run.ts';
+import { privateEnv } from './capture-run.ts';
+import { ROOT } from './cli.ts';
 
 export interface PackedPolar {
   work: string;
@@ -22,7 +23,8 @@ export interface PackedPolar {
   npx(args: string[], timeoutMs?: number, extra?: Record<string, string>): ReturnType<typeof execa>;
 }
 
-export async function installPacked(): Promise<PackedPolar> {
+/** installMs: the limit on `npm install` of the tarball (offline from npm's cache it takes well under a minute) */
+export async function installPacked(installMs = 150_000): Promise<PackedPolar> {
   const work = mkdtempSync(join(tmpdir(), 'polar-package-'));
   const project = join(work, 'project');
   const home = join(work, 'home');
@@ -48,7 +50,7 @@ export async function installPacked(): Promise<PackedPolar> {
     cwd: project,
     env: env(),
     extendEnv: false,
-    timeout: 480_000,
+    timeout: installMs,
   });
   const npx = (args: string[], timeoutMs = 300_000, extra: Record<string, string> = {}) =>
     execa('npx', ['--no-install', 'polar', ...args], {

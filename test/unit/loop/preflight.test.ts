@@ -11,12 +11,14 @@ import { describe, test } from 'node:test';
 import { execa } from 'execa';
 import { UsageError } from '../../../src/errors.ts';
 import { checkLoopTrainer, type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
-import { findPython } from '../../../src/train/env.ts';
+import { findPython, probeDevices } from '../../../src/train/env.ts';
 import { modelVocabSize } from '../../../src/train/model-info.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const tmp = mkdtempSync(join(tmpdir(), 'polar-loop-preflight-'));
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
+const devices = python?.torch ? await probeDevices(python.python) : null;
+const hasGpu = devices !== null && 'cuda' in devices && devices.cuda;
 
 const flags = (extra: Partial<LoopFlags>): LoopFlags => ({
   trainSet: join(ROOT, 'fixtures/loop/coin.jsonl'),
@@ -56,7 +58,7 @@ describe('the loop checks its trainer before any rollout', () => {
 
   test(
     'no GPU with the default --device cuda: exit 4 in seconds, nothing written, no harness',
-    { skip: !python?.torch ? 'no Python with torch' : python.cuda ? 'this machine has a GPU' : false },
+    { skip: !python?.torch ? 'no Python with torch' : hasGpu ? 'this machine has a GPU' : false },
     async () => {
       const out = join(tmp, 'cuda');
       const r = await execa(

@@ -3,8 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
-import { runWorker, WORKER_DIR, workerCommand, workerError } from '../../../src/train/launch.ts';
+import { WORKER_DIR, workerCommand } from '../../../src/train/launch.ts';
 import { checkTrajectories } from '../../../src/train/trajectories.ts';
+import { runWorker, workerError } from '../../../src/train/worker-process.ts';
 import { smallBatch, tempDir, trajectory, writeJsonl } from './fixtures.ts';
 
 describe('worker command', () => {
@@ -140,7 +141,7 @@ describe('trajectory checks before training', () => {
       (e: unknown) => {
         assert.ok(e instanceof InputError);
         assert.equal(e.line, 1);
-        assert.equal(e.field, 'traces.0.response_logprobs');
+        assert.equal(e.field, 'traces[0].response_logprobs');
         assert.match(e.hint ?? '', /--no-tis/);
         return true;
       },
@@ -161,7 +162,7 @@ describe('trajectory checks before training', () => {
     const file = await writeJsonl(join(dir, 'b.jsonl'), smallBatch());
     await assert.rejects(
       checkTrajectories(file, { requireLogprobs: true, maxTraceTokens: 8 }),
-      /b\.jsonl:1: traces\.0: 9 tokens/,
+      /b\.jsonl:1: traces\[0\]: 9 tokens/,
     );
     const bad = await writeJsonl(join(dir, 'c.jsonl'), [{ v: 1, id: 'x' }]);
     await assert.rejects(checkTrajectories(bad, { requireLogprobs: true, maxTraceTokens: 8 }), /c\.jsonl:1/);
