@@ -23,6 +23,7 @@ export const TIERS = {
     files: [
       'test/unit/env/',
       'test/unit/export/',
+      'test/unit/loop/preflight.test.ts',
       'test/unit/train/cli.test.ts',
       'test/unit/train/probe.test.ts',
       'test/unit/train/python-worker.test.ts',

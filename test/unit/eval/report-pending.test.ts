@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildReport, formatReport, type ResultLine } from '../../../src/eval/report.ts';
+import { buildReport, formatReport, type ResultLine, reportSchema } from '../../../src/eval/report.ts';
+import { evalSummary } from '../../../src/inspect/reader.ts';
 
 const context = { dataset: 'd', agent: 'a', model: 'm', runtime: 'local', instances: ['x', 'y'], samples: 3 };
 const line = (instance_id: string, sample: number, resolved: boolean): ResultLine => ({
@@ -41,4 +42,15 @@ test('cut short: each sample over its own results, pass@k only for a complete ru
   assert.equal(complete.pending, 0);
   assert.equal(complete.pass_at_1.mean, 0.5);
   assert.equal(complete.pass_at_k['2'], 0.5);
+});
+
+test("report.json's schema takes what the writer writes with nothing graded: null rates and pending", () => {
+  const report = JSON.parse(JSON.stringify(buildReport([], context)));
+  assert.deepEqual(reportSchema.parse(report).pass_at_1.per_sample, [null, null, null]);
+  const warnings: string[] = [];
+  const summary = evalSummary(report, warnings);
+  assert.deepEqual(warnings, [], 'polar inspect reads it without a complaint');
+  assert.equal(summary?.pass_at_1, null);
+  assert.equal(summary?.total, 0);
+  assert.equal(reportSchema.safeParse({ ...report, pending: -1 }).success, false);
 });

@@ -163,6 +163,30 @@ test("step.json's pass@1 stands in when a report file is gone; eval/captures are
   assert.equal(s2?.captures, 2);
 });
 
+test("a step whose rollouts had no result: step.json's null pass@1 is shown as '–', not dropped", async () => {
+  const dir = join(root, 'run-null');
+  await makeRunDir(dir);
+  rmSync(join(dir, 'step-2', 'eval', 'report.json'));
+  rmSync(join(dir, 'step-2', 'heldout', 'report.json'));
+  const stepJson = join(dir, 'step-2', 'step.json');
+  const meta = JSON.parse(readFileSync(stepJson, 'utf8'));
+  writeFileSync(
+    stepJson,
+    JSON.stringify({ ...meta, rollouts: { pass_at_1: null, samples: 2 }, heldout: { pass_at_1: null } }),
+  );
+  const run = readRunDir(dir);
+  const s2 = run.steps[1];
+  assert.deepEqual(run.warnings, []);
+  assert.equal(s2?.status, 'done');
+  assert.equal(s2?.eval?.samples, 2);
+  assert.equal(s2?.eval?.pass_at_1, null);
+  assert.equal(s2?.heldout?.pass_at_1, null);
+  // the page's step table prints a null rate as '–' (src/inspect/html.ts)
+  const row = s2 ? stepRow(s2, null) : null;
+  assert.equal(row?.pass_at_1, null);
+  assert.equal(row?.heldout_pass_at_1, null);
+});
+
 test('a run is read through its writers’ schemas: a field of the wrong type is a warning naming it', async () => {
   const dir = join(root, 'run-typed');
   await makeRunDir(dir);
