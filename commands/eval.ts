@@ -70,6 +70,10 @@ export function defineEval(program: Command, report: Report): void {
       ),
     )
     .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
+    .option(
+      '--reject-test-tampering',
+      'grade 0 a patch that changes how the tests run (conftest.py, pytest/tox settings, skip markers, ...; flagged suspicious either way)',
+    )
     .option('--keep-envs', 'keep the local runtime temp dirs (debugging)')
     .addOption(
       new Option(

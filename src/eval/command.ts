@@ -44,6 +44,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   json?: boolean;
   failUnder?: number;
   gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
   keepEnvs?: boolean;
   quiet?: boolean;
   regrade?: boolean;
@@ -169,6 +170,7 @@ async function localEval(
       grade: f.grader === 'swebench' ? 'none' : 'polar',
       ...(isVerifierCommand(f.grader) ? { verifier: f.grader } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
+      rejectTampering: Boolean(f.rejectTestTampering),
       progress: !f.quiet,
       signal,
     });

@@ -4,6 +4,7 @@
  * polar's own overhead per sample (wall time minus the agent and the tests).
  */
 import type { GradeStatus } from '../rollout/grade.ts';
+import type { Tampering } from '../rollout/tampering.ts';
 
 export interface ResultLine {
   instance_id: string;
@@ -15,6 +16,8 @@ export interface ResultLine {
   reward: number | null;
   reason: string | null;
   suspicious: boolean;
+  /** the patch's files that change how the tests run (absent in older lines: read as null) */
+  tampering?: Tampering | null;
   durations_ms: { total: number; agent: number; tests: number; overhead: number; [k: string]: number };
   [key: string]: unknown;
 }
@@ -32,6 +35,8 @@ export interface Report {
   pass_at_k: Record<string, number>;
   per_repo: Record<string, { instances: number; samples: number; resolved: number; rate: number }>;
   suspicious: number;
+  /** of the suspicious samples, those whose patch changes how the tests run; `rejected`: graded 0 for it */
+  tampering: { flagged: number; rejected: number };
   /** samples graded from a test log, by the official version whose rules applied ('4.1', '5') */
   official_versions: Record<string, number>;
   overhead_ms: { mean: number; max: number };
@@ -136,6 +141,10 @@ export function buildReport(
     pass_at_k: passK,
     per_repo: Object.fromEntries(Object.entries(perRepo).sort(([a], [b]) => a.localeCompare(b))),
     suspicious: results.filter((r) => r.suspicious).length,
+    tampering: {
+      flagged: results.filter((r) => r.tampering).length,
+      rejected: results.filter((r) => r.tampering?.rejected).length,
+    },
     official_versions: versions,
     overhead_ms: {
       mean: overheads.length ? overheads.reduce((a, b) => a + b, 0) / overheads.length : 0,
@@ -164,6 +173,11 @@ export function formatReport(report: Report): string {
   out.push(
     `samples ${report.total} of ${report.instances * report.samples}: resolved ${c.resolved}, unresolved ${c.unresolved}, empty patch ${c.empty_patch}, error ${c.error}${report.suspicious ? `, suspicious ${report.suspicious}` : ''}`,
   );
+  const t = report.tampering;
+  if (t?.flagged)
+    out.push(
+      `test tampering: ${t.flagged} samples change how the tests run${t.rejected ? ` (${t.rejected} graded 0 by --reject-test-tampering)` : ' (--reject-test-tampering grades them 0)'}`,
+    );
   const versions = Object.entries(report.official_versions ?? {});
   if (versions.length > 0)
     out.push(`graded by official rules: ${versions.map(([v, n]) => `v${v} ${n}`).join(', ')} (docs/eval.md)`);

@@ -44,6 +44,8 @@ export interface EvalOptions extends EvalPlan {
   verifier?: string;
   /** grade empty patches like any other instead of scoring them 0 outright */
   gradeEmpty?: boolean;
+  /** grade a patch that changes how the tests run 0 (src/rollout/tampering.ts) */
+  rejectTampering?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
   meta?: Record<string, string>;
 }
@@ -159,6 +161,7 @@ async function runSample(
       grade = await gradePatch(options.runtime, instance, patch, {
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
+        ...(options.rejectTampering ? { rejectTampering: true } : {}),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
       if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);
@@ -185,6 +188,7 @@ async function runSample(
     reward: status === 'error' ? null : (verified ?? (status === 'resolved' ? 1 : 0)),
     reason: failure ?? grade?.reason ?? (options.grade === 'none' ? 'not graded' : null),
     suspicious: grade?.suspicious ?? false,
+    tampering: grade?.tampering ?? null,
     agent: {
       name: options.agent.name,
       status: agent.status,

@@ -27,6 +27,7 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   lora?: boolean;
   lr?: number;
   gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
   grader?: string;
   resume?: boolean;
@@ -60,6 +61,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     testTimeoutMs: f.testTimeout,
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
+    rejectTestTampering: Boolean(f.rejectTestTampering),
     ...verifierOf(f.grader),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
