@@ -1,5 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { RawBuildOptions } from '../src/build/command.ts';
+import { DEFAULTS, UNPARSED_TOOL_CALL_MODES, withDefault } from '../src/options/defaults.ts';
+import { oneOf } from '../src/options/parsers.ts';
 import type { Report } from './shared.ts';
 
 export function defineBuild(program: Command, report: Report): void {
@@ -29,6 +31,15 @@ export function defineBuild(program: Command, report: Report): void {
     .option('--skip-invalid', 'skip (and count) malformed or schema-invalid lines instead of failing', false)
     .option('--eot-id <ids>', 'end-of-turn token ids, comma-separated', '151645,151643')
     .option('--splice', 'also merge turns whose assistant part the chat template re-rendered', false)
+    .addOption(
+      withDefault(
+        new Option(
+          '--unparsed-tool-calls <mode>',
+          'a trajectory holding a tool call the server did not parse: zero (reward 0, tokens trained), mask (its tokens not trained) or keep',
+        ).argParser(oneOf(UNPARSED_TOOL_CALL_MODES)),
+        DEFAULTS.unparsedToolCalls,
+      ),
+    )
     .option('--stats', 'print the report on stdout and write no trajectories', false)
     .option('--json', 'the report as JSON on stdout (with -o or --stats)', false)
     .option('-q, --quiet', 'no report on stderr (warnings still show)', false)

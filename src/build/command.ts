@@ -7,6 +7,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { type InputError, UsageError } from '../errors.ts';
+import { DEFAULTS, type UnparsedToolCallMode } from '../options/defaults.ts';
 import { checkOutputFile } from '../options/output.ts';
 import { type AdvantageKind, advantageKinds } from '../trajectory/advantage.ts';
 import { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS } from '../trajectory/build.ts';
@@ -33,6 +34,8 @@ export interface RawBuildOptions {
   skipInvalid?: boolean;
   eotId?: string;
   splice?: boolean;
+  /** --unparsed-tool-calls, parsed by commander (src/options/parsers.ts oneOf) */
+  unparsedToolCalls?: UnparsedToolCallMode;
   stats?: boolean;
   json?: boolean;
   quiet?: boolean;
@@ -117,6 +120,7 @@ export function normalizeBuildOptions(
     skipInvalid: raw.skipInvalid ?? false,
     eotIds: raw.eotId === undefined ? [...DEFAULT_EOT_IDS] : idList('--eot-id', raw.eotId),
     splice: raw.splice ?? false,
+    unparsedToolCalls: raw.unparsedToolCalls ?? DEFAULTS.unparsedToolCalls.value,
   };
 }
 

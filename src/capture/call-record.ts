@@ -5,6 +5,7 @@
  * again, spliced into the line and written with one writev.
  */
 import type { CompletedCall } from '../proxy/call.ts';
+import { hasUnparsedToolCall } from '../tokenizer/unparsed.ts';
 import { log } from '../util/log.ts';
 import type { CallRecord } from './record.ts';
 import { redactHeaders, redactSecrets, redactUrl } from './redact.ts';
@@ -86,6 +87,8 @@ export function toCallRecord(
     harness_meta: harnessMeta,
     backend_info: call.backendInfo,
     error: call.error,
+    // only when true: older readers and records without it read as false
+    ...(hasUnparsedToolCall(final) ? { tool_call_unparsed: true } : {}),
   };
 }
 

@@ -3,6 +3,7 @@
  * computed from the compact summaries of the built sessions.
  */
 import type { GradingRecord } from '../capture/record.ts';
+import type { UnparsedToolCallMode } from '../options/defaults.ts';
 import { type AdvantageKind, groupAdvantages, isUniform } from './advantage.ts';
 import type { TrajectoryHead } from './formats.ts';
 import type { TrajectoryRecord } from './record.ts';
@@ -24,6 +25,8 @@ export interface Summary {
   traces: number;
   tokensTrainable: number;
   tokensTotal: number;
+  /** calls in its traces whose tool call the server did not parse */
+  unparsedCalls: number;
 }
 
 export interface ResolveContext {
@@ -31,6 +34,8 @@ export interface ResolveContext {
   groupBy: string;
   advantage: AdvantageKind;
   dropUniform: boolean;
+  /** zero: a trajectory with an unparsed tool call gets reward 0 (before groups and advantages) */
+  unparsed: UnparsedToolCallMode;
   stats: BuildStats;
 }
 
@@ -56,6 +61,10 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     reward = fromFile;
     stats.rewards.file++;
   } else stats.rewards.missing++;
+  if (s.unparsedCalls > 0 && ctx.unparsed === 'zero' && reward !== null) {
+    reward = 0;
+    stats.rewards_zeroed_unparsed++;
+  }
   return {
     id: s.session,
     session: s.session,
