@@ -14,7 +14,7 @@ import { runEval } from '../../../src/eval/run.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { detectTampering } from '../../../src/rollout/tampering.ts';
-import { fixtures, localEval, localEvalOptions, MINI, miniRows, PYTEST_SKIP } from './helpers.ts';
+import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from './helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'polar-tampering-'));
 const readJsonl = (p: string) =>
@@ -108,7 +108,7 @@ test('detectTampering: source changes, new test files, other config sections and
 
 test(
   'a patch that only adds a conftest.py forcing passes: resolved by the tests, flagged; rejected with --reject-test-tampering',
-  { skip: PYTEST_SKIP },
+  { skip: pytestSkip },
   () => {
     fixtures();
     const row = miniRows().find((r) => r.instance_id === 'polar-fixtures__textkit-1')!;
