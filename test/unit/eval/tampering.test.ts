@@ -108,7 +108,7 @@ test('detectTampering: source changes, new test files, other config sections and
 
 test(
   'a patch that only adds a conftest.py forcing passes: resolved by the tests, flagged; rejected with --reject-test-tampering',
-  { skip: pytestSkip },
+  { skip: pytestSkip() },
   () => {
     fixtures();
     const row = miniRows().find((r) => r.instance_id === 'polar-fixtures__textkit-1')!;
