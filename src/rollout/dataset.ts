@@ -36,7 +36,10 @@ export interface SweInstance {
   eval_type?: string;
   /** polar: the test command for datasets outside the 12 Verified repositories */
   test_cmd?: string;
-  /** polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader */
+  /**
+   * polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader
+   * (a row's `polar` is read as no grader of its own: the run's applies)
+   */
   grader?: string;
   /** the row's other fields, kept for a verifier grader (a task's expected answer, its checks, ...) */
   extra?: Record<string, unknown>;
@@ -50,6 +53,14 @@ export interface RowOptions {
 const optionalText = z
   .union([z.string(), z.null(), z.undefined()])
   .transform((v) => (v === null || v === undefined || v === '' ? undefined : v));
+
+/** a row's own grader: a verifier command; `polar` leaves the run's --grader; swebench grades a whole run */
+const rowGrader = optionalText
+  .refine(
+    (v) => v?.trim() !== 'swebench',
+    'swebench grades a whole run (--grader swebench), not one row: give a verifier command, or polar',
+  )
+  .transform((v) => (v === undefined || v.trim() === '' || v.trim() === 'polar' ? undefined : v));
 
 const testList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
 
@@ -74,7 +85,7 @@ const rowSchema = z.looseObject({
   log_parser: optionalText,
   eval_type: optionalText,
   test_cmd: optionalText,
-  grader: optionalText,
+  grader: rowGrader,
 });
 
 function decodeTests(value: unknown, fail: (problem: string) => never): string[] {

@@ -1,7 +1,8 @@
 /** `polar train`: typed flags in, the training run (src/train/launch.ts), exit code out. */
 import { log } from '../util/log.ts';
-import { flagsToOptions, resumeDirectory, type TrainFlags } from './config.ts';
+import { resumeDirectory, type TrainFlags } from './config.ts';
 import { runTrain } from './launch.ts';
+import { flagsToOptions } from './options.ts';
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
 export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {

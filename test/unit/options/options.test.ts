@@ -94,7 +94,7 @@ describe('argv -> typed flags', () => {
         samples: 1,
         concurrency: 4,
         out: 'runs/eval',
-        grader: 'polar',
+        grader: { kind: 'polar' },
         runtime: 'docker',
         repos: 'fixtures/swe/repos',
         agentTimeout: 1_800_000,
@@ -159,7 +159,7 @@ describe('argv -> typed flags', () => {
         steps: 50,
         evalEvery: 0,
         concurrency: 4,
-        device: 'cuda',
+        device: undefined,
         lr: 0.05,
         agentTimeout: 1_800_000,
       },
@@ -291,7 +291,10 @@ describe('main', () => {
   test('a PolarError from a command: its message, its exit code, no stack', async () => {
     const r = await run(['eval', '--dataset', 'd.jsonl']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /polar: error: give --harness <codex\|claude\|pi\|qwen\|generic> or --agent/);
+    assert.match(
+      r.stderr,
+      /polar: error: give --agent: a harness \(codex\|claude\|pi\|qwen\|generic\) or gold\|empty\|predictions/,
+    );
     assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
   });
   test('help and version exit 0; `polar` alone prints the help and is a usage error', () => {

@@ -44,8 +44,22 @@ describe('readTrajectories', () => {
       });
       assert.deepEqual(await readAll(file, true), ['s']);
     });
-    await withFile(`${JSON.stringify({ ...out[0], v: 2 })}\n`, async (file) => {
-      await assert.rejects(readAll(file), /version 2 is not supported/);
+    await withFile(`${JSON.stringify({ ...out[0], v: 3 })}\n`, async (file) => {
+      await assert.rejects(readAll(file), /version 3 is not supported \(this polar reads versions 1 and 2\)/);
+    });
+  });
+
+  it('reads trajectory v1 records of older builds (with their advantage); v1 without it is refused', async () => {
+    const { out } = await buildFrom([
+      session('s'),
+      call('s', { prompt: ids(1, 4), completion: [9, EOT] }),
+      sessionEnd('s'),
+      grading('s', 1),
+    ]);
+    const v1 = { ...out[0], v: 1, advantage: 0.5 };
+    await withFile(`${JSON.stringify(v1)}\n${JSON.stringify({ ...out[0], v: 1 })}\n`, async (file) => {
+      assert.deepEqual(await readAll(file, true), ['s']);
+      await assert.rejects(readAll(file), (e: InputError) => e.line === 2 && e.field === 'advantage');
     });
   });
 });
