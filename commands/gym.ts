@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, port, positiveInt, url } from '../src/options/parsers.ts';
+import { appendList, bytes, port, positiveInt, url } from '../src/options/parsers.ts';
 import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
 
 export function defineGym(program: Command, report: Report): void {
@@ -89,7 +89,7 @@ Examples:
   addBackendFlags(addRolloutFlags(cmd));
   // polar gym takes several inference servers (NeMo RL's policy_base_url list): rollouts are spread over them
   const backendUrl = cmd.options.find((o) => o.long === '--backend-url');
-  backendUrl?.argParser(urlList);
+  backendUrl?.argParser(appendList(url));
   if (backendUrl)
     backendUrl.description =
       'inference server base URL; several (comma-separated or repeated) spread the rollouts over them, e.g. the policy_base_url list of NeMo RL';
@@ -97,13 +97,4 @@ Examples:
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));
   });
-}
-
-/** --backend-url for polar gym: each use appends, each value may be a comma-separated list of URLs. */
-function urlList(value: string, previous: string[] = []): string[] {
-  const urls = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return [...previous, ...urls.map((u) => url(u))];
 }

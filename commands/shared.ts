@@ -131,7 +131,10 @@ export function addRolloutFlags(cmd: Command): Command {
       ),
     )
     .option('--image <template>', 'container image override ({instance_id} is replaced)')
-    .option('--network <name>', 'container network (default host, so the capture proxy is reachable)')
+    .option(
+      '--network <name>',
+      `container network (default: ${DEFAULTS.containerNetwork.shown}, so the capture proxy is reachable)`,
+    )
     .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
     .addOption(
       withDefault(

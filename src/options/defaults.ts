@@ -4,6 +4,7 @@
  * that runs without the CLI (polar gym's server, the loop's evaluations) falls back to the same values.
  */
 import type { Option } from 'commander';
+import type { Semantics } from '../rollout/log-parsers/types.ts';
 import type { Grader } from '../rollout/verifier.ts';
 import type { OutputFormat } from '../trajectory/formats.ts';
 import type { GroupBy } from '../trajectory/heads.ts';
@@ -61,12 +62,16 @@ export const DEFAULTS = {
   /** the SWE-bench-style runtime */
   runtime: d('docker' as 'local' | 'docker' | 'podman'),
   repos: d('fixtures/swe/repos'),
+  /** the container runtimes' network: the host's, so the capture proxy on loopback is reachable */
+  containerNetwork: d('host'),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d<Grader>({ kind: 'polar' }, 'polar'),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),
+  /** polar grade: the official rules exactly, or with the guards polar eval adds */
+  gradeSemantics: d<Semantics>('official'),
   /** polar inspect */
   maxTokensPerTrace: d(2000),
   /** polar build: the output format, the GRPO groups, what --max-trace-tokens does to a longer trace */

@@ -28,6 +28,12 @@ export const intIn =
   (v) =>
     integer(v, `an integer from ${min} to ${max}`, (n) => n >= min && n <= max);
 
+/** a positive integer, or `all` (no limit) */
+export const positiveIntOrAll: Parser<number | 'all'> = (v) => {
+  if (v === 'all') return 'all';
+  return integer(v, 'a positive integer or "all"', (n) => n > 0);
+};
+
 /** a TCP port; 0 asks for an ephemeral one */
 export const port: Parser<number> = intIn(0, 65535);
 
@@ -171,6 +177,12 @@ export function listOf<T>(item: Parser<T>): Parser<T[]> {
       }
     });
   };
+}
+
+/** a repeatable flag whose values are comma-separated lists: every use appends its items, each parsed by `item` */
+export function appendList<T>(item: Parser<T>): (value: string, previous?: T[]) => T[] {
+  const parse = listOf(item);
+  return (value, previous = []) => [...previous, ...parse(value)];
 }
 
 /** `key=value`, repeatable, into a record */

@@ -10,6 +10,7 @@ import { homedir } from 'node:os';
 import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
 import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
 
@@ -287,7 +288,7 @@ const parquetListing = z.looseObject({
 
 /** Lists a hub dataset's parquet files for one split and downloads them (cached), then reads them. */
 export async function loadHubDataset(id: string, options: HubOptions = {}): Promise<SweInstance[]> {
-  const split = options.split ?? 'test';
+  const split = options.split ?? DEFAULTS.split.value;
   const doFetch = options.fetch ?? globalThis.fetch;
   const endpoint = (
     options.endpoint ??
