@@ -4,6 +4,7 @@
  * defaults shown in --help as values.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { CommanderError } from 'commander';
 import { main, program, reportError } from '../../../src/cli.ts';
@@ -389,5 +390,24 @@ describe('main', () => {
     assert.doesNotMatch(help('capture'), /67108864/);
     assert.match(root.helpInformation() + '', /Usage: polar/);
     assert.equal(DEFAULTS.agentTimeoutMs.value, 30 * 60_000);
+  });
+});
+
+describe('docs/cli.md tells the truth about the option layer', () => {
+  const doc = readFileSync(new URL('../../../docs/cli.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+  test('the parser list names every parser of src/options/parsers.ts, and nothing else', async () => {
+    const listed = /- The parsers: (.*?)\. Each throws/.exec(doc)?.[1] ?? '';
+    const names = [...listed.matchAll(/`([A-Za-z]+)(?:\([^`]*\))?`/g)].map((m) => m[1]!);
+    const parsers = await import('../../../src/options/parsers.ts');
+    const exported = Object.entries(parsers)
+      .filter(([, v]) => typeof v === 'function')
+      .map(([k]) => k);
+    assert.deepEqual([...new Set(names)].sort(), exported.sort());
+  });
+  test('the backend error example names every backend kind, as polar prints it', async () => {
+    const { BACKEND_KINDS } = await import('../../../src/backends/index.ts');
+    const example = `--backend nope is not one of ${BACKEND_KINDS.join(', ')}`;
+    assert.ok(doc.includes(example), example);
+    assert.equal(usageError(['eval', '--dataset', 'd', '--backend', 'nope']), example);
   });
 });
