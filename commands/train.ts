@@ -1,7 +1,11 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { hostPort, nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
 import { trainFlagOptions, trainOption } from '../src/train/options.ts';
 import type { Report } from './shared.ts';
+
+/** the training options shown first, beside the flags of where the run happens */
+const PLACEMENT = ['device', 'gpus', 'nproc'] as const;
 
 export function defineTrain(program: Command, report: Report): void {
   const cmd = program
@@ -9,7 +13,8 @@ export function defineTrain(program: Command, report: Report): void {
     .description('GRPO on trajectories from `polar build` (PyTorch worker; see docs/train.md)')
     .argument('<trajectories>', 'trajectory JSONL written by polar build (- for stdin)')
     .requiredOption('--out <dir>', 'output directory: step-N checkpoints, metrics.jsonl, config.json');
-  // the training options, their flags, parsers, help and defaults: one table (src/train/options.ts)
+  // the training options (train.json keys): flags, parsers, help and defaults from one table,
+  // TRAIN_OPTIONS (src/train/options.ts); the other flags are about the run itself, typed in TrainFlags
   for (const option of trainOption('model')) cmd.addOption(option);
   cmd
     .option('--resume [dir]', 'continue the run in --out from its latest checkpoint (as eval and loop do)')
@@ -17,12 +22,34 @@ export function defineTrain(program: Command, report: Report): void {
       '--resume-from <dir>',
       'start from a checkpoint: model, optimiser, scheduler and data position (step-N, or a run --out)',
     )
-    .option('--config <file>', 'train.json with config keys (flags override it)')
+    .option('--config <file>', 'train.json with config keys (flags override it)');
+  for (const key of PLACEMENT) for (const option of trainOption(key)) cmd.addOption(option);
+  cmd
+    .addOption(
+      new Option('--nnodes <n>', 'nodes of a run across machines (torchrun on each)').argParser(positiveInt),
+    )
+    .addOption(
+      new Option('--node-rank <r>', "this machine's rank among --nnodes (0 hosts the rendezvous)").argParser(
+        nonNegativeInt,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--rdzv-endpoint <host:port>',
+        "node 0's address and a free port, the same on every node",
+      ).argParser(hostPort),
+    )
+    .option('--local-addr <addr>', "this node's address the other nodes reach (torchrun --local-addr)")
+    .option(
+      '--socket-ifname <if>',
+      'the network interface gloo/NCCL use (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME)',
+    )
+    .option('--rdzv-id <id>', 'the run id, the same on every node (default: from --rdzv-endpoint)')
     .option(
       '--python <path>',
       'Python with torch (default: $POLAR_PYTHON, .venv of npm run setup:python, python3, /usr/bin/python3)',
     );
-  for (const option of trainFlagOptions(['model'])) cmd.addOption(option);
+  for (const option of trainFlagOptions(['model', ...PLACEMENT])) cmd.addOption(option);
   cmd
     .option('--json', 'write the worker events as JSON lines to stdout')
     .addHelpText(
@@ -31,7 +58,9 @@ export function defineTrain(program: Command, report: Report): void {
 Examples:
   polar train traj.jsonl --model Qwen/Qwen3-0.6B --out runs/train
   polar train traj.jsonl --model Qwen/Qwen3-0.6B --out runs/train --resume   # continue after a stop
-  polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny`,
+  polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny
+  polar train traj.jsonl --model Qwen/Qwen3-0.6B --out /shared/train --gpus 8 \\
+    --nnodes 2 --node-rank 0 --rdzv-endpoint 10.0.0.1:29400 --local-addr 10.0.0.1   # and rank 1 on the other node`,
     )
     .action(async (trajectories: string, flags: TrainFlags) => {
       const { trainCommand } = await import('../src/train/command.ts');

@@ -179,11 +179,8 @@ export function listOf<T>(item: Parser<T>): Parser<T[]> {
   };
 }
 
-/** a repeatable flag whose values are comma-separated lists: every use appends its items, each parsed by `item` */
-export function appendList<T>(item: Parser<T>): (value: string, previous?: T[]) => T[] {
-  const parse = listOf(item);
-  return (value, previous = []) => [...previous, ...parse(value)];
-}
+/** a repeatable flag: every use appends its value (`--sbatch-arg A --sbatch-arg B`) */
+export const repeatable = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /** `key=value`, repeatable, into a record */
 export const keyValue = (v: string, previous: Record<string, string> = {}): Record<string, string> => {
@@ -202,4 +199,31 @@ export const shard: Parser<{ index: number; count: number }> = (v) => {
       'expected i/n with 1 <= i <= n (for example 2/4: the second of four shards)',
     );
   return { index, count };
+};
+
+/** `--cluster ray`, `ray=HOST:PORT` (a running Ray cluster; default RAY_ADDRESS, else auto) or `slurm` */
+export interface ClusterChoice {
+  engine: 'ray' | 'slurm';
+  /** ray: the cluster's address (HOST:PORT or auto) */
+  address?: string;
+}
+export const cluster: Parser<ClusterChoice> = (v) => {
+  const m = /^(ray|slurm)(?:=(.+))?$/.exec(v.trim());
+  if (!m || (m[1] === 'slurm' && m[2] !== undefined))
+    throw new InvalidArgumentError('expected ray, ray=HOST:PORT or slurm');
+  return m[2] ? { engine: 'ray', address: m[2].trim() } : { engine: m[1] as 'ray' | 'slurm' };
+};
+
+/** URLs, comma-separated and/or repeated (each use appends): several inference servers */
+export const urlList = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...listOf(url)(value),
+];
+
+/** HOST:PORT (a rendezvous endpoint) */
+export const hostPort: Parser<string> = (v) => {
+  const m = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(v.trim());
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new InvalidArgumentError('expected HOST:PORT (for example 10.0.0.1:29400)');
+  return v.trim();
 };

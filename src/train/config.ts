@@ -110,6 +110,13 @@ export interface TrainFlags extends TrainOptionFlags {
   config?: string;
   python?: string;
   json?: boolean;
+  /** a run across nodes (torchrun): nodes, this node's rank, node 0's rendezvous HOST:PORT */
+  nnodes?: number;
+  nodeRank?: number;
+  rdzvEndpoint?: string;
+  localAddr?: string;
+  socketIfname?: string;
+  rdzvId?: string;
 }
 
 /**

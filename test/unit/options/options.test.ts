@@ -11,7 +11,6 @@ import { main, program, reportError } from '../../../src/cli.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { DEFAULTS } from '../../../src/options/defaults.ts';
 import {
-  appendList,
   bytes,
   floatIn,
   grader,
@@ -27,9 +26,11 @@ import {
   port,
   positiveInt,
   positiveIntOrAll,
+  repeatable,
   seconds,
   shard,
   url,
+  urlList,
 } from '../../../src/options/parsers.ts';
 import { flagsToOptions, TRAIN_DEFAULTS, TRAIN_FLAG_KEYS } from '../../../src/train/options.ts';
 import { parseArgv, usageError } from '../../support/argv.ts';
@@ -93,8 +94,9 @@ describe('parsers', () => {
           e instanceof CommanderError && e.code === 'commander.invalidArgument' && message.test(e.message),
       ));
   }
-  test('appendList accumulates repeated uses, each a comma-separated list', () => {
-    const urls = appendList(url);
+  test('urlList and repeatable accumulate repeated uses; urlList takes comma-separated lists', () => {
+    const urls = urlList;
+    assert.deepEqual(repeatable('b', repeatable('a')), ['a', 'b']);
     assert.deepEqual(urls('http://b/v1', urls('http://a/v1,http://c/v1')), [
       'http://a/v1',
       'http://c/v1',
@@ -158,7 +160,8 @@ describe('argv -> typed flags', () => {
         shard: { index: 1, count: 2 },
         failUnder: 0.5,
         agentTimeout: 60_000,
-        backendUrl: 'http://h/v1',
+        // several servers may be given: a list (each sample uses the least loaded)
+        backendUrl: ['http://h/v1'],
         model: 'm',
       },
     ],
