@@ -3,6 +3,8 @@
  * and the words --help shows for it. Commands take defaults from here (through `withDefault`), and code
  * that runs without the CLI (polar gym's server, the loop's evaluations) falls back to the same values.
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Option } from 'commander';
 import type { Semantics } from '../rollout/log-parsers/types.ts';
 import type { Grader } from '../rollout/verifier.ts';
@@ -68,6 +70,11 @@ export const DEFAULTS = {
   repos: d('fixtures/swe/repos'),
   /** the container runtimes' network: the host's, so the capture proxy on loopback is reachable */
   containerNetwork: d('host'),
+  /** where the environments built from the specs are kept (src/env/) */
+  envCache: d(
+    join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
+    '$POLAR_CACHE_DIR/envs, else ~/.cache/polar/envs',
+  ),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d<Grader>({ kind: 'polar' }, 'polar'),

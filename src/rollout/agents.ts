@@ -239,10 +239,11 @@ export class HarnessAgent implements Agent {
       this.options.placement,
       this.options.genericCommand,
     );
-    const { command, cwd } = env.hostCommand(
-      argv,
-      containerEnvNames(Object.values(HARNESS_PROFILES), this.options.passEnv),
-    );
+    const {
+      command,
+      cwd,
+      env: hostEnv,
+    } = env.hostCommand(argv, containerEnvNames(Object.values(HARNESS_PROFILES), this.options.passEnv));
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
     // a harness in a container reads its private config from a dir the runtime mounts at the same path
     const runDirBase = this.options.runDirBase ?? env.harnessDirBase;
@@ -259,7 +260,7 @@ export class HarnessAgent implements Agent {
         model: this.options.model,
         output: context.capturePath,
         cwd,
-        env: { ...this.options.env, POLAR_PROMPT: prompt },
+        env: { ...this.options.env, ...hostEnv, POLAR_PROMPT: prompt },
         ...(this.options.passEnv ? { passEnv: this.options.passEnv } : {}),
         taskId: instance.instance_id,
         sample: context.sample,
