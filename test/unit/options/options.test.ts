@@ -299,7 +299,7 @@ describe('usage errors name the flag', () => {
     [['eval', '--dataset', 'd', '--samples', '0'], /^--samples 0: expected a positive integer$/],
     [
       ['eval', '--dataset', 'd', '--harness', 'cdex'],
-      /^--harness cdex is not one of codex, claude, pi, qwen, generic$/,
+      /^--harness cdex is not one of codex, claude, pi, qwen, gemini, opencode, generic$/,
     ],
     [
       ['eval', '--dataset', 'd', '--agent', 'golden'],
@@ -366,7 +366,7 @@ describe('main', () => {
     assert.equal(r.code, 2);
     assert.match(
       r.stderr,
-      /polar: error: give --agent: a harness \(codex\|claude\|pi\|qwen\|generic\) or gold\|empty\|predictions/,
+      /polar: error: give --agent: a harness \(codex\|claude\|pi\|qwen\|gemini\|opencode\|generic\) or gold\|empty\|predictions/,
     );
     assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
   });
