@@ -8,8 +8,8 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError, UsageError } from '../errors.ts';
+import { firstIssue } from '../util/zod.ts';
 import { TRAIN_DEFAULTS, type TrainOptionFlags, type TrainOptions, trainOptionsSchema } from './options.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
 

@@ -4,9 +4,9 @@
  * Used by `polar train` and `polar inspect`.
  */
 import type { Readable } from 'node:stream';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError } from '../errors.ts';
 import { parseJsonLine, readLines } from '../util/jsonl.ts';
+import { firstIssue } from '../util/zod.ts';
 import { TRAJECTORY_VERSIONS, type TrajectoryRecord, trajectoryRecordSchema } from './record.ts';
 
 export interface ReadTrajectoriesOptions {

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
 import { WORKER_DIR } from '../../../src/train/launch.ts';
-import { TRAIN_DEFAULTS } from '../../../src/train/options.ts';
 import { NO_TORCH, pythonWithTorch } from './fixtures.ts';
 
 const probe = await pythonWithTorch();
@@ -63,18 +62,6 @@ describe('python worker (unittest)', { skip: probe ? false : NO_TORCH }, async (
       assert.equal(r.status, 'ok', r.detail);
     });
   }
-
-  test('the worker defaults agree with the TypeScript defaults', async () => {
-    const py = await execa(
-      probe.python,
-      ['-c', 'import json; from polar_train.trainer import DEFAULTS; print(json.dumps(DEFAULTS))'],
-      { env: { PYTHONPATH: WORKER_DIR, PYTHONDONTWRITEBYTECODE: '1' } },
-    );
-    const defaults = JSON.parse(py.stdout) as Record<string, unknown>;
-    for (const [key, value] of Object.entries(TRAIN_DEFAULTS)) {
-      assert.deepEqual(defaults[key], value, key);
-    }
-  });
 });
 
 test('parseUnittest reads ok, failures and their tracebacks', () => {
