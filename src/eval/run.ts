@@ -18,7 +18,7 @@ import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
-import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
+import { finalMessage, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
@@ -127,7 +127,8 @@ async function runSample(
     ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
-    const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
+    // a row's own grader wins (the dataset reader keeps only a command there)
+    const verifier = instance.grader ?? options.verifier;
     if (failure === null && options.grade !== 'none' && verifier !== undefined) {
       const v = await verify(
         options,

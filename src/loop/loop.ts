@@ -1,7 +1,7 @@
 /**
  * `polar loop`: rollouts -> build -> train -> new weights -> rollouts. Each step N lives in run/step-N/:
  *   eval/        the graded rollouts of this step (polar eval's output: captures/, results.jsonl, report.json)
- *   traj.jsonl   polar build of eval/ with GRPO advantages; build-stats.json beside it
+ *   traj.jsonl   polar build of eval/ (rewards, one group per task); build-stats.json beside it
  *   train/       polar train's output from the previous step's checkpoint (metrics.jsonl, step-K/)
  *   onnx/        the export the embedded backend reloads (embedded only)
  *   heldout/     polar eval on the held-out set, every --eval-every steps
@@ -211,9 +211,10 @@ async function runStep(
   crash('eval');
 
   const traj = join(dir, LOOP_FILES.trajectories);
-  const stats = await runBuild([join(dir, LOOP_FILES.rollouts)], {
-    output: traj,
-    advantage: 'grpo',
+  // one GRPO group per task; polar train computes the advantages from them (its --advantage)
+  const stats = await runBuild({
+    inputs: [join(dir, LOOP_FILES.rollouts)],
+    outputFile: traj,
     groupBy: 'task_id',
     quiet: true,
   });

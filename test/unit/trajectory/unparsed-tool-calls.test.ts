@@ -124,7 +124,7 @@ describe('a server whose tool-call parser does not read the model', () => {
       formatStats(zero.stats),
       /tool calls not parsed\s+1 calls in 1 trajectories \(reward set to 0: 1\)/,
     );
-    assert.match(statsWarnings(zero.stats, 'grpo').join('\n'), /did not parse \(tool_call_unparsed\)/);
+    assert.match(statsWarnings(zero.stats).join('\n'), /did not parse \(tool_call_unparsed\)/);
 
     const mask = byId((await buildFrom(records, { unparsedToolCalls: 'mask' })).out);
     assert.equal(mask.get('s-bad')!.reward, 1);
