@@ -250,6 +250,7 @@ async function runSample(
       error: agent.error,
       calls: agent.calls,
       failed_calls: agent.failedCalls ?? 0,
+      hung_up_calls: agent.hungUpCalls ?? 0,
     },
     apply_method: grade?.apply_method ?? null,
     fail_to_pass: grade?.fail_to_pass ?? null,

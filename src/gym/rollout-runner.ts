@@ -327,6 +327,7 @@ function traceFields(rollout: RolloutOutput): Json {
     polar_calls: rollout.calls.recorded,
     polar_usable_calls: rollout.calls.usable,
     polar_call_errors: rollout.calls.errors,
+    polar_calls_hung_up: rollout.calls.hung_up,
     polar_traces: rollout.traces.length,
     polar_main_calls: main?.calls ?? 0,
     polar_calls_outside_main: rollout.calls.outside_main,

@@ -17,6 +17,7 @@ import { HARNESSES } from '../harnesses/index.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
 import { newToken, presentedToken, sameToken } from '../http/auth.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
+import { redactUrl } from '../http/redact.ts';
 import { readJson, sendJson } from '../http/reply.ts';
 import { dispatch, matchRoute, pathOf, type Route } from '../http/router.ts';
 import type { ConnectionOptions } from '../http/server.ts';
@@ -67,6 +68,8 @@ interface Live {
 }
 
 const SESSION_PATH = /^\/sessions\/([^/]+)$/;
+/** past the call deadline, a closing session waits this much more (the deadline's own record comes first) */
+const CLOSE_MARGIN_MS = 5000;
 /** admin request bodies are small JSON objects */
 const ADMIN_BODY_BYTES = 1024 * 1024;
 
@@ -191,7 +194,7 @@ class AdminApi {
       requests_in_flight: this.proxy.inflightCount,
       backend: {
         kind: backend.kind,
-        url: backend.url,
+        url: backend.url && redactUrl(backend.url),
         max_inflight: backend.limit.max,
         inflight: backend.limit.inflight,
         queued: backend.limit.queued,
@@ -307,13 +310,17 @@ class AdminApi {
     };
   }
 
-  /** DELETE /sessions/:id?exit_code=&status=: waits for its calls, writes session_end, removes its key */
+  /**
+   * DELETE /sessions/:id?exit_code=&status=&wait_s=: removes its key, waits for its calls in flight (up
+   * to wait_s, default the call deadline, --backend-timeout: no call outlives it), cuts the ones still
+   * running (recorded as `cut`), writes session_end.
+   */
   private async close(live: Live, query: URLSearchParams): Promise<Record<string, unknown>> {
+    const waitMs = this.closeWaitMs(query.get('wait_s'));
     live.closing = true;
     const exit = query.get('exit_code');
     const outcome = query.get('status');
-    this.proxy.removeSession(live.capture.proxy.key);
-    await this.proxy.drain(live.capture.proxy);
+    const unfinished = await this.proxy.retire(live.capture.proxy, waitMs);
     this.sessions.delete(live.capture.proxy.id);
     const exitCode = exit === null ? null : Number(exit);
     live.capture.end({
@@ -325,16 +332,32 @@ class AdminApi {
           : exitCode !== null && exitCode !== 0
             ? 'error'
             : 'completed',
+      unfinished,
     });
     await rm(live.runDir, { recursive: true, force: true });
     return { ...describe(live), closed: true };
+  }
+
+  /** how long a closing session waits for its calls: `wait_s`, else the call deadline and a margin */
+  private closeWaitMs(waitS: string | null): number {
+    if (waitS !== null) {
+      const s = Number(waitS);
+      if (!(Number.isFinite(s) && s >= 0))
+        throw new HttpError(
+          400,
+          `wait_s must be a number of seconds (0 or more), got ${JSON.stringify(waitS)}`,
+        );
+      return s * 1000;
+    }
+    return (this.options.backend.timeoutMs ?? DEFAULTS.backendTimeoutMs.value) + CLOSE_MARGIN_MS;
   }
 
   /** at shutdown: every open session ends as interrupted */
   async closeAll(): Promise<void> {
     clearInterval(this.sweeper);
     for (const live of this.sessions.values()) {
-      live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted' });
+      const unfinished = this.proxy.activeCalls(live.capture.proxy.key);
+      live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted', unfinished });
       await rm(live.runDir, { recursive: true, force: true });
     }
     this.sessions.clear();
@@ -350,5 +373,8 @@ function describe(live: Live): Record<string, unknown> {
     created_at: live.createdAt.toISOString(),
     calls: live.capture.calls,
     errors: live.capture.errors,
+    client_closed: live.capture.counters.clientClosed,
+    cut_calls: live.capture.counters.cut,
+    lost_calls: live.capture.counters.lost,
   };
 }
