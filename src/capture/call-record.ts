@@ -4,11 +4,13 @@
  * goes in as the bytes it arrived as (valid JSON: it parsed) instead of being serialised and encoded
  * again, spliced into the line and written with one writev.
  */
+
+import { redactUrl } from '../http/redact.ts';
 import type { CompletedCall } from '../proxy/call.ts';
 import { log } from '../util/log.ts';
 import type { EncodedCall } from './codec.ts';
 import type { CallRecord } from './record.ts';
-import { redactHeaders, redactSecrets, redactUrl } from './redact.ts';
+import { redactHeaders, redactSecrets } from './redact.ts';
 import type { CaptureWriter } from './writer.ts';
 
 /** What the recorder knows of the session a call belongs to. */
@@ -109,7 +111,8 @@ export function toCallRecord(
     warnings: call.warnings,
     harness_meta: harnessMeta,
     backend_info: call.backendInfo,
-    error: call.error,
+    // (a backend's message may quote its URL)
+    error: call.error && { ...call.error, message: redactUrl(call.error.message) },
   };
 }
 

@@ -6,6 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import type { HarnessProfile } from '../harnesses/types.ts';
+import { redactUrl } from '../http/redact.ts';
 import type { ProxySession } from '../proxy/server.ts';
 import { POLAR_VERSION } from '../version.ts';
 import { type CallCounters, newCounters, recordCalls } from './call-record.ts';
@@ -113,7 +114,7 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
         polar_version: POLAR_VERSION,
         backend: {
           kind: options.backend.kind,
-          url: options.backend.url,
+          url: options.backend.url === null ? null : redactUrl(options.backend.url),
           token_exact: options.backend.tokenExact,
         },
         model: options.model,

@@ -17,6 +17,7 @@
  * (`backend_info.gym_sampling`).
  */
 import type { Backend } from '../backends/types.ts';
+import { redactUrl } from '../http/redact.ts';
 import type { ResponseCreateParams } from './contract.ts';
 
 /** The sampling a row asks for (null fields: the harness's own, else the backend's defaults). */
@@ -109,7 +110,7 @@ export class BackendPool {
 
   /** rollouts running per server, in URL order */
   get load(): { url: string | null; rollouts: number }[] {
-    return this.backends.map((b, i) => ({ url: b.url, rollouts: this.active[i]! }));
+    return this.backends.map((b, i) => ({ url: b.url && redactUrl(b.url), rollouts: this.active[i]! }));
   }
 
   async close(): Promise<void> {

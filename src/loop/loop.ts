@@ -21,6 +21,7 @@ import { runBuild } from '../build/command.ts';
 import { PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
+import { redactUrl } from '../http/redact.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
@@ -112,7 +113,10 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   // backend is the caller's to check)
   if (!o.backendInstance) await ensureBackendReady(o.backend);
   const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, ...recordable } = o;
-  await writeFile(configPath, `${JSON.stringify({ ...recordable, out }, null, 2)}\n`);
+  // (a record of the run: the backend's key and a URL's credentials stay out of it)
+  const { apiKey: _k, ...shown } = o.backend;
+  if (shown.url) shown.url = redactUrl(shown.url);
+  await writeFile(configPath, `${JSON.stringify({ ...recordable, backend: shown, out }, null, 2)}\n`);
 
   const rows = { verifier: Boolean(o.verifier) };
   const trainSet = await loadDataset(o.trainSet, rows);

@@ -3,6 +3,7 @@
  * Shape follows the Vercel AI SDK's provider design (one internal form, four pure functions per wire
  * format: request in, request out, stream in, stream out), see docs/architecture.md.
  */
+import { redactUrl } from '../http/redact.ts';
 
 export type ApiName = 'openai-responses' | 'anthropic-messages' | 'openai-chat';
 
@@ -208,6 +209,7 @@ export function faultStatus(kind: ProxyFault['kind']): number {
   }
 }
 
+/** A fault; a URL its message quotes loses its credentials (it reaches the harness and the capture). */
 export function fault(kind: ProxyFault['kind'], message: string, status = faultStatus(kind)): ProxyFault {
-  return { kind, message, status };
+  return { kind, message: redactUrl(message), status };
 }
