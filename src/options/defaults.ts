@@ -27,6 +27,11 @@ export const DEFAULTS = {
   backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
+  /**
+   * request-body bytes the capture proxy (capture, serve) holds at once over all calls in flight, at
+   * least one largest body; past it a call is refused with 503 and retry-after (polar gym: gymBodyReads)
+   */
+  bodyBudgetBytes: d(128 * 1024 * 1024, '128MiB'),
   /** every polar HTTP server (proxy, serve, gym): ms for a whole request (headers and body) to arrive */
   requestTimeoutMs: d(300_000, '300 (5 min)'),
   /** every polar HTTP server: open connections at most (beyond it node drops new ones) */

@@ -156,6 +156,8 @@ export interface ProxyFault {
     | 'backend_timeout'
     | 'backend_error'
     | 'backend_no_token_ids'
+    /** polar holds as many request bodies as its memory budget allows: answered 503 with retry-after */
+    | 'overloaded'
     | 'internal';
   message: string;
   /** the HTTP status to answer with */
@@ -204,6 +206,8 @@ export function faultStatus(kind: ProxyFault['kind']): number {
       return 502;
     case 'backend_timeout':
       return 504;
+    case 'overloaded':
+      return 503;
     case 'internal':
       return 500;
   }

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
-import { readBody } from '../http/body.ts';
+import { type BodyClaim, RETRY_AFTER_S, readBody } from '../http/body.ts';
 import { sendJson } from '../http/reply.ts';
 import {
   type CanonicalRequest,
@@ -30,6 +30,8 @@ export interface CallScope {
   res: ServerResponse;
   signal: AbortSignal;
   maxBodyBytes: number;
+  /** the call's share of the server's body budget (held until the call is over) */
+  bodyClaim?: BodyClaim;
 }
 
 type Events = AsyncIterator<StreamEvent, unknown, undefined>;
@@ -39,16 +41,20 @@ function fail(scope: CallScope, f: ProxyFault): void {
   scope.call.error = { kind: f.kind, message: f.message, status: f.status };
   const { status, body } = scope.protocol.renderError(f);
   scope.call.response = { status, body };
-  sendJson(scope.res, status, body);
+  // a body refused unread: the connection closes after the answer, which says when to come back
+  const headers: Record<string, string> =
+    f.kind === 'overloaded' ? { 'retry-after': String(RETRY_AFTER_S), connection: 'close' } : {};
+  sendJson(scope.res, status, body, headers);
 }
 
 /** Reads and parses the JSON body; the raw bytes are kept for the record. */
 export async function readJsonBody(scope: CallScope): Promise<{ body: unknown } | { fault: ProxyFault }> {
   const { call } = scope;
-  const read = await readBody(scope.req, scope.maxBodyBytes);
+  const read = await readBody(scope.req, scope.maxBodyBytes, scope.bodyClaim);
   if ('error' in read) {
     const e = read.error;
-    return { fault: fault(e.kind === 'too_large' ? 'too_large' : 'invalid_request', e.message, e.status) };
+    const kind = e.kind === 'too_large' ? 'too_large' : e.kind === 'busy' ? 'overloaded' : 'invalid_request';
+    return { fault: fault(kind, e.message, e.status) };
   }
   if (nestsDeeperThan(read.bytes, MAX_JSON_DEPTH)) {
     // refused before anything walks it (conversion, the record's serialisation would overflow the stack)

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
 import { presentedToken, tokenDigest } from '../http/auth.ts';
+import { BodyBudget } from '../http/body.ts';
 import { sendJson } from '../http/reply.ts';
 import { type ConnectionOptions, HttpServer, type Listening } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
@@ -41,6 +42,8 @@ export interface ProxyOptions {
   host?: string;
   port?: number;
   maxBodyBytes?: number;
+  /** request-body bytes held at once over all calls (default DEFAULTS.bodyBudgetBytes, at least maxBodyBytes) */
+  bodyBudgetBytes?: number;
   /**
    * Routes served before model-call authentication (polar serve's admin API). Returns true when it
    * answered the request.
@@ -61,6 +64,8 @@ export class ProxyServer {
   private readonly host: string;
   private readonly port: number;
   private readonly maxBodyBytes: number;
+  /** the bodies of the calls in flight, over all sessions */
+  readonly bodies: BodyBudget;
   private readonly admin: ProxyOptions['admin'];
   private accepting = true;
   /** calls in flight per session key */
@@ -72,6 +77,9 @@ export class ProxyServer {
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port ?? 0;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes.value;
+    this.bodies = new BodyBudget(
+      Math.max(options.bodyBudgetBytes ?? DEFAULTS.bodyBudgetBytes.value, this.maxBodyBytes),
+    );
     this.admin = options.admin;
     this.http = new HttpServer((req, res) => this.handle(req, res), {
       ...options.connections,
@@ -224,6 +232,7 @@ export class ProxyServer {
       if (!res.writableFinished)
         run.stop(new CallAborted('client_closed', 'the harness closed the connection'));
     });
+    const bodyClaim = this.bodies.claim();
     const scope: CallScope = {
       call,
       session,
@@ -232,6 +241,7 @@ export class ProxyServer {
       res,
       signal: controller.signal,
       maxBodyBytes: this.maxBodyBytes,
+      bodyClaim,
     };
     try {
       if (r.kind === 'count-tokens') await countTokensCall(scope);
@@ -250,6 +260,7 @@ export class ProxyServer {
         // (after the record: retire() waits for it; in finally: whatever recording did)
         runs.delete(run);
         if (runs.size === 0) this.running.delete(session.key);
+        bodyClaim.release();
         finished();
       }
     }

@@ -41,6 +41,8 @@ export interface ServeOptions {
   /** ms a session may see no call and no admin request before it is closed as timeout (default DEFAULTS.sessionIdleTimeoutMs) */
   sessionIdleTimeoutMs?: number;
   maxBodyBytes?: number;
+  /** request-body bytes held at once over all sessions (default DEFAULTS.bodyBudgetBytes); past it 503 */
+  bodyBudgetBytes?: number;
   /** timeouts and the connection cap of the HTTP server */
   connections?: ConnectionOptions;
 }
@@ -96,6 +98,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     ...(options.host ? { host: options.host } : {}),
     port: options.port ?? DEFAULTS.servePort.value,
     ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.bodyBudgetBytes ? { bodyBudgetBytes: options.bodyBudgetBytes } : {}),
     ...(options.connections ? { connections: options.connections } : {}),
     admin: (req, res) => admin.handle(req, res),
   });
@@ -192,6 +195,8 @@ class AdminApi {
       sessions: this.open().length,
       max_sessions: this.maxSessions,
       requests_in_flight: this.proxy.inflightCount,
+      body_bytes_held: this.proxy.bodies.bytes,
+      body_budget_bytes: this.proxy.bodies.maxBytes,
       backend: {
         kind: backend.kind,
         url: backend.url && redactUrl(backend.url),

@@ -25,14 +25,20 @@ export interface TestProxy {
 export async function startProxy(
   backend: Partial<BackendOptions> & { url: string },
   options: {
-    maxBodyBytes?: number /** wrap the backend in polar serve's in-flight bound */;
+    maxBodyBytes?: number;
+    /** request-body bytes held at once over all calls */
+    bodyBudgetBytes?: number;
+    /** wrap the backend in polar serve's in-flight bound */
     maxInflight?: number;
   } = {},
 ): Promise<TestProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
   const file = join(dir, 'capture.jsonl');
   const writer = new CaptureWriter(file);
-  const proxy = new ProxyServer({ maxBodyBytes: options.maxBodyBytes });
+  const proxy = new ProxyServer({
+    maxBodyBytes: options.maxBodyBytes,
+    ...(options.bodyBudgetBytes ? { bodyBudgetBytes: options.bodyBudgetBytes } : {}),
+  });
   const { url } = await proxy.listen();
   const key = 'polar-test-key-0123456789abcdef';
   const plain = await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend });
