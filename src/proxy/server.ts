@@ -187,6 +187,8 @@ export class ProxyServer {
     const session = this.authenticate(req);
     if (!session) {
       this.unauthorized++;
+      // (nor does its connection stay: a client without a key holds none open)
+      res.setHeader('connection', 'close');
       const message = 'missing or unknown API key: this proxy only serves the harness polar started';
       // (answered in the Anthropic shape unless the path names another API)
       const api = r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'anthropic-messages';

@@ -72,6 +72,8 @@ interface Live {
 const SESSION_PATH = /^\/sessions\/([^/]+)$/;
 /** past the call deadline, a closing session waits this much more (the deadline's own record comes first) */
 const CLOSE_MARGIN_MS = 5000;
+/** connections kept for the admin API beyond the connection caps */
+const ADMIN_RESERVED_CONNECTIONS = 2;
 /** admin request bodies are small JSON objects */
 const ADMIN_BODY_BYTES = 1024 * 1024;
 
@@ -99,7 +101,12 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     port: options.port ?? DEFAULTS.servePort.value,
     ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
     ...(options.bodyBudgetBytes ? { bodyBudgetBytes: options.bodyBudgetBytes } : {}),
-    ...(options.connections ? { connections: options.connections } : {}),
+    // the admin API keeps connections of its own past the caps: a flood of connections to the proxy
+    // never locks the operator out of /status and DELETE
+    connections: {
+      ...options.connections,
+      reserve: { slots: ADMIN_RESERVED_CONNECTIONS, accepts: (req) => admin.owns(req) },
+    },
     admin: (req, res) => admin.handle(req, res),
   });
   admin.proxy = proxy;
@@ -207,11 +214,17 @@ class AdminApi {
     };
   }
 
+  /** whether the request is the admin API's (whatever its token) */
+  owns(req: IncomingMessage): boolean {
+    const path = pathOf(req.url);
+    return matchRoute(this.routes, req.method ?? 'GET', path) !== null || path.startsWith('/sessions/');
+  }
+
   /** served before model-call authentication; false: not an admin path */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = pathOf(req.url);
     const method = req.method ?? 'GET';
-    if (!matchRoute(this.routes, method, path) && !path.startsWith('/sessions/')) return false;
+    if (!this.owns(req)) return false;
     try {
       if (!sameToken(presentedToken(req), this.token)) {
         res.setHeader('connection', 'close');
