@@ -17,7 +17,7 @@ import {
 } from '../protocols/canonical.ts';
 import { ProtocolError } from '../protocols/errors.ts';
 import type { FrontProtocol } from '../protocols/front.ts';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
+import { depthProblem } from '../util/json-depth.ts';
 import { log } from '../util/log.ts';
 import type { CallInProgress } from './call.ts';
 
@@ -56,11 +56,11 @@ export async function readJsonBody(scope: CallScope): Promise<{ body: unknown } 
     const kind = e.kind === 'too_large' ? 'too_large' : e.kind === 'busy' ? 'overloaded' : 'invalid_request';
     return { fault: fault(kind, e.message, e.status) };
   }
-  if (nestsDeeperThan(read.bytes, MAX_JSON_DEPTH)) {
+  const deep = depthProblem(read.bytes);
+  if (deep) {
     // refused before anything walks it (conversion, the record's serialisation would overflow the stack)
     call.requestBody = read.text.slice(0, 4096);
-    const message = `request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`;
-    return { fault: fault('invalid_request', message) };
+    return { fault: fault('invalid_request', deep) };
   }
   try {
     const body = JSON.parse(read.text) as unknown;
