@@ -14,6 +14,7 @@ import { type OutputFormat, outputFormats } from '../trajectory/formats.ts';
 import { type TraceKind, traceKinds } from '../trajectory/record.ts';
 import { type BuildStats, emptyStats, formatStats, statsWarnings } from '../trajectory/stats.ts';
 import { log } from '../util/log.ts';
+import { PRIVATE_FILE } from '../util/private-files.ts';
 
 /** The options as commander hands them over (strings, booleans). */
 export interface RawBuildOptions {
@@ -156,7 +157,7 @@ export async function runBuild(
   stdout.on('error', onStdoutError);
   const partial = outputFile === null ? null : `${outputFile}.partial`;
   if (partial !== null) {
-    output = createWriteStream(partial);
+    output = createWriteStream(partial, { mode: PRIVATE_FILE });
     await once(output, 'open');
   }
   let stats: BuildStats;

@@ -5,9 +5,10 @@
  * record never lands on a partial line; the failure is kept and reported (`failure`). Files are created
  * 0600 and folders 0700: a capture holds prompts, code and tool output.
  */
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, writeSync, writevSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EnvironmentError } from '../errors.ts';
+import { mkdirPrivateSync, PRIVATE_FILE } from '../util/private-files.ts';
 import { CallEncoder, type EncodedCall } from './codec.ts';
 import type { CallRecord, CaptureRecord } from './record.ts';
 
@@ -60,8 +61,8 @@ export class CaptureWriter {
     this.format = options.format ?? 2;
     this.encoder = this.format === 2 ? new CallEncoder() : null;
     ignoreFileSizeSignal();
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.fd = openSync(path, 'a', 0o600);
+    mkdirPrivateSync(dirname(path));
+    this.fd = openSync(path, 'a', PRIVATE_FILE);
   }
 
   /** Writes a session, session_end or grading record (in this file's format version). */

@@ -13,9 +13,10 @@ import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
 import { isVerifierCommand } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
+import { writeAtomic } from '../util/private-files.ts';
 import { EVAL_FILES } from './files.ts';
 import { buildReport, formatReport, type Report, type ResultLine } from './report.ts';
-import { readResults, sampleKey, writeAtomic } from './run.ts';
+import { readResults, sampleKey } from './run.ts';
 
 export interface RegradeOptions {
   out: string;

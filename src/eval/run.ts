@@ -9,7 +9,7 @@
  * interrupt, which is neither graded nor recorded and runs again on --resume.
  */
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
@@ -22,6 +22,7 @@ import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { appendPrivate, mkdirPrivate, writeAtomic } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
@@ -60,12 +61,6 @@ export interface EvalOutcome {
   report: Report;
   results: ResultLine[];
   interrupted: boolean;
-}
-
-export async function writeAtomic(path: string, content: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  await writeFile(tmp, content);
-  await rename(tmp, path);
 }
 
 export function sampleKey(instanceId: string, sample: number): string {
@@ -136,7 +131,7 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
     status: line.status,
     suspicious: line.suspicious,
   };
-  await appendFile(capture, `${JSON.stringify(record)}\n`);
+  await appendPrivate(capture, `${JSON.stringify(record)}\n`);
 }
 
 /** Grades one sample with a verifier command (src/rollout/verifier.ts); its output goes to `logPath`. */
@@ -307,7 +302,7 @@ async function writePredictions(
     const body = lines.length ? `${lines.join('\n')}\n` : '';
     if (j === 0) await writeAtomic(join(out, EVAL_FILES.predictions), body);
     if (options.samples > 1) {
-      await mkdir(join(out, EVAL_FILES.predictionsDir), { recursive: true });
+      await mkdirPrivate(join(out, EVAL_FILES.predictionsDir));
       await writeAtomic(join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j)), body);
     }
   }
@@ -321,7 +316,7 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
     patches: join(out, EVAL_FILES.patches),
     logs: join(out, EVAL_FILES.logs),
   };
-  for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
+  for (const d of Object.values(dirs)) await mkdirPrivate(d);
   const resultsPath = join(out, EVAL_FILES.results);
   const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
   // errored samples are run again on resume; rewrite the file without them so each sample has one line
@@ -371,7 +366,7 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
         return;
       }
       results.set(sampleKey(line.instance_id, line.sample), line);
-      writeChain = writeChain.then(() => appendFile(resultsPath, `${JSON.stringify(line)}\n`));
+      writeChain = writeChain.then(() => appendPrivate(resultsPath, `${JSON.stringify(line)}\n`));
       await writeChain;
       progress.tick(line);
     }

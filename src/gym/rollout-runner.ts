@@ -4,7 +4,6 @@
  * on an instance or in a scratch folder, ungraded). Each rollout gets its own folder under --out and
  * waits for one of --max-rollouts slots.
  */
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { firstIssue, readCapture } from '../capture/reader.ts';
@@ -17,6 +16,7 @@ import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../rollout/agents.ts
 import { parseRow, type RowOptions, type SweInstance } from '../rollout/dataset.ts';
 import { isInfraFailure } from '../rollout/outcome.ts';
 import { scratchEnv } from '../rollout/runtime/scratch.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { type BackendPool, rowSampling, withRowSampling } from './backends.ts';
 import {
@@ -176,7 +176,7 @@ export class GymRollouts {
     const sample = `r${index(row[ROLLOUT_INDEX_KEY])}`;
     const name = `${task}-${sample}-${Date.now().toString(36)}-${(this.counter++).toString(36)}`;
     const dir = insideDir(this.out, name);
-    await mkdir(dir, { recursive: true });
+    await mkdirPrivate(dir);
     return dir;
   }
 

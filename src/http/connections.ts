@@ -62,11 +62,13 @@ export class ConnectionGuard {
       ((this.perAddress.get(address) ?? 0) < this.limits.perAddress ||
         this.makeRoom((h) => h.address === address)) &&
       (this.normal < this.limits.max || this.makeRoom(() => true));
-    if (fits) return this.hold(socket, address, false);
     const reserve = this.limits.reserve;
-    if (reserve && this.reservedOpen < reserve.slots) return this.hold(socket, address, true);
-    this.refused++;
-    socket.destroy();
+    if (fits) this.hold(socket, address, false);
+    else if (reserve && this.reservedOpen < reserve.slots) this.hold(socket, address, true);
+    else {
+      this.refused++;
+      socket.destroy();
+    }
   }
 
   /** closes the oldest connection that never delivered a request and matches; false when there is none */

@@ -4,7 +4,7 @@
  * `polar capture` (the same ProxyServer and session code). Backend calls are bounded per backend and
  * queued beyond the bound; SIGTERM stops accepting, finishes calls in flight, flushes and exits.
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -24,6 +24,7 @@ import type { ConnectionOptions } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 
 export interface ServeOptions {
@@ -94,7 +95,7 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     options.maxInflight ?? DEFAULTS.maxInflight.value,
   );
   const captures = resolve(options.captures);
-  await mkdir(captures, { recursive: true });
+  await mkdirPrivate(captures);
   const admin = new AdminApi(options, backend, captures);
   const proxy = new ProxyServer({
     ...(options.host ? { host: options.host } : {}),
@@ -292,7 +293,7 @@ class AdminApi {
       },
     });
     const runDir = insideDir(this.captures, '.config', capture.proxy.id);
-    await mkdir(runDir, { recursive: true });
+    await mkdirPrivate(runDir);
     const prepared = await profile.prepare({
       proxyUrl: url,
       key: capture.proxy.key,
