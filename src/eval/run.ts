@@ -12,39 +12,31 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
+import { EnvBuildError } from '../env/types.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
-import { infraFailure } from '../rollout/outcome.ts';
-import { extractPatch } from '../rollout/patch.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { appendPrivate, mkdirPrivate, writeAtomic } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
+import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
 
-export interface EvalOptions {
-  instances: SweInstance[];
+export interface EvalOptions extends EvalPlan {
   agent: Agent;
   runtime: Runtime;
-  out: string;
-  samples: number;
   concurrency: number;
   agentTimeoutMs: number;
   testTimeoutMs: number;
-  resume: boolean;
-  /** clear a non-empty `out` first (without it, or resume, a non-empty `out` is refused) */
-  overwrite?: boolean;
-  /** label for the report */
-  dataset: string;
   /** 'polar' grades each sample itself; 'none' stops after the patch (the official harness grades later) */
   grade?: 'polar' | 'none';
-  progress?: boolean;
   signal?: AbortSignal;
   /**
    * a verifier grader command (src/rollout/verifier.ts) that replaces the SWE grading: it reads the rollout
@@ -82,39 +74,6 @@ export async function readResults(path: string): Promise<Map<string, ResultLine>
     }
   }
   return map;
-}
-
-class Progress {
-  private done = 0;
-  private resolved = 0;
-  private readonly started = performance.now();
-  private readonly tty = Boolean(process.stderr.isTTY);
-
-  constructor(
-    private readonly total: number,
-    private readonly enabled: boolean,
-  ) {}
-
-  tick(line: ResultLine): void {
-    this.done++;
-    if (line.resolved) this.resolved++;
-    if (!this.enabled) return;
-    const elapsed = (performance.now() - this.started) / 1000;
-    const eta = this.done === 0 ? 0 : (elapsed / this.done) * (this.total - this.done);
-    const fmt = (s: number) =>
-      s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
-    const summary = `${this.done}/${this.total} done, ${this.resolved} resolved, ETA ${fmt(eta)}`;
-    if (this.tty) {
-      const width = 24;
-      const filled = Math.round((this.done / Math.max(1, this.total)) * width);
-      process.stderr.write(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${summary}`);
-      if (this.done === this.total) process.stderr.write('\n');
-    } else {
-      log.info(
-        `[${summary}] ${line.instance_id} s${line.sample}: ${line.status}${line.reason ? ` (${line.reason})` : ''}`,
-      );
-    }
-  }
 }
 
 async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
@@ -176,31 +135,9 @@ async function runSample(
   let verified: number | null = null;
   let failure: string | null = null;
   try {
-    const env = await options.runtime.prepare(instance, 'agent');
-    try {
-      const ta = performance.now();
-      agent = await options.agent.run({
-        instance,
-        sample,
-        env,
-        timeoutMs: options.agentTimeoutMs,
-        capturePath,
-        meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
-      });
-      agentMs = performance.now() - ta;
-      if (options.signal?.aborted) return null;
-      if (options.agent.runsUntrustedCode) failure = infraFailure(agent);
-      if (failure !== null) patch = '';
-      else if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
-      else if (agent.patch !== undefined) patch = agent.patch;
-      else {
-        const extracted = await extractPatch(env, instance.base_commit);
-        if (extracted.error) failure = extracted.error;
-        patch = extracted.patch;
-      }
-    } finally {
-      await env.dispose().catch(() => {});
-    }
+    const phase = await runAgentPhase(options, instance, sample, capturePath);
+    if (phase === null) return null;
+    ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
     const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
@@ -219,9 +156,13 @@ async function runSample(
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
+      if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);
     }
   } catch (error) {
     failure = (error as Error).message;
+    // a failed environment build or install: its log beside the sample's (the reason names the step)
+    if (error instanceof EnvBuildError && error.log)
+      await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), error.log);
   }
   if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
@@ -252,6 +193,7 @@ async function runSample(
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
     official_version: grade?.official_version ?? null,
+    environment: grade?.environment ?? null,
     ...(verified !== null ? { grader: 'verifier' } : {}),
     durations_ms: {
       total,
@@ -260,6 +202,7 @@ async function runSample(
       overhead: total - agentMs - testsMs,
       grade_setup: grade?.durations_ms.setup ?? 0,
       apply: grade?.durations_ms.apply ?? 0,
+      env_install: grade?.durations_ms.install ?? 0,
       parse: grade?.durations_ms.parse ?? 0,
     },
     capture: agent.capture && existsSync(agent.capture) ? agent.capture : null,
@@ -281,12 +224,12 @@ async function runSample(
 /** predictions.jsonl (sample 0) and, with several samples, predictions/sample-<j>.jsonl. */
 async function writePredictions(
   out: string,
-  options: EvalOptions,
+  plan: EvalPlan,
   results: Map<string, ResultLine>,
 ): Promise<void> {
-  for (let j = 0; j < options.samples; j++) {
+  for (let j = 0; j < plan.samples; j++) {
     const lines: string[] = [];
-    for (const instance of options.instances) {
+    for (const instance of plan.instances) {
       const r = results.get(sampleKey(instance.instance_id, j));
       if (!r) continue;
       const patchFile = String(r.patch_file ?? '');
@@ -294,45 +237,128 @@ async function writePredictions(
       lines.push(
         JSON.stringify({
           instance_id: instance.instance_id,
-          model_name_or_path: options.agent.modelName,
+          model_name_or_path: plan.agent.modelName,
           model_patch: patch,
         }),
       );
     }
     const body = lines.length ? `${lines.join('\n')}\n` : '';
     if (j === 0) await writeAtomic(join(out, EVAL_FILES.predictions), body);
-    if (options.samples > 1) {
+    if (plan.samples > 1) {
       await mkdirPrivate(join(out, EVAL_FILES.predictionsDir));
       await writeAtomic(join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j)), body);
     }
   }
 }
 
+/** One (instance, sample) of a run. */
+export interface SampleJob {
+  instance: SweInstance;
+  sample: number;
+}
+
+/** The run folder's sample folders (absolute). */
+export interface EvalDirs {
+  captures: string;
+  patches: string;
+  logs: string;
+}
+
+/**
+ * Runs the jobs of an evaluation somewhere (this machine's pool, a cluster) and hands each finished
+ * sample's result line to `record`, its capture, patch and logs already in `dirs` under the run's names.
+ * A sample cut short by an interrupt is not recorded (resume runs it again).
+ */
+export type SampleExecutor = (
+  jobs: SampleJob[],
+  io: { dirs: EvalDirs; record: (line: ResultLine) => Promise<void> },
+) => Promise<{ interrupted: boolean }>;
+
+/** What a run folder's writer needs to know of the run, wherever its samples ran. */
+export interface EvalPlan {
+  instances: SweInstance[];
+  out: string;
+  samples: number;
+  resume: boolean;
+  /** clear a non-empty `out` first (without it, or resume, a non-empty `out` is refused) */
+  overwrite?: boolean;
+  /** label for the report */
+  dataset: string;
+  progress?: boolean;
+  /** the agent and runtime named in the report and predictions */
+  agent: Pick<Agent, 'name' | 'modelName'>;
+  runtime: Pick<Runtime, 'kind'>;
+  /** run only this sample index of each instance (a cluster node's share of a run: --sample-index) */
+  sampleIndex?: number;
+}
+
+/** The samples of one run on this machine: a bounded pool of runSample. */
+export function localExecutor(options: EvalOptions): SampleExecutor {
+  return async (jobs, { dirs, record }) => {
+    let next = 0;
+    let interrupted = false;
+    const onAbort = () => {
+      interrupted = true;
+      killAllTrees('SIGTERM');
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const worker = async () => {
+      while (!interrupted) {
+        const job = jobs[next++];
+        if (!job) return;
+        const line = await runSample(options, job.instance, job.sample, dirs);
+        if (interrupted || line === null) {
+          // a sample cut short by the interrupt is not graded nor recorded: resume runs it again, afresh
+          await setAside(
+            join(dirs.captures, `${sampleKey(job.instance.instance_id, job.sample)}.jsonl`),
+            'interrupted',
+          );
+          return;
+        }
+        await record(line);
+      }
+    };
+    const width = Math.max(1, Math.min(options.concurrency, jobs.length || 1));
+    await Promise.all(Array.from({ length: width }, worker));
+    options.signal?.removeEventListener('abort', onAbort);
+    return { interrupted };
+  };
+}
+
 export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
-  const out = resolve(options.out);
-  await prepareOut(out, options);
-  const dirs = {
+  return runEvalWith(options, localExecutor(options));
+}
+
+/**
+ * A run folder written the same way wherever the samples run: --resume keeps graded samples, results.jsonl
+ * grows one line per finished sample, predictions and report.json are written at the end.
+ */
+export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Promise<EvalOutcome> {
+  const out = resolve(plan.out);
+  await prepareOut(out, plan);
+  const dirs: EvalDirs = {
     captures: join(out, EVAL_FILES.captures),
     patches: join(out, EVAL_FILES.patches),
     logs: join(out, EVAL_FILES.logs),
   };
   for (const d of Object.values(dirs)) await mkdirPrivate(d);
   const resultsPath = join(out, EVAL_FILES.results);
-  const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
+  const previous = plan.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
   // errored samples are run again on resume; rewrite the file without them so each sample has one line
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
-  if (options.resume && kept.size !== previous.size) {
+  if (plan.resume && kept.size !== previous.size) {
     await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
-  } else if (!options.resume) {
+  } else if (!plan.resume) {
     await writeAtomic(resultsPath, '');
   }
-  const jobs: Array<{ instance: SweInstance; sample: number }> = [];
-  for (let j = 0; j < options.samples; j++) {
-    for (const instance of options.instances) {
+  const jobs: SampleJob[] = [];
+  for (let j = 0; j < plan.samples; j++) {
+    if (plan.sampleIndex !== undefined && j !== plan.sampleIndex) continue;
+    for (const instance of plan.instances) {
       if (!kept.has(sampleKey(instance.instance_id, j))) jobs.push({ instance, sample: j });
     }
   }
-  if (options.resume && kept.size > 0)
+  if (plan.resume && kept.size > 0)
     log.info(`resume: ${plural(kept.size, 'sample')} already graded, ${jobs.length} to run`);
   // a sample that runs again (errored, or cut short before its line was written) starts a fresh capture
   for (const job of jobs) {
@@ -343,48 +369,31 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
     if (set) log.debug(`set aside the capture of an unfinished sample: ${set}`);
   }
   const results = new Map(kept);
-  const progress = new Progress(jobs.length, options.progress ?? true);
+  const progress = new Progress(jobs.length, plan.progress ?? true);
   let writeChain = Promise.resolve();
-  let next = 0;
-  let interrupted = false;
-  const onAbort = () => {
-    interrupted = true;
-    killAllTrees('SIGTERM');
+  const recorded = new Set<string>();
+  const record = async (line: ResultLine): Promise<void> => {
+    const key = sampleKey(line.instance_id, line.sample);
+    // a sample is recorded once: a second answer for it (a cluster retry that raced) is dropped
+    if (recorded.has(key)) return;
+    recorded.add(key);
+    results.set(key, line);
+    writeChain = writeChain.then(() => appendPrivate(resultsPath, `${JSON.stringify(line)}\n`));
+    await writeChain;
+    progress.tick(line);
   };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  const worker = async () => {
-    while (!interrupted) {
-      const job = jobs[next++];
-      if (!job) return;
-      const line = await runSample(options, job.instance, job.sample, dirs);
-      if (interrupted || line === null) {
-        // a sample cut short by the interrupt is not graded nor recorded: resume runs it again, afresh
-        await setAside(
-          join(dirs.captures, `${sampleKey(job.instance.instance_id, job.sample)}.jsonl`),
-          'interrupted',
-        );
-        return;
-      }
-      results.set(sampleKey(line.instance_id, line.sample), line);
-      writeChain = writeChain.then(() => appendPrivate(resultsPath, `${JSON.stringify(line)}\n`));
-      await writeChain;
-      progress.tick(line);
-    }
-  };
-  const width = Math.max(1, Math.min(options.concurrency, jobs.length || 1));
-  await Promise.all(Array.from({ length: width }, worker));
-  options.signal?.removeEventListener('abort', onAbort);
+  const { interrupted } = await execute(jobs, { dirs, record });
   await writeChain;
 
   const ordered: ResultLine[] = [];
-  for (let j = 0; j < options.samples; j++) {
-    for (const instance of options.instances) {
+  for (let j = 0; j < plan.samples; j++) {
+    for (const instance of plan.instances) {
       const r = results.get(sampleKey(instance.instance_id, j));
       if (r) ordered.push(r);
     }
   }
-  await writePredictions(out, options, results);
-  const report = await writeReport(out, ordered, options);
+  await writePredictions(out, plan, results);
+  const report = await writeReport(out, ordered, plan);
   return { report, results: ordered, interrupted };
 }
 
@@ -392,7 +401,7 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
 export async function writeReport(
   out: string,
   results: ResultLine[],
-  run: Pick<EvalOptions, 'dataset' | 'agent' | 'runtime' | 'instances' | 'samples'>,
+  run: Pick<EvalPlan, 'dataset' | 'agent' | 'runtime' | 'instances' | 'samples'>,
 ): Promise<Report> {
   const report = buildReport(results, {
     dataset: run.dataset,

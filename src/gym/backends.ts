@@ -17,7 +17,6 @@
  * (`backend_info.gym_sampling`).
  */
 import type { Backend } from '../backends/types.ts';
-import { redactUrl } from '../http/redact.ts';
 import type { ResponseCreateParams } from './contract.ts';
 
 /** The sampling a row asks for (null fields: the harness's own, else the backend's defaults). */
@@ -74,46 +73,4 @@ export function withRowSampling(backend: Backend, sampling: RowSampling): Backen
     close: async () => {},
   };
   return view;
-}
-
-/** The servers of a gym, and which one each rollout uses. */
-export class BackendPool {
-  private readonly active: number[];
-  private next = 0;
-
-  constructor(readonly backends: readonly Backend[]) {
-    if (backends.length === 0) throw new Error('a gym needs at least one backend');
-    this.active = backends.map(() => 0);
-  }
-
-  /** The server for a new rollout (fewest rollouts running, ties in turn) and its release. */
-  acquire(): { backend: Backend; index: number; release: () => void } {
-    const n = this.backends.length;
-    let best = -1;
-    for (let k = 0; k < n; k++) {
-      const i = (this.next + k) % n;
-      if (best < 0 || this.active[i]! < this.active[best]!) best = i;
-    }
-    this.next = (best + 1) % n;
-    this.active[best]!++;
-    let done = false;
-    return {
-      backend: this.backends[best]!,
-      index: best,
-      release: () => {
-        if (done) return;
-        done = true;
-        this.active[best]!--;
-      },
-    };
-  }
-
-  /** rollouts running per server, in URL order */
-  get load(): { url: string | null; rollouts: number }[] {
-    return this.backends.map((b, i) => ({ url: b.url && redactUrl(b.url), rollouts: this.active[i]! }));
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(this.backends.map((b) => b.close()));
-  }
 }

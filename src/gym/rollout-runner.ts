@@ -5,6 +5,7 @@
  * waits for one of --max-rollouts slots.
  */
 import { join } from 'node:path';
+import type { BackendPool } from '../backends/pool.ts';
 import type { Backend } from '../backends/types.ts';
 import { firstIssue, readCapture } from '../capture/reader.ts';
 import type { CallRecord } from '../capture/record.ts';
@@ -18,7 +19,7 @@ import { isInfraFailure } from '../rollout/outcome.ts';
 import { scratchEnv } from '../rollout/runtime/scratch.ts';
 import { mkdirPrivate } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
-import { type BackendPool, rowSampling, withRowSampling } from './backends.ts';
+import { rowSampling, withRowSampling } from './backends.ts';
 import {
   type ResponseCreateParams,
   ROLLOUT_INDEX_KEY,

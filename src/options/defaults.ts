@@ -3,6 +3,8 @@
  * and the words --help shows for it. Commands take defaults from here (through `withDefault`), and code
  * that runs without the CLI (polar gym's server, the loop's evaluations) falls back to the same values.
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Option } from 'commander';
 
 export interface Default<T> {
@@ -59,6 +61,10 @@ export const DEFAULTS = {
   host: d('127.0.0.1'),
   servePort: d(8100),
   gymPort: d(8200),
+  /** --cluster: what one sample asks of a node (CPUs, memory), and how often a sample lost with its node runs again */
+  clusterCpus: d(1),
+  clusterMemoryBytes: d(2 * 1024 ** 3, '2GiB'),
+  clusterRetries: d(3),
   /** output places */
   evalOut: d('runs/eval'),
   gymOut: d('runs/gym'),
@@ -67,6 +73,11 @@ export const DEFAULTS = {
   /** the SWE-bench-style runtime */
   runtime: d('docker' as 'local' | 'docker' | 'podman'),
   repos: d('fixtures/swe/repos'),
+  /** where the environments built from the specs are kept (src/env/) */
+  envCache: d(
+    join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
+    '$POLAR_CACHE_DIR/envs, else ~/.cache/polar/envs',
+  ),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d('polar' as string),

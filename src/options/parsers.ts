@@ -163,3 +163,30 @@ export const shard: Parser<{ index: number; count: number }> = (v) => {
     );
   return { index, count };
 };
+
+/** `--cluster ray`, `ray=HOST:PORT` (a running Ray cluster; default RAY_ADDRESS, else auto) or `slurm` */
+export interface ClusterChoice {
+  engine: 'ray' | 'slurm';
+  /** ray: the cluster's address (HOST:PORT or auto) */
+  address?: string;
+}
+export const cluster: Parser<ClusterChoice> = (v) => {
+  const m = /^(ray|slurm)(?:=(.+))?$/.exec(v.trim());
+  if (!m || (m[1] === 'slurm' && m[2] !== undefined))
+    throw new InvalidArgumentError('expected ray, ray=HOST:PORT or slurm');
+  return m[2] ? { engine: 'ray', address: m[2].trim() } : { engine: m[1] as 'ray' | 'slurm' };
+};
+
+/** URLs, comma-separated and/or repeated (each use appends): several inference servers */
+export const urlList = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...list(value).map((u) => url(u)),
+];
+
+/** HOST:PORT (a rendezvous endpoint) */
+export const hostPort: Parser<string> = (v) => {
+  const m = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(v.trim());
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new InvalidArgumentError('expected HOST:PORT (for example 10.0.0.1:29400)');
+  return v.trim();
+};
