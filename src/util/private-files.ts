@@ -8,6 +8,8 @@ import { appendFile, mkdir, rename, writeFile } from 'node:fs/promises';
 
 /** the mode of a file polar creates */
 export const PRIVATE_FILE = 0o600;
+/** the mode of a script polar writes for a scheduler to run (it may hold a server's credentials) */
+export const PRIVATE_SCRIPT = 0o700;
 /** the mode of a folder polar creates */
 export const PRIVATE_DIR = 0o700;
 
