@@ -49,7 +49,7 @@ export interface RolloutOutput {
 
 export class NonContiguousError extends Error {}
 
-const MODEL_APIS = new Set(['openai-responses', 'anthropic-messages', 'openai-chat']);
+const MODEL_APIS = new Set(['openai-responses', 'anthropic-messages', 'openai-chat', 'gemini']);
 
 interface Parts {
   reasoning: string;
