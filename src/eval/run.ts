@@ -28,6 +28,7 @@ import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
 import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
+import { readResults, sampleKey } from './results.ts';
 
 export interface EvalOptions extends EvalPlan {
   agent: Agent;
@@ -53,27 +54,6 @@ export interface EvalOutcome {
   report: Report;
   results: ResultLine[];
   interrupted: boolean;
-}
-
-export function sampleKey(instanceId: string, sample: number): string {
-  return `${instanceId}__s${sample}`;
-}
-
-/** Reads results.jsonl, ignoring a torn last line; keeps the latest line per sample. */
-export async function readResults(path: string): Promise<Map<string, ResultLine>> {
-  const map = new Map<string, ResultLine>();
-  if (!existsSync(path)) return map;
-  for (const text of (await readFile(path, 'utf8')).split('\n')) {
-    if (text.trim() === '') continue;
-    try {
-      const r = JSON.parse(text) as ResultLine;
-      if (typeof r.instance_id === 'string' && typeof r.sample === 'number')
-        map.set(sampleKey(r.instance_id, r.sample), r);
-    } catch {
-      // a line cut by a crash: the sample is run again
-    }
-  }
-  return map;
 }
 
 async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
@@ -344,11 +324,12 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
   for (const d of Object.values(dirs)) await mkdirPrivate(d);
   const resultsPath = join(out, EVAL_FILES.results);
   const previous = plan.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
-  // errored samples are run again on resume; rewrite the file without them so each sample has one line
+  // errored samples are run again on resume; rewrite the file without them so each sample has one line,
+  // and without a last line cut by a crash (new lines appended after it would be joined to it)
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
-  if (plan.resume && kept.size !== previous.size) {
+  if (plan.resume) {
     await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
-  } else if (!plan.resume) {
+  } else {
     await writeAtomic(resultsPath, '');
   }
   const jobs: SampleJob[] = [];

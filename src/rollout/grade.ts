@@ -26,7 +26,9 @@ import {
 import type { InstanceEnv, Runtime } from './runtime/types.ts';
 import { diffFiles, specFor, testDirectives } from './specs.ts';
 
-export type GradeStatus = 'resolved' | 'unresolved' | 'empty_patch' | 'error';
+/** A graded sample's outcome (results.jsonl `status`, the report's `counts`). */
+export const GRADE_STATUSES = ['resolved', 'unresolved', 'empty_patch', 'error'] as const;
+export type GradeStatus = (typeof GRADE_STATUSES)[number];
 
 export interface GradeResult {
   status: GradeStatus;

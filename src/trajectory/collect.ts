@@ -5,7 +5,6 @@
  */
 import type { Readable } from 'node:stream';
 import { CaptureDecoder } from '../capture/codec.ts';
-import { type CaptureLine, decodeLine, readCaptureLines, TruncatedRecord } from '../capture/lines.ts';
 import {
   type CallRecord,
   type CaptureRecord,
@@ -16,6 +15,7 @@ import {
 } from '../capture/record.ts';
 import { InputError } from '../errors.ts';
 import { isTokenCount } from '../protocols/canonical.ts';
+import { type JsonlLine, parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { captureShaped, type ScannedInputs } from './inputs.ts';
 import type { MergeCall } from './merge.ts';
@@ -183,16 +183,16 @@ class SessionCollector {
 function parseRecord(
   decoder: CaptureDecoder,
   source: string,
-  line: CaptureLine,
+  line: JsonlLine,
   options: CollectOptions,
   stats: BuildStats,
 ): CaptureRecord | null {
   try {
-    return decodeLine(decoder, source, line);
+    return decoder.decode(line.line, parseJsonLine(source, line));
   } catch (error) {
-    if (error instanceof TruncatedRecord) {
+    if (error instanceof TruncatedLine) {
       count(stats.notes, 'cut-off last record (ignored)');
-      log.warn(error.message);
+      log.warn(`${error.message}; ignored`);
       return null;
     }
     if (options.skipInvalid && error instanceof InputError) {
@@ -225,7 +225,7 @@ export async function collectSessions(
     let first = true;
     // (format v2 records are rebuilt against earlier lines of the same file)
     const decoder = new CaptureDecoder(source);
-    for await (const line of readCaptureLines(source, options.stdin)) {
+    for await (const line of readLines(source, options.stdin)) {
       // a directory holds other JSONL too (polar eval's results.jsonl, predictions.jsonl): a scanned
       // file whose first line is not a capture record is skipped as a whole, and counted
       if (first && inputs.discovered.has(source) && notCapture(line.text)) {

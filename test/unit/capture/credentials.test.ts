@@ -16,7 +16,8 @@ import { execa } from 'execa';
 import { startGym } from '../../../src/gym/server.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { startServe } from '../../../src/serve/serve.ts';
-import { POLAR, privateDirs, privateEnv } from '../../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../../support/capture-run.ts';
+import { POLAR } from '../../support/cli.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const USER = 'polaruser';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, it } from 'node:test';
 import { execa } from 'execa';
-import { ROOT } from '../../support/capture-run.ts';
+import { ROOT } from '../../support/cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'polar-failed-writes-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
