@@ -16,6 +16,7 @@ import type { GroupBy } from '../trajectory/heads.ts';
 import type { TraceKind } from '../trajectory/record.ts';
 import { type BuildStats, emptyStats, formatStats, statsWarnings } from '../trajectory/stats.ts';
 import { log } from '../util/log.ts';
+import { PRIVATE_FILE } from '../util/private-files.ts';
 
 /** `polar build` flags after parsing (commands/build.ts): numbers are numbers, lists are lists. */
 export interface BuildFlags {
@@ -148,7 +149,7 @@ export async function runBuild(run: BuildRun, io: BuildIo = {}): Promise<BuildSt
   stdout.on('error', onStdoutError);
   const partial = outputFile === undefined ? null : `${outputFile}.partial`;
   if (partial !== null) {
-    output = createWriteStream(partial);
+    output = createWriteStream(partial, { mode: PRIVATE_FILE });
     await once(output, 'open');
   }
   let stats: BuildStats;

@@ -13,11 +13,11 @@ import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
 import type { Grader } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
+import { writeAtomic } from '../util/private-files.ts';
 import { type Lenient, readLenient } from '../util/zod.ts';
 import { EVAL_FILES } from './files.ts';
 import { buildReport, formatReport, type Report, type ResultLine, reportSchema } from './report.ts';
 import { readResults, sampleKey } from './results.ts';
-import { writeAtomic } from './run.ts';
 
 export interface RegradeOptions {
   out: string;

@@ -1,6 +1,7 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
 import type { HarnessName } from '../harnesses/types.ts';
+import { redactUrl } from '../http/redact.ts';
 import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
@@ -81,7 +82,12 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   if (f.dryRun) {
     // NeMo Gym's dry_run (nemo_gym/server_utils.py, run_webserver): servers return right after their
     // start-up checks; the inference servers need not be up yet, so they are not probed
-    const line = { dry_run: true, harness: f.harness, runtime: runtime.kind, backend_urls: backendUrls };
+    const line = {
+      dry_run: true,
+      harness: f.harness,
+      runtime: runtime.kind,
+      backend_urls: backendUrls.map(redactUrl),
+    };
     process.stdout.write(`${JSON.stringify(line)}\n`);
     log.info('dry run: flags, harness, runtime and dataset checked; not listening');
     return 0;

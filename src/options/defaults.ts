@@ -46,10 +46,19 @@ export const DEFAULTS = {
   backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
+  /**
+   * request-body bytes the capture proxy (capture, serve) holds at once over all calls in flight, at
+   * least one largest body; past it a call is refused with 503 and retry-after (polar gym: gymBodyReads)
+   */
+  bodyBudgetBytes: d(128 * 1024 * 1024, '128MiB'),
   /** every polar HTTP server (proxy, serve, gym): ms for a whole request (headers and body) to arrive */
   requestTimeoutMs: d(300_000, '300 (5 min)'),
-  /** every polar HTTP server: open connections at most (beyond it node drops new ones) */
+  /** every polar HTTP server: open connections at most (beyond it a new one takes the place of an idle one, or is dropped) */
   maxConnections: d(1024),
+  /** every polar HTTP server: open connections from one client address at most */
+  maxConnectionsPerAddress: d(512),
+  /** every polar HTTP server: a connection that delivers no complete request for this long is closed */
+  idleConnectionMs: d(10_000, '10 s'),
   /** largest request body polar gym reads (a task row, a batch of verify responses) */
   gymMaxBodyBytes: d(16 * 1024 * 1024, '16MiB'),
   /** request bodies polar gym reads at once; the rest wait (memory: this times the body limit) */

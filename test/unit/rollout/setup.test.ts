@@ -71,6 +71,9 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
       status: 'completed',
       calls: 0,
       errors: 0,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
       output: o.output,
     };
   };
