@@ -202,6 +202,9 @@ test("the agent's environment holds none of the grader's files: no test patch, n
       signal: null,
       calls: 1,
       errors: 0,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
       status: 'completed',
       output: o.output,
     };
