@@ -136,7 +136,7 @@ test('predictions: a P2P-breaking patch, a patch that does not apply, and a hang
     assert.equal(r.code, 0, r.stderr);
     return new Map(readJsonl(join(out, 'results.jsonl')).map((x) => [x.instance_id, x]));
   };
-  const results = run(join(tmp, 'preds-out'), [js5.instance_id, qs7.instance_id], []);
+  const results = run(join(tmp, 'preds-out'), [String(js5.instance_id), String(qs7.instance_id)], []);
   const a = results.get(js5.instance_id)!;
   assert.equal(a.status, 'unresolved');
   assert.deepEqual(a.pass_to_pass.failed, ['chunk rejects a bad size']);
@@ -145,7 +145,7 @@ test('predictions: a P2P-breaking patch, a patch that does not apply, and a hang
   assert.equal(c.status, 'unresolved');
   assert.equal(c.reason, 'patch does not apply');
   // a test that never ends is cut at --test-timeout: unresolved, not an error (it hangs on any machine)
-  const hung = run(join(tmp, 'preds-hang'), [js6.instance_id], ['--test-timeout', '3']);
+  const hung = run(join(tmp, 'preds-hang'), [String(js6.instance_id)], ['--test-timeout', '3']);
   const b = hung.get(js6.instance_id)!;
   assert.equal(b.status, 'unresolved');
   assert.match(b.reason, /timed out after 3s/);
