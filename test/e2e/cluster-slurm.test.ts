@@ -115,6 +115,24 @@ describe('polar eval --cluster slurm', { skip: SKIP ?? false, timeout: 590_000 }
     assert.equal(readFileSync(join(out, '.cluster', 'slurm', 'merge.exit'), 'utf8').trim(), '0');
   });
 
+  test('shards that fail: the merge job is cancelled, the error names the shards and their log', async () => {
+    const out = join(state.tmp, 'failed-run');
+    // every shard's polar is `false`: it exits 1 at once, on its node
+    const r = await run(state.net, state.slurm, [
+      ...polar,
+      ...common(),
+      '--cluster-polar',
+      'false',
+      '--out',
+      out,
+    ]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /2 shards failed \(shard 1, shard 2\), the merge job \d+ will not run/);
+    assert.match(r.stderr, /--resume/);
+    assert.equal(existsSync(join(out, 'report.json')), false);
+    assert.equal(readFileSync(join(out, '.cluster', 'slurm', 'shard-1.exit'), 'utf8').trim(), '1');
+  });
+
   test('inside an allocation (salloc -N2): the shards are the tasks of one srun step', async () => {
     const out = join(state.tmp, 'steps-run');
     const r = await run(state.net, state.slurm, [
