@@ -194,7 +194,10 @@ export async function runWorker(
 }
 
 /** Maps a worker outcome to success or one clear error. */
-export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: string }): PolarError | undefined {
+export function workerError(
+  o: WorkerOutcome,
+  ctx: { logPath: string; out: string; follower?: boolean },
+): PolarError | undefined {
   if (o.protocolError) {
     return new PolarError(`training worker broke its protocol: ${o.protocolError}`, {
       hint: `the worker (src/train/worker) and src/train/schema.ts disagree; worker log: ${ctx.logPath}`,
@@ -222,7 +225,8 @@ export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: strin
       hint: `full worker log: ${ctx.logPath}`,
     });
   }
-  if (!o.done)
+  // only global rank 0 (on node 0) reports `done`: a node of rank > 0 has finished when its ranks exit 0
+  if (!o.done && !ctx.follower)
     return new PolarError('training worker exited without finishing', { hint: `worker log: ${ctx.logPath}` });
   return undefined;
 }
@@ -339,14 +343,16 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     pythonPath: process.env.PYTHONPATH,
     nodes: req.nodes,
   });
-  const logPath = join(config.out, 'worker.log');
+  // every node's launcher writes its own log: on a shared --out they would otherwise overwrite each other
+  const follower = (req.nodes?.nodeRank ?? 0) > 0;
+  const logPath = join(config.out, follower ? `worker-node${req.nodes?.nodeRank}.log` : 'worker.log');
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${processes > 1 ? ` x${processes}` : ''}${req.nodes && req.nodes.nnodes > 1 ? `, node ${req.nodes.nodeRank} of ${req.nodes.nnodes}` : ''}, torch ${probe.torch}`,
   );
   const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
-  const error = workerError(outcome, { logPath, out: config.out });
+  const error = workerError(outcome, { logPath, out: config.out, follower });
   if (error) {
     progress.stop(false);
     if (outcome.error?.traceback) log.debug(String(outcome.error.traceback));
@@ -354,7 +360,12 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
   const steps = Number(outcome.done?.steps ?? 0);
-  progress.stop(true, `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`);
+  progress.stop(
+    true,
+    follower
+      ? `done: node ${req.nodes?.nodeRank} of ${req.nodes?.nnodes} finished; node 0 writes the checkpoints`
+      : `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`,
+  );
   return {
     config,
     configPath,
