@@ -225,7 +225,7 @@ export function workerError(
       hint: `full worker log: ${ctx.logPath}`,
     });
   }
-  // only global rank 0 (on node 0) reports `done`: a node of rank > 0 has finished when its ranks exit 0
+  // only global rank 0 reports `done`: on a node without it (a run across nodes), exit 0 is success
   if (!o.done && !ctx.follower)
     return new PolarError('training worker exited without finishing', { hint: `worker log: ${ctx.logPath}` });
   return undefined;
@@ -344,14 +344,17 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     nodes: req.nodes,
   });
   // every node's launcher writes its own log: on a shared --out they would otherwise overwrite each other
-  const follower = (req.nodes?.nodeRank ?? 0) > 0;
-  const logPath = join(config.out, follower ? `worker-node${req.nodes?.nodeRank}.log` : 'worker.log');
+  const nodeRank = req.nodes && req.nodes.nnodes > 1 ? req.nodes.nodeRank : 0;
+  const logPath = join(config.out, nodeRank > 0 ? `worker-node${nodeRank}.log` : 'worker.log');
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${processes > 1 ? ` x${processes}` : ''}${req.nodes && req.nodes.nnodes > 1 ? `, node ${req.nodes.nodeRank} of ${req.nodes.nnodes}` : ''}, torch ${probe.torch}`,
   );
   const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
+  // torchrun's c10d rendezvous gives global rank 0 (progress, checkpoints, `done`) to any one node, not
+  // necessarily --node-rank 0 (torchrun: "node_rank is only used for static rdzv_backend")
+  const follower = Boolean(req.nodes && req.nodes.nnodes > 1 && !outcome.done);
   const error = workerError(outcome, { logPath, out: config.out, follower });
   if (error) {
     progress.stop(false);
@@ -363,7 +366,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   progress.stop(
     true,
     follower
-      ? `done: node ${req.nodes?.nodeRank} of ${req.nodes?.nnodes} finished; node 0 writes the checkpoints`
+      ? `done: this node's processes finished; the node that holds global rank 0 wrote the checkpoints`
       : `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`,
   );
   return {
