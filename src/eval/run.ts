@@ -12,17 +12,17 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
+import { EnvBuildError } from '../env/types.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
-import { infraFailure } from '../rollout/outcome.ts';
-import { extractPatch } from '../rollout/patch.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
 import { Progress } from './progress.ts';
@@ -142,31 +142,9 @@ async function runSample(
   let verified: number | null = null;
   let failure: string | null = null;
   try {
-    const env = await options.runtime.prepare(instance, 'agent');
-    try {
-      const ta = performance.now();
-      agent = await options.agent.run({
-        instance,
-        sample,
-        env,
-        timeoutMs: options.agentTimeoutMs,
-        capturePath,
-        meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
-      });
-      agentMs = performance.now() - ta;
-      if (options.signal?.aborted) return null;
-      if (options.agent.runsUntrustedCode) failure = infraFailure(agent);
-      if (failure !== null) patch = '';
-      else if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
-      else if (agent.patch !== undefined) patch = agent.patch;
-      else {
-        const extracted = await extractPatch(env, instance.base_commit);
-        if (extracted.error) failure = extracted.error;
-        patch = extracted.patch;
-      }
-    } finally {
-      await env.dispose().catch(() => {});
-    }
+    const phase = await runAgentPhase(options, instance, sample, capturePath);
+    if (phase === null) return null;
+    ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
     const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
@@ -185,9 +163,13 @@ async function runSample(
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
+      if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);
     }
   } catch (error) {
     failure = (error as Error).message;
+    // a failed environment build or install: its log beside the sample's (the reason names the step)
+    if (error instanceof EnvBuildError && error.log)
+      await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), error.log);
   }
   if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
@@ -217,6 +199,7 @@ async function runSample(
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
     official_version: grade?.official_version ?? null,
+    environment: grade?.environment ?? null,
     ...(verified !== null ? { grader: 'verifier' } : {}),
     durations_ms: {
       total,
@@ -225,6 +208,7 @@ async function runSample(
       overhead: total - agentMs - testsMs,
       grade_setup: grade?.durations_ms.setup ?? 0,
       apply: grade?.durations_ms.apply ?? 0,
+      env_install: grade?.durations_ms.install ?? 0,
       parse: grade?.durations_ms.parse ?? 0,
     },
     capture: agent.capture && existsSync(agent.capture) ? agent.capture : null,

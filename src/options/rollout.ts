@@ -15,6 +15,12 @@ export interface RolloutFlags {
   agentTimeout: number;
   /** milliseconds */
   testTimeout: number;
+  /** where environments are kept */
+  envCache: string;
+  /** --env-python X.Y=PATH, repeatable */
+  envPython?: Record<string, string>;
+  /** false with --no-envs: the tests run in polar's own environment */
+  envs: boolean;
 }
 
 /** --runtime and its companions as the runtime factory takes them (the same for eval, loop and gym). */
@@ -26,5 +32,6 @@ export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }): Runt
     ...(flags.network ? { network: flags.network } : {}),
     ...(flags.allowUnsandboxed ? { allowUnsandboxed: true } : {}),
     ...(flags.keepEnvs ? { keepEnvs: true } : {}),
+    environments: flags.envs === false ? null : { cacheDir: flags.envCache, pythons: flags.envPython ?? {} },
   };
 }

@@ -2,6 +2,7 @@
 import { front as anthropic } from '../protocols/anthropic-messages/front.ts';
 import type { ApiName } from '../protocols/canonical.ts';
 import type { FrontProtocol } from '../protocols/front.ts';
+import { front as gemini } from '../protocols/gemini/front.ts';
 import { front as chat } from '../protocols/openai-chat/front.ts';
 import { front as responses } from '../protocols/openai-responses/front.ts';
 
@@ -9,6 +10,7 @@ export const PROTOCOLS: Record<ApiName, FrontProtocol> = {
   'openai-responses': responses,
   'anthropic-messages': anthropic,
   'openai-chat': chat,
+  gemini,
 };
 
 export type Route =
@@ -17,6 +19,9 @@ export type Route =
   | { kind: 'models'; api: ApiName }
   | { kind: 'health' }
   | { kind: 'unknown'; api: ApiName };
+
+/** Gemini's versioned paths, `/v1beta/...` (`/v1/` is stripped like the other APIs' prefix) */
+const GEMINI_VERSION = /^\/v1(?:beta|alpha)\d*(?=\/)/;
 
 /** method + path (without /v1, query and trailing slash) -> route; the first match wins */
 const ROUTES: ReadonlyArray<{ method: string; path: RegExp; route: Route | 'models' }> = [
@@ -30,20 +35,44 @@ const ROUTES: ReadonlyArray<{ method: string; path: RegExp; route: Route | 'mode
     route: { kind: 'count-tokens', api: 'anthropic-messages' },
   },
   { method: 'POST', path: /^\/chat\/completions$/, route: { kind: 'model-call', api: 'openai-chat' } },
+  // Gemini: /v1beta/models/{model}:{method} (a model name may hold slashes; protocols/gemini/target.ts)
+  {
+    method: 'POST',
+    path: /^\/(?:models|tunedModels)\/.+:(?:generateContent|streamGenerateContent)$/,
+    route: { kind: 'model-call', api: 'gemini' },
+  },
+  {
+    method: 'POST',
+    path: /^\/(?:models|tunedModels)\/.+:countTokens$/,
+    route: { kind: 'count-tokens', api: 'gemini' },
+  },
 ];
 
 /** Maps method + path to a route. Paths are accepted with or without the /v1 prefix; the query is ignored. */
 export function route(method: string, url: string, headers: Record<string, unknown>): Route {
-  const path = (url.split('?')[0] ?? '/').replace(/\/+$/, '').replace(/^\/v1(?=\/)/, '');
+  const raw = (url.split('?')[0] ?? '/').replace(/\/+$/, '');
+  const geminiVersion = GEMINI_VERSION.test(raw);
+  const path = raw.replace(/^\/v1(?=\/)/, '').replace(GEMINI_VERSION, '');
   const anthropicStyle = 'anthropic-version' in headers || 'x-api-key' in headers;
+  const geminiStyle =
+    geminiVersion || 'x-goog-api-key' in headers || /^\/(models|tunedModels)\/.+:/.test(path);
   for (const r of ROUTES) {
     if (r.method !== method || !r.path.test(path)) continue;
     // the model list answers in the shape of the API the client speaks
-    if (r.route === 'models')
-      return { kind: 'models', api: 'anthropic-version' in headers ? 'anthropic-messages' : 'openai-chat' };
+    if (r.route === 'models') {
+      const api = geminiStyle
+        ? 'gemini'
+        : 'anthropic-version' in headers
+          ? 'anthropic-messages'
+          : 'openai-chat';
+      return { kind: 'models', api };
+    }
     return r.route;
   }
-  const guess: ApiName =
-    path.startsWith('/messages') || anthropicStyle ? 'anthropic-messages' : 'openai-chat';
+  const guess: ApiName = geminiStyle
+    ? 'gemini'
+    : path.startsWith('/messages') || anthropicStyle
+      ? 'anthropic-messages'
+      : 'openai-chat';
   return { kind: 'unknown', api: guess };
 }

@@ -38,6 +38,14 @@ export interface SweInstance {
   test_cmd?: string;
   /** polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader */
   grader?: string;
+  /** polar: the environment's Python version ("3.9") or interpreter path, over the official spec's (src/env/) */
+  python?: string;
+  /** polar: what pip installs into the environment, instead of the official spec's packages and pip_packages */
+  pip_packages?: string[];
+  /** polar: steps run against the sample's tree before install, instead of the official spec's */
+  pre_install?: string[];
+  /** polar: the repository's install step, run against the sample's tree, instead of the official spec's */
+  install?: string;
   /** the row's other fields, kept for a verifier grader (a task's expected answer, its checks, ...) */
   extra?: Record<string, unknown>;
 }
@@ -51,7 +59,7 @@ const optionalText = z
   .union([z.string(), z.null(), z.undefined()])
   .transform((v) => (v === null || v === undefined || v === '' ? undefined : v));
 
-const testList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
+const stringList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
 
 const rowSchema = z.looseObject({
   // (both become file and folder names: src/util/safe-path.ts)
@@ -64,8 +72,8 @@ const rowSchema = z.looseObject({
   hints_text: optionalText,
   created_at: optionalText,
   version: z.union([z.string(), z.number()]).optional().nullable(),
-  FAIL_TO_PASS: testList,
-  PASS_TO_PASS: testList,
+  FAIL_TO_PASS: stringList,
+  PASS_TO_PASS: stringList,
   environment_setup_commit: optionalText,
   difficulty: optionalText,
   image: optionalText,
@@ -75,16 +83,20 @@ const rowSchema = z.looseObject({
   eval_type: optionalText,
   test_cmd: optionalText,
   grader: optionalText,
+  python: optionalText,
+  pip_packages: stringList,
+  pre_install: stringList,
+  install: optionalText,
 });
 
-function decodeTests(value: unknown, fail: (problem: string) => never): string[] {
+function decodeList(value: unknown, fail: (problem: string) => never, what = 'test ids'): string[] {
   if (value === null || value === undefined || value === '') return [];
   if (Array.isArray(value)) return value;
   let parsed: unknown;
   try {
     parsed = JSON.parse(value as string);
   } catch {
-    fail('not a JSON-encoded list of test ids');
+    fail(`not a JSON-encoded list of ${what}`);
   }
   if (!Array.isArray(parsed) || !parsed.every((t) => typeof t === 'string')) {
     fail('must decode to a list of strings');
@@ -145,8 +157,8 @@ export function parseRow(
     hints_text: r.hints_text ?? '',
     created_at: r.created_at ?? '',
     version: r.version === null || r.version === undefined ? '' : String(r.version),
-    FAIL_TO_PASS: decodeTests(r.FAIL_TO_PASS, failOn('FAIL_TO_PASS')),
-    PASS_TO_PASS: decodeTests(r.PASS_TO_PASS, failOn('PASS_TO_PASS')),
+    FAIL_TO_PASS: decodeList(r.FAIL_TO_PASS, failOn('FAIL_TO_PASS')),
+    PASS_TO_PASS: decodeList(r.PASS_TO_PASS, failOn('PASS_TO_PASS')),
   };
   const optional = {
     environment_setup_commit: r.environment_setup_commit,
@@ -157,6 +169,13 @@ export function parseRow(
     eval_type: r.eval_type,
     test_cmd: r.test_cmd,
     grader: r.grader,
+    python: r.python,
+    install: r.install,
+    // (lists: absent stays absent, so a row without them keeps the official spec's)
+    pip_packages:
+      r.pip_packages == null ? undefined : decodeList(r.pip_packages, failOn('pip_packages'), 'requirements'),
+    pre_install:
+      r.pre_install == null ? undefined : decodeList(r.pre_install, failOn('pre_install'), 'shell commands'),
   };
   for (const [k, v] of Object.entries(optional))
     if (v !== undefined) (instance as unknown as Record<string, unknown>)[k] = v;

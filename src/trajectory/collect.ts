@@ -14,6 +14,7 @@ import type {
   SessionRecord,
 } from '../capture/record.ts';
 import { InputError } from '../errors.ts';
+import { isTokenCount } from '../protocols/canonical.ts';
 import { log } from '../util/log.ts';
 import { captureShaped, type ScannedInputs } from './inputs.ts';
 import type { MergeCall } from './merge.ts';
@@ -136,7 +137,7 @@ class SessionCollector {
     if (state.seqs.has(record.seq)) count(stats.notes, 'duplicate seq (arrival order kept)');
     state.seqs.add(record.seq);
     state.maxSeq = Math.max(state.maxSeq, record.seq);
-    if (record.api === 'anthropic-count-tokens' || record.api === 'models') {
+    if (isTokenCount(record.api) || record.api === 'models') {
       count(stats.calls_skipped, 'not a sampling call');
     } else if (record.error !== null) {
       count(stats.calls_skipped, 'call error');

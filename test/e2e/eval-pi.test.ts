@@ -8,10 +8,10 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
 import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { fixtureTask } from '../support/fixture-task.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
@@ -20,12 +20,7 @@ describe('polar eval with Pi', () => {
   let standin: Standin;
   let goldPatch: string;
   before(async () => {
-    ensureFixtureRepos();
-    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
-    goldPatch = rows.find((r) => r.instance_id === TASK).patch;
+    goldPatch = String((await fixtureTask(TASK)).patch);
     standin = await startStandin({
       policy: (body) => {
         if (body.messages.at(-1)?.role === 'tool') return { content: 'The fix is in place.' };

@@ -6,14 +6,13 @@
  * NeMo RL's contiguity assert (test/unit/gym/nemo-rl-client.ts) with reward 1.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa, type ResultPromise } from 'execa';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { verifyResponseSchema } from '../../src/gym/contract.ts';
 import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
+import { fixtureTask } from '../support/fixture-task.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
 import { pyJson } from '../support/vllm-standin.ts';
 import { nemoRlPostprocess } from '../unit/gym/nemo-rl-client.ts';
@@ -25,12 +24,7 @@ describe('polar gym with Pi', () => {
   let row: Record<string, unknown>;
   let gym: ResultPromise | undefined;
   before(async () => {
-    ensureFixtureRepos();
-    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    row = rows.find((r) => r.instance_id === TASK)!;
+    row = await fixtureTask(TASK);
     const b64 = Buffer.from(String(row.patch)).toString('base64');
     standin = await startCompletionsStandIn({
       chunkTokens: 4,

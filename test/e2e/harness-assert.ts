@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import type { CallRecord } from '../../src/capture/record.ts';
+import { isTokenCount } from '../../src/protocols/canonical.ts';
 import type { Standin } from '../support/vllm-standin.ts';
 
 /** Every call's ids and logprobs are exactly what the stand-in sampled for that request. */
 export function assertTokensMatch(calls: CallRecord[], standin: Standin, from = 0): void {
-  const modelCalls = calls.filter((c) => c.api !== 'anthropic-count-tokens' && c.error === null);
+  const modelCalls = calls.filter((c) => !isTokenCount(c.api) && c.error === null);
   assert.equal(modelCalls.length, standin.calls.length - from, 'one call record per backend call');
   modelCalls.forEach((call, i) => {
     const served = standin.calls[from + i]!;
@@ -18,7 +19,7 @@ export function assertTokensMatch(calls: CallRecord[], standin: Standin, from = 
 
 /** The request after the tool call carries the tool's real output back. */
 export function assertToolRoundTrip(calls: CallRecord[], word: string): void {
-  const modelCalls = calls.filter((c) => c.api !== 'anthropic-count-tokens' && c.error === null);
+  const modelCalls = calls.filter((c) => !isTokenCount(c.api) && c.error === null);
   const first = modelCalls.findIndex((c) => c.finish_reason === 'tool_calls');
   assert.ok(first >= 0, 'a call ended in a tool call');
   const next = modelCalls[first + 1];

@@ -160,7 +160,7 @@ describe('polar serve', () => {
       assert.equal(late.status, 401);
       const bad = await json(`${s.url}/sessions`, {
         method: 'POST',
-        body: JSON.stringify({ harness: 'gemini' }),
+        body: JSON.stringify({ harness: 'aider' }),
       });
       assert.equal(bad.status, 400);
       assert.match(String((bad.body.error as { message: string }).message), /harness/);

@@ -6,6 +6,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Environments } from '../../env/build.ts';
 import { UsageError } from '../../errors.ts';
 import { log } from '../../util/log.ts';
 import { CONTAINER_MODULES, CONTAINER_NODE } from '../agents.ts';
@@ -25,6 +26,11 @@ export interface RuntimeSetup {
   allowUnsandboxed?: boolean;
   /** keep the local runtime's temp dirs (debugging) */
   keepEnvs?: boolean;
+  /**
+   * Python environments built from the specs (src/env/) for the local runtime: where they are kept and
+   * the interpreters by version; null (--no-envs): tests run in polar's own environment
+   */
+  environments?: { cacheDir: string; pythons: Record<string, string> } | null;
 }
 
 export interface RuntimeContext {
@@ -52,7 +58,12 @@ export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext
     if (!warnedUnsandboxed)
       log.warn('the local runtime runs agents and tests on this machine without isolation');
     warnedUnsandboxed = true;
-    return new LocalRuntime({ reposDir: setup.repos, ...(setup.keepEnvs ? { keep: true } : {}) });
+    const envs = setup.environments;
+    return new LocalRuntime({
+      reposDir: setup.repos,
+      ...(setup.keepEnvs ? { keep: true } : {}),
+      ...(envs ? { environments: new Environments({ ...envs, reposDir: setup.repos }) } : {}),
+    });
   }
   const mounts: Mount[] = context.harness ? containerMounts() : [];
   const template = setup.image;

@@ -4,6 +4,7 @@
  * extraction, grading) talks to it only through InstanceEnv, so a new runtime (apptainer, a remote
  * sandbox) is one new file.
  */
+import type { SampleEnvironment } from '../../env/types.ts';
 import { PolarError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import type { ExecResult } from '../exec.ts';
@@ -28,9 +29,13 @@ export interface InstanceEnv {
   /**
    * How to start a host-side command line (a harness under `polar capture`) so it runs inside this
    * environment: the argv to spawn on the host and the host cwd to spawn it in. `passEnv` names the
-   * variables (proxy URL, API key) the harness must see inside.
+   * variables (proxy URL, API key) the harness must see inside; `env`, when given, is what the
+   * environment's commands get (the local runtime's Python environment: PATH, VIRTUAL_ENV).
    */
-  hostCommand(argv: string[], passEnv: string[]): { command: string[]; cwd: string };
+  hostCommand(
+    argv: string[],
+    passEnv: string[],
+  ): { command: string[]; cwd: string; env?: Record<string, string> };
   /**
    * A host directory that is visible at the same path inside the environment: where runCapture makes a
    * harness's private config dir (CODEX_HOME, CLAUDE_CONFIG_DIR, the Pi agent dir) so a harness running
@@ -42,6 +47,13 @@ export interface InstanceEnv {
   /** shell lines that set the environment up before the tests as the official eval script does;
    * absent where that would change this machine (the local runtime) */
   envSetup?(setup: EnvSetup): string[];
+  /**
+   * the polar-built Python environment of the instance (src/env/): its per-sample install and import
+   * guard; absent where the runtime brings its own (a container image) or the row needs none
+   */
+  readonly environment?: SampleEnvironment;
+  /** the commit the agent's patch is taken against when set-up changes were committed (else base_commit) */
+  patchBase?: string;
   dispose(): Promise<void>;
 }
 

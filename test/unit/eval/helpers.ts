@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
+import { ensureFixtureRepos, ensureFixtureWheels } from '../../../scripts/swe-fixtures.ts';
 import type { EvalOptions } from '../../../src/eval/run.ts';
 import type { Agent } from '../../../src/rollout/agents.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
@@ -12,6 +12,25 @@ import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');
 export const REPOS = join(ROOT, 'fixtures/swe/repos');
+/** rows whose environment polar builds (fixtures/swe/env-tasks) */
+export const ENVS = join(ROOT, 'fixtures/swe/envs.jsonl');
+export const WHEELS = join(ROOT, 'fixtures/swe/wheels');
+
+/**
+ * pip offline and on its own: no user or site config (no mirror), no index, the fixture wheels (and
+ * `more` folders) as the only links; what a user's pip config would point at, made hermetic
+ */
+export function offlinePip(...more: string[]): Record<string, string> {
+  return { PIP_CONFIG_FILE: '/dev/null', PIP_NO_INDEX: '1', PIP_FIND_LINKS: [WHEELS, ...more].join(' ') };
+}
+
+let wheelsBuilt = false;
+/** the fixture repositories and the wheels of their base versions */
+export function envFixtures(): void {
+  fixtures();
+  if (!wheelsBuilt) ensureFixtureWheels();
+  wheelsBuilt = true;
+}
 
 let built = false;
 export function fixtures(): void {
@@ -39,8 +58,15 @@ export function runnableIds(): string[] {
     .map((r) => String(r.instance_id));
 }
 
-export function polar(args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/polar'), ...args], { cwd: ROOT, encoding: 'utf8' });
+export function polar(
+  args: string[],
+  env: Record<string, string> = {},
+): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/polar'), ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -12,13 +12,12 @@
  * `_ng_failure_class` and no reward.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
 import { createBackend } from '../../../src/backends/index.ts';
 import type { BackendOptions } from '../../../src/backends/types.ts';
 import { verifyResponseSchema } from '../../../src/gym/contract.ts';
@@ -26,6 +25,7 @@ import { type GymOptions, startGym } from '../../../src/gym/server.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
 import { ROOT } from '../../support/capture-run.ts';
+import { fixtureTask } from '../../support/fixture-task.ts';
 import { type NemoRlStandin, startNemoRlStandin } from '../../support/nemo-rl-standin.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
 import type { Policy } from '../../support/vllm-standin.ts';
@@ -70,12 +70,7 @@ const backendOptions: BackendOptions = {
 };
 
 before(async () => {
-  ensureFixtureRepos();
-  const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-  instance = rows.find((r) => r.instance_id === TASK)!;
+  instance = await fixtureTask(TASK);
   const config = { policy, temperature: TRAIN.temperature, topP: TRAIN.top_p, valTemperature: 1, valTopP: 1 };
   servers = [await startNemoRlStandin(config), await startNemoRlStandin(config)];
   tok = await loadChatTokenizer(qwenTokenizerDir(), { allowRemote: false });

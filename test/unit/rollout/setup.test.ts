@@ -12,6 +12,7 @@ import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
 import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { loopEvaluation } from '../../../src/loop/loop.ts';
+import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import type { ExecResult } from '../../../src/rollout/exec.ts';
@@ -98,6 +99,8 @@ describe('one evaluation setup for eval, loop and gym', () => {
       repos: 'fixtures/swe/repos',
       image: 'registry.example/{instance_id}:v1',
       network: 'polar-net',
+      // the runtime factory decides whether its kind builds environments (src/env/): the local runtime does
+      environments: { cacheDir: DEFAULTS.envCache.value, pythons: {} },
     });
   });
 
