@@ -16,8 +16,9 @@ const benches: Record<string, () => Promise<void>> = {
     const { execa } = await import('execa');
     const { findPython, probePython } = await import('../src/train/env.ts');
     const probe = await findPython(process.env.POLAR_PYTHON, probePython);
+    const devices = await execa(probe.python, ['-c', 'import torch; print(torch.cuda.device_count())']);
     const runs =
-      probe.cuda_devices > 0
+      Number(devices.stdout.trim()) > 0
         ? [['bench/train_gpu.py']]
         : [['bench/train_cpu.py'], ['bench/train_gpu.py', '--tiny']];
     for (const args of runs) {

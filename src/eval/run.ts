@@ -18,7 +18,7 @@ import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
-import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
+import { finalMessage, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
@@ -27,6 +27,7 @@ import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
 import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
+import { readResults, sampleKey } from './results.ts';
 
 export interface EvalOptions extends EvalPlan {
   agent: Agent;
@@ -60,27 +61,6 @@ export async function writeAtomic(path: string, content: string): Promise<void> 
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, path);
-}
-
-export function sampleKey(instanceId: string, sample: number): string {
-  return `${instanceId}__s${sample}`;
-}
-
-/** Reads results.jsonl, ignoring a torn last line; keeps the latest line per sample. */
-export async function readResults(path: string): Promise<Map<string, ResultLine>> {
-  const map = new Map<string, ResultLine>();
-  if (!existsSync(path)) return map;
-  for (const text of (await readFile(path, 'utf8')).split('\n')) {
-    if (text.trim() === '') continue;
-    try {
-      const r = JSON.parse(text) as ResultLine;
-      if (typeof r.instance_id === 'string' && typeof r.sample === 'number')
-        map.set(sampleKey(r.instance_id, r.sample), r);
-    } catch {
-      // a line cut by a crash: the sample is run again
-    }
-  }
-  return map;
 }
 
 async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
@@ -147,7 +127,8 @@ async function runSample(
     ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
-    const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
+    // a row's own grader wins (the dataset reader keeps only a command there)
+    const verifier = instance.grader ?? options.verifier;
     if (failure === null && options.grade !== 'none' && verifier !== undefined) {
       const v = await verify(
         options,
@@ -351,11 +332,12 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
   for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
   const resultsPath = join(out, EVAL_FILES.results);
   const previous = plan.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
-  // errored samples are run again on resume; rewrite the file without them so each sample has one line
+  // errored samples are run again on resume; rewrite the file without them so each sample has one line,
+  // and without a last line cut by a crash (new lines appended after it would be joined to it)
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
-  if (plan.resume && kept.size !== previous.size) {
+  if (plan.resume) {
     await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
-  } else if (!plan.resume) {
+  } else {
     await writeAtomic(resultsPath, '');
   }
   const jobs: SampleJob[] = [];

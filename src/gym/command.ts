@@ -7,7 +7,7 @@ import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { loadDataset } from '../rollout/dataset.ts';
 import { createRuntime } from '../rollout/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup } from '../rollout/setup.ts';
-import { rolloutVerifier } from '../rollout/verifier.ts';
+import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { gymBackendUrls, startGym } from './server.ts';
 
@@ -22,7 +22,7 @@ export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags
   promptTemplate?: string;
   dataset?: string;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
-  grader?: string;
+  grader: Grader;
   split: string;
   out: string;
   host: string;
@@ -53,7 +53,7 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
 }
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not per rollout. */
-export function gymVerifier(grader: string | undefined): string | undefined {
+export function gymVerifier(grader: Grader): string | undefined {
   return rolloutVerifier(grader, 'polar gym grades each rollout as it answers');
 }
 

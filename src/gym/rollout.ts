@@ -15,8 +15,8 @@
  * train on prompts the model never saw.
  */
 import type { CallRecord } from '../capture/record.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import type { CanonicalMessage, CanonicalRequest, CanonicalResponse } from '../protocols/canonical.ts';
-import { DEFAULT_EOT_IDS } from '../trajectory/build.ts';
 import { type MergeCall, type MergedTrace, mergeCalls } from '../trajectory/merge.ts';
 import type { TraceKind } from '../trajectory/record.ts';
 import { isTrainable, type TokenFields } from './contract.ts';
@@ -179,7 +179,7 @@ export function rolloutOutput(records: readonly CallRecord[]): RolloutOutput {
     requestKind: typeof r.harness_meta.request_kind === 'string' ? r.harness_meta.request_kind : null,
     traceKind: typeof r.harness_meta.trace_kind === 'string' ? r.harness_meta.trace_kind : null,
   }));
-  const { traces } = mergeCalls(mergeInput, { eotIds: DEFAULT_EOT_IDS, splice: false });
+  const { traces } = mergeCalls(mergeInput, { eotIds: DEFAULTS.eotIds.value, splice: false });
   const main = mainTrace(traces, byId);
   const summaries: TraceSummary[] = traces.map((t, i) => ({
     kind: t.kind,

@@ -138,10 +138,10 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       },
     },
   );
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? DEFAULTS.host.value;
   if (token === null && !isLoopback(host))
     log.warn(`polar gym on ${host} runs rollouts for anyone who can reach it: drop --no-auth`);
-  const { url } = await server.listen(options.port ?? 8200, host);
+  const { url } = await server.listen(options.port ?? DEFAULTS.gymPort.value, host);
   return {
     url,
     token,

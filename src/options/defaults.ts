@@ -6,6 +6,10 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Option } from 'commander';
+import type { Semantics } from '../rollout/log-parsers/types.ts';
+import type { Grader } from '../rollout/verifier.ts';
+import type { OutputFormat } from '../trajectory/formats.ts';
+import type { GroupBy } from '../trajectory/heads.ts';
 
 export interface Default<T> {
   value: T;
@@ -64,6 +68,8 @@ export const DEFAULTS = {
   /** the SWE-bench-style runtime */
   runtime: d('docker' as 'local' | 'docker' | 'podman'),
   repos: d('fixtures/swe/repos'),
+  /** the container runtimes' network: the host's, so the capture proxy on loopback is reachable */
+  containerNetwork: d('host'),
   /** where the environments built from the specs are kept (src/env/) */
   envCache: d(
     join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
@@ -71,18 +77,25 @@ export const DEFAULTS = {
   ),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
-  grader: d('polar' as string),
+  grader: d<Grader>({ kind: 'polar' }, 'polar'),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),
+  /** polar grade: the official rules exactly, or with the guards polar eval adds */
+  gradeSemantics: d<Semantics>('official'),
   /** polar inspect */
   maxTokensPerTrace: d(2000),
+  /** polar build: the output format, the GRPO groups, what --max-trace-tokens does to a longer trace */
+  buildFormat: d<OutputFormat>('polar'),
+  groupBy: d<GroupBy>('task_id'),
+  overlong: d<'truncate' | 'drop'>('truncate'),
+  /** polar build: end-of-turn token ids (ChatML/Qwen <|im_end|>, <|endoftext|>) */
+  eotIds: d<readonly number[]>([151645, 151643], '151645,151643'),
   /** polar loop */
   groupSize: d(16),
   tasksPerStep: d(9),
   steps: d(50),
   evalEvery: d(10),
-  trainDevice: d('cuda' as 'cuda' | 'cpu'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

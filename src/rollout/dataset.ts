@@ -10,8 +10,12 @@ import { homedir } from 'node:os';
 import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
+import { Deadline, request, trimSlash } from '../http/client.ts';
+import { DEFAULTS } from '../options/defaults.ts';
+import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
+import { firstIssue } from '../util/zod.ts';
 
 export interface SweInstance {
   instance_id: string;
@@ -36,7 +40,10 @@ export interface SweInstance {
   eval_type?: string;
   /** polar: the test command for datasets outside the 12 Verified repositories */
   test_cmd?: string;
-  /** polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader */
+  /**
+   * polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader
+   * (a row's `polar` is read as no grader of its own: the run's applies)
+   */
   grader?: string;
   /** polar: the environment's Python version ("3.9") or interpreter path, over the official spec's (src/env/) */
   python?: string;
@@ -58,6 +65,14 @@ export interface RowOptions {
 const optionalText = z
   .union([z.string(), z.null(), z.undefined()])
   .transform((v) => (v === null || v === undefined || v === '' ? undefined : v));
+
+/** a row's own grader: a verifier command; `polar` leaves the run's --grader; swebench grades a whole run */
+const rowGrader = optionalText
+  .refine(
+    (v) => v?.trim() !== 'swebench',
+    'swebench grades a whole run (--grader swebench), not one row: give a verifier command, or polar',
+  )
+  .transform((v) => (v === undefined || v.trim() === '' || v.trim() === 'polar' ? undefined : v));
 
 const stringList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
 
@@ -82,7 +97,7 @@ const rowSchema = z.looseObject({
   log_parser: optionalText,
   eval_type: optionalText,
   test_cmd: optionalText,
-  grader: optionalText,
+  grader: rowGrader,
   python: optionalText,
   pip_packages: stringList,
   pre_install: stringList,
@@ -133,13 +148,12 @@ export function parseRow(
       : '(no instance_id)';
   const parsed = rowSchema.safeParse(row);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.map(String).join('.') || '(row)';
+    const { field, message } = firstIssue(parsed.error, '(row)');
     throw new InputError(
       source,
       line,
       field,
-      `instance ${id}: ${issue.message}`,
+      `instance ${id}: ${message}`,
       'rows need the SWE-bench fields: instance_id, repo, base_commit, patch, test_patch, problem_statement, FAIL_TO_PASS, PASS_TO_PASS',
     );
   }
@@ -241,15 +255,12 @@ export async function loadLocalDataset(path: string, options: RowOptions = {}): 
       rows.push({ line: i + 1, value: v });
     });
   } else if (ext === '.jsonl' || ext === '.ndjson') {
-    const text = data.toString('utf8').split('\n');
-    text.forEach((lineText, i) => {
-      if (lineText.trim() === '') return;
-      try {
-        rows.push({ line: i + 1, value: JSON.parse(lineText) });
-      } catch (error) {
-        throw new InputError(path, i + 1, undefined, `not valid JSON (${(error as Error).message})`);
-      }
-    });
+    for (const line of splitLines(data.toString('utf8'))) {
+      rows.push({
+        line: line.line,
+        value: parseJsonLine(path, line, 'each line must be one instance (a JSON object)'),
+      });
+    }
   } else {
     throw new InputError(
       path,
@@ -272,8 +283,6 @@ export async function loadLocalDataset(path: string, options: RowOptions = {}): 
 
 export interface HubOptions extends RowOptions {
   split?: string;
-  /** injected for tests; defaults to the global fetch */
-  fetch?: typeof fetch;
   /** datasets-server base URL (default https://datasets-server.huggingface.co, or POLAR_HF_DATASETS_SERVER) */
   endpoint?: string;
   /** where downloaded parquet files are kept (default ~/.cache/polar/datasets, or POLAR_CACHE_DIR) */
@@ -293,15 +302,37 @@ const parquetListing = z.looseObject({
   ),
 });
 
+/** The listing answers at once; a download may be long, but never silent for a minute. */
+const LIST_TIMEOUT_MS = 60_000;
+const DOWNLOAD_TOTAL_MS = 30 * 60_000;
+const DOWNLOAD_IDLE_MS = 60_000;
+
+/** GET through the one HTTP client, redirects followed (the hub sends files on to its CDN). */
+async function hubGet(url: string, headers: Record<string, string>, deadline: Deadline): Promise<Buffer> {
+  try {
+    const response = await request(url, { headers, deadline, maxRedirects: 5 });
+    if (!response.ok) {
+      await response.bytes().catch(() => undefined);
+      throw new Error(`HTTP ${response.status}`);
+    }
+    return await response.bytes();
+  } catch (error) {
+    if (deadline.timedOut)
+      throw new Error(
+        `${deadline.expired === 'idle' ? 'stalled' : 'timed out'} (${(error as Error).message})`,
+      );
+    throw error;
+  } finally {
+    deadline.dispose();
+  }
+}
+
 /** Lists a hub dataset's parquet files for one split and downloads them (cached), then reads them. */
 export async function loadHubDataset(id: string, options: HubOptions = {}): Promise<SweInstance[]> {
-  const split = options.split ?? 'test';
-  const doFetch = options.fetch ?? globalThis.fetch;
-  const endpoint = (
-    options.endpoint ??
-    process.env.POLAR_HF_DATASETS_SERVER ??
-    'https://datasets-server.huggingface.co'
-  ).replace(/\/$/, '');
+  const split = options.split ?? DEFAULTS.split.value;
+  const endpoint = trimSlash(
+    options.endpoint ?? process.env.POLAR_HF_DATASETS_SERVER ?? 'https://datasets-server.huggingface.co',
+  );
   const cacheRoot =
     options.cacheDir ?? process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar', 'datasets');
   const token = options.token ?? process.env.HF_TOKEN;
@@ -310,9 +341,8 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
   const listUrl = `${endpoint}/parquet?dataset=${encodeURIComponent(id)}`;
   let listing: z.infer<typeof parquetListing>;
   try {
-    const response = await doFetch(listUrl, { headers });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    listing = parquetListing.parse(await response.json());
+    const text = (await hubGet(listUrl, headers, new Deadline(LIST_TIMEOUT_MS))).toString('utf8');
+    listing = parquetListing.parse(JSON.parse(text));
   } catch (error) {
     throw new InputError(
       id,
@@ -338,16 +368,17 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
     const local = insideDir(cacheDir, name);
     if (!existsSync(local)) {
       log.info(`downloading ${id} ${split} (${name})`);
-      const response = await doFetch(file.url, { headers });
-      if (!response.ok) {
+      let body: Buffer;
+      try {
+        body = await hubGet(file.url, headers, new Deadline(DOWNLOAD_TOTAL_MS, DOWNLOAD_IDLE_MS));
+      } catch (error) {
         throw new InputError(
           id,
           undefined,
           undefined,
-          `download of ${file.url} failed: HTTP ${response.status}`,
+          `download of ${file.url} failed: ${(error as Error).message}`,
         );
       }
-      const body = Buffer.from(await response.arrayBuffer());
       const tmp = `${local}.${process.pid}.tmp`;
       await writeFile(tmp, body);
       await rename(tmp, local);

@@ -1,6 +1,6 @@
 /**
  * The one source of truth that the Python worker reads: the training options' defaults, enums and JSON
- * Schema (from config.ts), the checkpoint file names, and the JSON Schema of the worker's events.
+ * Schema (from options.ts), the checkpoint file names, and the JSON Schema of the worker's events.
  * `node --import tsx scripts/gen-train-schema.ts` writes it to src/train/worker/polar_train/schema.json
  * (checked in; test/unit/train/schema.test.ts fails when it is out of date), and
  * polar_train/schema.py loads it. The launcher checks each event the worker prints against
@@ -14,7 +14,7 @@ import {
   trainAdvantages,
   trainDevices,
   trainOptionsSchema,
-} from './config.ts';
+} from './options.ts';
 
 /** File names of a run directory and its step-N checkpoints (both languages use these). */
 export const CHECKPOINT_FILES = {
@@ -52,21 +52,41 @@ export const STEP_METRICS = [
   'gpu_mem_gb',
 ] as const;
 
+/**
+ * The worker's `step` event, and each line of metrics.jsonl (CHECKPOINT_FILES.metrics, the same object):
+ * metrics may be null (a non-finite value is written as null) and grow over time, so extra keys are
+ * allowed. `polar inspect` reads metrics.jsonl with this.
+ */
+export const stepEventSchema = z.looseObject({
+  event: z.literal('step'),
+  step: z.number().int().positive(),
+  total_steps: z.number().int().positive(),
+  updates: z.number().int().nonnegative().optional(),
+  lr: num.optional(),
+  rollouts: z.number().int().nonnegative().optional(),
+  tokens: z.number().int().nonnegative().optional(),
+  trained_tokens: z.number().int().nonnegative().optional(),
+  ...(Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])) as Record<
+    (typeof STEP_METRICS)[number],
+    z.ZodOptional<typeof num>
+  >),
+});
+export type StepEvent = z.infer<typeof stepEventSchema>;
+
 /** One JSON object per line on the worker's stdout (python -m polar_train). */
 export const workerEventSchema = z.discriminatedUnion('event', [
   z.looseObject({ event: z.literal('log'), message: z.string() }),
-  // metrics may be null (a non-finite value is written as null) and grow over time: extra keys are allowed
+  // rank 0's first event, once torch is imported: what the launcher's probe cannot know without importing
+  // it (src/train/env.ts checkDevice); the installed versions come again for the record
   z.looseObject({
-    event: z.literal('step'),
-    step: z.number().int().positive(),
-    total_steps: z.number().int().positive(),
-    updates: z.number().int().nonnegative().optional(),
-    lr: num.optional(),
-    rollouts: z.number().int().nonnegative().optional(),
-    tokens: z.number().int().nonnegative().optional(),
-    trained_tokens: z.number().int().nonnegative().optional(),
-    ...Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])),
+    event: z.literal('environment'),
+    python: z.string(),
+    torch: z.string(),
+    cuda: z.boolean(),
+    cuda_devices: z.number().int().nonnegative(),
+    device_names: z.array(z.string()),
   }),
+  stepEventSchema,
   // progress within a step (src/train/progress.ts): rank 0, after each micro-batch of the reference pass
   // (pi_old / pi_ref forwards) and of the update (forward and backward; total over every PPO epoch)
   z.strictObject({
@@ -102,7 +122,7 @@ export type WorkerEvent = z.infer<typeof workerEventSchema>;
 export function workerSchema(): Record<string, unknown> {
   return {
     $comment:
-      'Generated from src/train/config.ts and src/train/schema.ts by scripts/gen-train-schema.ts; do not edit.',
+      'Generated from src/train/options.ts and src/train/schema.ts by scripts/gen-train-schema.ts; do not edit.',
     defaults: TRAIN_DEFAULTS,
     enums: {
       loss_agg: lossAggregations,

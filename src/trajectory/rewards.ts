@@ -6,9 +6,9 @@
  * Unknown fields are kept and ignored. A later line for the same key wins. Small: held in memory.
  */
 import { z } from 'zod';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError } from '../errors.ts';
 import { parseJsonLine, readLines } from '../util/jsonl.ts';
+import { firstIssue } from '../util/zod.ts';
 
 const rewardLineSchema = z
   .looseObject({
@@ -63,4 +63,12 @@ export function lookupReward(
   if (bySession !== undefined) return bySession;
   if (taskId === null) return undefined;
   return table.byTask.get(taskKey(taskId, sample));
+}
+
+/**
+ * Whether every reward of a group is the same: no learning signal, whatever the estimator (each of
+ * polar train's advantages is 0 in such a group, and in a group of one).
+ */
+export function isUniform(rewards: readonly number[]): boolean {
+  return rewards.every((r) => r === rewards[0]);
 }

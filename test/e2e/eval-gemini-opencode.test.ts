@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord } from '../../src/capture/record.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { POLAR, ROOT } from '../support/cli.ts';
 import { fixtureTask } from '../support/fixture-task.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 

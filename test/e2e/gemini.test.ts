@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { capture } from '../support/capture-run.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
-import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
+import { assertTokensMatch, assertToolRoundTrip } from './harness-suite.ts';
 
 const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
 const TIMEOUT = { timeoutMs: 300_000 };

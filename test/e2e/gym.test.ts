@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa, type ResultPromise } from 'execa';
 import { verifyResponseSchema } from '../../src/gym/contract.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { POLAR, ROOT, runPolar, startPolar } from '../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
 import { fixtureTask } from '../support/fixture-task.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
@@ -44,10 +45,8 @@ describe('polar gym with Pi', () => {
 
   test('POST /run: Pi fixes the task, reward 1, one contiguous chain of the sampled ids', async () => {
     const { home, workdir } = await privateDirs();
-    gym = execa(
-      process.execPath,
+    gym = startPolar(
       [
-        POLAR,
         'gym',
         '--harness',
         'pi',
@@ -79,7 +78,7 @@ describe('polar gym with Pi', () => {
         '--trust-row-commands',
         '--quiet',
       ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+      { cwd: workdir, env: privateEnv(home), extendEnv: false },
     );
     const { url, token } = await new Promise<{ url: string; token: string }>((resolve, reject) => {
       let text = '';
@@ -206,10 +205,8 @@ describe('polar gym with Pi', () => {
 
   test('a wrong server set-up stops `polar gym` at start with one message, before it listens', async () => {
     const { home, workdir } = await privateDirs();
-    const run = await execa(
-      process.execPath,
+    const run = await runPolar(
       [
-        POLAR,
         'gym',
         '--harness',
         'pi',
@@ -229,7 +226,7 @@ describe('polar gym with Pi', () => {
         '--out',
         join(workdir, 'gym-out'),
       ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+      { cwd: workdir, env: privateEnv(home), extendEnv: false },
     );
     assert.equal(run.exitCode, 4, run.stderr);
     assert.equal(run.stdout, '', 'no {url} line: it never listened');

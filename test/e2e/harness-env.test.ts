@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { containerEnvNames } from '../../src/harnesses/env.ts';
 import { HARNESSES } from '../../src/harnesses/index.ts';
 import { buildHostCommand } from '../../src/rollout/runtime/docker.ts';
-import { capture, ROOT } from '../support/capture-run.ts';
+import { capture } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 const SECRETS: Record<string, string> = {

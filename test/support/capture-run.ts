@@ -2,14 +2,11 @@
 import { appendFile, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionEndRecord, SessionRecord } from '../../src/capture/record.ts';
 import { isTokenCount } from '../../src/protocols/canonical.ts';
-
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const POLAR = join(ROOT, 'bin/polar');
+import { POLAR, ROOT, runPolar } from './cli.ts';
 
 export interface CaptureOutcome {
   exitCode: number | undefined;
@@ -80,22 +77,17 @@ export async function capture(
   const { home, workdir, out } = await privateDirs();
   const skip = options.probe ? [] : ['--skip-backend-check'];
   const trace = `${out}.strace`;
-  const polar = [POLAR, 'capture', '-o', out, ...skip, ...polarArgs, '--', ...harness];
-  const [file, args] = options.traceConnects
+  const args = ['capture', '-o', out, ...skip, ...polarArgs, '--', ...harness];
+  const env = { ...privateEnv(home), ...options.env };
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const result = options.traceConnects
     ? // (--seccomp-bpf: only connect() stops the traced processes, not every system call)
-      [
+      await execa(
         'strace',
-        ['-f', '--seccomp-bpf', '-qq', '-e', 'trace=connect', '-o', trace, process.execPath, ...polar],
-      ]
-    : [process.execPath, polar];
-  const result = await execa(file, args, {
-    cwd: workdir,
-    env: { ...privateEnv(home), ...options.env },
-    extendEnv: false,
-    stdin: 'ignore',
-    reject: false,
-    timeout: options.timeoutMs ?? 120_000,
-  });
+        ['-f', '--seccomp-bpf', '-qq', '-e', 'trace=connect', '-o', trace, process.execPath, POLAR, ...args],
+        { cwd: workdir, env, extendEnv: false, stdin: 'ignore', reject: false, timeout: timeoutMs },
+      ).then((r) => ({ exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) }))
+    : await runPolar(args, { cwd: workdir, env, extendEnv: false, timeoutMs });
   const records: CaptureRecord[] = [];
   try {
     for await (const { record } of readCapture(out)) records.push(record);
@@ -109,8 +101,8 @@ export async function capture(
   return {
     ...(options.traceConnects ? { outsideConnects: outsideConnects(await readFile(trace, 'utf8')) } : {}),
     exitCode: result.exitCode,
-    stdout: String(result.stdout),
-    stderr: String(result.stderr),
+    stdout: result.stdout,
+    stderr: result.stderr,
     records,
     session,
     calls: records.filter((r): r is CallRecord => r.type === 'call'),

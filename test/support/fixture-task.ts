@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
-import { ROOT } from './capture-run.ts';
+import { ROOT } from './cli.ts';
 
 export async function fixtureTask(id: string): Promise<Record<string, unknown>> {
   ensureFixtureRepos();

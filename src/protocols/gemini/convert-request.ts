@@ -7,6 +7,8 @@
  * history it resends but keeps the thoughtSignature and the functionCall id (geminiChat.ts of
  * @google/gemini-cli 0.61.0).
  */
+
+import { issuePath } from '../../util/zod.ts';
 import type {
   AssistantMessage,
   CanonicalMessage,
@@ -15,7 +17,6 @@ import type {
   ToolMessage,
   UserPart,
 } from '../canonical.ts';
-import { issuePath } from '../errors.ts';
 import { parseOrThrow } from '../validate.ts';
 import { convertToolChoice, convertTools } from './convert-tools.ts';
 import {

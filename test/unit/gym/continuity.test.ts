@@ -25,7 +25,7 @@ import { type Gym, type GymOptions, startGym } from '../../../src/gym/server.ts'
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import type { Runtime } from '../../../src/rollout/runtime/types.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
-import { ROOT } from '../../support/capture-run.ts';
+import { ROOT } from '../../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../../support/completions-standin.ts';
 import { fixtureTask } from '../../support/fixture-task.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';

@@ -13,7 +13,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -24,7 +23,7 @@ import { verifyResponseSchema } from '../../../src/gym/contract.ts';
 import { type GymOptions, startGym } from '../../../src/gym/server.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
-import { ROOT } from '../../support/capture-run.ts';
+import { closedUrl, ROOT } from '../../support/cli.ts';
 import { fixtureTask } from '../../support/fixture-task.ts';
 import { type NemoRlStandin, startNemoRlStandin } from '../../support/nemo-rl-standin.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
@@ -204,16 +203,9 @@ describe('polar gym under NeMo RL: nemo-rl backend, a list of generation servers
   }
 
   test('a rollout whose generation server is gone: 200, _ng_failure_class, reward null, no output', async () => {
-    // a port nothing listens on
-    const closed = await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as { port: number };
-        s.close(() => resolve(port));
-      });
-    });
     const gone = await createBackend({
       ...backendOptions,
-      url: `http://127.0.0.1:${closed}/v1`,
+      url: await closedUrl(),
       timeoutMs: 5000,
     });
     const gym = await gymFor(SHAPES[2][1](), { backendInstance: gone, backendUrls: [] });

@@ -18,7 +18,7 @@ import {
   requestShape,
 } from '../../../src/harnesses/kinds.ts';
 import { type MergeCall, mergeCalls } from '../../../src/trajectory/merge.ts';
-import { ROOT } from '../../support/capture-run.ts';
+import { ROOT } from '../../support/cli.ts';
 
 const SAMPLES = join(ROOT, 'fixtures/samples/harness-requests');
 const sample = (name: string) =>

@@ -14,7 +14,7 @@ import { getLogParser } from '../../../src/rollout/log-parsers/index.ts';
 import type { ParserVersion } from '../../../src/rollout/log-parsers/types.ts';
 import { evaluateLog, resolve } from '../../../src/rollout/resolve.ts';
 import { REPO_SPECS, testDirectives } from '../../../src/rollout/specs.ts';
-import { ROOT } from '../eval/helpers.ts';
+import { ROOT } from '../../support/cli.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
 const VERSIONS: Record<string, ParserVersion> = { 'v4.1.0': '4.1', 'v5.0.1': '5' };

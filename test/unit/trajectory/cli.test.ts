@@ -2,32 +2,15 @@
  * `polar build` as a user runs it: node bin/polar on temp files; stdout JSONL, stderr report, exit codes.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { readTrajectories } from '../../../src/trajectory/reader.ts';
+import { runPolar } from '../../support/cli.ts';
 import { call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const bin = join(root, 'bin', 'polar');
-
-function polar(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: root, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 64 << 20 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-    if (input !== undefined) child.stdin!.end(input);
-  });
-}
+const polar = (args: string[], input?: string) => runPolar(args, input === undefined ? {} : { input });
 
 const SYS = ids(1, 6);
 const capture = (id: string, sample: number, reward: number): unknown[] => [
@@ -50,17 +33,17 @@ describe('polar build (CLI)', () => {
   });
 
   it('reads files and directories, writes JSONL to stdout and the report to stderr', async () => {
-    const r = await polar(['build', dir, '--advantage', 'rloo']);
+    const r = await polar(['build', dir]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
     assert.deepEqual(
-      lines.map((l) => [l.session, l.reward, l.advantage]),
+      lines.map((l) => [l.session, l.reward, l.group_id, l.v]),
       [
-        ['a', 1, 1],
-        ['b', 0, -1],
+        ['a', 1, 'task-1', 2],
+        ['b', 0, 'task-1', 2],
       ],
     );
     assert.match(r.stderr, /2 sessions, 4 calls -> 2 trajectories/);
@@ -88,7 +71,7 @@ describe('polar build (CLI)', () => {
     assert.equal(stats.tokens_trainable, 4);
   });
 
-  it('a bad line fails with exit code 3 and file:line; --skip-invalid counts it; a bad option exits 2', async () => {
+  it("a bad line fails with exit code 3 and file:line; --skip-invalid counts it; a bad option exits 2 in polar's format", async () => {
     const bad = join(dir, 'bad.jsonl');
     const good = jsonl(capture('c', 0, 1)).split('\n');
     good.splice(2, 0, '{"v":1,"type":"call"');
@@ -103,8 +86,8 @@ describe('polar build (CLI)', () => {
     assert.match(s.stderr, /skipped lines\s+invalid JSON 1/);
     assert.equal(s.stdout.trim().split('\n').length, 1);
 
-    const u = await polar(['build', bad, '--advantage', 'ppo']);
+    const u = await polar(['build', bad, '--overlong', 'skip']);
     assert.equal(u.code, 2);
-    assert.match(u.stderr, /--advantage: 'ppo' is not one of grpo, dr-grpo, rloo, none/);
+    assert.match(u.stderr, /polar: error: --overlong skip is not one of truncate, drop/);
   });
 });

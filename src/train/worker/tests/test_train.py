@@ -10,14 +10,16 @@ import torch
 import helpers
 from helpers import record, trace
 from polar_train import __main__ as entry
+from polar_train import advantage as A
 from polar_train import data as D
 from polar_train.model import load_policy
+from polar_train.schema import DEFAULTS
 from polar_train.trainer import NonFiniteError, Trainer
 
 
 def seq_logprob(policy, rec):
     recs = [dict(rec, _line=1)]
-    (r,) = D.build_rollouts(recs, "rloo", False, policy.vocab_size)
+    (r,) = D.build_rollouts(recs, [0.0], False, policy.vocab_size)
     mb = D.MicroBatch(r.samples)
     with torch.no_grad():
         lp, _ = policy(mb.input_ids, mb.position_ids, mb.seg_lens, mb.sel_pos, mb.sel_tgt, 8)
@@ -51,7 +53,7 @@ class Learning(Base):
         start = [seq_logprob(before, r) for r in recs]
         t = self.run_trainer(recs, epochs=4, tis=False, ppo_epochs=2, mini_batches=2)
         end = [seq_logprob(t.policy, r) for r in recs]
-        adv = D.compute_advantages([dict(r, _line=1) for r in recs], "rloo")
+        adv, _ = A.compute_advantages([dict(r, _line=1) for r in recs], DEFAULTS["advantage"])
         for a, s, e in zip(adv, start, end):
             if a > 0:
                 self.assertGreater(e, s)
@@ -82,7 +84,8 @@ class Learning(Base):
                 record("b", [trace([1, 2], [3, 9], [1, 1])], reward=0.0)]
         path = helpers.write_jsonl(os.path.join(self.dir, "t.jsonl"), recs)
         t = Trainer({"trajectories": path, "model": helpers.TINY, "out": os.path.join(self.dir, "o"), "device": "cpu",
-                     "tis": False, "loss_agg": "seq-mean-token-mean", "micro_batch_tokens": 6}, self.events.append)
+                     "tis": False, "loss_agg": "seq-mean-token-mean", "micro_batch_tokens": 6, "advantage": "rloo"},
+                    self.events.append)
         t.setup()
         (micros,) = t.prepare(t.rollouts)
         self.assertGreater(len(micros), 1)  # the traces are spread over micro-batches
