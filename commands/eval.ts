@@ -2,7 +2,15 @@ import { type Command, Option } from 'commander';
 import type { EvalFlags } from '../src/eval/command.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, list, nonNegativeInt, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import {
+  floatIn,
+  jsonObject,
+  list,
+  nonNegativeInt,
+  oneOf,
+  positiveInt,
+  shard,
+} from '../src/options/parsers.ts';
 import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
@@ -86,6 +94,11 @@ export function defineEval(program: Command, report: Report): void {
     .addOption(
       new Option('--sample-index <j>', "only sample j of each instance (a cluster node's share)")
         .argParser(nonNegativeInt)
+        .hideHelp(),
+    )
+    .addOption(
+      new Option('--cluster-tag <json>', "where a cluster node's share ran: each result line's `cluster`")
+        .argParser(jsonObject)
         .hideHelp(),
     )
     .addHelpText(

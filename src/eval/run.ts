@@ -50,6 +50,8 @@ export interface EvalOptions extends EvalPlan {
   rejectTampering?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
   meta?: Record<string, string>;
+  /** where this run's samples run (a Slurm shard's node and job): each result line's `cluster` */
+  clusterTag?: Record<string, unknown>;
 }
 
 export interface EvalOutcome {
@@ -195,6 +197,7 @@ async function runSample(
     model_name_or_path: options.agent.modelName,
     model_patch_bytes: Buffer.byteLength(patch),
     finished_at: new Date().toISOString(),
+    ...(options.clusterTag ? { cluster: options.clusterTag } : {}),
   };
   if (line.capture && status === 'error') {
     line.capture = await setAside(line.capture as string, 'error');
