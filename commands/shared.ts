@@ -15,6 +15,7 @@ import {
   nonNegativeInt,
   oneOf,
   positiveInt,
+  repeatable,
   seconds,
   url,
   urlList,
@@ -135,7 +136,10 @@ export function addRolloutFlags(cmd: Command): Command {
       ),
     )
     .option('--image <template>', 'container image override ({instance_id} is replaced)')
-    .option('--network <name>', 'container network (default host, so the capture proxy is reachable)')
+    .option(
+      '--network <name>',
+      `container network (default: ${DEFAULTS.containerNetwork.shown}, so the capture proxy is reachable)`,
+    )
     .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
     .addOption(envCacheOption())
     .addOption(envPythonOption())
@@ -230,7 +234,7 @@ export function addClusterFlags(cmd: Command): Command {
       new Option(
         '--sbatch-arg <arg>',
         'slurm: one more #SBATCH line, e.g. --partition=cpu (repeatable)',
-      ).argParser((v: string, previous: string[] = []) => [...previous, v]),
+      ).argParser(repeatable),
     );
 }
 

@@ -15,7 +15,7 @@ import {
   setupEvaluation,
 } from '../rollout/setup.ts';
 import { runSwebenchGrader } from '../rollout/swebench.ts';
-import { isVerifierCommand } from '../rollout/verifier.ts';
+import type { Grader } from '../rollout/verifier.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
@@ -28,8 +28,9 @@ import { checkSettings, type RunSettings, runSettings } from './settings.ts';
 export interface EvalFlags extends BackendFlags, RolloutFlags {
   dataset: string;
   split: string;
-  harness?: HarnessName;
   agent?: AgentName;
+  /** --harness, the old name of --agent for a harness (deprecated) */
+  harness?: HarnessName;
   agentCmd?: string;
   predictions?: string;
   promptTemplate?: string;
@@ -42,15 +43,18 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   resume?: boolean;
   overwrite?: boolean;
   /** polar, swebench or a verifier command (src/rollout/verifier.ts) */
-  grader: string;
+  grader: Grader;
   json?: boolean;
   failUnder?: number;
   gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
   keepEnvs?: boolean;
   quiet?: boolean;
   regrade?: boolean;
   /** hidden: only this sample index of each instance (a cluster node's share of a run) */
   sampleIndex?: number;
+  /** hidden: where this share of a cluster run runs (a Slurm shard's node and job): each result's `cluster` */
+  clusterTag?: Record<string, unknown>;
   /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/cluster/) */
   cluster?: ClusterChoice;
   /** per sample on the cluster */
@@ -70,19 +74,32 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   merge?: string[];
 }
 
-/** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
-export function evaluationSetup(f: EvalFlags): EvaluationSetup {
+/**
+ * The agent of `polar eval`: --agent, or --harness, its old name for a harness (still works for a
+ * release, with a warning).
+ */
+function evalAgent(f: EvalFlags, warn: (message: string) => void): AgentName {
   if (f.agent && f.harness && f.agent !== f.harness) {
     throw new UsageError(
       `--agent ${f.agent} and --harness ${f.harness} name two different agents`,
       isHarness(f.agent) ? 'give one of them' : `drop --harness: --agent ${f.agent} runs no harness`,
     );
   }
+  if (f.harness) warn('--harness of polar eval is now --agent (the old name goes in the next release)');
   const agent = f.agent ?? f.harness;
   if (!agent)
     throw new UsageError(
-      `give --harness <${HARNESS_NAMES.join('|')}> or --agent <${BUILTIN_AGENTS.join('|')}>`,
+      `give --agent: a harness (${HARNESS_NAMES.join('|')}) or ${BUILTIN_AGENTS.join('|')}`,
     );
+  return agent;
+}
+
+/** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
+export function evaluationSetup(
+  f: EvalFlags,
+  warn: (message: string) => void = (m) => log.warn(m),
+): EvaluationSetup {
+  const agent = evalAgent(f, warn);
   return {
     agent: {
       agent,
@@ -111,12 +128,12 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   const { predictions } = await checkAgentSetup(setup.agent);
   if (predictions && f.predictions)
     checkPredictions(predictions, f.predictions, { all, selected: instances });
-  if (f.cluster?.engine === 'slurm')
-    return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
-  // a harness's servers are checked once per run, before any sample spends harness time
+  // a harness's servers are checked once per run, before any sample spends harness time (or a job is queued)
   if (setup.agent.backend)
     for (const url of setup.agent.backendUrls ?? [undefined])
       await ensureBackendReady(url ? { ...setup.agent.backend, url } : setup.agent.backend);
+  if (f.cluster?.engine === 'slurm')
+    return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
 
   // SIGINT, SIGTERM and SIGHUP alike: no new sample starts, the running ones are set aside for --resume
   const interrupt = onStopSignals('stopping the running samples (run again with --resume to continue)');
@@ -164,20 +181,22 @@ async function localEval(
       out: f.out,
       samples: f.samples,
       ...(f.sampleIndex !== undefined ? { sampleIndex: f.sampleIndex } : {}),
+      ...(f.clusterTag ? { clusterTag: f.clusterTag } : {}),
       concurrency: f.concurrency,
       agentTimeoutMs: f.agentTimeout,
       testTimeoutMs: f.testTimeout,
       resume: Boolean(f.resume),
       overwrite: Boolean(f.overwrite),
       dataset: f.dataset,
-      grade: f.grader === 'swebench' ? 'none' : 'polar',
-      ...(isVerifierCommand(f.grader) ? { verifier: f.grader } : {}),
+      grade: f.grader.kind === 'swebench' ? 'none' : 'polar',
+      ...(f.grader.kind === 'verifier' ? { verifier: f.grader.command } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
+      rejectTampering: Boolean(f.rejectTestTampering),
       progress: !f.quiet,
       signal,
       settings,
     });
-    if (f.grader !== 'swebench' || outcome.interrupted) return outcome;
+    if (f.grader.kind !== 'swebench' || outcome.interrupted) return outcome;
     return await runSwebenchGrader(outcome, {
       out: f.out,
       dataset: f.dataset,
@@ -229,7 +248,7 @@ export function finish(
 export async function selectedInstances(
   f: EvalFlags,
 ): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
-  const all = await loadDataset(f.dataset, { split: f.split, verifier: isVerifierCommand(f.grader) });
+  const all = await loadDataset(f.dataset, { split: f.split, verifier: f.grader.kind === 'verifier' });
   if (all.length === 0)
     throw new InputError(
       f.dataset,

@@ -11,13 +11,13 @@ import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
-import { isVerifierCommand } from '../rollout/verifier.ts';
+import type { Grader } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
+import { writeAtomic } from '../util/private-files.ts';
 import { type Lenient, readLenient } from '../util/zod.ts';
 import { EVAL_FILES } from './files.ts';
 import { buildReport, formatReport, type Report, type ResultLine, reportSchema } from './report.ts';
 import { readResults, sampleKey } from './results.ts';
-import { writeAtomic } from './run.ts';
 
 export interface RegradeOptions {
   out: string;
@@ -40,6 +40,7 @@ export interface RegradeOutcome {
 
 function fromLog(r: ResultLine): boolean {
   if (r.status !== 'resolved' && r.status !== 'unresolved') return false;
+  if (r.tampering?.rejected) return false; // graded 0 without running the tests
   if (r.grader === 'swebench' || r.grader === 'verifier') return false; // no test log behind it
   return r.reason !== 'patch does not apply' && !String(r.reason ?? '').startsWith('tests timed out');
 }
@@ -93,7 +94,8 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
         resolved: g.resolved,
         reward: g.resolved ? 1 : 0,
         reason: g.reason,
-        suspicious: g.suspicious,
+        // the log says nothing of the patch: a tampering flag stays
+        suspicious: g.suspicious || Boolean(r.tampering),
         fail_to_pass: g.fail_to_pass,
         pass_to_pass: g.pass_to_pass,
         test_exit_code: g.test_exit_code,
@@ -127,10 +129,10 @@ export async function regradeCommand(o: {
   dataset: string;
   split?: string;
   /** the run's --grader: with a verifier command the rows need no FAIL_TO_PASS (as when it ran) */
-  grader?: string;
+  grader?: Grader;
   json?: boolean;
 }): Promise<number> {
-  const instances = await loadDataset(o.dataset, { split: o.split, verifier: isVerifierCommand(o.grader) });
+  const instances = await loadDataset(o.dataset, { split: o.split, verifier: o.grader?.kind === 'verifier' });
   const outcome = await regradeRun({ out: o.out, instances, dataset: o.dataset });
   log.info(
     `re-graded ${outcome.regraded} samples from their logs (${outcome.changed} changed), kept ${outcome.kept}`,

@@ -5,9 +5,10 @@ import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
-import { rolloutVerifier } from '../rollout/verifier.ts';
+import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
 import { checkTrainer } from '../train/model-info.ts';
+import { flagsToOptions, type TrainOptionFlags } from '../train/options.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
@@ -27,12 +28,14 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   concurrency: number;
   reloadCmd?: string;
   trainConfig?: string;
-  device: 'cuda' | 'cpu';
-  lora?: boolean;
-  lr?: number;
+  /** polar train's --device, --lora, --lr (undefined = not given: --train-config or train's default) */
+  device?: TrainOptionFlags['device'];
+  lora?: TrainOptionFlags['lora'];
+  lr?: TrainOptionFlags['lr'];
   gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
-  grader?: string;
+  grader: Grader;
   resume?: boolean;
   quiet?: boolean;
 }
@@ -64,10 +67,11 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     testTimeoutMs: f.testTimeout,
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
+    rejectTestTampering: Boolean(f.rejectTestTampering),
     ...verifierOf(f.grader),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
-    trainFlags: { device: f.device, lora: Boolean(f.lora), ...(f.lr !== undefined ? { lr: f.lr } : {}) },
+    trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
     exportOnnx: async (checkpoint, dir, signal) => {
       const { runExport } = await import('../export/export.ts');
       await runExport({ checkpoint, onnx: dir, ...(signal ? { signal } : {}) });
@@ -115,7 +119,7 @@ export async function checkLoopTrainer(o: LoopOptions): Promise<void> {
 }
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not within a step. */
-function verifierOf(grader: string | undefined): { verifier?: string } {
+function verifierOf(grader: Grader): { verifier?: string } {
   const verifier = rolloutVerifier(grader, 'polar loop grades each rollout itself');
   return verifier ? { verifier } : {};
 }

@@ -1,73 +1,18 @@
 /**
- * `polar train` options: a strict schema for the user's train.json, the defaults, and the merge
+ * `polar train`'s config: the user's train.json read against the options' strict schema, and the merge
  * (defaults < --config file < flags) into the resolved config that the Python worker reads and that is
- * written to <out>/config.json. Keys are snake_case, the same as the worker's (polar_train/trainer.py).
+ * written to <out>/config.json. The options themselves (keys, types, defaults, flags) are declared once,
+ * in src/train/options.ts. Keys are snake_case, the same as the worker's (polar_train/trainer.py).
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
 import { firstIssue } from '../util/zod.ts';
-import {
-  learningRateSchedules,
-  lossAggregations,
-  TRAIN_DEFAULTS,
-  trainAdvantages,
-  trainDevices,
-} from './defaults.ts';
+import { TRAIN_DEFAULTS, type TrainOptionFlags, type TrainOptions, trainOptionsSchema } from './options.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
 
-// the plain values live in defaults.ts, which `polar train --help` loads without zod
-export { learningRateSchedules, lossAggregations, TRAIN_DEFAULTS, trainAdvantages, trainDevices };
-
-const positiveInt = z.number().int().positive();
-const nonNegative = z.number().nonnegative();
-
-/** What a user may set in train.json (and through flags). Unknown keys are an error. */
-export const trainOptionsSchema = z.strictObject({
-  model: z.string().min(1),
-  device: z.enum(trainDevices),
-  gpus: positiveInt,
-  nproc: positiveInt,
-  lora: z.boolean(),
-  lora_r: positiveInt,
-  lora_alpha: z.number().positive(),
-  lora_dropout: z.number().min(0).max(1),
-  lora_target_modules: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
-  lr: z.number().positive(),
-  min_lr_ratio: z.number().min(0).max(1),
-  warmup_steps: z.number().int().nonnegative(),
-  schedule: z.enum(learningRateSchedules),
-  weight_decay: nonNegative,
-  adam_betas: z.tuple([z.number().min(0).max(1), z.number().min(0).max(1)]),
-  adam_eps: z.number().positive(),
-  grad_clip: nonNegative,
-  epochs: positiveInt,
-  max_steps: positiveInt.nullable(),
-  batch_rollouts: positiveInt,
-  mini_batches: positiveInt,
-  ppo_epochs: positiveInt,
-  shuffle: z.boolean(),
-  clip_low: z.number().min(0).max(1),
-  clip_high: nonNegative,
-  loss_agg: z.enum(lossAggregations),
-  loss_norm_tokens: positiveInt.nullable(),
-  advantage: z.enum(trainAdvantages),
-  tis: z.boolean(),
-  tis_cap: z.number().positive(),
-  /** mean |trainer - sampling| logprob per token on the first batch beyond which training refuses (0: no check) */
-  sampling_gap_limit: z.number().nonnegative(),
-  kl_coef: nonNegative,
-  micro_batch_tokens: positiveInt,
-  logprob_chunk: positiveInt,
-  bf16: z.boolean().nullable(),
-  gradient_checkpointing: z.boolean(),
-  save_every: z.number().int().nonnegative(),
-  seed: z.number().int().nonnegative(),
-});
-
-export type TrainOptions = z.infer<typeof trainOptionsSchema>;
 export const userConfigSchema = trainOptionsSchema.partial();
 export type UserTrainConfig = z.infer<typeof userConfigSchema>;
 
@@ -156,20 +101,15 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
 }
 
 /** `polar train` flags after parsing (commands/train.ts); undefined = not given (train.json or the default applies). */
-export interface TrainFlags {
+export interface TrainFlags extends TrainOptionFlags {
   /** -q: no progress on stderr */
   quiet?: boolean;
-  model?: string;
   out: string;
   /** --resume: continue the run in --out (true); a directory is the deprecated form of --resume-from */
   resume?: boolean | string;
   /** --resume-from DIR: start from a checkpoint (a step-N directory or another run's --out) */
   resumeFrom?: string;
   config?: string;
-  lora?: boolean;
-  device?: 'cuda' | 'cpu';
-  gpus?: number;
-  nproc?: number;
   python?: string;
   json?: boolean;
   /** a run across nodes (torchrun): nodes, this node's rank, node 0's rendezvous HOST:PORT */
@@ -179,27 +119,6 @@ export interface TrainFlags {
   localAddr?: string;
   socketIfname?: string;
   rdzvId?: string;
-  lr?: number;
-  epochs?: number;
-  maxSteps?: number;
-  batchRollouts?: number;
-  miniBatches?: number;
-  ppoEpochs?: number;
-  clipLow?: number;
-  clipHigh?: number;
-  lossAgg?: (typeof lossAggregations)[number];
-  advantage?: (typeof trainAdvantages)[number];
-  tis?: boolean;
-  tisCap?: number;
-  klCoef?: number;
-  microBatchTokens?: number;
-  logprobChunk?: number;
-  warmupSteps?: number;
-  schedule?: (typeof learningRateSchedules)[number];
-  gradientCheckpointing?: boolean;
-  bf16?: boolean;
-  saveEvery?: number;
-  seed?: number;
 }
 
 /**
@@ -225,36 +144,4 @@ export function resumeDirectory(
       'drop --resume to start a new run, or give --resume-from DIR',
     );
   return f.out;
-}
-
-/** commander's camelCase flags -> the config's snake_case keys (undefined = not given). */
-export function flagsToOptions(f: TrainFlags): Partial<Record<keyof TrainOptions, unknown>> {
-  return {
-    model: f.model,
-    lora: f.lora,
-    device: f.device,
-    gpus: f.gpus,
-    nproc: f.nproc,
-    lr: f.lr,
-    epochs: f.epochs,
-    max_steps: f.maxSteps,
-    batch_rollouts: f.batchRollouts,
-    mini_batches: f.miniBatches,
-    ppo_epochs: f.ppoEpochs,
-    clip_low: f.clipLow,
-    clip_high: f.clipHigh,
-    loss_agg: f.lossAgg,
-    advantage: f.advantage,
-    tis: f.tis,
-    tis_cap: f.tisCap,
-    kl_coef: f.klCoef,
-    micro_batch_tokens: f.microBatchTokens,
-    logprob_chunk: f.logprobChunk,
-    warmup_steps: f.warmupSteps,
-    schedule: f.schedule,
-    gradient_checkpointing: f.gradientCheckpointing,
-    bf16: f.bf16,
-    save_every: f.saveEvery,
-    seed: f.seed,
-  };
 }

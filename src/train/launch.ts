@@ -12,7 +12,7 @@ import { InputError, UsageError } from '../errors.ts';
 import { InterruptedError, stopSignalOf } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
+import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig } from './config.ts';
 import {
   checkDevice,
   checkPackages,
@@ -23,6 +23,7 @@ import {
   probePython,
 } from './env.ts';
 import { modelVocabSize, otherSamplers } from './model-info.ts';
+import type { TrainOptions } from './options.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
@@ -253,7 +254,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     pythonPath: process.env.PYTHONPATH,
     nodes: req.nodes,
   });
-  const logPath = join(config.out, 'worker.log');
+  const logPath = workerLogPath(config.out, req.nodes);
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
@@ -270,8 +271,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   if (refused) {
     // the worker stopped at its first event, before writing anything: a refused run leaves nothing behind
     progress.stop(false);
-    await rm(configPath, { force: true });
-    await rm(logPath, { force: true });
+    for (const file of [configPath, logPath]) await rm(file, { force: true });
     if (madeOut) await rm(config.out, { recursive: true, force: true });
     throw refused;
   }
@@ -279,7 +279,9 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     progress.stop(false);
     throw stoppedTraining(req.signal, config.out);
   }
-  const error = workerError(outcome, { logPath, out: config.out });
+  // c10d gives global rank 0 (the `done` event) to any node (torchrun ignores --node-rank with it)
+  const follower = Boolean(req.nodes && req.nodes.nnodes > 1 && !outcome.done);
+  const error = workerError(outcome, { logPath, out: config.out, follower });
   if (error) {
     progress.stop(false);
     if (outcome.error?.traceback) log.debug(String(outcome.error.traceback));
@@ -287,7 +289,10 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
   const steps = Number(outcome.done?.steps ?? 0);
-  progress.stop(true, `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`);
+  progress.stop(
+    true,
+    follower ? FOLLOWER_DONE : `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`,
+  );
   return {
     config,
     configPath,
@@ -346,20 +351,22 @@ function stoppedTraining(signal: AbortSignal, out: string): InterruptedError {
   );
 }
 
-/** No rollout has a non-zero advantage: GRPO would run at loss 0 and learn nothing. */
+const FOLLOWER_DONE =
+  "done: this node's processes finished; the node that holds global rank 0 wrote the checkpoints";
+
+/** Each node's launcher writes its own log: on a shared --out they would otherwise overwrite each other. */
+function workerLogPath(out: string, nodes: NodeRole | undefined): string {
+  const rank = nodes && nodes.nnodes > 1 ? nodes.nodeRank : 0;
+  return join(out, rank > 0 ? `worker-node${rank}.log` : 'worker.log');
+}
+
+/** No group has rewards that differ: every advantage is 0, GRPO would run at loss 0 and learn nothing. */
 function zeroAdvantage(file: string, data: TrajectorySummary): InputError {
-  const given = data.rollouts - data.withoutAdvantage;
-  const parts = [
-    given > 0 ? `${plural(given, 'rollout')} with advantage 0` : null,
-    data.withoutAdvantage > 0
-      ? `${plural(data.withoutAdvantage, 'rollout')} in ${plural(data.groups, 'group')} whose rewards are all equal`
-      : null,
-  ].filter(Boolean);
   return new InputError(
     file,
     undefined,
     'advantage',
-    `no trajectory has a non-zero advantage (${parts.join(', ')}): training would run at loss 0 and learn nothing`,
+    `no trajectory has a non-zero advantage (${plural(data.rollouts, 'rollout')} in ${plural(data.groups, 'group')} whose rewards are all equal): training would run at loss 0 and learn nothing`,
     'sample each task several times so a group holds different rewards (polar eval --samples 4 or more, then polar build), or check the rewards',
   );
 }

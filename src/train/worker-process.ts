@@ -102,7 +102,10 @@ export async function runWorker(
 }
 
 /** Maps a worker outcome to success or one clear error. */
-export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: string }): PolarError | undefined {
+export function workerError(
+  o: WorkerOutcome,
+  ctx: { logPath: string; out: string; follower?: boolean },
+): PolarError | undefined {
   if (o.protocolError) {
     return new PolarError(`training worker broke its protocol: ${o.protocolError}`, {
       hint: `the worker (src/train/worker) and src/train/schema.ts disagree; worker log: ${ctx.logPath}`,
@@ -136,7 +139,8 @@ export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: strin
       hint: `full worker log: ${ctx.logPath}`,
     });
   }
-  if (!o.done)
+  // only global rank 0 reports `done`: on a node without it (a run across nodes), exit 0 is success
+  if (!o.done && !ctx.follower)
     return new PolarError('training worker exited without finishing', { hint: `worker log: ${ctx.logPath}` });
   return undefined;
 }

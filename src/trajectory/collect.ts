@@ -5,12 +5,13 @@
  */
 import type { Readable } from 'node:stream';
 import { CaptureDecoder } from '../capture/codec.ts';
-import type {
-  CallRecord,
-  CaptureRecord,
-  GradingRecord,
-  SessionEndRecord,
-  SessionRecord,
+import {
+  type CallRecord,
+  type CaptureRecord,
+  type GradingRecord,
+  isHangUp,
+  type SessionEndRecord,
+  type SessionRecord,
 } from '../capture/record.ts';
 import { InputError } from '../errors.ts';
 import { isTokenCount } from '../protocols/canonical.ts';
@@ -56,6 +57,7 @@ function toMergeCall(call: CallRecord): MergeCall {
     logprobs: call.completion_logprobs,
     tokenExact: call.token_exact,
     finishReason: call.finish_reason,
+    ...(call.tool_call_unparsed ? { unparsed: true } : {}),
     requestKind: typeof meta.request_kind === 'string' ? meta.request_kind : null,
     traceKind: typeof meta.trace_kind === 'string' ? meta.trace_kind : null,
   };
@@ -133,6 +135,7 @@ class SessionCollector {
     }
     state.callIds.add(record.id);
     state.seenCalls++;
+    if (record.tool_call_unparsed) stats.calls_tool_unparsed++;
     if (record.seq < state.maxSeq) count(stats.notes, 'out-of-order seq (sorted)');
     if (state.seqs.has(record.seq)) count(stats.notes, 'duplicate seq (arrival order kept)');
     state.seqs.add(record.seq);
@@ -140,7 +143,8 @@ class SessionCollector {
     if (isTokenCount(record.api) || record.api === 'models') {
       count(stats.calls_skipped, 'not a sampling call');
     } else if (record.error !== null) {
-      count(stats.calls_skipped, 'call error');
+      // a call the harness hung up on, or polar cut, is counted apart: not a failure of the backend
+      count(stats.calls_skipped, isHangUp(record.error.kind) ? `call ${record.error.kind}` : 'call error');
     } else if (record.prompt_token_ids === null || record.completion_token_ids === null) {
       count(stats.calls_skipped, 'no token ids');
       state.textOnly++;
@@ -160,6 +164,9 @@ class SessionCollector {
       );
       return;
     }
+    // calls the proxy served whose record a failed write lost (disk full): named, not silently absent
+    if (record.lost_calls)
+      count(this.stats.calls_skipped, 'lost at capture (a failed write)', record.lost_calls);
     await this.close(state, record);
   }
 

@@ -1,12 +1,13 @@
 /**
- * Pass 2 of `polar build`: rewards (capture grading records, then --rewards), groups and advantages,
- * computed from the compact summaries of the built sessions.
+ * Pass 2 of `polar build`: rewards (capture grading records, then --rewards) and groups, computed from
+ * the compact summaries of the built sessions. Advantages are the trainer's (`polar train --advantage`,
+ * docs/train.md): the build counts the groups from which no estimator learns anything (uniform rewards).
  */
 import type { GradingRecord } from '../capture/record.ts';
-import { type AdvantageKind, groupAdvantages, isUniform } from './advantage.ts';
+import type { UnparsedToolCallMode } from '../options/defaults.ts';
 import type { TrajectoryHead } from './formats.ts';
 import type { TrajectoryRecord } from './record.ts';
-import { lookupReward, type RewardTable } from './rewards.ts';
+import { isUniform, lookupReward, type RewardTable } from './rewards.ts';
 import { type BuildStats, count } from './stats.ts';
 
 /** What the build keeps in memory of one built session. */
@@ -24,17 +25,23 @@ export interface Summary {
   traces: number;
   tokensTrainable: number;
   tokensTotal: number;
+  /** calls in its traces whose tool call the server did not parse */
+  unparsedCalls: number;
 }
+
+/** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
+export type GroupBy = 'task_id' | 'none' | `meta:${string}`;
 
 export interface ResolveContext {
   rewardTable: RewardTable | null;
-  groupBy: string;
-  advantage: AdvantageKind;
+  groupBy: GroupBy;
   dropUniform: boolean;
+  /** zero: a trajectory with an unparsed tool call gets reward 0 (before groups and advantages) */
+  unparsed: UnparsedToolCallMode;
   stats: BuildStats;
 }
 
-function groupKey(groupBy: string, s: Summary): string | null {
+function groupKey(groupBy: GroupBy, s: Summary): string | null {
   if (groupBy === 'none') return null;
   if (groupBy === 'task_id') return s.taskId;
   return s.metaGroup;
@@ -56,6 +63,10 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     reward = fromFile;
     stats.rewards.file++;
   } else stats.rewards.missing++;
+  if (s.unparsedCalls > 0 && ctx.unparsed === 'zero' && reward !== null) {
+    reward = 0;
+    stats.rewards_zeroed_unparsed++;
+  }
   return {
     id: s.session,
     session: s.session,
@@ -66,11 +77,10 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     model: s.model,
     status: s.status,
     reward,
-    advantage: null,
   };
 }
 
-/** Rewards, groups and advantages from the summaries; null for a trajectory dropped with its group. */
+/** Rewards and groups from the summaries; null for a trajectory dropped with its group. */
 export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext): (TrajectoryHead | null)[] {
   const { stats } = ctx;
   const heads: (TrajectoryHead | null)[] = summaries.map((s) => headOf(s, ctx));
@@ -101,12 +111,8 @@ export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext)
       for (const i of members) heads[i] = null;
       continue;
     }
-    const adv = groupAdvantages(values, ctx.advantage);
     if (members.length === 1) stats.groups_single++;
     if (uniform) stats.groups_uniform++;
-    members.forEach((i, k) => {
-      heads[i]!.advantage = adv[k]!;
-    });
   }
   return heads;
 }

@@ -42,10 +42,16 @@ export interface BuildStats {
   groups: number;
   groups_dropped_uniform: number;
   groups_without_reward: number;
-  /** groups kept whose rewards are all equal (every advantage 0: nothing to learn from them) */
+  /** groups kept whose rewards are all equal (every advantage polar train computes is 0: nothing to learn) */
   groups_uniform: number;
   /** groups kept of one sample (uniform too) */
   groups_single: number;
+  /** call records whose text holds a tool call the server did not parse (`tool_call_unparsed`) */
+  calls_tool_unparsed: number;
+  /** built trajectories with such a call in their traces */
+  trajectories_tool_unparsed: number;
+  /** of those, the ones whose reward --unparsed-tool-calls zero set to 0 */
+  rewards_zeroed_unparsed: number;
   /** written trajectories only */
   tokens_trainable: number;
   tokens_total: number;
@@ -79,6 +85,9 @@ export function emptyStats(): BuildStats {
     groups_without_reward: 0,
     groups_uniform: 0,
     groups_single: 0,
+    calls_tool_unparsed: 0,
+    trajectories_tool_unparsed: 0,
+    rewards_zeroed_unparsed: 0,
     tokens_trainable: 0,
     tokens_total: 0,
   };
@@ -120,6 +129,7 @@ export function formatStats(s: BuildStats): string {
     `  skipped files              ${list(s.files_skipped)}`,
     `  skipped calls              ${list(s.calls_skipped)}`,
     `  calls not token-exact      ${list(s.calls_inexact)}`,
+    `  tool calls not parsed      ${num(s.calls_tool_unparsed)} calls in ${num(s.trajectories_tool_unparsed)} trajectories (reward set to 0: ${num(s.rewards_zeroed_unparsed)})`,
     `  skipped sessions           ${list(s.sessions_skipped)}`,
     `  dropped traces             ${list(s.traces_dropped)}`,
     `  notes                      ${list(s.notes)}`,
@@ -156,6 +166,9 @@ export function addStats(into: BuildStats, from: BuildStats): void {
     'groups_without_reward',
     'groups_uniform',
     'groups_single',
+    'calls_tool_unparsed',
+    'trajectories_tool_unparsed',
+    'rewards_zeroed_unparsed',
     'tokens_trainable',
     'tokens_total',
   ] as const;
@@ -193,9 +206,10 @@ export function emptyBuildReason(s: BuildStats): string | null {
 
 /**
  * What the report should warn about, in words: nothing built from an empty input, and groups from which
- * GRPO learns nothing (every advantage 0, e.g. `--samples 1`: groups of one).
+ * GRPO learns nothing (uniform rewards: every advantage polar train computes is 0, e.g. `--samples 1`:
+ * groups of one).
  */
-export function statsWarnings(s: BuildStats, advantage: string): string[] {
+export function statsWarnings(s: BuildStats): string[] {
   const warnings: string[] = [];
   if (s.sessions === 0) {
     const skipped = total(s.files_skipped);
@@ -204,8 +218,13 @@ export function statsWarnings(s: BuildStats, advantage: string): string[] {
     );
     return warnings;
   }
+  if (s.calls_tool_unparsed > 0) {
+    warnings.push(
+      `${plural(s.calls_tool_unparsed, 'call')} hold a tool call the server did not parse (tool_call_unparsed): the harness saw text and the turn ended; check the server's tool-call parser (vLLM: --enable-auto-tool-choice --tool-call-parser hermes)`,
+    );
+  }
   const scored = s.groups - s.groups_without_reward - s.groups_dropped_uniform;
-  if (advantage !== 'none' && scored > 0 && s.groups_uniform === scored) {
+  if (scored > 0 && s.groups_uniform === scored) {
     warnings.push(
       s.groups_single === scored
         ? `every group is a single sample (${plural(scored, 'group')}): every advantage is 0 and polar train has nothing to learn; sample each task several times (polar eval --samples 4 or more)`

@@ -7,6 +7,7 @@
  */
 import { tmpdir } from 'node:os';
 import { EnvironmentError } from '../../errors.ts';
+import { DEFAULTS } from '../../options/defaults.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
@@ -66,7 +67,7 @@ export function buildRunArgs(
   options: Pick<ContainerRuntimeOptions, 'network' | 'platform' | 'mounts' | 'env'>,
 ): string[] {
   const args = [engine, 'run', '-d', '--rm', '--name', name, '-w', TESTBED];
-  args.push('--network', options.network ?? 'host');
+  args.push('--network', options.network ?? DEFAULTS.containerNetwork.value);
   args.push('--platform', options.platform ?? 'linux/amd64');
   for (const m of options.mounts ?? [])
     args.push('-v', `${m.host}:${m.container}${m.readonly === false ? '' : ':ro'}`);

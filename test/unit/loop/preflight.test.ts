@@ -38,6 +38,7 @@ const flags = (extra: Partial<LoopFlags>): LoopFlags => ({
   model: 'tiny:arch=qwen3,vocab=64',
   envCache: join(tmp, 'envs'),
   envs: false,
+  grader: { kind: 'polar' },
   ...extra,
 });
 
