@@ -49,7 +49,26 @@ export interface CaptureRunOptions {
   keepRunDir?: boolean;
   /** where the private harness config dir is made (default: the OS temp dir); a container mounts it */
   runDirBase?: string;
+  /**
+   * How the harness is started once the proxy listens (polar eval: inside a sandbox or container, which
+   * reaches the proxy at the same URL): the command, host cwd and environment to spawn, and what to
+   * close after. Default: the command as prepared, here.
+   */
+  launch?: (request: HarnessLaunchInput) => Promise<{
+    command: string[];
+    cwd: string;
+    env: Record<string, string>;
+    close(): Promise<void>;
+  }>;
   onCall?: (record: CallRecord) => void;
+}
+
+/** What a `launch` hook gets: the prepared harness, its environment, the proxy and its config dir. */
+export interface HarnessLaunchInput {
+  argv: string[];
+  env: Record<string, string>;
+  proxyUrl: string;
+  runDir: string;
 }
 
 export interface CaptureRunResult {
@@ -105,6 +124,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     ...(options.onCall ? { onCall: options.onCall } : {}),
   });
   const session = capture.proxy;
+  let closeLaunch: (() => Promise<void>) | null = null;
   try {
     proxy.addSession(session);
     const prepared = await profile.prepare({
@@ -123,25 +143,17 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       extra: options.env ?? {},
       profile: prepared.env,
     });
-    const [file, ...args] = prepared.argv as [string, ...string[]];
+    const launched = options.launch
+      ? await options.launch({ argv: prepared.argv, env, proxyUrl: url, runDir })
+      : null;
+    closeLaunch = launched ? () => launched.close() : null;
     const stdio = options.stdio ?? 'inherit';
-    const { result, interrupted } = await runHarnessProcess(file, args, {
-      ...(options.cwd ? { cwd: options.cwd } : {}),
-      env,
-      stdio,
-      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
-      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
-      runDir: options.keepRunDir ? null : runDir,
-    });
-    if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
-      const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
-      throw new EnvironmentError(
-        `could not start the harness \`${file}\`: ${code === 'ENOENT' ? 'command not found' : errorMessage(result.cause)}`,
-        code === 'ENOENT'
-          ? `install it (for example \`npm i -D ${installHint(profile.name)}\`) or check PATH`
-          : undefined,
-      );
-    }
+    const { result, interrupted } = await startHarness(
+      launched ?? { command: prepared.argv, cwd: options.cwd, env },
+      options,
+      runDir,
+      profile.name,
+    );
     exitCode = result.exitCode ?? null;
     signal = result.signal ?? null;
     status = result.timedOut
@@ -156,6 +168,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       stderr = String(result.stderr ?? '');
     }
   } finally {
+    await closeLaunch?.().catch(() => {});
     await proxy.close(2000);
     proxy.removeSession(session.key);
     try {
@@ -178,6 +191,36 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     ...(stdout !== undefined ? { stdout } : {}),
     ...(stderr !== undefined ? { stderr } : {}),
   };
+}
+
+/** Spawns the harness (as launched, or as prepared) and says when it could not start at all. */
+async function startHarness(
+  launch: { command: string[]; cwd?: string | undefined; env: Record<string, string> },
+  options: CaptureRunOptions,
+  runDir: string,
+  profileName: string,
+) {
+  const [file, ...args] = launch.command as [string, ...string[]];
+  const stdio = options.stdio ?? 'inherit';
+  const run = await runHarnessProcess(file, args, {
+    ...(launch.cwd ? { cwd: launch.cwd } : {}),
+    env: launch.env,
+    stdio,
+    stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+    ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    runDir: options.keepRunDir ? null : runDir,
+  });
+  const { result } = run;
+  if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
+    const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
+    throw new EnvironmentError(
+      `could not start the harness \`${file}\`: ${code === 'ENOENT' ? 'command not found' : errorMessage(result.cause)}`,
+      code === 'ENOENT'
+        ? `install it (for example \`npm i -D ${installHint(profileName)}\`) or check PATH`
+        : undefined,
+    );
+  }
+  return run;
 }
 
 function installHint(harness: string): string {

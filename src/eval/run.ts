@@ -250,6 +250,7 @@ async function runSample(
       error: agent.error,
       calls: agent.calls,
       failed_calls: agent.failedCalls ?? 0,
+      limit: agent.limit ?? null,
     },
     apply_method: grade?.apply_method ?? null,
     fail_to_pass: grade?.fail_to_pass ?? null,

@@ -55,8 +55,12 @@ export const DEFAULTS = {
   gymOut: d('runs/gym'),
   serveCaptures: d('polar-captures'),
   inspectOutput: d('report.html'),
-  /** the SWE-bench-style runtime */
-  runtime: d('docker' as 'local' | 'docker' | 'podman'),
+  /** the SWE-bench-style runtime: bubblewrap (docs/eval.md, "Runtimes") */
+  runtime: d('sandbox' as 'sandbox' | 'local' | 'docker' | 'podman' | 'apptainer'),
+  /** limits of one environment (sandbox: cgroup v2 or rlimits; containers: the engine's flags) */
+  memoryLimit: d(8 * 1024 ** 3, '8GiB'),
+  pidsLimit: d(1024),
+  diskLimit: d(4 * 1024 ** 3, '4GiB'),
   repos: d('fixtures/swe/repos'),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */

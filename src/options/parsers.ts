@@ -82,6 +82,19 @@ export const bytes: Parser<number> = (v) => {
   return n;
 };
 
+/** HOST:PORT (an IPv4 address or a name, and a port 1-65535) */
+export const hostPort: Parser<{ host: string; port: number }> = (v) => {
+  const m = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(v.trim());
+  const n = m ? Number(m[2]) : 0;
+  if (!m || n < 1 || n > 65535) throw new InvalidArgumentError('expected HOST:PORT (e.g. 127.0.0.1:3141)');
+  return { host: m[1]!, port: n };
+};
+
+/** a repeatable flag: every value parsed by `parse`, collected in order */
+export function collect<T>(parse: Parser<T>): (value: string, previous: T[] | undefined) => T[] {
+  return (value, previous) => [...(previous ?? []), parse(value)];
+}
+
 /** one of a fixed set of words */
 export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
   return (v) => {

@@ -1,9 +1,9 @@
 /**
- * The local runtime: a fresh copy of DIR/<owner>/<name> at base_commit in a temp dir, commands run on
- * this machine with no isolation. The copy shares objects with the source (`git clone --shared`), so
- * it costs a checkout, not a copy of history; branches, tags and the remote are removed so the agent
- * does not see commits after base_commit through refs (the objects stay reachable by hash: this is a
- * convenience runtime for trusted agents, not a sandbox).
+ * The local runtime, unsandboxed: a fresh checkout of DIR/<owner>/<name> at base_commit in a temp dir,
+ * commands run on this machine with the user's rights. The checkout shares objects with the history
+ * repository of base_commit (history.ts: its ancestors only, never the source's later commits), so it
+ * costs a checkout, not a copy of history. Nothing stops an agent here from reading the rest of this
+ * machine (--repos included): trusted agents only, or --allow-unsandboxed.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,7 +13,17 @@ import { EnvironmentError } from '../../errors.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
-import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
+import { CHECKOUT_SCRIPT, type HistoryStore, historyStore } from './history.ts';
+import {
+  type EnvExecOptions,
+  type EnvironmentResolver,
+  type HarnessLaunchRequest,
+  type HostEnvironment,
+  hostLaunch,
+  type InstanceEnv,
+  type Runtime,
+  RuntimeError,
+} from './types.ts';
 
 export interface LocalRuntimeOptions {
   /** where DIR/<owner>/<name> git repositories live */
@@ -24,6 +34,10 @@ export interface LocalRuntimeOptions {
   keep?: boolean;
   /** extra environment for every command */
   env?: Record<string, string>;
+  /** host environments (types.ts): their bin dirs go first on PATH */
+  environments?: EnvironmentResolver;
+  /** the history repositories (default: the process's store) */
+  history?: HistoryStore;
 }
 
 export class LocalRuntime implements Runtime {
@@ -50,31 +64,33 @@ export class LocalRuntime implements Runtime {
     }
   }
 
-  async prepare(instance: SweInstance, _purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+  async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+    const lease = await (this.options.history ?? historyStore()).acquire(
+      this.repoPath(instance.repo),
+      instance.base_commit,
+    );
     const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-eval-'));
     const workdir = join(root, 'repo');
-    const source = this.repoPath(instance.repo);
     const gitconfig = join(root, 'gitconfig');
     await writeFile(gitconfig, '');
-    const script = [
-      'set -e',
-      'git clone -q --shared --no-checkout "$1" "$2"',
-      'cd "$2"',
-      'git checkout -q --detach "$3"',
-      'git remote remove origin',
-      'git for-each-ref --format="delete %(refname)" refs/heads refs/tags | git update-ref --stdin',
-    ].join('\n');
-    const result = await execTree('bash', ['-c', script, 'prepare', source, workdir, instance.base_commit], {
-      env: gitEnv(gitconfig),
-      timeoutMs: 120_000,
-    });
-    if (result.exitCode !== 0) {
-      await rm(root, { recursive: true, force: true });
-      throw new RuntimeError(
-        `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
+    try {
+      const result = await execTree(
+        'bash',
+        ['-c', CHECKOUT_SCRIPT, 'prepare', lease.path, workdir, instance.base_commit],
+        { env: gitEnv(gitconfig), timeoutMs: 120_000 },
       );
+      if (result.exitCode !== 0) {
+        throw new RuntimeError(
+          `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
+        );
+      }
+      const host = (await this.options.environments?.(instance, purpose)) ?? null;
+      return new LocalEnv(root, workdir, this.options, host, () => lease.release());
+    } catch (error) {
+      lease.release();
+      await rm(root, { recursive: true, force: true });
+      throw error;
     }
-    return new LocalEnv(root, workdir, this.options);
   }
 }
 
@@ -85,16 +101,23 @@ class LocalEnv implements InstanceEnv {
     private readonly root: string,
     readonly workdir: string,
     private readonly options: LocalRuntimeOptions,
+    private readonly host: HostEnvironment | null,
+    private readonly release: () => void,
   ) {
     this.scratch = root;
   }
 
   exec(script: string, options: EnvExecOptions = {}) {
+    const path = this.host?.path.length
+      ? { PATH: [...this.host.path, process.env.PATH ?? ''].join(':') }
+      : {};
     return execTree('bash', ['-c', script], {
       cwd: this.workdir,
       env: {
         ...gitEnv(join(this.root, 'gitconfig')),
         PYTHONDONTWRITEBYTECODE: '1',
+        ...path,
+        ...this.host?.env,
         ...this.options.env,
         ...options.env,
       },
@@ -109,15 +132,19 @@ class LocalEnv implements InstanceEnv {
     await writeFile(target, content);
   }
 
-  hostCommand(argv: string[]): { command: string[]; cwd: string } {
-    return { command: argv, cwd: this.workdir };
-  }
-
-  reachHost(url: string): string {
-    return url;
+  async launchHarness(request: HarnessLaunchRequest) {
+    const launch = hostLaunch(request, this.workdir);
+    if (this.host?.path.length)
+      launch.env = {
+        ...launch.env,
+        ...this.host.env,
+        PATH: [...this.host.path, launch.env.PATH ?? ''].join(':'),
+      };
+    return launch;
   }
 
   async dispose(): Promise<void> {
+    this.release();
     if (!this.options.keep) await rm(this.root, { recursive: true, force: true });
   }
 }
