@@ -4,6 +4,7 @@ const benches: Record<string, () => Promise<void>> = {
   build: async () => (await import('./build.ts')).benchBuild(),
   capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
+  sandbox: async () => (await import('./sandbox.ts')).benchSandbox(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
   'tokens-http': async () => (await import('./tokens-http.ts')).benchTokensHttp(),
   // Python: on a CUDA machine the GPU step benchmark (bench/train_gpu.py, Qwen3.5 ~4B at 16k tokens); on
