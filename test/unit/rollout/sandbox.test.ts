@@ -127,6 +127,50 @@ describe('sandbox runtime (bubblewrap)', { skip: SKIP }, () => {
     }
   });
 
+  test('unsafe opt-ins: --network-allow forwards one host port; --network host shares the host network', async () => {
+    const allowed = createServer((sock) => sock.end('allowed-answer\n'));
+    const allowedPort = await listen(allowed);
+    const proxy = createServer((sock) => sock.end('proxy\n'));
+    const proxyPort = await listen(proxy);
+    const connect = (port: number) =>
+      `(exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3) 2>&1 || echo REFUSED-${port}`;
+    try {
+      for (const network of ['none', 'host'] as const) {
+        const rt = new SandboxRuntime({
+          reposDir: future.reposDir,
+          network,
+          ...(network === 'none' ? { allow: [{ host: '127.0.0.1', port: allowedPort }] } : {}),
+        });
+        const e = await rt.prepare(instance, 'agent');
+        try {
+          const runDir = join(e.harnessDirBase!, 'run');
+          mkdirSync(runDir);
+          const launch = await e.launchHarness({
+            argv: ['bash', '-c', connect(allowedPort)],
+            env: {},
+            passEnv: [],
+            proxyUrl: `http://127.0.0.1:${proxyPort}`,
+            runDir,
+          });
+          const [file, ...args] = launch.command;
+          const r = await execTree(file!, args, {
+            cwd: launch.cwd,
+            env: launch.env,
+            extendEnv: false,
+            timeoutMs: 60_000,
+          });
+          await launch.close();
+          assert.match(r.output, /allowed-answer/, `${network}: ${r.output}`);
+        } finally {
+          await e.dispose();
+        }
+      }
+    } finally {
+      allowed.close();
+      proxy.close();
+    }
+  });
+
   test('no future history: the hunt finds nothing, and --repos is not there', async () => {
     const r = await env.exec(hunterScript(future.fixSha, future.reposDir));
     assert.doesNotMatch(r.output, /FUTURE-FIX|dangling future commit|v9\.9\.9|future-work/, r.output);
