@@ -81,7 +81,9 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   const dataset = f.dataset
     ? await loadDataset(f.dataset, { split: f.split, verifier: verifier !== undefined })
     : undefined;
+  // without a dataset the rows name their instances later; the sandbox itself is checked now
   if (dataset) await runtime.check(dataset);
+  else if (runtime.kind === 'sandbox') await runtime.check([]);
   const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f.backendUrl) });
   if (f.dryRun) {
     // NeMo Gym's dry_run (nemo_gym/server_utils.py, run_webserver): servers return right after their

@@ -90,9 +90,15 @@ export const hostPort: Parser<{ host: string; port: number }> = (v) => {
   return { host: m[1]!, port: n };
 };
 
-/** a repeatable flag: every value parsed by `parse`, collected in order */
+/** a repeatable flag (commas also separate, as NeMo Gym's launcher joins a list): every value parsed, in order */
 export function collect<T>(parse: Parser<T>): (value: string, previous: T[] | undefined) => T[] {
-  return (value, previous) => [...(previous ?? []), parse(value)];
+  return (value, previous) => [
+    ...(previous ?? []),
+    ...value
+      .split(',')
+      .filter((v) => v.trim() !== '')
+      .map((v) => parse(v.trim())),
+  ];
 }
 
 /** one of a fixed set of words */

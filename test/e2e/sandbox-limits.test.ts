@@ -6,12 +6,11 @@
  * which limit ended it (`agent.limit`).
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { execa } from 'execa';
 import { probeSandbox } from '../../src/rollout/runtime/probe.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { ROOT } from '../support/capture-run.ts';
+import { evalCli } from '../support/eval-cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 const probe = await probeSandbox();
@@ -36,53 +35,36 @@ describe('limits under --runtime sandbox, at the level of a sample', { skip: SKI
   after(() => standin?.close());
 
   async function run(agentCmd: string, limits: string[]) {
-    const { home, workdir } = await privateDirs();
-    const out = join(workdir, 'out');
-    const r = await execa(
-      process.execPath,
-      [
-        POLAR,
-        'eval',
-        '--dataset',
-        join(ROOT, 'fixtures/swe/mini.jsonl'),
-        '--instances',
-        'polar-fixtures__jsutil-5',
-        '--harness',
-        'generic',
-        '--agent-cmd',
-        agentCmd,
-        '--runtime',
-        'sandbox',
-        '--repos',
-        join(ROOT, 'fixtures/swe/repos'),
-        '--backend',
-        'vllm',
-        '--backend-url',
-        standin.url,
-        '--model',
-        'Qwen/Qwen3-4B',
-        '--skip-backend-check',
-        '--agent-timeout',
-        '120',
-        ...limits,
-        '--out',
-        out,
-        '--quiet',
-      ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, reject: false, stdin: 'ignore', timeout: 300_000 },
-    );
-    const [line] = (await readFile(join(out, 'results.jsonl'), 'utf8'))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
-    return { r, line };
+    const { exitCode, stderr, results } = await evalCli([
+      '--instances',
+      'polar-fixtures__jsutil-5',
+      '--harness',
+      'generic',
+      '--agent-cmd',
+      agentCmd,
+      '--runtime',
+      'sandbox',
+      '--repos',
+      join(ROOT, 'fixtures/swe/repos'),
+      '--backend',
+      'vllm',
+      '--backend-url',
+      standin.url,
+      '--model',
+      'Qwen/Qwen3-4B',
+      '--skip-backend-check',
+      '--agent-timeout',
+      '120',
+      ...limits,
+    ]);
+    return { r: { exitCode, stderr }, line: results[0]! };
   }
 
   test('over its memory limit: agent_oom, graded (not an error)', async () => {
-    const { r, line } = await run(agent('const a = []; for (;;) a.push(Buffer.alloc(64 * 1024 * 1024, 1));'), [
-      '--memory-limit',
-      '256MiB',
-    ]);
+    const { r, line } = await run(
+      agent('const a = []; for (;;) a.push(Buffer.alloc(64 * 1024 * 1024, 1));'),
+      ['--memory-limit', '256MiB'],
+    );
     assert.equal(r.exitCode, 0, String(r.stderr));
     assert.equal(line.agent.calls, 1, JSON.stringify(line.agent));
     assert.equal(line.agent.limit, 'agent_oom', JSON.stringify(line.agent));

@@ -13,7 +13,7 @@
  * 1332fd5: bwrap first, `--unshare-pid`, a fresh /proc), with a tmpfs root instead of `--ro-bind / /`
  * so that nothing of the user's home or of other samples is visible at all.
  */
-import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { lstatSync, readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Limits } from './types.ts';
 
@@ -139,9 +139,4 @@ export function bwrapArgs(spec: SandboxSpec, command: string[]): string[] {
 /** Wraps a command so it joins a cgroup (v2: its cgroup.procs file) before it starts anything. */
 export function inCgroup(procsFile: string, command: string[]): string[] {
   return ['sh', '-c', 'echo $$ > "$0" && exec "$@"', procsFile, ...command];
-}
-
-/** bwrap is installed (on PATH or at the given path). */
-export function hasFile(path: string): boolean {
-  return existsSync(path);
 }

@@ -19,6 +19,9 @@ import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EnvironmentError } from '../../errors.ts';
+import { insideDir } from '../../util/safe-path.ts';
+import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import { RuntimeError } from './types.ts';
 
@@ -126,6 +129,24 @@ export class HistoryStore {
     }
     await rename(partial, final);
     return final;
+  }
+}
+
+/** DIR/<owner>/<name> of an instance's repository (a row's repo is owner/name; the path is checked anyway) */
+export function sourceRepo(reposDir: string, repo: string): string {
+  return insideDir(reposDir, ...repo.split('/'));
+}
+
+/** Refuses a run whose instances have no repository under `reposDir` (local and sandbox runtimes). */
+export function checkSourceRepos(kind: string, reposDir: string, instances: SweInstance[]): void {
+  const missing = [...new Set(instances.map((i) => i.repo))].filter(
+    (r) => !existsSync(sourceRepo(reposDir, r)),
+  );
+  if (missing.length > 0) {
+    throw new EnvironmentError(
+      `${kind} runtime: no repository for ${missing.slice(0, 3).join(', ')} under ${reposDir}`,
+      'pass --repos DIR with DIR/<owner>/<name> git repositories (for the fixtures: node --import tsx scripts/swe-fixtures.ts)',
+    );
   }
 }
 

@@ -19,7 +19,8 @@ import type { LimitHit, Limits, RunEnd } from './types.ts';
 const SIGNAL_CODES: Record<number, string> = { 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 25: 'SIGXFSZ' };
 
 const OOM = /out of memory|cannot allocate memory|MemoryError|std::bad_alloc|Allocation failed|heap limit/i;
-const PIDS = /fork: (?:retry: )?Resource temporarily unavailable|Cannot fork|\bspawn\w* .*EAGAIN|EAGAIN.*\bspawn/i;
+const PIDS =
+  /fork: (?:retry: )?Resource temporarily unavailable|Cannot fork|\bspawn\w* .*EAGAIN|EAGAIN.*\bspawn/i;
 const DISK = /File too large|EFBIG|SIGXFSZ|No space left on device|ENOSPC/i;
 
 function signalOf(end: RunEnd): string | null {

@@ -1,19 +1,9 @@
-/**
- * The local runtime, unsandboxed: a fresh checkout of DIR/<owner>/<name> at base_commit in a temp dir,
- * commands run on this machine with the user's rights. The checkout shares objects with the history
- * repository of base_commit (history.ts: its ancestors only, never the source's later commits), so it
- * costs a checkout, not a copy of history. Nothing stops an agent here from reading the rest of this
- * machine (--repos included): trusted agents only, or --allow-unsandboxed.
- */
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { EnvironmentError } from '../../errors.ts';
-import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
-import { CHECKOUT_SCRIPT, type HistoryStore, historyStore } from './history.ts';
+import { CHECKOUT_SCRIPT, checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';
 import {
   type EnvExecOptions,
   type EnvironmentResolver,
@@ -50,18 +40,11 @@ export class LocalRuntime implements Runtime {
   }
 
   repoPath(repo: string): string {
-    // (a row's repo is owner/name of safe names; the resolved path is checked anyway)
-    return insideDir(this.options.reposDir, ...repo.split('/'));
+    return sourceRepo(this.options.reposDir, repo);
   }
 
   async check(instances: SweInstance[]): Promise<void> {
-    const missing = [...new Set(instances.map((i) => i.repo))].filter((r) => !existsSync(this.repoPath(r)));
-    if (missing.length > 0) {
-      throw new EnvironmentError(
-        `local runtime: no repository for ${missing.slice(0, 3).join(', ')} under ${this.options.reposDir}`,
-        'pass --repos DIR with DIR/<owner>/<name> git repositories (for the fixtures: node --import tsx scripts/swe-fixtures.ts)',
-      );
-    }
+    checkSourceRepos('local', this.options.reposDir, instances);
   }
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {

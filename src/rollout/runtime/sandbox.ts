@@ -14,12 +14,18 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EnvironmentError } from '../../errors.ts';
-import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree, gitEnv } from '../exec.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';
 import { type Bind, bwrapArgs, inCgroup, type SandboxSpec, systemLayout } from './bwrap.ts';
-import { CHECKOUT_SCRIPT, type HistoryLease, type HistoryStore, historyStore } from './history.ts';
+import {
+  CHECKOUT_SCRIPT,
+  checkSourceRepos,
+  type HistoryLease,
+  type HistoryStore,
+  historyStore,
+  sourceRepo,
+} from './history.ts';
 import { classifyEnd, SandboxCgroup } from './limits.ts';
 import { probeSandbox } from './probe.ts';
 import {
@@ -82,18 +88,11 @@ export class SandboxRuntime implements Runtime {
   }
 
   repoPath(repo: string): string {
-    return insideDir(this.options.reposDir, ...repo.split('/'));
+    return sourceRepo(this.options.reposDir, repo);
   }
 
   async check(instances: SweInstance[]): Promise<void> {
-    const { existsSync } = await import('node:fs');
-    const missing = [...new Set(instances.map((i) => i.repo))].filter((r) => !existsSync(this.repoPath(r)));
-    if (missing.length > 0) {
-      throw new EnvironmentError(
-        `sandbox runtime: no repository for ${missing.slice(0, 3).join(', ')} under ${this.options.reposDir}`,
-        'pass --repos DIR with DIR/<owner>/<name> git repositories (for the fixtures: node --import tsx scripts/swe-fixtures.ts)',
-      );
-    }
+    checkSourceRepos('sandbox', this.options.reposDir, instances);
     this.checked ??= probeSandbox({ bwrap: this.options.bwrap, network: this.options.network }).then(
       (probe) => {
         if (!probe.ok)
@@ -109,8 +108,8 @@ export class SandboxRuntime implements Runtime {
       instance.base_commit,
     );
     const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-sandbox-'));
-    const owner = this.mode === 'root' ? { uid: sandboxUid(), gid: 0 } : null;
-    if (owner) owner.gid = owner.uid;
+    const uid = this.mode === 'root' ? sandboxUid() : null;
+    const owner = uid === null ? null : { uid, gid: uid };
     let cgroup: SandboxCgroup | null = null;
     try {
       for (const dir of ['repo', 'scratch', 'home', 'harness', 'sock']) {

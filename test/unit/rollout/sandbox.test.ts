@@ -25,6 +25,31 @@ const TASK = 'polar-fixtures__jsutil-5';
 const probe = await probeSandbox();
 const SKIP = probe.ok ? false : `bubblewrap does not work here: ${probe.error} (${probe.fix})`;
 
+/** runs `argv` as runCapture runs a harness once its proxy (on `proxyPort`) listens; its output */
+async function runAsHarness(e: InstanceEnv, argv: string[], proxyPort: number): Promise<string> {
+  const runDir = join(e.harnessDirBase!, `run-${Math.random().toString(36).slice(2)}`);
+  mkdirSync(runDir);
+  const launch = await e.launchHarness({
+    argv,
+    env: { PATH: process.env.PATH ?? '' },
+    passEnv: [],
+    proxyUrl: `http://127.0.0.1:${proxyPort}`,
+    runDir,
+  });
+  try {
+    const [file, ...args] = launch.command;
+    const r = await execTree(file!, args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      extendEnv: false,
+      timeoutMs: 60_000,
+    });
+    return r.output;
+  } finally {
+    await launch.close();
+  }
+}
+
 async function listen(server: Server): Promise<number> {
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   return (server.address() as { port: number }).port;
@@ -98,28 +123,9 @@ describe('sandbox runtime (bubblewrap)', { skip: SKIP }, () => {
         `fetch('http://127.0.0.1:${proxyPort}/v1/models').then((r) => r.text()).then((t) => console.log(t))`,
         `.then(() => fetch('http://127.0.0.1:${otherPort}/')).then(() => console.log('OTHER-REACHED'), (e) => console.log('OTHER-REFUSED', e.cause?.code))`,
       ].join('');
-      const runDir = join(env.harnessDirBase!, 'run');
-      mkdirSync(runDir);
-      const launch = await env.launchHarness({
-        argv: [process.execPath, '-e', script],
-        env: { PATH: process.env.PATH ?? '' },
-        passEnv: [],
-        proxyUrl: `http://127.0.0.1:${proxyPort}`,
-        runDir,
-      });
-      try {
-        const [file, ...args] = launch.command;
-        const r = await execTree(file!, args, {
-          cwd: launch.cwd,
-          env: launch.env,
-          extendEnv: false,
-          timeoutMs: 60_000,
-        });
-        assert.match(r.output, /proxy-answer \/v1\/models/, r.output);
-        assert.match(r.output, /OTHER-REFUSED ECONNREFUSED/, r.output);
-      } finally {
-        await launch.close();
-      }
+      const output = await runAsHarness(env, [process.execPath, '-e', script], proxyPort);
+      assert.match(output, /proxy-answer \/v1\/models/, output);
+      assert.match(output, /OTHER-REFUSED ECONNREFUSED/, output);
       assert.equal(touched, 0, 'the other host port saw no connection');
     } finally {
       other.close();
@@ -143,24 +149,8 @@ describe('sandbox runtime (bubblewrap)', { skip: SKIP }, () => {
         });
         const e = await rt.prepare(instance, 'agent');
         try {
-          const runDir = join(e.harnessDirBase!, 'run');
-          mkdirSync(runDir);
-          const launch = await e.launchHarness({
-            argv: ['bash', '-c', connect(allowedPort)],
-            env: {},
-            passEnv: [],
-            proxyUrl: `http://127.0.0.1:${proxyPort}`,
-            runDir,
-          });
-          const [file, ...args] = launch.command;
-          const r = await execTree(file!, args, {
-            cwd: launch.cwd,
-            env: launch.env,
-            extendEnv: false,
-            timeoutMs: 60_000,
-          });
-          await launch.close();
-          assert.match(r.output, /allowed-answer/, `${network}: ${r.output}`);
+          const output = await runAsHarness(e, ['bash', '-c', connect(allowedPort)], proxyPort);
+          assert.match(output, /allowed-answer/, `${network}: ${output}`);
         } finally {
           await e.dispose();
         }
