@@ -92,6 +92,13 @@ export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext
     ...(environments ? { environments } : {}),
     ...(setup.limits ? { limits: setup.limits } : {}),
   };
+  if (setup.kind !== 'sandbox' && setup.networkAllow?.length)
+    throw new UsageError('--network-allow is for --runtime sandbox', 'containers take --network NAME');
+  if (setup.kind !== 'sandbox' && setup.cgroupParent)
+    throw new UsageError(
+      '--cgroup-parent is for --runtime sandbox',
+      'containers take limits from the engine',
+    );
   if (setup.kind === 'local') {
     if (context.harness && !setup.allowUnsandboxed) {
       throw new UsageError(
@@ -126,8 +133,6 @@ export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext
       ...(setup.keepEnvs ? { keep: true } : {}),
     });
   }
-  if (setup.networkAllow?.length)
-    throw new UsageError('--network-allow is for --runtime sandbox', 'containers take --network NAME');
   const template = setup.image;
   return new ContainerRuntime({
     engine: setup.kind,

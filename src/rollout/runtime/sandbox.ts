@@ -26,7 +26,7 @@ import {
   historyStore,
   sourceRepo,
 } from './history.ts';
-import { classifyEnd, SandboxCgroup } from './limits.ts';
+import { checkCgroupParent, classifyEnd, SandboxCgroup } from './limits.ts';
 import { probeSandbox } from './probe.ts';
 import {
   type EnvExecOptions,
@@ -93,6 +93,14 @@ export class SandboxRuntime implements Runtime {
 
   async check(instances: SweInstance[]): Promise<void> {
     checkSourceRepos('sandbox', this.options.reposDir, instances);
+    if (this.options.cgroupParent) {
+      const cgroup = await checkCgroupParent(this.options.cgroupParent);
+      if (!cgroup.ok)
+        throw new EnvironmentError(
+          `--cgroup-parent: ${cgroup.why}`,
+          'leave it out to limit by rlimits, or see polar doctor --runtime sandbox --cgroup-parent DIR',
+        );
+    }
     this.checked ??= probeSandbox({ bwrap: this.options.bwrap, network: this.options.network }).then(
       (probe) => {
         if (!probe.ok)

@@ -18,6 +18,7 @@ import {
   apptainerStartArgs,
 } from '../../../src/rollout/runtime/apptainer.ts';
 import { bwrapArgs, inCgroup, limitedCommand, ulimitFlags } from '../../../src/rollout/runtime/bwrap.ts';
+import { createRuntime } from '../../../src/rollout/runtime/create.ts';
 import { ContainerRuntime } from '../../../src/rollout/runtime/docker.ts';
 import {
   checkCgroupParent,
@@ -26,7 +27,7 @@ import {
   SandboxCgroup,
 } from '../../../src/rollout/runtime/limits.ts';
 import { knownFix } from '../../../src/rollout/runtime/probe.ts';
-import { MINI } from '../eval/helpers.ts';
+import { MINI, REPOS as REPOS_DIR } from '../eval/helpers.ts';
 
 describe('bwrap command lines', () => {
   const system = [{ path: '/usr' }, { path: '/bin', symlink: 'usr/bin' }, { path: '/etc' }];
@@ -306,4 +307,31 @@ test('the doctor names the fix for the bwrap failures users report', () => {
   assert.match(knownFix("bwrap: Can't mount proc on /newroot/proc: Operation not permitted")!, /seccomp/);
   assert.match(knownFix('bwrap: No permissions to create new namespace')!, /unprivileged_userns_clone/);
   assert.equal(knownFix('something else'), undefined);
+});
+
+test('runtime flags that only the sandbox takes are refused elsewhere; a bad --cgroup-parent stops the run', async () => {
+  const base = { repos: REPOS_DIR };
+  await assert.rejects(
+    createRuntime(
+      { ...base, kind: 'docker', networkAllow: [{ host: '127.0.0.1', port: 1 }] },
+      { harness: null },
+    ),
+    /--network-allow is for --runtime sandbox/,
+  );
+  await assert.rejects(
+    createRuntime({ ...base, kind: 'local', cgroupParent: '/sys/fs/cgroup/x' }, { harness: null }),
+    /--cgroup-parent is for --runtime sandbox/,
+  );
+  await assert.rejects(
+    createRuntime({ ...base, kind: 'sandbox', network: 'bridge' }, { harness: null }),
+    /--network bridge: the sandbox takes none or host/,
+  );
+  const rt = await createRuntime(
+    { ...base, kind: 'sandbox', cgroupParent: join(tmpdir(), 'polar-no-such-cgroup'), limits: { pids: 8 } },
+    { harness: null },
+  );
+  await assert.rejects(
+    rt.check([]),
+    /--cgroup-parent: .*polar-no-such-cgroup is not a writable cgroup v2 directory/,
+  );
 });
