@@ -5,6 +5,8 @@ const benches: Record<string, () => Promise<void>> = {
   capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
   sandbox: async () => (await import('./sandbox.ts')).benchSandbox(),
+  // Ray on network-namespace nodes of this machine (needs root, .venv with ray): samples/s on 1-3 nodes
+  cluster: async () => (await import('./cluster.ts')).benchCluster(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
   'tokens-http': async () => (await import('./tokens-http.ts')).benchTokensHttp(),
   // Python: on a CUDA machine the GPU step benchmark (bench/train_gpu.py, Qwen3.5 ~4B at 16k tokens); on

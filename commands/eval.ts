@@ -1,9 +1,17 @@
 import { type Command, Option } from 'commander';
 import type { EvalFlags } from '../src/eval/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import { floatIn, list, nonNegativeInt, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
 import { AGENT_NAMES } from '../src/rollout/agent-names.ts';
-import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
+import {
+  addBackendFlags,
+  addClusterFlags,
+  addRolloutFlags,
+  graderOption,
+  harnessOption,
+  type Report,
+  severalBackendUrls,
+} from './shared.ts';
 
 export function defineEval(program: Command, report: Report): void {
   const cmd = program
@@ -63,6 +71,17 @@ export function defineEval(program: Command, report: Report): void {
     )
     .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
     .option('--keep-envs', "keep the environments' folders of the local and sandbox runtimes (debugging)")
+    .addOption(
+      new Option(
+        '--merge <dirs...>',
+        'merge the --out folders of a sharded run (--shard i/n) into --out (refuses overlapping or missing shards)',
+      ),
+    )
+    .addOption(
+      new Option('--sample-index <j>', "only sample j of each instance (a cluster node's share)")
+        .argParser(nonNegativeInt)
+        .hideHelp(),
+    )
     .addHelpText(
       'after',
       `
@@ -70,11 +89,18 @@ Examples:
   polar eval --dataset fixtures/swe/mini.jsonl --agent gold --out runs/gold
   polar eval --dataset princeton-nlp/SWE-bench_Verified --harness codex --backend vllm \\
     --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --samples 4 --out runs/eval-1
-  polar eval ... --out runs/eval-1 --resume      # after Ctrl-C: graded samples are kept, the rest run`,
+  polar eval ... --out runs/eval-1 --resume      # after Ctrl-C: graded samples are kept, the rest run
+  polar eval ... --cluster ray=10.0.0.1:6379 --out runs/eval-1   # one Ray task per sample (docs/cluster.md)`,
     )
     .option('-q, --quiet', 'no progress output');
-  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: EvalFlags) => {
+  addClusterFlags(addBackendFlags(addRolloutFlags(cmd)));
+  severalBackendUrls(
+    cmd,
+    'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',
+  );
+  cmd.action(async (flags: EvalFlags, command: Command) => {
     const { evalCommand } = await import('../src/eval/command.ts');
-    report(await evalCommand(flags));
+    const argv = (command.parent as { rawArgs?: string[] } | null)?.rawArgs;
+    report(await evalCommand(flags, { argv: argv?.length ? argv : process.argv }));
   });
 }

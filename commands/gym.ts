@@ -1,8 +1,15 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { bytes, port, positiveInt, url } from '../src/options/parsers.ts';
-import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
+import { bytes, port, positiveInt } from '../src/options/parsers.ts';
+import {
+  addBackendFlags,
+  addRolloutFlags,
+  graderOption,
+  harnessOption,
+  type Report,
+  severalBackendUrls,
+} from './shared.ts';
 
 export function defineGym(program: Command, report: Report): void {
   const cmd = program
@@ -88,22 +95,12 @@ Examples:
   );
   addBackendFlags(addRolloutFlags(cmd));
   // polar gym takes several inference servers (NeMo RL's policy_base_url list): rollouts are spread over them
-  const backendUrl = cmd.options.find((o) => o.long === '--backend-url');
-  backendUrl?.argParser(urlList);
-  if (backendUrl)
-    backendUrl.description =
-      'inference server base URL; several (comma-separated or repeated) spread the rollouts over them, e.g. the policy_base_url list of NeMo RL';
+  severalBackendUrls(
+    cmd,
+    'inference server base URL; several (comma-separated or repeated) spread the rollouts over them, e.g. the policy_base_url list of NeMo RL',
+  );
   cmd.action(async (flags: GymFlags) => {
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));
   });
-}
-
-/** --backend-url for polar gym: each use appends, each value may be a comma-separated list of URLs. */
-function urlList(value: string, previous: string[] = []): string[] {
-  const urls = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return [...previous, ...urls.map((u) => url(u))];
 }

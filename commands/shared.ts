@@ -7,16 +7,18 @@ import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
   bytes,
+  cluster,
   collect,
   floatIn,
   grader,
-  hostPort,
+  hostAndPort,
   jsonObject,
   nonNegativeInt,
   oneOf,
   positiveInt,
   seconds,
   url,
+  urlList,
 } from '../src/options/parsers.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 
@@ -148,7 +150,7 @@ export function addRolloutFlags(cmd: Command): Command {
       new Option(
         '--network-allow <host:port>',
         'sandbox: also reach this host address, at 127.0.0.1:PORT inside (repeatable; unsafe: a way out)',
-      ).argParser(collect(hostPort)),
+      ).argParser(collect(hostAndPort)),
     )
     .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
     .addOption(
@@ -194,6 +196,69 @@ export function addRolloutFlags(cmd: Command): Command {
         new Option('--test-timeout <s>', 'seconds before the tests are killed').argParser(seconds),
         DEFAULTS.testTimeoutMs,
       ),
+    );
+}
+
+/**
+ * --backend-url taking several inference servers (comma-separated or repeated), for the commands that
+ * spread rollouts over them (eval, loop, gym): each rollout talks to one server, the least loaded.
+ */
+export function severalBackendUrls(cmd: Command, description: string): void {
+  const option = cmd.options.find((o) => o.long === '--backend-url');
+  if (!option) return;
+  option.argParser(urlList);
+  option.description = description;
+}
+
+/** --cluster and what one sample asks of a node (eval, loop): typed as the cluster fields of EvalFlags. */
+export function addClusterFlags(cmd: Command): Command {
+  return cmd
+    .addOption(
+      new Option(
+        '--cluster <engine>',
+        'run the samples on a cluster: ray (RAY_ADDRESS or auto), ray=HOST:PORT, or slurm (docs/cluster.md)',
+      ).argParser(cluster),
+    )
+    .addOption(
+      withDefault(
+        new Option('--cluster-cpus <n>', 'CPUs one sample asks of its node').argParser(positiveInt),
+        DEFAULTS.clusterCpus,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--cluster-memory <bytes>', 'memory one sample asks of its node').argParser(bytes),
+        DEFAULTS.clusterMemoryBytes,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--cluster-retries <n>',
+          'ray: runs of a sample lost with its node, beyond the first (it is never scored)',
+        ).argParser(nonNegativeInt),
+        DEFAULTS.clusterRetries,
+      ),
+    )
+    .option(
+      '--cluster-shared <dir>',
+      'ray: a folder every node and this machine see; samples write there instead of sending their files back',
+    )
+    .option(
+      '--cluster-polar <cmd>',
+      'how a node starts polar (default: this node binary and bin/polar, same path)',
+    )
+    .addOption(
+      new Option(
+        '--cluster-shards <n>',
+        'slurm: array tasks, one shard each (default: instances, at most 8)',
+      ).argParser(positiveInt),
+    )
+    .addOption(
+      new Option(
+        '--sbatch-arg <arg>',
+        'slurm: one more #SBATCH line, e.g. --partition=cpu (repeatable)',
+      ).argParser((v: string, previous: string[] = []) => [...previous, v]),
     );
 }
 

@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import { floatIn, hostPort, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import {
   learningRateSchedules,
   lossAggregations,
@@ -53,6 +53,26 @@ export function defineTrain(program: Command, report: Report): void {
         D.nproc,
       ),
     )
+    .addOption(
+      new Option('--nnodes <n>', 'nodes of a run across machines (torchrun on each)').argParser(positiveInt),
+    )
+    .addOption(
+      new Option('--node-rank <r>', "this machine's rank among --nnodes (0 hosts the rendezvous)").argParser(
+        nonNegativeInt,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--rdzv-endpoint <host:port>',
+        "node 0's address and a free port, the same on every node",
+      ).argParser(hostPort),
+    )
+    .option('--local-addr <addr>', "this node's address the other nodes reach (torchrun --local-addr)")
+    .option(
+      '--socket-ifname <if>',
+      'the network interface gloo/NCCL use (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME)',
+    )
+    .option('--rdzv-id <id>', 'the run id, the same on every node (default: from --rdzv-endpoint)')
     .option(
       '--python <path>',
       'Python with torch (default: $POLAR_PYTHON, .venv of npm run setup:python, python3, /usr/bin/python3)',
@@ -105,7 +125,9 @@ export function defineTrain(program: Command, report: Report): void {
 Examples:
   polar train traj.jsonl --model Qwen/Qwen3-0.6B --out runs/train
   polar train traj.jsonl --model Qwen/Qwen3-0.6B --out runs/train --resume   # continue after a stop
-  polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny`,
+  polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny
+  polar train traj.jsonl --model Qwen/Qwen3-0.6B --out /shared/train --gpus 8 \\
+    --nnodes 2 --node-rank 0 --rdzv-endpoint 10.0.0.1:29400 --local-addr 10.0.0.1   # and rank 1 on the other node`,
     )
     .action(async (trajectories: string, flags: TrainFlags) => {
       const { trainCommand } = await import('../src/train/command.ts');

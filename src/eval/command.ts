@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
-import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
+import type { ClusterChoice } from '../options/parsers.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type AgentName, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
@@ -19,7 +20,7 @@ import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { checkOut } from './out.ts';
 import { formatReport } from './report.ts';
-import { runEval } from './run.ts';
+import { type EvalOutcome, runEval } from './run.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
 export interface EvalFlags extends BackendFlags, RolloutFlags {
@@ -46,6 +47,25 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   keepEnvs?: boolean;
   quiet?: boolean;
   regrade?: boolean;
+  /** hidden: only this sample index of each instance (a cluster node's share of a run) */
+  sampleIndex?: number;
+  /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/cluster/) */
+  cluster?: ClusterChoice;
+  /** per sample on the cluster */
+  clusterCpus: number;
+  /** bytes per sample on the cluster */
+  clusterMemory: number;
+  /** a folder every node and this machine see */
+  clusterShared?: string;
+  clusterRetries: number;
+  /** how a node starts polar (default: this polar) */
+  clusterPolar?: string;
+  /** slurm: array tasks (shards) */
+  clusterShards?: number;
+  /** slurm: more sbatch arguments (repeatable) */
+  sbatchArg?: string[];
+  /** --merge DIR...: shard folders merged into --out */
+  merge?: string[];
 }
 
 /** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
@@ -68,14 +88,16 @@ export function evaluationSetup(f: EvalFlags): EvaluationSetup {
       ...(f.piApi ? { piApi: f.piApi } : {}),
       ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
       ...(isHarness(agent) ? { backend: backendOptions(f) } : {}),
+      ...(isHarness(agent) && backendUrls(f).length > 1 ? { backendUrls: backendUrls(f) } : {}),
     },
     runtime: runtimeSetup(f),
   };
 }
 
-export async function evalCommand(f: EvalFlags): Promise<number> {
+export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {}): Promise<number> {
   if (f.quiet) log.configure({ quiet: true });
   if (f.regrade) return (await import('./regrade.ts')).regradeCommand(f);
+  if (f.merge) return (await import('../cluster/merge.ts')).mergeCommand(f);
   // every flag and input is checked before anything is made or run (and before the runtime's warnings)
   const setup = evaluationSetup(f);
   checkOut(f.out, f);
@@ -83,13 +105,12 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
   const { predictions } = await checkAgentSetup(setup.agent);
   if (predictions && f.predictions)
     checkPredictions(predictions, f.predictions, { all, selected: instances });
-  // a harness's server is checked once per run, before any sample spends harness time
-  if (setup.agent.backend) await ensureBackendReady(setup.agent.backend);
-  const { agent, runtime } = await setupEvaluation(setup);
-  await runtime.check(instances);
-  log.info(
-    `${plural(instances.length, 'instance')} x ${plural(f.samples, 'sample')}, agent ${agent.name}, runtime ${runtime.kind}, concurrency ${f.concurrency}`,
-  );
+  if (f.cluster?.engine === 'slurm')
+    return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
+  // a harness's servers are checked once per run, before any sample spends harness time
+  if (setup.agent.backend)
+    for (const url of setup.agent.backendUrls ?? [undefined])
+      await ensureBackendReady(url ? { ...setup.agent.backend, url } : setup.agent.backend);
 
   const controller = new AbortController();
   const onSigint = () => {
@@ -97,14 +118,48 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
     controller.abort();
   };
   process.once('SIGINT', onSigint);
-  let outcome: Awaited<ReturnType<typeof runEval>>;
+  let outcome: EvalOutcome;
   try {
-    outcome = await runEval({
+    outcome = f.cluster
+      ? await (await import('../cluster/eval.ts')).rayEval(f, setup, instances, {
+          argv: context.argv ?? process.argv,
+          label: agentLabel(setup.agent, predictions?.model),
+          signal: controller.signal,
+        })
+      : await localEval(f, setup, instances, controller.signal);
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+  return finish(f, outcome);
+}
+
+/** The name and model a run's report and predictions give its agent (as the agent classes name them). */
+export function agentLabel(setup: EvaluationSetup['agent'], predictionsModel?: string) {
+  if (setup.agent === 'predictions') return { name: 'predictions', modelName: predictionsModel ?? '' };
+  if (isHarness(setup.agent)) return { name: setup.agent, modelName: setup.backend?.model ?? '' };
+  return { name: setup.agent, modelName: setup.agent };
+}
+
+/** The samples on this machine: the runtime and agent made here, a pool of --concurrency. */
+async function localEval(
+  f: EvalFlags,
+  setup: EvaluationSetup,
+  instances: SweInstance[],
+  signal: AbortSignal,
+): Promise<EvalOutcome> {
+  const { agent, runtime } = await setupEvaluation(setup);
+  try {
+    await runtime.check(instances);
+    log.info(
+      `${plural(instances.length, 'instance')} x ${plural(f.samples, 'sample')}, agent ${agent.name}, runtime ${runtime.kind}, concurrency ${f.concurrency}`,
+    );
+    const outcome = await runEval({
       instances,
       agent,
       runtime,
       out: f.out,
       samples: f.samples,
+      ...(f.sampleIndex !== undefined ? { sampleIndex: f.sampleIndex } : {}),
       concurrency: f.concurrency,
       agentTimeoutMs: f.agentTimeout,
       testTimeoutMs: f.testTimeout,
@@ -115,24 +170,27 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
       ...(isVerifierCommand(f.grader) ? { verifier: f.grader } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
       progress: !f.quiet,
-      signal: controller.signal,
+      signal,
     });
-    if (f.grader === 'swebench')
-      outcome = await runSwebenchGrader(outcome, {
-        out: f.out,
-        dataset: f.dataset,
-        concurrency: f.concurrency,
-        split: f.split,
-        testTimeoutMs: f.testTimeout,
-        instances,
-        agent,
-        runtime,
-        samples: f.samples,
-      });
+    if (f.grader !== 'swebench') return outcome;
+    return await runSwebenchGrader(outcome, {
+      out: f.out,
+      dataset: f.dataset,
+      concurrency: f.concurrency,
+      split: f.split,
+      testTimeoutMs: f.testTimeout,
+      instances,
+      agent,
+      runtime,
+      samples: f.samples,
+    });
   } finally {
-    process.removeListener('SIGINT', onSigint);
     await agent.close?.();
   }
+}
+
+/** The report printed, the run's exit code (errors, --fail-under). */
+export function finish(f: Pick<EvalFlags, 'json' | 'out' | 'failUnder'>, outcome: EvalOutcome): number {
   const { report } = outcome;
   if (f.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else process.stdout.write(`${formatReport(report)}\n`);
@@ -157,7 +215,9 @@ export async function evalCommand(f: EvalFlags): Promise<number> {
 }
 
 /** The dataset and the instances the flags select; an empty dataset or selection names its cause. */
-async function selectedInstances(f: EvalFlags): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
+export async function selectedInstances(
+  f: EvalFlags,
+): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
   const all = await loadDataset(f.dataset, { split: f.split, verifier: isVerifierCommand(f.grader) });
   if (all.length === 0)
     throw new InputError(

@@ -18,6 +18,11 @@ export const EVAL_FILES = {
   patches: 'patches',
   /** logs/<key>.test.log and the agent's log */
   logs: 'logs',
+  /**
+   * a cluster run's bookkeeping (src/cluster/): the Ray driver's spec and log, sample folders on their
+   * way in, the Slurm scripts and logs and the shard folders; an otherwise empty --out counts as empty
+   */
+  cluster: '.cluster',
 } as const;
 
 /** The files and folders that make a folder an evaluation's (src/eval/out.ts refuses to mix two runs). */

@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { UsageError } from '../errors.ts';
-import { EVAL_RUN_ENTRIES } from './files.ts';
+import { EVAL_FILES, EVAL_RUN_ENTRIES } from './files.ts';
 
 export interface OutChoice {
   resume?: boolean;
@@ -26,7 +26,7 @@ export function checkOut(dir: string, choice: OutChoice, flag = '--out'): void {
     throw new UsageError(`${flag} ${dir} is a file, not a directory`, `give ${flag} a directory`);
   if (choice.resume && choice.overwrite)
     throw new UsageError('--resume and --overwrite contradict each other: give one');
-  if (choice.resume || readdirSync(dir).length === 0) return;
+  if (choice.resume || readdirSync(dir).every((name) => name === EVAL_FILES.cluster)) return;
   if (choice.overwrite) {
     if (!RUN_FILES.some((name) => existsSync(`${dir}/${name}`)))
       throw new UsageError(

@@ -25,25 +25,17 @@ import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
+import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
 
-export interface EvalOptions {
-  instances: SweInstance[];
+export interface EvalOptions extends EvalPlan {
   agent: Agent;
   runtime: Runtime;
-  out: string;
-  samples: number;
   concurrency: number;
   agentTimeoutMs: number;
   testTimeoutMs: number;
-  resume: boolean;
-  /** clear a non-empty `out` first (without it, or resume, a non-empty `out` is refused) */
-  overwrite?: boolean;
-  /** label for the report */
-  dataset: string;
   /** 'polar' grades each sample itself; 'none' stops after the patch (the official harness grades later) */
   grade?: 'polar' | 'none';
-  progress?: boolean;
   signal?: AbortSignal;
   /**
    * a verifier grader command (src/rollout/verifier.ts) that replaces the SWE grading: it reads the rollout
@@ -87,39 +79,6 @@ export async function readResults(path: string): Promise<Map<string, ResultLine>
     }
   }
   return map;
-}
-
-class Progress {
-  private done = 0;
-  private resolved = 0;
-  private readonly started = performance.now();
-  private readonly tty = Boolean(process.stderr.isTTY);
-
-  constructor(
-    private readonly total: number,
-    private readonly enabled: boolean,
-  ) {}
-
-  tick(line: ResultLine): void {
-    this.done++;
-    if (line.resolved) this.resolved++;
-    if (!this.enabled) return;
-    const elapsed = (performance.now() - this.started) / 1000;
-    const eta = this.done === 0 ? 0 : (elapsed / this.done) * (this.total - this.done);
-    const fmt = (s: number) =>
-      s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
-    const summary = `${this.done}/${this.total} done, ${this.resolved} resolved, ETA ${fmt(eta)}`;
-    if (this.tty) {
-      const width = 24;
-      const filled = Math.round((this.done / Math.max(1, this.total)) * width);
-      process.stderr.write(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${summary}`);
-      if (this.done === this.total) process.stderr.write('\n');
-    } else {
-      log.info(
-        `[${summary}] ${line.instance_id} s${line.sample}: ${line.status}${line.reason ? ` (${line.reason})` : ''}`,
-      );
-    }
-  }
 }
 
 async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
@@ -286,12 +245,12 @@ async function runSample(
 /** predictions.jsonl (sample 0) and, with several samples, predictions/sample-<j>.jsonl. */
 async function writePredictions(
   out: string,
-  options: EvalOptions,
+  plan: EvalPlan,
   results: Map<string, ResultLine>,
 ): Promise<void> {
-  for (let j = 0; j < options.samples; j++) {
+  for (let j = 0; j < plan.samples; j++) {
     const lines: string[] = [];
-    for (const instance of options.instances) {
+    for (const instance of plan.instances) {
       const r = results.get(sampleKey(instance.instance_id, j));
       if (!r) continue;
       const patchFile = String(r.patch_file ?? '');
@@ -299,45 +258,128 @@ async function writePredictions(
       lines.push(
         JSON.stringify({
           instance_id: instance.instance_id,
-          model_name_or_path: options.agent.modelName,
+          model_name_or_path: plan.agent.modelName,
           model_patch: patch,
         }),
       );
     }
     const body = lines.length ? `${lines.join('\n')}\n` : '';
     if (j === 0) await writeAtomic(join(out, EVAL_FILES.predictions), body);
-    if (options.samples > 1) {
+    if (plan.samples > 1) {
       await mkdir(join(out, EVAL_FILES.predictionsDir), { recursive: true });
       await writeAtomic(join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j)), body);
     }
   }
 }
 
+/** One (instance, sample) of a run. */
+export interface SampleJob {
+  instance: SweInstance;
+  sample: number;
+}
+
+/** The run folder's sample folders (absolute). */
+export interface EvalDirs {
+  captures: string;
+  patches: string;
+  logs: string;
+}
+
+/**
+ * Runs the jobs of an evaluation somewhere (this machine's pool, a cluster) and hands each finished
+ * sample's result line to `record`, its capture, patch and logs already in `dirs` under the run's names.
+ * A sample cut short by an interrupt is not recorded (resume runs it again).
+ */
+export type SampleExecutor = (
+  jobs: SampleJob[],
+  io: { dirs: EvalDirs; record: (line: ResultLine) => Promise<void> },
+) => Promise<{ interrupted: boolean }>;
+
+/** What a run folder's writer needs to know of the run, wherever its samples ran. */
+export interface EvalPlan {
+  instances: SweInstance[];
+  out: string;
+  samples: number;
+  resume: boolean;
+  /** clear a non-empty `out` first (without it, or resume, a non-empty `out` is refused) */
+  overwrite?: boolean;
+  /** label for the report */
+  dataset: string;
+  progress?: boolean;
+  /** the agent and runtime named in the report and predictions */
+  agent: Pick<Agent, 'name' | 'modelName'>;
+  runtime: Pick<Runtime, 'kind'>;
+  /** run only this sample index of each instance (a cluster node's share of a run: --sample-index) */
+  sampleIndex?: number;
+}
+
+/** The samples of one run on this machine: a bounded pool of runSample. */
+export function localExecutor(options: EvalOptions): SampleExecutor {
+  return async (jobs, { dirs, record }) => {
+    let next = 0;
+    let interrupted = false;
+    const onAbort = () => {
+      interrupted = true;
+      killAllTrees('SIGTERM');
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const worker = async () => {
+      while (!interrupted) {
+        const job = jobs[next++];
+        if (!job) return;
+        const line = await runSample(options, job.instance, job.sample, dirs);
+        if (interrupted || line === null) {
+          // a sample cut short by the interrupt is not graded nor recorded: resume runs it again, afresh
+          await setAside(
+            join(dirs.captures, `${sampleKey(job.instance.instance_id, job.sample)}.jsonl`),
+            'interrupted',
+          );
+          return;
+        }
+        await record(line);
+      }
+    };
+    const width = Math.max(1, Math.min(options.concurrency, jobs.length || 1));
+    await Promise.all(Array.from({ length: width }, worker));
+    options.signal?.removeEventListener('abort', onAbort);
+    return { interrupted };
+  };
+}
+
 export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
-  const out = resolve(options.out);
-  await prepareOut(out, options);
-  const dirs = {
+  return runEvalWith(options, localExecutor(options));
+}
+
+/**
+ * A run folder written the same way wherever the samples run: --resume keeps graded samples, results.jsonl
+ * grows one line per finished sample, predictions and report.json are written at the end.
+ */
+export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Promise<EvalOutcome> {
+  const out = resolve(plan.out);
+  await prepareOut(out, plan);
+  const dirs: EvalDirs = {
     captures: join(out, EVAL_FILES.captures),
     patches: join(out, EVAL_FILES.patches),
     logs: join(out, EVAL_FILES.logs),
   };
   for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
   const resultsPath = join(out, EVAL_FILES.results);
-  const previous = options.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
+  const previous = plan.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
   // errored samples are run again on resume; rewrite the file without them so each sample has one line
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
-  if (options.resume && kept.size !== previous.size) {
+  if (plan.resume && kept.size !== previous.size) {
     await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
-  } else if (!options.resume) {
+  } else if (!plan.resume) {
     await writeAtomic(resultsPath, '');
   }
-  const jobs: Array<{ instance: SweInstance; sample: number }> = [];
-  for (let j = 0; j < options.samples; j++) {
-    for (const instance of options.instances) {
+  const jobs: SampleJob[] = [];
+  for (let j = 0; j < plan.samples; j++) {
+    if (plan.sampleIndex !== undefined && j !== plan.sampleIndex) continue;
+    for (const instance of plan.instances) {
       if (!kept.has(sampleKey(instance.instance_id, j))) jobs.push({ instance, sample: j });
     }
   }
-  if (options.resume && kept.size > 0)
+  if (plan.resume && kept.size > 0)
     log.info(`resume: ${plural(kept.size, 'sample')} already graded, ${jobs.length} to run`);
   // a sample that runs again (errored, or cut short before its line was written) starts a fresh capture
   for (const job of jobs) {
@@ -348,48 +390,31 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
     if (set) log.debug(`set aside the capture of an unfinished sample: ${set}`);
   }
   const results = new Map(kept);
-  const progress = new Progress(jobs.length, options.progress ?? true);
+  const progress = new Progress(jobs.length, plan.progress ?? true);
   let writeChain = Promise.resolve();
-  let next = 0;
-  let interrupted = false;
-  const onAbort = () => {
-    interrupted = true;
-    killAllTrees('SIGTERM');
+  const recorded = new Set<string>();
+  const record = async (line: ResultLine): Promise<void> => {
+    const key = sampleKey(line.instance_id, line.sample);
+    // a sample is recorded once: a second answer for it (a cluster retry that raced) is dropped
+    if (recorded.has(key)) return;
+    recorded.add(key);
+    results.set(key, line);
+    writeChain = writeChain.then(() => appendFile(resultsPath, `${JSON.stringify(line)}\n`));
+    await writeChain;
+    progress.tick(line);
   };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  const worker = async () => {
-    while (!interrupted) {
-      const job = jobs[next++];
-      if (!job) return;
-      const line = await runSample(options, job.instance, job.sample, dirs);
-      if (interrupted || line === null) {
-        // a sample cut short by the interrupt is not graded nor recorded: resume runs it again, afresh
-        await setAside(
-          join(dirs.captures, `${sampleKey(job.instance.instance_id, job.sample)}.jsonl`),
-          'interrupted',
-        );
-        return;
-      }
-      results.set(sampleKey(line.instance_id, line.sample), line);
-      writeChain = writeChain.then(() => appendFile(resultsPath, `${JSON.stringify(line)}\n`));
-      await writeChain;
-      progress.tick(line);
-    }
-  };
-  const width = Math.max(1, Math.min(options.concurrency, jobs.length || 1));
-  await Promise.all(Array.from({ length: width }, worker));
-  options.signal?.removeEventListener('abort', onAbort);
+  const { interrupted } = await execute(jobs, { dirs, record });
   await writeChain;
 
   const ordered: ResultLine[] = [];
-  for (let j = 0; j < options.samples; j++) {
-    for (const instance of options.instances) {
+  for (let j = 0; j < plan.samples; j++) {
+    for (const instance of plan.instances) {
       const r = results.get(sampleKey(instance.instance_id, j));
       if (r) ordered.push(r);
     }
   }
-  await writePredictions(out, options, results);
-  const report = await writeReport(out, ordered, options);
+  await writePredictions(out, plan, results);
+  const report = await writeReport(out, ordered, plan);
   return { report, results: ordered, interrupted };
 }
 
@@ -397,7 +422,7 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
 export async function writeReport(
   out: string,
   results: ResultLine[],
-  run: Pick<EvalOptions, 'dataset' | 'agent' | 'runtime' | 'instances' | 'samples'>,
+  run: Pick<EvalPlan, 'dataset' | 'agent' | 'runtime' | 'instances' | 'samples'>,
 ): Promise<Report> {
   const report = buildReport(results, {
     dataset: run.dataset,

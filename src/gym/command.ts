@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import type { HarnessName } from '../harnesses/types.ts';
 import { untilSignal } from '../http/server.ts';
-import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { loadDataset } from '../rollout/dataset.ts';
 import { createRuntime } from '../rollout/runtime/create.ts';
@@ -60,13 +60,8 @@ export function gymVerifier(grader: string | undefined): string | undefined {
 /** the backend flags with the first server's URL (the options every server shares) */
 function firstUrl(f: GymFlags): BackendFlags {
   const { backendUrl, ...rest } = f;
-  const first = urlsOf(backendUrl)[0];
+  const first = urlsOf({ backendUrl })[0];
   return first ? { ...rest, backendUrl: first } : rest;
-}
-
-/** --backend-url as parsed by commands/gym.ts (a list), or a plain string from a caller in code */
-function urlsOf(value: string[] | string | undefined): string[] {
-  return value === undefined ? [] : typeof value === 'string' ? [value] : value;
 }
 
 export async function gymCommand(f: GymFlags): Promise<number> {
@@ -84,7 +79,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   // without a dataset the rows name their instances later; the sandbox itself is checked now
   if (dataset) await runtime.check(dataset);
   else if (runtime.kind === 'sandbox') await runtime.check([]);
-  const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f.backendUrl) });
+  const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f) });
   if (f.dryRun) {
     // NeMo Gym's dry_run (nemo_gym/server_utils.py, run_webserver): servers return right after their
     // start-up checks; the inference servers need not be up yet, so they are not probed

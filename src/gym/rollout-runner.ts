@@ -6,6 +6,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BackendPool } from '../backends/pool.ts';
 import type { Backend } from '../backends/types.ts';
 import { firstIssue, readCapture } from '../capture/reader.ts';
 import type { CallRecord } from '../capture/record.ts';
@@ -18,7 +19,7 @@ import { parseRow, type RowOptions, type SweInstance } from '../rollout/dataset.
 import { isInfraFailure } from '../rollout/outcome.ts';
 import { scratchEnv } from '../rollout/runtime/scratch.ts';
 import { insideDir } from '../util/safe-path.ts';
-import { type BackendPool, rowSampling, withRowSampling } from './backends.ts';
+import { rowSampling, withRowSampling } from './backends.ts';
 import {
   type ResponseCreateParams,
   ROLLOUT_INDEX_KEY,

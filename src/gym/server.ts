@@ -11,6 +11,7 @@
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
+import { BackendPool } from '../backends/pool.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { UsageError } from '../errors.ts';
@@ -25,7 +26,6 @@ import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { log } from '../util/log.ts';
-import { BackendPool } from './backends.ts';
 import { aggregateMetricsRequestSchema } from './contract.ts';
 import { aggregateMetrics } from './metrics.ts';
 import { GymRollouts, zodError } from './rollout-runner.ts';

@@ -11,7 +11,8 @@ export type BackendKind = BackendOptions['kind'];
 /** `--backend ... --no-require-token-ids` after parsing (src/options/parsers.ts): numbers are numbers. */
 export interface BackendFlags {
   backend?: BackendKind;
-  backendUrl?: string;
+  /** one server, or several (eval, loop, gym: --backend-url A,B or repeated) */
+  backendUrl?: string | string[];
   model?: string;
   apiKey?: string;
   tokenizer?: string;
@@ -36,11 +37,18 @@ export interface BackendFlags {
  * `exportsCheckpoints`: the caller exports --model to ONNX itself before the embedded engine loads it
  * (polar loop), so a training checkpoint there is what it expects.
  */
+/** --backend-url as a list (one server, several, or none). */
+export function backendUrls(flags: Pick<BackendFlags, 'backendUrl'>): string[] {
+  const value = flags.backendUrl;
+  return value === undefined ? [] : typeof value === 'string' ? [value] : value;
+}
+
 export function backendOptions(
   flags: BackendFlags,
   { exportsCheckpoints = false }: { exportsCheckpoints?: boolean } = {},
 ): BackendOptions {
-  const kind: BackendKind = flags.backend ?? (flags.backendUrl ? 'vllm' : 'embedded');
+  const url = backendUrls(flags)[0];
+  const kind: BackendKind = flags.backend ?? (url ? 'vllm' : 'embedded');
   const model = flags.model ?? (kind === 'embedded' ? DEFAULTS.embeddedModel.value : undefined);
   if (!model) {
     throw new UsageError(
@@ -48,7 +56,7 @@ export function backendOptions(
       'for example --model Qwen/Qwen3.5-4B',
     );
   }
-  if (kind !== 'embedded' && !flags.backendUrl) {
+  if (kind !== 'embedded' && !url) {
     throw new UsageError(
       `--backend ${kind} needs --backend-url`,
       kind === 'tokens'
@@ -58,7 +66,7 @@ export function backendOptions(
   }
   if (kind === 'embedded' && !exportsCheckpoints) checkEmbeddedModel(model);
   const options: BackendOptions = { kind, model };
-  if (flags.backendUrl) options.url = flags.backendUrl;
+  if (url) options.url = url;
   const apiKey = flags.apiKey ?? process.env.POLAR_BACKEND_API_KEY;
   if (apiKey) options.apiKey = apiKey;
   if (flags.tokenizer) options.tokenizer = flags.tokenizer;

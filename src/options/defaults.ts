@@ -50,6 +50,10 @@ export const DEFAULTS = {
   host: d('127.0.0.1'),
   servePort: d(8100),
   gymPort: d(8200),
+  /** --cluster: what one sample asks of a node (CPUs, memory), and how often a sample lost with its node runs again */
+  clusterCpus: d(1),
+  clusterMemoryBytes: d(2 * 1024 ** 3, '2GiB'),
+  clusterRetries: d(3),
   /** output places */
   evalOut: d('runs/eval'),
   gymOut: d('runs/gym'),

@@ -82,14 +82,6 @@ export const bytes: Parser<number> = (v) => {
   return n;
 };
 
-/** HOST:PORT (an IPv4 address or a name, and a port 1-65535) */
-export const hostPort: Parser<{ host: string; port: number }> = (v) => {
-  const m = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(v.trim());
-  const n = m ? Number(m[2]) : 0;
-  if (!m || n < 1 || n > 65535) throw new InvalidArgumentError('expected HOST:PORT (e.g. 127.0.0.1:3141)');
-  return { host: m[1]!, port: n };
-};
-
 /** a repeatable flag (commas also separate, as NeMo Gym's launcher joins a list): every value parsed, in order */
 export function collect<T>(parse: Parser<T>): (value: string, previous: T[] | undefined) => T[] {
   return (value, previous) => [
@@ -181,4 +173,41 @@ export const shard: Parser<{ index: number; count: number }> = (v) => {
       'expected i/n with 1 <= i <= n (for example 2/4: the second of four shards)',
     );
   return { index, count };
+};
+
+/** `--cluster ray`, `ray=HOST:PORT` (a running Ray cluster; default RAY_ADDRESS, else auto) or `slurm` */
+export interface ClusterChoice {
+  engine: 'ray' | 'slurm';
+  /** ray: the cluster's address (HOST:PORT or auto) */
+  address?: string;
+}
+export const cluster: Parser<ClusterChoice> = (v) => {
+  const m = /^(ray|slurm)(?:=(.+))?$/.exec(v.trim());
+  if (!m || (m[1] === 'slurm' && m[2] !== undefined))
+    throw new InvalidArgumentError('expected ray, ray=HOST:PORT or slurm');
+  return m[2] ? { engine: 'ray', address: m[2].trim() } : { engine: m[1] as 'ray' | 'slurm' };
+};
+
+/** URLs, comma-separated and/or repeated (each use appends): several inference servers */
+export const urlList = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...list(value).map((u) => url(u)),
+];
+
+/** HOST:PORT (a rendezvous endpoint, an address to forward) */
+export const hostPort: Parser<string> = (v) => {
+  const m = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(v.trim());
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new InvalidArgumentError('expected HOST:PORT (for example 10.0.0.1:29400)');
+  return v.trim();
+};
+
+/** HOST:PORT split into its host and port (an address the sandbox forwards: --network-allow) */
+export const hostAndPort: Parser<{ host: string; port: number }> = (v) => {
+  const endpoint = hostPort(v);
+  const colon = endpoint.lastIndexOf(':');
+  return {
+    host: endpoint.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
+    port: Number(endpoint.slice(colon + 1)),
+  };
 };

@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BackendPool } from '../backends/pool.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import type { CaptureRunOptions, CaptureRunResult } from '../capture/run.ts';
 import { UsageError } from '../errors.ts';
@@ -203,6 +204,11 @@ export interface HarnessAgentOptions {
   harnessOptions?: Record<string, string>;
   /** a backend owned by the caller (polar loop's, reloaded between steps): used as is, never closed */
   backendInstance?: Backend;
+  /**
+   * several inference servers (--backend-url A,B): each sample talks to one, the one with the fewest
+   * samples running (src/backends/pool.ts); `backend` holds the options they share
+   */
+  backendUrls?: string[];
   /** creates the backend once for all samples (an embedded model loads once); default: createBackend */
   createBackend?: (options: BackendOptions) => Promise<Backend>;
   env?: Record<string, string>;
@@ -215,6 +221,7 @@ export class HarnessAgent implements Agent {
   readonly name: string;
   readonly modelName: string;
   private backend: Promise<Backend> | undefined;
+  private pool: Promise<BackendPool> | undefined;
 
   constructor(private readonly options: HarnessAgentOptions) {
     this.name = options.harness;
@@ -235,21 +242,17 @@ export class HarnessAgent implements Agent {
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
     // a harness in a sandbox or container reads its private config from a dir mounted at the same path
     const runDirBase = this.options.runDirBase ?? env.harnessDirBase;
+    let server: Awaited<ReturnType<HarnessAgent['server']>> | undefined;
     try {
-      this.backend ??= this.options.backendInstance
-        ? Promise.resolve(this.options.backendInstance)
-        : (this.options.createBackend ?? (await import('../backends/index.ts')).createBackend)(
-            this.options.backend,
-          );
-      const backendInstance = await this.backend;
+      server = await this.server();
       const r = await runCapture({
-        backendInstance,
+        backendInstance: server.backend,
         ...(this.options.harnessOptions ? { harnessOptions: this.options.harnessOptions } : {}),
         ...(runDirBase ? { runDirBase } : {}),
         command: argv,
         launch: (request) => env.launchHarness({ ...request, passEnv }),
         harness: this.options.harness,
-        backend: this.options.backend,
+        backend: server.options,
         model: this.options.model,
         output: context.capturePath,
         cwd: env.workdir,
@@ -283,12 +286,36 @@ export class HarnessAgent implements Agent {
       };
     } catch (error) {
       return { status: 'error', capture: null, sessionId: null, calls: 0, error: (error as Error).message };
+    } finally {
+      server?.release();
     }
+  }
+
+  /** The backend this sample talks to: the caller's, the one server, or the least loaded of several. */
+  private async server(): Promise<{ backend: Backend; options: BackendOptions; release: () => void }> {
+    const create = this.options.createBackend ?? (await import('../backends/index.ts')).createBackend;
+    const urls = this.options.backendUrls ?? [];
+    if (urls.length > 1 && !this.options.backendInstance) {
+      this.pool ??= Promise.all(urls.map((url) => create({ ...this.options.backend, url }))).then(
+        (backends) => new BackendPool(backends),
+      );
+      const got = (await this.pool).acquire();
+      return {
+        backend: got.backend,
+        options: { ...this.options.backend, url: urls[got.index]! },
+        release: got.release,
+      };
+    }
+    this.backend ??= this.options.backendInstance
+      ? Promise.resolve(this.options.backendInstance)
+      : create(this.options.backend);
+    return { backend: await this.backend, options: this.options.backend, release: () => {} };
   }
 
   async close(): Promise<void> {
     if (this.options.backendInstance) return;
     const backend = await this.backend?.catch(() => undefined);
     await backend?.close();
+    await (await this.pool?.catch(() => undefined))?.close();
   }
 }

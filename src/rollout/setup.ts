@@ -37,6 +37,8 @@ export interface AgentSetup {
   passEnv?: string[];
   /** the backend a harness talks to (required for a harness agent) */
   backend?: BackendOptions;
+  /** several inference servers with the options of `backend`: each sample uses the least loaded */
+  backendUrls?: string[];
 }
 
 export interface EvaluationSetup {
@@ -59,6 +61,7 @@ export async function harnessSetup(
     | 'promptTemplate'
     | 'harnessOptions'
     | 'passEnv'
+    | 'backendUrls'
   >
 > {
   if (!setup.backend) throw new UsageError(`the ${setup.agent} harness needs a backend (--backend, --model)`);
@@ -78,6 +81,7 @@ export async function harnessSetup(
     ...(setup.promptTemplate ? { promptTemplate: await readTemplate(setup.promptTemplate) } : {}),
     ...(setup.piApi ? { harnessOptions: { api: setup.piApi } } : {}),
     ...(setup.passEnv?.length ? { passEnv: setup.passEnv } : {}),
+    ...((setup.backendUrls?.length ?? 0) > 1 ? { backendUrls: setup.backendUrls } : {}),
   };
 }
 

@@ -208,6 +208,13 @@ export interface TrainFlags {
   nproc?: number;
   python?: string;
   json?: boolean;
+  /** a run across nodes (torchrun): nodes, this node's rank, node 0's rendezvous HOST:PORT */
+  nnodes?: number;
+  nodeRank?: number;
+  rdzvEndpoint?: string;
+  localAddr?: string;
+  socketIfname?: string;
+  rdzvId?: string;
   lr?: number;
   epochs?: number;
   maxSteps?: number;

@@ -30,8 +30,41 @@ export interface WorkerCommand {
 }
 
 /**
+ * One node of a training run across nodes (`polar train --nnodes N --node-rank R --rdzv-endpoint H:P`):
+ * torchrun's c10d rendezvous, hosted by node 0 (`--rdzv-conf=is_host=1`: on a machine whose hostname
+ * resolves to another address than the endpoint's, torchrun would otherwise host the store nowhere),
+ * each node's own address (`--local-addr`) and the interface gloo/NCCL talk over.
+ */
+export interface NodeRole {
+  nnodes: number;
+  nodeRank: number;
+  /** HOST:PORT of node 0's rendezvous store */
+  rdzvEndpoint: string;
+  /** this node's address the others reach */
+  localAddr?: string;
+  /** GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME */
+  socketIfname?: string;
+  /** the run's id, the same on every node (default: derived from the endpoint) */
+  rdzvId?: string;
+}
+
+/** torchrun's arguments for one node of a multi-node run. */
+export function nodeArgs(role: NodeRole, processes: number): string[] {
+  return [
+    `--nnodes=${role.nnodes}`,
+    `--node-rank=${role.nodeRank}`,
+    `--nproc_per_node=${processes}`,
+    '--rdzv-backend=c10d',
+    `--rdzv-endpoint=${role.rdzvEndpoint}`,
+    `--rdzv-id=${role.rdzvId ?? `polar-${role.rdzvEndpoint.replace(/[^\w]/g, '-')}`}`,
+    ...(role.nodeRank === 0 ? ['--rdzv-conf=is_host=1'] : ['--rdzv-conf=is_host=0']),
+    ...(role.localAddr ? [`--local-addr=${role.localAddr}`] : []),
+  ];
+}
+
+/**
  * python -m polar_train --config FILE, or the same under torchrun (FSDP data parallel) for more than one
- * process: `processes` is --gpus on CUDA, --nproc on the CPU (gloo).
+ * process: `processes` is --gpus on CUDA, --nproc on the CPU (gloo), per node with `nodes`.
  */
 export function workerCommand(options: {
   python: string;
@@ -39,6 +72,7 @@ export function workerCommand(options: {
   processes: number;
   workerDir?: string;
   pythonPath?: string | undefined;
+  nodes?: NodeRole | undefined;
 }): WorkerCommand {
   const dir = options.workerDir ?? WORKER_DIR;
   const env = {
@@ -47,6 +81,17 @@ export function workerCommand(options: {
     PYTHONDONTWRITEBYTECODE: '1',
   };
   const worker = ['-m', 'polar_train', '--config', options.configPath];
+  const role = options.nodes;
+  if (role && role.nnodes > 1) {
+    const socket: Record<string, string> = role.socketIfname
+      ? { GLOO_SOCKET_IFNAME: role.socketIfname, NCCL_SOCKET_IFNAME: role.socketIfname }
+      : {};
+    return {
+      file: options.python,
+      args: ['-m', 'torch.distributed.run', ...nodeArgs(role, options.processes), ...worker],
+      env: { ...env, ...socket },
+    };
+  }
   if (options.processes <= 1) return { file: options.python, args: worker, env };
   return {
     file: options.python,
@@ -192,6 +237,8 @@ export interface TrainRequest {
   json?: boolean;
   /** train even when every advantage is 0 (polar loop: a step whose rollouts all scored alike) */
   allowZeroAdvantage?: boolean;
+  /** this machine's part of a run across nodes (torchrun's rendezvous) */
+  nodes?: NodeRole;
 }
 
 export interface TrainResult {
@@ -290,12 +337,13 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     configPath,
     processes,
     pythonPath: process.env.PYTHONPATH,
+    nodes: req.nodes,
   });
   const logPath = join(config.out, 'worker.log');
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
-      `device ${config.device}${processes > 1 ? ` x${processes}` : ''}, torch ${probe.torch}`,
+      `device ${config.device}${processes > 1 ? ` x${processes}` : ''}${req.nodes && req.nodes.nnodes > 1 ? `, node ${req.nodes.nodeRank} of ${req.nodes.nnodes}` : ''}, torch ${probe.torch}`,
   );
   const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
   const error = workerError(outcome, { logPath, out: config.out });

@@ -5,8 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { BackendPool } from '../../../src/backends/pool.ts';
 import type { Backend, CallContext } from '../../../src/backends/types.ts';
-import { BackendPool, withRowSampling } from '../../../src/gym/backends.ts';
+import { withRowSampling } from '../../../src/gym/backends.ts';
 import type { CanonicalRequest, StreamEvent } from '../../../src/protocols/canonical.ts';
 
 function fake(url: string, seen: CanonicalRequest[] = []): Backend {

@@ -171,7 +171,8 @@ describe('argv -> typed flags', () => {
         shard: { index: 1, count: 2 },
         failUnder: 0.5,
         agentTimeout: 60_000,
-        backendUrl: 'http://h/v1',
+        // several servers may be given: a list (each sample uses the least loaded)
+        backendUrl: ['http://h/v1'],
         model: 'm',
       },
     ],

@@ -1,0 +1,69 @@
+/** `polar eval --cluster ray[=ADDRESS]`: the run folder written here, its samples run on the cluster's nodes. */
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EvalFlags } from '../eval/command.ts';
+import { type EvalOutcome, runEvalWith } from '../eval/run.ts';
+import { backendUrls } from '../options/backend.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import type { EvaluationSetup } from '../rollout/setup.ts';
+import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
+import { nodeArgv, wordsAfter } from './argv.ts';
+import { rayExecutor } from './ray.ts';
+
+/** bin/polar of this checkout: a node starts the same polar at the same path (shared file system or image). */
+export const POLAR_BIN = fileURLToPath(new URL('../../bin/polar', import.meta.url));
+
+/** How a node starts polar: --cluster-polar 'CMD ARGS' (split on spaces), else this node binary and bin/polar. */
+export function polarCommand(given: string | undefined): string[] {
+  return given ? given.split(/\s+/).filter(Boolean) : [process.execPath, POLAR_BIN];
+}
+
+/** The environment a node's polar gets from the driver: the backend key, when given that way. */
+export function nodeEnv(): Record<string, string> {
+  const key = process.env.POLAR_BACKEND_API_KEY;
+  return key ? { POLAR_BACKEND_API_KEY: key } : {};
+}
+
+export async function rayEval(
+  f: EvalFlags,
+  setup: EvaluationSetup,
+  instances: SweInstance[],
+  context: { argv: string[]; label: { name: string; modelName: string }; signal: AbortSignal },
+): Promise<EvalOutcome> {
+  const address = f.cluster?.address ?? process.env.RAY_ADDRESS ?? 'auto';
+  log.info(
+    `${plural(instances.length, 'instance')} x ${plural(f.samples, 'sample')}, agent ${context.label.name}, runtime ${setup.runtime.kind}, on the Ray cluster at ${address}`,
+  );
+  const out = resolve(f.out);
+  const execute = rayExecutor({
+    address,
+    argv: nodeArgv(wordsAfter(context.argv, 'eval')),
+    polar: polarCommand(f.clusterPolar),
+    cwd: process.cwd(),
+    cpus: f.clusterCpus,
+    memoryBytes: f.clusterMemory,
+    ...(f.clusterShared ? { shared: resolve(f.clusterShared) } : {}),
+    retries: f.clusterRetries,
+    // servers are given to each sample by the driver, one per rollout (the least loaded)
+    backendUrls: setup.agent.backend ? backendUrls(f) : [],
+    out,
+    agent: context.label,
+    env: nodeEnv(),
+    signal: context.signal,
+  });
+  return runEvalWith(
+    {
+      instances,
+      out,
+      samples: f.samples,
+      resume: Boolean(f.resume),
+      overwrite: Boolean(f.overwrite),
+      dataset: f.dataset,
+      progress: !f.quiet,
+      agent: context.label,
+      runtime: { kind: setup.runtime.kind },
+    },
+    execute,
+  );
+}
