@@ -10,7 +10,7 @@
  * proxy is reached through the Unix socket in the environment's folder and forward.mjs, as in docker.
  * Variables reach the harness as APPTAINERENV_NAME in the client's environment, never on its command
  * line. No apptainer engine runs on the machines polar is developed on: these command lines are
- * unit-tested (test/unit/rollout/apptainer.test.ts), not run.
+ * unit-tested (test/unit/rollout/runtime-lines.test.ts), not run.
  */
 import type { ContainerDialect, ExecOptions, Mount, StartOptions } from './docker.ts';
 import { containerScript, officialImage, TESTBED, timeoutPrefix, WRITE_SCRIPT } from './docker.ts';
