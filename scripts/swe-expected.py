@@ -82,17 +82,25 @@ for log in logs:
         maps[fn] = {"found": found, "tests": status_map}
     out[log] = maps
 specs = {}
+paths = {}
 directives = []
 if tag == "v4.1.0":
     # what the v4.1.0 eval script runs per repository and version (constants/python.py), and the test
     # directives get_test_directives (test_spec/python.py) takes from a test_patch
-    from swebench.harness.constants.python import MAP_REPO_VERSION_TO_SPECS_PY
+    # (and the environment each version is built from: python, packages, pip_packages, pre_install, and
+    # where `packages: requirements.txt / environment.yml` are read)
+    from swebench.harness.constants.python import (MAP_REPO_VERSION_TO_SPECS_PY, MAP_REPO_TO_REQS_PATHS,
+                                                   MAP_REPO_TO_ENV_YML_PATHS)
     from swebench.harness.test_spec.python import get_test_directives
     for repo in json.loads(sys.argv[6]):
         specs[repo] = {
-            v: {"test_cmd": s["test_cmd"], "install": s.get("install"), "eval_commands": s.get("eval_commands", [])}
+            v: {"test_cmd": s["test_cmd"], "install": s.get("install"), "eval_commands": s.get("eval_commands", []),
+                "python": s["python"], "packages": s.get("packages"), "pip_packages": s.get("pip_packages", []),
+                "pre_install": s.get("pre_install", [])}
             for v, s in MAP_REPO_VERSION_TO_SPECS_PY[repo].items()
         }
+        paths[repo] = {"requirements": MAP_REPO_TO_REQS_PATHS.get(repo, []),
+                       "environment_yml": MAP_REPO_TO_ENV_YML_PATHS.get(repo, [])}
     files = ["tests/test_a.py", "tests/data/x.json", "a b/test c.py", "tests/fixtures/data.csv",
              "tests/fixtures/datacsv", "docs/conf.toml", "tests/admin_views/tests.py", "tests/x.yaml",
              "tests/img.png", "setup.cfg", "tests/x.rst", "tox.ini", "tests/y.yml", "t.pkl", "README.md",
@@ -101,7 +109,7 @@ if tag == "v4.1.0":
     for repo in ["django/django", "psf/requests", "sympy/sympy"]:
         directives.append({"repo": repo, "test_patch": patch,
                            "directives": get_test_directives({"repo": repo, "test_patch": patch})})
-print(json.dumps({"logs": out, "resolution": resolution, "specs": specs, "directives": directives}))
+print(json.dumps({"logs": out, "resolution": resolution, "specs": specs, "paths": paths, "directives": directives}))
 '''
 
 
@@ -142,9 +150,10 @@ def main():
         if raw["specs"]:
             with open(os.path.join(os.path.dirname(exp_dir), "specs.json"), "w") as f:
                 json.dump({"source": "SWE-bench/SWE-bench swebench/harness/constants/python.py "
-                           "MAP_REPO_VERSION_TO_SPECS_PY and test_spec/python.py get_test_directives; "
+                           "MAP_REPO_VERSION_TO_SPECS_PY, MAP_REPO_TO_REQS_PATHS, MAP_REPO_TO_ENV_YML_PATHS and "
+                           "test_spec/python.py get_test_directives; "
                            "run by scripts/swe-expected.py", "tag": tag, "commit": commit,
-                           "specs": raw["specs"], "directives": raw["directives"]}, f, indent=1, sort_keys=True)
+                           "specs": raw["specs"], "paths": raw["paths"], "directives": raw["directives"]}, f, indent=1, sort_keys=True)
                 f.write("\n")
         resolution["official"][tag] = {"commit": commit, "decisions": raw["resolution"]}
         for log, maps in raw["logs"].items():

@@ -1,9 +1,13 @@
 /**
  * Builds the mini SWE-bench fixture (fixtures/swe/): one git repository per fixtures/swe/src/<owner>/<name>
  * tree, committed once with a fixed author, committer and date so base_commit is the same on every
- * machine, into fixtures/swe/repos/ (ignored by git: nested repositories cannot be committed). With
- * --write it also regenerates fixtures/swe/mini.jsonl from fixtures/swe/tasks/<id>/ (meta.json, fix/
- * = files after the gold fix, tests/ = test files after the test patch), diffing with git.
+ * machine, into fixtures/swe/repos/ (ignored by git: nested repositories cannot be committed), and the
+ * wheel of every repository with an in-tree build backend (`_build/`, no index needed) at its base
+ * state into fixtures/swe/wheels/ (ignored: what an environment's pip installs as the released base
+ * version). With --write it also regenerates fixtures/swe/mini.jsonl from fixtures/swe/tasks/<id>/
+ * (meta.json, fix/ = files after the gold fix, tests/ = test files after the test patch), diffing with
+ * git, and fixtures/swe/envs.jsonl from fixtures/swe/env-tasks/<id>/ (rows whose environment polar
+ * builds: `pip_packages`, `install`).
  *
  *   node --import tsx scripts/swe-fixtures.ts            build repos, check mini.jsonl is current
  *   node --import tsx scripts/swe-fixtures.ts --write    build repos, rewrite mini.jsonl
@@ -133,18 +137,40 @@ function diffAfter(repoDir: string, overlay: string): string {
   }
 }
 
-/** The dataset rows, computed from the task folders. */
+/** The wheels of the repositories with an in-tree build backend, built at their base state. */
+export function ensureFixtureWheels(options: { root?: string; wheelsDir?: string } = {}): string {
+  const root = options.root ?? ROOT;
+  const wheelsDir = options.wheelsDir ?? join(root, 'wheels');
+  mkdirSync(wheelsDir, { recursive: true });
+  for (const repo of repoNames(root)) {
+    const src = join(root, 'src', ...repo.split('/'));
+    const pyproject = join(src, 'pyproject.toml');
+    const backend = existsSync(pyproject)
+      ? /build-backend = "(\w+)"/.exec(readFileSync(pyproject, 'utf8'))?.[1]
+      : undefined;
+    if (!backend || !existsSync(join(src, '_build', `${backend}.py`))) continue;
+    const code = `import sys; sys.path.insert(0, '_build'); import ${backend}; print(${backend}.build_wheel(sys.argv[1]))`;
+    execFileSync('python3', ['-c', code, wheelsDir], {
+      cwd: src,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    });
+  }
+  return wheelsDir;
+}
+
+/** The dataset rows, computed from the task folders (`tasks`, or `env-tasks`). */
 export function generateRows(
-  options: { root?: string; reposDir?: string } = {},
+  options: { root?: string; reposDir?: string; tasks?: string } = {},
 ): Array<Record<string, unknown>> {
   const root = options.root ?? ROOT;
   const reposDir = options.reposDir ?? join(root, 'repos');
   const heads = ensureFixtureRepos({ root, reposDir });
   const rows: Array<Record<string, unknown>> = [];
-  for (const id of readdirSync(join(root, 'tasks')).sort(
+  const tasks = join(root, options.tasks ?? 'tasks');
+  for (const id of readdirSync(tasks).sort(
     (a, b) => Number(a.split('-').pop()) - Number(b.split('-').pop()),
   )) {
-    const dir = join(root, 'tasks', id);
+    const dir = join(tasks, id);
     const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as Record<string, unknown>;
     const repo = meta.repo as string;
     const repoDir = join(reposDir, ...repo.split('/'));
@@ -165,32 +191,43 @@ export function generateRows(
       difficulty: meta.difficulty ?? '',
       test_cmd: meta.test_cmd,
       log_parser: meta.log_parser,
+      // the environment polar builds for the row (env-tasks only)
+      ...Object.fromEntries(
+        ['python', 'pip_packages', 'pre_install', 'install']
+          .filter((k) => k in meta)
+          .map((k) => [k, meta[k]]),
+      ),
     });
   }
   return rows;
 }
 
 export const MINI_DATASET = join(ROOT, 'mini.jsonl');
+export const ENVS_DATASET = join(ROOT, 'envs.jsonl');
 export const FIXTURE_REPOS = join(ROOT, 'repos');
+export const FIXTURE_WHEELS = join(ROOT, 'wheels');
 
 function main(argv: string[]): number {
-  const rows = generateRows();
-  const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  if (argv.includes('--write')) {
-    writeFileSync(MINI_DATASET, text);
-    process.stderr.write(`wrote ${MINI_DATASET} (${rows.length} tasks)\n`);
-    return 0;
+  ensureFixtureWheels();
+  for (const [file, tasks] of [
+    [MINI_DATASET, 'tasks'],
+    [ENVS_DATASET, 'env-tasks'],
+  ] as const) {
+    const rows = generateRows({ tasks });
+    const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+    if (argv.includes('--write')) {
+      writeFileSync(file, text);
+      process.stderr.write(`wrote ${file} (${rows.length} tasks)\n`);
+      continue;
+    }
+    const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    if (current !== text) {
+      process.stderr.write(`${file} is out of date: run node --import tsx scripts/swe-fixtures.ts --write\n`);
+      return 1;
+    }
+    process.stderr.write(`${file} is current (${rows.length} tasks)\n`);
   }
-  const current = existsSync(MINI_DATASET) ? readFileSync(MINI_DATASET, 'utf8') : '';
-  if (current !== text) {
-    process.stderr.write(
-      `${MINI_DATASET} is out of date: run node --import tsx scripts/swe-fixtures.ts --write\n`,
-    );
-    return 1;
-  }
-  process.stderr.write(
-    `fixture repos built in ${FIXTURE_REPOS}; ${MINI_DATASET} is current (${rows.length} tasks)\n`,
-  );
+  process.stderr.write(`fixture repos built in ${FIXTURE_REPOS}, wheels in ${FIXTURE_WHEELS}\n`);
   return 0;
 }
 

@@ -1,12 +1,29 @@
 #!/usr/bin/env node
-// Runs the test suite with node's own test runner: every *.test.ts under test/ (or the folders/files
-// given), through tsx. Node 20's --test does not expand globs, hence this file.
+// Runs the test suite with node's own test runner, through tsx, tier by tier (test/tiers.mjs): `npm test`
+// runs every tier in turn and prints each one's wall time; `--tier NAME[,NAME]` runs those tiers
+// (`npm run test:unit` is `--tier unit`); paths (files or folders) run just those files. Other `--`
+// flags go to node --test. Node 20's --test does not expand globs, hence this file.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { delimiter, join, relative } from 'node:path';
+import { TIER_ORDER, TIERS, tierOf } from '../test/tiers.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
+const tierFlag = args.findIndex((a) => a === '--tier' || a.startsWith('--tier='));
+let tierNames = null;
+if (tierFlag >= 0) {
+  const value = args[tierFlag].includes('=') ? args[tierFlag].split('=')[1] : args[tierFlag + 1];
+  args.splice(tierFlag, args[tierFlag].includes('=') ? 1 : 2);
+  tierNames = String(value ?? '')
+    .split(',')
+    .filter(Boolean);
+  const unknown = tierNames.filter((t) => !TIER_ORDER.includes(t));
+  if (unknown.length > 0 || tierNames.length === 0) {
+    console.error(`unknown tier ${unknown.join(', ') || '(none)'}; tiers: ${TIER_ORDER.join(', ')}`);
+    process.exit(2);
+  }
+}
 const flags = args.filter((a) => a.startsWith('--'));
 const targets = args.filter((a) => !a.startsWith('--'));
 
@@ -23,28 +40,71 @@ function collect(path, out) {
   return out;
 }
 
-const files = (targets.length ? targets : ['test']).flatMap((t) => collect(join(root, t), []));
-if (files.length === 0) {
-  console.error('no test files found');
-  process.exit(1);
+// a manifest entry that names nothing would silently move a slow test into the fast tier
+for (const [name, tier] of Object.entries(TIERS)) {
+  for (const entry of tier.files) {
+    if (!existsSync(join(root, entry))) {
+      console.error(`test/tiers.mjs: tier ${name} names ${entry}, which does not exist`);
+      process.exit(2);
+    }
+  }
 }
+
 const concurrency = process.env.POLAR_TEST_CONCURRENCY ?? '2';
 // the Python environment of `npm run setup:python` first on PATH: its python3 has pytest (SWE fixtures)
 const venvBin = join(root, '.venv', 'bin');
 const env = existsSync(venvBin)
   ? { ...process.env, PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` }
   : process.env;
-const result = spawnSync(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    '--test-timeout=600000',
-    ...flags,
-    ...files.map((f) => relative(root, f)),
-  ],
-  { cwd: root, stdio: 'inherit', env },
+
+function run(files) {
+  const result = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-timeout=600000',
+      ...flags,
+      ...files,
+    ],
+    { cwd: root, stdio: 'inherit', env },
+  );
+  return result.status ?? 1;
+}
+
+const all = collect(join(root, 'test'), []).map((f) => relative(root, f));
+
+if (targets.length > 0) {
+  const files = targets.flatMap((t) => collect(join(root, t), [])).map((f) => relative(root, f));
+  if (files.length === 0) {
+    console.error('no test files found');
+    process.exit(1);
+  }
+  process.exit(run(files));
+}
+
+const summary = [];
+let failed = false;
+for (const tier of tierNames ?? TIER_ORDER) {
+  const files = all.filter((f) => tierOf(f) === tier);
+  if (files.length === 0) continue;
+  console.log(`\n# tier ${tier}: ${files.length} files (${TIERS[tier]?.about ?? 'the fast tier'})`);
+  const started = performance.now();
+  const status = run(files);
+  const seconds = (performance.now() - started) / 1000;
+  summary.push({ tier, files: files.length, seconds, ok: status === 0 });
+  if (status !== 0) failed = true;
+}
+console.log('\n# test time per tier');
+for (const s of summary) {
+  console.log(
+    `#   ${s.tier.padEnd(8)} ${String(s.files).padStart(3)} files  ${s.seconds.toFixed(0).padStart(5)} s  ${s.ok ? 'pass' : 'FAIL'}`,
+  );
+}
+const total = summary.reduce((a, s) => a + s.seconds, 0);
+console.log(
+  `#   ${'all'.padEnd(8)} ${String(summary.reduce((a, s) => a + s.files, 0)).padStart(3)} files  ${total.toFixed(0).padStart(5)} s`,
 );
-process.exit(result.status ?? 1);
+process.exit(failed ? 1 : 0);

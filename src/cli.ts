@@ -8,6 +8,7 @@ import { Command, CommanderError, Help, type Option } from 'commander';
 import { defineBuild } from '../commands/build.ts';
 import { defineCapture } from '../commands/capture.ts';
 import { defineDoctor } from '../commands/doctor.ts';
+import { defineEnv } from '../commands/env.ts';
 import { defineEval } from '../commands/eval.ts';
 import { defineExport } from '../commands/export.ts';
 import { defineGrade } from '../commands/grade.ts';
@@ -49,6 +50,7 @@ export function program(report: Report = () => {}): Command {
   defineBuild(cmd, report);
   defineTrain(cmd, report);
   defineEval(cmd, report);
+  defineEnv(cmd, report);
   defineGrade(cmd, report);
   defineServe(cmd, report);
   defineInspect(cmd, report);

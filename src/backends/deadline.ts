@@ -1,11 +1,10 @@
 /**
- * The time limits of one backend call, for the whole call: a total limit from the request to the end of
- * the body, and an idle limit between two reads of the body once the response has started (a trickling
- * or stalled stream). One AbortController per call, aborted by plain timers this object holds, so the
- * limits cannot be garbage-collected while the call runs (an `AbortSignal.timeout` referenced only
- * through `AbortSignal.any` can be, and then never fires: nodejs/node#48951, #52203).
+ * The time limits of one backend call (the HTTP client's Deadline, src/http/client.ts): a total limit from
+ * the request to the end of the body, and an idle limit between two reads of the body once the response
+ * has started (a trickling or stalled stream), with polar's defaults and the fault each limit means.
  */
 
+import { Deadline } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
 
@@ -17,40 +16,13 @@ export interface DeadlineOptions {
   idleTimeoutMs?: number;
 }
 
-export class CallDeadline {
-  readonly signal: AbortSignal;
-  readonly totalMs: number;
-  readonly idleMs: number;
-  /** which limit ended the call, if one did */
-  expired: 'total' | 'idle' | null = null;
-  private readonly controller = new AbortController();
-  private total: NodeJS.Timeout | undefined;
-  private idle: NodeJS.Timeout | undefined;
-  private readonly onParentAbort: () => void;
-
-  constructor(
-    private readonly parent: AbortSignal,
-    options: DeadlineOptions = {},
-  ) {
-    this.totalMs = options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value;
-    this.idleMs = options.idleTimeoutMs ?? DEFAULTS.backendIdleTimeoutMs.value;
-    this.signal = this.controller.signal;
-    this.onParentAbort = () => this.controller.abort(parent.reason);
-    if (parent.aborted) this.onParentAbort();
-    else parent.addEventListener('abort', this.onParentAbort, { once: true });
-    this.total = setTimeout(() => this.expire('total'), this.totalMs);
-  }
-
-  /** the response started, or a chunk of its body arrived: the idle clock starts over */
-  touch(): void {
-    if (this.idleMs <= 0 || this.signal.aborted) return;
-    if (this.idle) this.idle.refresh();
-    else this.idle = setTimeout(() => this.expire('idle'), this.idleMs);
-  }
-
-  /** whether the call ended because a limit passed (not because the harness left) */
-  get timedOut(): boolean {
-    return this.expired !== null;
+export class CallDeadline extends Deadline {
+  constructor(parent: AbortSignal, options: DeadlineOptions = {}) {
+    super(
+      options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value,
+      options.idleTimeoutMs ?? DEFAULTS.backendIdleTimeoutMs.value,
+      parent,
+    );
   }
 
   /** the fault for a call a limit ended */
@@ -61,20 +33,5 @@ export class CallDeadline {
           'backend_timeout',
           `backend ${url} did not finish within ${this.totalMs} ms (--backend-timeout)`,
         );
-  }
-
-  /** the call is over: stop the clocks and let go of the harness's signal */
-  dispose(): void {
-    clearTimeout(this.total);
-    clearTimeout(this.idle);
-    this.parent.removeEventListener('abort', this.onParentAbort);
-  }
-
-  private expire(which: 'total' | 'idle'): void {
-    if (this.signal.aborted) return;
-    this.expired = which;
-    clearTimeout(this.total);
-    clearTimeout(this.idle);
-    this.controller.abort(new DOMException(`backend ${which} timeout`, 'TimeoutError'));
   }
 }

@@ -1,94 +1,32 @@
 /**
- * Shared HTTP plumbing for backends: one JSON POST over node:http with keep-alive connections, that turns
- * transport faults into ProxyFaults. (node:http rather than fetch: on the proxy's hot path fetch's web
- * streams, header lists and body copies cost about half of the proxy's CPU per call in a profile of
- * `npm run bench -- proxy`, and most of its garbage.)
+ * The backends' side of the one HTTP client (src/http/client.ts): JSON POST and GET whose failures become
+ * ProxyFaults (a passed limit, the network, an upstream error status), the SSE reader of a streamed body,
+ * and the readings of inference servers' error bodies.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { type Deadline, type HttpResponse, request, timeLimit } from '../http/client.ts';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
 import { SseDecoder, type SseEvent, SseEventTooLarge } from '../protocols/sse.ts';
 import { CallDeadline } from './deadline.ts';
 
-/** The part of a fetch Response the backends use. */
-export interface BackendResponse {
-  ok: boolean;
-  status: number;
-  headers: { get(name: string): string | null };
-  /** the body as it arrives; leaving the iteration early closes the connection */
-  body: AsyncIterable<Uint8Array>;
-  text(): Promise<string>;
-  json(): Promise<unknown>;
-}
+/** A backend's response (the client's): status and headers, the body as it arrives. */
+export type BackendResponse = HttpResponse;
 
 export type FetchOutcome = { ok: true; response: BackendResponse } | { ok: false; fault: ProxyFault };
 
-// an idle connection is closed after 4 s (undici's default, below the 5 s idle timeout of uvicorn and
-// most servers), so a call never lands on a socket the server is closing; a call in progress is not
-// affected (the agent's timeout only ends free sockets)
-const agents = {
-  http: new HttpAgent({ keepAlive: true, timeout: 4000 }),
-  https: new HttpsAgent({ keepAlive: true, timeout: 4000 }),
-};
+/** What a request is limited by: the call's deadline, or one plain timeout (server-info routes, probes). */
+export type Limits = { deadline: CallDeadline } | { signal?: AbortSignal; timeoutMs: number };
 
-/** The error an aborted call fails with: the signal's reason, as fetch rejects with it. */
-function abortReason(signal: AbortSignal, error: unknown): unknown {
-  return signal.aborted ? (signal.reason ?? error) : error;
+/** The call's deadline, or one of the timeout's own that the client releases when the body is read. */
+function deadlineOf(limits: Limits): { deadline: Deadline; release: boolean } {
+  if ('deadline' in limits) return { deadline: limits.deadline, release: false };
+  return { deadline: timeLimit(limits.timeoutMs, limits.signal), release: true };
 }
 
-function send(
-  url: string,
-  payload: string,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const https = u.protocol === 'https:';
-    const req = (https ? httpsRequest : httpRequest)(
-      u,
-      {
-        method: 'POST',
-        headers: { ...headers, 'content-length': Buffer.byteLength(payload) },
-        agent: https ? agents.https : agents.http,
-        signal,
-      },
-      resolve,
-    );
-    req.on('error', (error) => reject(abortReason(signal, error)));
-    req.end(payload);
-  });
-}
-
-function wrap(res: IncomingMessage, signal: AbortSignal): BackendResponse {
-  const status = res.statusCode ?? 0;
-  const body: AsyncIterable<Uint8Array> = {
-    async *[Symbol.asyncIterator]() {
-      try {
-        for await (const chunk of res) yield chunk as Buffer;
-      } catch (error) {
-        throw abortReason(signal, error);
-      }
-    },
-  };
-  const text = async () => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
-  };
-  return {
-    ok: status >= 200 && status < 300,
-    status,
-    headers: {
-      get: (name) => {
-        const value = res.headers[name.toLowerCase()];
-        return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
-      },
-    },
-    body,
-    text,
-    json: async () => JSON.parse(await text()) as unknown,
-  };
+/** A failed request's fault, naming the limit that passed (the call's, or a plain timeout). */
+function failure(url: string, error: unknown, limits: Limits, deadline: Deadline): ProxyFault {
+  return 'deadline' in limits
+    ? transportFault(url, error, limits.deadline)
+    : transportFault(url, error, deadline.timedOut, limits.timeoutMs);
 }
 
 /**
@@ -99,40 +37,28 @@ function wrap(res: IncomingMessage, signal: AbortSignal): BackendResponse {
 export async function postJson(
   url: string,
   body: unknown,
-  options:
-    | { deadline: CallDeadline; headers?: Record<string, string> }
-    | { signal?: AbortSignal; timeoutMs: number; headers?: Record<string, string> },
+  options: Limits & { headers?: Record<string, string> },
 ): Promise<FetchOutcome> {
-  const deadline = 'deadline' in options ? options.deadline : undefined;
-  const timeout = 'deadline' in options ? undefined : AbortSignal.timeout(options.timeoutMs);
-  const signal =
-    deadline?.signal ??
-    ('signal' in options && options.signal ? AbortSignal.any([options.signal, timeout!]) : timeout!);
+  const { deadline, release } = deadlineOf(options);
   try {
-    const res = await send(
-      url,
-      JSON.stringify(body),
-      {
+    const response = await request(url, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         ...options.headers,
       },
-      signal,
-    );
-    deadline?.touch();
-    const response = wrap(res, signal);
+      deadline,
+      release,
+    });
     if (!response.ok) {
       const text = await response.text().catch(() => '');
       return { ok: false, fault: upstreamFault(url, response.status, text) };
     }
     return { ok: true, response };
   } catch (error) {
-    return {
-      ok: false,
-      fault: deadline
-        ? transportFault(url, error, deadline)
-        : transportFault(url, error, timeout!.aborted, (options as { timeoutMs: number }).timeoutMs),
-    };
+    return { ok: false, fault: failure(url, error, options, deadline) };
   }
 }
 
@@ -250,46 +176,43 @@ export async function getJson(
   url: string,
   options: { signal?: AbortSignal; timeoutMs: number; headers?: Record<string, string> },
 ): Promise<{ ok: true; json: unknown } | { ok: false; fault: ProxyFault; status?: number }> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  let response: Response;
+  const { deadline } = deadlineOf(options);
+  let text: string;
+  let status: number;
   try {
-    response = await fetch(url, { headers: { accept: 'application/json', ...options.headers }, signal });
+    const response = await request(url, {
+      headers: { accept: 'application/json', ...options.headers },
+      deadline,
+    });
+    status = response.status;
+    text = await response.text().catch(() => '');
+    if (!response.ok) return { ok: false, status, fault: upstreamFault(url, status, text) };
   } catch (error) {
-    return { ok: false, fault: transportFault(url, error, timeout.aborted, options.timeoutMs) };
+    return { ok: false, fault: failure(url, error, options, deadline) };
+  } finally {
+    deadline.dispose();
   }
-  const text = await response.text().catch(() => '');
-  if (!response.ok)
-    return { ok: false, status: response.status, fault: upstreamFault(url, response.status, text) };
   try {
     return { ok: true, json: JSON.parse(text) };
   } catch {
     return {
       ok: false,
-      status: response.status,
+      status,
       fault: fault('backend_error', `${url} answered ${errorDetail(text)} where JSON was expected`),
     };
   }
 }
 
 /**
- * Reads an SSE response body as events; yields nothing more once the body ends. Each read restarts the
- * deadline's idle clock; an event over the decoder's bound throws SseEventTooLarge.
+ * Reads an SSE response body as events; yields nothing more once the body ends. (Each read restarts the
+ * deadline's idle clock, in the client.) An event over the decoder's bound throws SseEventTooLarge.
  */
-export async function* sseEvents(
-  response: BackendResponse,
-  deadline?: CallDeadline,
-): AsyncGenerator<SseEvent> {
+export async function* sseEvents(response: BackendResponse): AsyncGenerator<SseEvent> {
   const decoder = new SseDecoder();
   const text = new TextDecoder();
   for await (const chunk of response.body) {
-    deadline?.touch();
     for (const event of decoder.push(text.decode(chunk, { stream: true }))) yield event;
   }
   for (const event of decoder.push(text.decode())) yield event;
   for (const event of decoder.flush()) yield event;
-}
-
-export function trimSlash(url: string): string {
-  return url.replace(/\/+$/, '');
 }

@@ -16,11 +16,12 @@
  * itself, and answers 400 when the prompt fills it.
  */
 import { randomUUID } from 'node:crypto';
+import { trimSlash } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import type { AssistantMessage, CanonicalRequest, StreamEvent, TokenData } from '../protocols/canonical.ts';
 import { fault } from '../protocols/canonical.ts';
 import { buildRequest, completionToEvents } from '../protocols/openai-chat/index.ts';
-import { authHeaders, errorDetail, postJson, trimSlash } from './http.ts';
+import { authHeaders, errorDetail, postJson } from './http.ts';
 import { rootUrl, tokenizeChat } from './server-info.ts';
 import { abortFault, checkCompletionIds } from './token-check.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';

@@ -11,6 +11,7 @@
  * `finish_reason: "abort"` is a cancelled request, not a completion.
  */
 import { randomUUID } from 'node:crypto';
+import { trimSlash } from '../http/client.ts';
 import { type CanonicalRequest, fault, type ProxyFault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
 import { fitMaxTokens, retryAfterContextFault } from './context-fit.ts';
@@ -23,7 +24,6 @@ import {
   postJson,
   sseEvents,
   transportFault,
-  trimSlash,
 } from './http.ts';
 import { ContextLength, tokenizeChat } from './server-info.ts';
 import { abortFault, checkCompletionIds, type IdsCheck } from './token-check.ts';
@@ -183,7 +183,7 @@ export class OpenAICompatibleBackend implements Backend {
     try {
       // read to the end of the body even after [DONE]: leaving early cancels the body, and the
       // HTTP client then closes the keep-alive connection instead of reusing it
-      for await (const event of sseEvents(response, deadline)) {
+      for await (const event of sseEvents(response)) {
         if (event.data === '[DONE]') continue;
         let chunk: StreamChunk;
         try {

@@ -5,6 +5,7 @@
  * of a chat request (`POST /tokenize` with `messages`, `tools`, `add_generation_prompt`: `{count,
  * max_model_len, tokens}`, vllm/entrypoints/serve/tokenize/).
  */
+import { trimSlash } from '../http/client.ts';
 import { errorDetail, getJson, postJson } from './http.ts';
 
 export interface ServedModel {
@@ -47,8 +48,7 @@ export async function listModels(
  * /v1, /v1/completions, /v1/chat/completions or /generate (a Backend's `url` may be any of them).
  */
 export function rootUrl(url: string): string {
-  return url
-    .replace(/\/+$/, '')
+  return trimSlash(url)
     .replace(/\/(v1\/completions|v1\/chat\/completions|generate)$/, '')
     .replace(/\/v1$/, '');
 }

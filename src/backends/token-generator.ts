@@ -15,7 +15,7 @@ import {
   sseEvents,
   transportFault,
 } from './http.ts';
-import { ContextLength } from './server-info.ts';
+import { ContextLength, rootUrl } from './server-info.ts';
 import type { CallRecorder } from './types.ts';
 
 export interface GenerateParams {
@@ -71,11 +71,6 @@ export class GeneratorFault extends Error {
 
 export type CompletionServer = 'vllm' | 'sglang';
 
-/** Strips a trailing slash and a trailing `/v1` so both `http://h:8000` and `http://h:8000/v1` work. */
-export function serverBase(url: string): string {
-  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
-}
-
 /** HTTP token generator for vLLM (/v1/completions, streamed) and SGLang (/generate). */
 export class HttpCompletions implements TokenGenerator {
   readonly kind: string;
@@ -91,7 +86,7 @@ export class HttpCompletions implements TokenGenerator {
     private readonly options: { apiKey?: string; timeoutMs?: number; idleTimeoutMs?: number } = {},
   ) {
     this.kind = server;
-    this.base = serverBase(url);
+    this.base = rootUrl(url);
     this.url = server === 'vllm' ? `${this.base}/v1/completions` : `${this.base}/generate`;
     this.headers = authHeaders(options.apiKey);
     this.contextLength = new ContextLength(this.base, model, this.headers);
@@ -125,7 +120,7 @@ export class HttpCompletions implements TokenGenerator {
       const sent = await postJson(this.url, body, { deadline, headers: this.headers });
       if (!sent.ok) throw new GeneratorFault(sent.fault);
       try {
-        if (this.server === 'vllm') return yield* this.readVllm(sent.response, deadline);
+        if (this.server === 'vllm') return yield* this.readVllm(sent.response);
         return yield* this.readSglang(sent.response);
       } catch (error) {
         if (error instanceof GeneratorFault) throw error;
@@ -173,10 +168,7 @@ export class HttpCompletions implements TokenGenerator {
     };
   }
 
-  private async *readVllm(
-    response: BackendResponse,
-    deadline: CallDeadline,
-  ): AsyncGenerator<TokenChunk, GenerateOutcome> {
+  private async *readVllm(response: BackendResponse): AsyncGenerator<TokenChunk, GenerateOutcome> {
     let serverPromptIds: number[] | null = null;
     let finishReason: 'stop' | 'length' | null = null;
     let done = false;
@@ -212,7 +204,7 @@ export class HttpCompletions implements TokenGenerator {
       if (choice.finish_reason === 'abort') throw abortedFault(this.url);
       if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
     };
-    for await (const event of sseEvents(response, deadline)) yield* handle.call(this, event.data);
+    for await (const event of sseEvents(response)) yield* handle.call(this, event.data);
     if (!done && finishReason === null) {
       throw new GeneratorFault('backend_error', `${this.url} closed the stream before it finished`);
     }

@@ -305,8 +305,8 @@ export async function createTokensBackend(
   if (!source) throw new UsageError('--backend tokens needs --tokenizer (a directory or a hub id)');
   const tokenizer = await loadChatTokenizer(source);
   const server = completionServer(options.url, options.server);
-  const url = options.url.replace(/\/generate\/?$/, '');
-  const generator = new HttpCompletions(server, url, options.model, {
+  // (HttpCompletions takes the server's root: rootUrl drops /generate, /v1 and the like)
+  const generator = new HttpCompletions(server, options.url, options.model, {
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),

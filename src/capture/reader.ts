@@ -1,12 +1,12 @@
 /** Reading capture files (format v1 or v2) as full, validated records. */
 import type { Readable } from 'node:stream';
 import { InputError } from '../errors.ts';
+import { parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { CaptureDecoder } from './codec.ts';
-import { decodeLine, readCaptureLines, TruncatedRecord } from './lines.ts';
 import type { CaptureRecord } from './record.ts';
 
-export { firstIssue, validateCaptureRecord } from './validate.ts';
+export { validateCaptureRecord } from './validate.ts';
 
 export interface ReadOptions {
   /** skip invalid lines (reporting each through onInvalid) instead of failing */
@@ -27,13 +27,13 @@ export interface LocatedRecord {
  */
 export async function* readCapture(source: string, options: ReadOptions = {}): AsyncGenerator<LocatedRecord> {
   const decoder = new CaptureDecoder(source);
-  for await (const line of readCaptureLines(source, options.stdin)) {
+  for await (const line of readLines(source, options.stdin)) {
     try {
-      yield { record: decodeLine(decoder, source, line), source, line: line.line };
+      yield { record: decoder.decode(line.line, parseJsonLine(source, line)), source, line: line.line };
     } catch (error) {
-      if (error instanceof TruncatedRecord) {
+      if (error instanceof TruncatedLine) {
         if (options.onInvalid) options.onInvalid(error);
-        else log.warn(error.message);
+        else log.warn(`${error.message}; ignored`);
         continue;
       }
       if (options.skipInvalid && error instanceof InputError) {

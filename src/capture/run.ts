@@ -140,7 +140,8 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     // an allow-list, never all of process.env: no backend or vendor key reaches the harness
     const env = harnessEnv(process.env, {
       passEnv: options.passEnv ?? [],
-      extra: options.env ?? {},
+      // PWD is the dir the harness runs in, not polar's (OpenCode works in $PWD before its cwd)
+      extra: { ...options.env, PWD: cwd },
       profile: prepared.env,
     });
     const launched = options.launch
@@ -233,6 +234,10 @@ function installHint(harness: string): string {
       return '@mariozechner/pi-coding-agent';
     case 'qwen':
       return '@qwen-code/qwen-code';
+    case 'gemini':
+      return '@google/gemini-cli';
+    case 'opencode':
+      return 'opencode-ai';
     default:
       return '<the agent package>';
   }

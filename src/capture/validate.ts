@@ -1,14 +1,7 @@
 /** Validation of one capture record (after a v2 record's deltas are rebuilt): zod, then the token arrays. */
-import type { z } from 'zod';
 import { InputError } from '../errors.ts';
+import { firstIssue } from '../util/zod.ts';
 import { CAPTURE_VERSIONS, type CaptureRecord, captureRecordSchema, tokenConsistency } from './record.ts';
-
-/** The first failing field of a zod error, as a dotted path. */
-export function firstIssue(error: z.ZodError): { field: string; message: string } {
-  const issue = error.issues[0];
-  if (!issue) return { field: '', message: 'invalid' };
-  return { field: issue.path.map(String).join('.') || '(record)', message: issue.message };
-}
 
 /** The schema check proper (zod, plus the token arrays' agreement). */
 function validateShape(source: string, line: number, value: unknown): CaptureRecord {
@@ -42,7 +35,7 @@ function checkIds(source: string, line: number, field: string, value: unknown[])
   for (let i = 0; i < value.length; i++) {
     const x = value[i];
     if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) {
-      throw new InputError(source, line, `${field}.${i}`, 'expected a non-negative integer token id', HINT);
+      throw new InputError(source, line, `${field}[${i}]`, 'expected a non-negative integer token id', HINT);
     }
   }
 }
@@ -51,7 +44,7 @@ function checkNumbers(source: string, line: number, field: string, value: unknow
   for (let i = 0; i < value.length; i++) {
     const x = value[i];
     if (typeof x !== 'number' || !Number.isFinite(x)) {
-      throw new InputError(source, line, `${field}.${i}`, 'expected a number', HINT);
+      throw new InputError(source, line, `${field}[${i}]`, 'expected a number', HINT);
     }
   }
 }

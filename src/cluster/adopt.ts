@@ -9,7 +9,8 @@ import { copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EVAL_FILES } from '../eval/files.ts';
 import type { ResultLine } from '../eval/report.ts';
-import { type EvalDirs, readResults, type SampleJob } from '../eval/run.ts';
+import { readResults } from '../eval/results.ts';
+import type { EvalDirs, SampleJob } from '../eval/run.ts';
 
 /** The files of sample `key` in a run folder: captures/<key>.jsonl*, patches/<key>.diff, logs/<key>.* */
 function sampleFiles(dir: string, key: string): Array<{ folder: keyof EvalDirs; name: string }> {

@@ -2,11 +2,11 @@
 import { resolve } from 'node:path';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
-import type { HarnessName } from '../harnesses/types.ts';
+import { HARNESS_NAMES, type HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
-import { type AgentName, isHarness } from '../rollout/agent-names.ts';
+import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
 import {
   checkAgentSetup,
@@ -78,7 +78,9 @@ export function evaluationSetup(f: EvalFlags): EvaluationSetup {
   }
   const agent = f.agent ?? f.harness;
   if (!agent)
-    throw new UsageError('give --harness <codex|claude|pi|qwen|generic> or --agent <gold|empty|predictions>');
+    throw new UsageError(
+      `give --harness <${HARNESS_NAMES.join('|')}> or --agent <${BUILTIN_AGENTS.join('|')}>`,
+    );
   return {
     agent: {
       agent,

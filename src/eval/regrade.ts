@@ -13,9 +13,11 @@ import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
 import { isVerifierCommand } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
+import { type Lenient, readLenient } from '../util/zod.ts';
 import { EVAL_FILES } from './files.ts';
-import { buildReport, formatReport, type Report, type ResultLine } from './report.ts';
-import { readResults, sampleKey, writeAtomic } from './run.ts';
+import { buildReport, formatReport, type Report, type ResultLine, reportSchema } from './report.ts';
+import { readResults, sampleKey } from './results.ts';
+import { writeAtomic } from './run.ts';
 
 export interface RegradeOptions {
   out: string;
@@ -40,6 +42,21 @@ function fromLog(r: ResultLine): boolean {
   if (r.status !== 'resolved' && r.status !== 'unresolved') return false;
   if (r.grader === 'swebench' || r.grader === 'verifier') return false; // no test log behind it
   return r.reason !== 'patch does not apply' && !String(r.reason ?? '').startsWith('tests timed out');
+}
+
+/** The labels of the report being replaced (what of it can be read; a missing or broken one gives none). */
+async function previousReport(path: string): Promise<Lenient<Report>> {
+  if (!existsSync(path)) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    log.warn(`${path}: not readable as JSON (${(error as Error).message}); its labels are not kept`);
+    return {};
+  }
+  const { data, problems } = readLenient(reportSchema, value);
+  for (const p of problems) log.warn(`${path}: ${p}`);
+  return data ?? {};
 }
 
 export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
@@ -89,9 +106,7 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
   }
   if (missing > 0) log.warn(`${missing} samples kept as they were: no test log or no dataset row for them`);
   await writeAtomic(resultsPath, next.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  const previous = existsSync(join(out, EVAL_FILES.report))
-    ? (JSON.parse(await readFile(join(out, EVAL_FILES.report), 'utf8')) as Partial<Report>)
-    : {};
+  const previous = await previousReport(join(out, EVAL_FILES.report));
   const ids = [...new Set(next.map((r) => r.instance_id))];
   const samples = Math.max(previous.samples ?? 0, ...next.map((r) => r.sample + 1));
   const report = buildReport(next, {

@@ -3,41 +3,59 @@
  * standard deviation and standard error, unbiased pass@k, outcome counts, per-repository rates, and
  * polar's own overhead per sample (wall time minus the agent and the tests).
  */
-import type { GradeStatus } from '../rollout/grade.ts';
+import { z } from 'zod';
+import { GRADE_STATUSES, type GradeStatus } from '../rollout/grade.ts';
 
-export interface ResultLine {
-  instance_id: string;
-  repo: string;
-  sample: number;
-  status: GradeStatus;
-  resolved: boolean;
+const gradeStatusSchema = z.enum(GRADE_STATUSES);
+
+/**
+ * One line of results.jsonl (EVAL_FILES.results): the core every reader counts on, and what else the
+ * writer (src/eval/run.ts) adds (the agent's summary, the grading detail, the files) as further keys.
+ */
+export const resultLineSchema = z.looseObject({
+  instance_id: z.string(),
+  repo: z.string(),
+  sample: z.number().int().nonnegative(),
+  status: gradeStatusSchema,
+  resolved: z.boolean(),
   /** null for an error: an infrastructure failure is no reward */
-  reward: number | null;
-  reason: string | null;
-  suspicious: boolean;
-  durations_ms: { total: number; agent: number; tests: number; overhead: number; [k: string]: number };
-  [key: string]: unknown;
-}
+  reward: z.number().nullable(),
+  reason: z.string().nullable(),
+  suspicious: z.boolean(),
+  /** the official version whose rules graded the sample ('4.1', '5'); null when no test log graded it */
+  official_version: z.string().nullable().optional(),
+  durations_ms: z
+    .object({ total: z.number(), agent: z.number(), tests: z.number(), overhead: z.number() })
+    .catchall(z.number()),
+});
+export type ResultLine = z.infer<typeof resultLineSchema>;
 
-export interface Report {
-  dataset: string;
-  agent: string;
-  model: string;
-  runtime: string;
-  instances: number;
-  samples: number;
-  total: number;
-  counts: Record<GradeStatus, number>;
-  pass_at_1: { mean: number; std: number; sem: number; per_sample: number[] };
-  pass_at_k: Record<string, number>;
-  per_repo: Record<string, { instances: number; samples: number; resolved: number; rate: number }>;
-  suspicious: number;
+const rate = z.number();
+
+/** report.json (EVAL_FILES.report), written whole by buildReport; `polar inspect` reads it with this. */
+export const reportSchema = z.looseObject({
+  dataset: z.string(),
+  agent: z.string(),
+  model: z.string(),
+  runtime: z.string(),
+  instances: z.number().int().nonnegative(),
+  samples: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+  counts: z.record(gradeStatusSchema, z.number().int().nonnegative()),
+  pass_at_1: z.object({ mean: rate, std: rate, sem: rate, per_sample: z.array(rate) }),
+  pass_at_k: z.record(z.string(), rate),
+  per_repo: z.record(
+    z.string(),
+    z.object({ instances: z.number(), samples: z.number(), resolved: z.number(), rate }),
+  ),
+  suspicious: z.number().int().nonnegative(),
   /** samples graded from a test log, by the official version whose rules applied ('4.1', '5') */
-  official_versions: Record<string, number>;
-  overhead_ms: { mean: number; max: number };
-  errors: Array<{ instance_id: string; sample: number; reason: string | null }>;
-  created_at: string;
-}
+  official_versions: z.record(z.string(), z.number()),
+  overhead_ms: z.object({ mean: z.number(), max: z.number() }),
+  errors: z.array(z.object({ instance_id: z.string(), sample: z.number(), reason: z.string().nullable() })),
+  created_at: z.string(),
+});
+export type Report = z.infer<typeof reportSchema>;
 
 function binom(n: number, k: number): number {
   if (k < 0 || k > n) return 0;

@@ -12,21 +12,22 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
+import { EnvBuildError } from '../env/types.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
-import { infraFailure } from '../rollout/outcome.ts';
-import { extractPatch } from '../rollout/patch.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';
 import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
+import { readResults, sampleKey } from './results.ts';
 
 export interface EvalOptions extends EvalPlan {
   agent: Agent;
@@ -58,27 +59,6 @@ export async function writeAtomic(path: string, content: string): Promise<void> 
   const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, path);
-}
-
-export function sampleKey(instanceId: string, sample: number): string {
-  return `${instanceId}__s${sample}`;
-}
-
-/** Reads results.jsonl, ignoring a torn last line; keeps the latest line per sample. */
-export async function readResults(path: string): Promise<Map<string, ResultLine>> {
-  const map = new Map<string, ResultLine>();
-  if (!existsSync(path)) return map;
-  for (const text of (await readFile(path, 'utf8')).split('\n')) {
-    if (text.trim() === '') continue;
-    try {
-      const r = JSON.parse(text) as ResultLine;
-      if (typeof r.instance_id === 'string' && typeof r.sample === 'number')
-        map.set(sampleKey(r.instance_id, r.sample), r);
-    } catch {
-      // a line cut by a crash: the sample is run again
-    }
-  }
-  return map;
 }
 
 async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
@@ -140,31 +120,9 @@ async function runSample(
   let verified: number | null = null;
   let failure: string | null = null;
   try {
-    const env = await options.runtime.prepare(instance, 'agent');
-    try {
-      const ta = performance.now();
-      agent = await options.agent.run({
-        instance,
-        sample,
-        env,
-        timeoutMs: options.agentTimeoutMs,
-        capturePath,
-        meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
-      });
-      agentMs = performance.now() - ta;
-      if (options.signal?.aborted) return null;
-      if (options.agent.runsUntrustedCode) failure = infraFailure(agent);
-      if (failure !== null) patch = '';
-      else if (agent.status === 'error' && !options.agent.runsUntrustedCode) failure = agent.error;
-      else if (agent.patch !== undefined) patch = agent.patch;
-      else {
-        const extracted = await extractPatch(env, instance.base_commit);
-        if (extracted.error) failure = extracted.error;
-        patch = extracted.patch;
-      }
-    } finally {
-      await env.dispose().catch(() => {});
-    }
+    const phase = await runAgentPhase(options, instance, sample, capturePath);
+    if (phase === null) return null;
+    ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
     const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
@@ -183,9 +141,13 @@ async function runSample(
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
+      if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);
     }
   } catch (error) {
     failure = (error as Error).message;
+    // a failed environment build or install: its log beside the sample's (the reason names the step)
+    if (error instanceof EnvBuildError && error.log)
+      await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), error.log);
   }
   if (options.signal?.aborted) return null;
   const total = performance.now() - t0;
@@ -216,6 +178,7 @@ async function runSample(
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
     official_version: grade?.official_version ?? null,
+    environment: grade?.environment ?? null,
     ...(verified !== null ? { grader: 'verifier' } : {}),
     durations_ms: {
       total,
@@ -224,6 +187,7 @@ async function runSample(
       overhead: total - agentMs - testsMs,
       grade_setup: grade?.durations_ms.setup ?? 0,
       apply: grade?.durations_ms.apply ?? 0,
+      env_install: grade?.durations_ms.install ?? 0,
       parse: grade?.durations_ms.parse ?? 0,
     },
     capture: agent.capture && existsSync(agent.capture) ? agent.capture : null,
@@ -365,11 +329,12 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
   for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
   const resultsPath = join(out, EVAL_FILES.results);
   const previous = plan.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
-  // errored samples are run again on resume; rewrite the file without them so each sample has one line
+  // errored samples are run again on resume; rewrite the file without them so each sample has one line,
+  // and without a last line cut by a crash (new lines appended after it would be joined to it)
   const kept = new Map([...previous].filter(([, r]) => r.status !== 'error'));
-  if (plan.resume && kept.size !== previous.size) {
+  if (plan.resume) {
     await writeAtomic(resultsPath, [...kept.values()].map((r) => `${JSON.stringify(r)}\n`).join(''));
-  } else if (!plan.resume) {
+  } else {
     await writeAtomic(resultsPath, '');
   }
   const jobs: SampleJob[] = [];

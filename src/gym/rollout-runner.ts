@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BackendPool } from '../backends/pool.ts';
 import type { Backend } from '../backends/types.ts';
-import { firstIssue, readCapture } from '../capture/reader.ts';
+import { readCapture } from '../capture/reader.ts';
 import type { CallRecord } from '../capture/record.ts';
 import { runEval } from '../eval/run.ts';
 import { HttpError } from '../http/errors.ts';
@@ -19,6 +19,7 @@ import { parseRow, type RowOptions, type SweInstance } from '../rollout/dataset.
 import { isInfraFailure } from '../rollout/outcome.ts';
 import { scratchEnv } from '../rollout/runtime/scratch.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { firstIssue } from '../util/zod.ts';
 import { rowSampling, withRowSampling } from './backends.ts';
 import {
   type ResponseCreateParams,

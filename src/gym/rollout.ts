@@ -46,7 +46,7 @@ export interface RolloutOutput {
 
 export class NonContiguousError extends Error {}
 
-const MODEL_APIS = new Set(['openai-responses', 'anthropic-messages', 'openai-chat']);
+const MODEL_APIS = new Set(['openai-responses', 'anthropic-messages', 'openai-chat', 'gemini']);
 
 interface Parts {
   reasoning: string;

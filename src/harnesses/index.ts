@@ -2,12 +2,22 @@ import { basename } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { claude } from './claude.ts';
 import { codex } from './codex.ts';
+import { gemini } from './gemini.ts';
 import { generic } from './generic.ts';
+import { opencode } from './opencode.ts';
 import { pi } from './pi.ts';
 import { qwen } from './qwen.ts';
 import { HARNESS_NAMES, type HarnessName, type HarnessProfile } from './types.ts';
 
-export const HARNESSES: Record<HarnessName, HarnessProfile> = { codex, claude, pi, qwen, generic };
+export const HARNESSES: Record<HarnessName, HarnessProfile> = {
+  codex,
+  claude,
+  pi,
+  qwen,
+  gemini,
+  opencode,
+  generic,
+};
 
 /** The profile named by --harness, else the one whose binary is the command's basename, else generic. */
 export function resolveHarness(name: string | undefined, argv: string[]): HarnessProfile {

@@ -1,5 +1,5 @@
 /** A harness profile: how to point one agent CLI at polar's proxy and run it non-interactively. */
-export const HARNESS_NAMES = ['codex', 'claude', 'pi', 'qwen', 'generic'] as const;
+export const HARNESS_NAMES = ['codex', 'claude', 'pi', 'qwen', 'gemini', 'opencode', 'generic'] as const;
 export type HarnessName = (typeof HARNESS_NAMES)[number];
 
 export interface PrepareContext {
@@ -33,8 +33,10 @@ export interface HarnessProfile {
   prepare(context: PrepareContext): Promise<Prepared>;
   /** per-call facts from the harness's headers and body (request kind, thread id, ...) */
   callMeta(headers: Record<string, string>, body: unknown): Record<string, unknown>;
-  /** the package's entry script, run with node (polar eval runs it on the host or mounts it in a container) */
+  /** the package's entry (polar eval runs it on the host or mounts it in a container) */
   entry?: string;
+  /** how the entry runs: a script under node (the default), or an executable of its own (a native binary) */
+  entryRuns?: 'node' | 'exec';
   /** every environment variable prepare() may set: what a container must be passed */
   envNames: readonly string[];
   /** the arguments after the executable that run the harness on one prompt non-interactively (polar eval) */

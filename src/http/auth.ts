@@ -16,7 +16,10 @@ export function sameToken(presented: string | undefined, expected: string): bool
   return timingSafeEqual(tokenDigest(presented), tokenDigest(expected));
 }
 
-/** the token of `Authorization: Bearer <token>` (or `x-api-key`, when allowed) */
+/**
+ * the token of `Authorization: Bearer <token>`, or, when allowed, of an API-key header: `x-api-key`
+ * (Anthropic) or `x-goog-api-key` (Gemini, what the @google/genai SDK sends), else Google's `?key=`
+ */
 export function presentedToken(
   req: IncomingMessage,
   options: { apiKeyHeader?: boolean } = {},
@@ -24,8 +27,13 @@ export function presentedToken(
   const bearer = /^Bearer\s+(.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1]?.trim();
   if (bearer) return bearer;
   if (!options.apiKeyHeader) return undefined;
-  const key = req.headers['x-api-key'];
-  return typeof key === 'string' && key.trim() ? key.trim() : undefined;
+  for (const name of ['x-api-key', 'x-goog-api-key']) {
+    const key = req.headers[name];
+    if (typeof key === 'string' && key.trim()) return key.trim();
+  }
+  const q = (req.url ?? '').indexOf('?');
+  const key = q < 0 ? null : new URLSearchParams((req.url ?? '').slice(q + 1)).get('key');
+  return key?.trim() || undefined;
 }
 
 /** a fresh random token (printed once by the server that made it) */

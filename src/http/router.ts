@@ -1,4 +1,8 @@
-/** Routes as a table: `{ method, path, handler }`, matched in order on the path without its query. */
+/**
+ * Routes as a table: `{ method, path, handler }`, matched in order on the path without its query. The
+ * matcher (matchRoute) takes any table of `{ method, path }` entries: the proxy's table names a wire API
+ * per route instead of a handler (src/proxy/protocols.ts).
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from './errors.ts';
 import { sendJson } from './reply.ts';
@@ -28,16 +32,29 @@ export interface Route {
   handler: (ctx: RouteContext) => Promise<Reply | undefined> | Reply | undefined;
 }
 
-export type Match = { route: Route; params: string[] } | { allowed: string[] } | null;
+/** What matchRoute needs of a route: a method and an exact path or an anchored pattern. */
+export interface RoutePattern {
+  method: string;
+  path: string | RegExp;
+}
 
-function pathMatches(route: Route, path: string): string[] | null {
+export type Match<R extends RoutePattern = Route> =
+  | { route: R; params: string[] }
+  | { allowed: string[] }
+  | null;
+
+function pathMatches(route: RoutePattern, path: string): string[] | null {
   if (typeof route.path === 'string') return route.path === path ? [] : null;
   const m = route.path.exec(path);
   return m ? m.slice(1).map((p) => (p === undefined ? '' : decodeURIComponent(p))) : null;
 }
 
 /** The route for method + path; `{ allowed }` when the path is known under other methods; null when not. */
-export function matchRoute(routes: readonly Route[], method: string, path: string): Match {
+export function matchRoute<R extends RoutePattern>(
+  routes: readonly R[],
+  method: string,
+  path: string,
+): Match<R> {
   const allowed: string[] = [];
   for (const route of routes) {
     const params = pathMatches(route, path);

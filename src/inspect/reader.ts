@@ -19,13 +19,17 @@
  */
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import type { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
-import { LOOP_FILES, stepDirName } from '../loop/files.ts';
-import { CHECKPOINT_FILES } from '../train/schema.ts';
+import { reportSchema } from '../eval/report.ts';
+import { LOOP_FILES, stepDirName, stepSummarySchema } from '../loop/files.ts';
+import { CHECKPOINT_FILES, type StepEvent, stepEventSchema } from '../train/schema.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
 import type { TrajectoryRecord } from '../trajectory/record.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
+import { parseJsonLine, splitLines, TruncatedLine } from '../util/jsonl.ts';
+import { type Lenient, readLenient } from '../util/zod.ts';
 
 export interface TrajectoryFile {
   path: string;
@@ -34,25 +38,10 @@ export interface TrajectoryFile {
   invalid: string[];
 }
 
-/** The train worker's `step` event as written to metrics.jsonl (docs/train.md). */
-export interface MetricLine {
-  step: number;
-  loss?: number | null;
-  pg_loss?: number | null;
-  kl?: number | null;
-  clip_frac?: number | null;
-  entropy?: number | null;
-  grad_norm?: number | null;
-  tokens_per_s?: number | null;
-  lr?: number | null;
-  tokens?: number | null;
-  trained_tokens?: number | null;
-  step_time_s?: number | null;
-  gpu_mem_gb?: number | null;
-  [key: string]: unknown;
-}
+/** A line of metrics.jsonl: the train worker's `step` event (src/train/schema.ts, docs/train.md). */
+export type MetricLine = Lenient<StepEvent> & { step: number };
 
-/** The parts of an eval report.json (src/eval/report.ts `Report`) the page shows. */
+/** The parts of an eval report.json (src/eval/report.ts `reportSchema`) the page shows. */
 export interface EvalSummary {
   pass_at_1: number | null;
   pass_at_1_std: number | null;
@@ -152,44 +141,65 @@ function readJson(path: string, warnings: string[]): unknown {
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
-const numOrNull = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const strOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
-export function evalSummary(report: unknown): EvalSummary | null {
-  if (!isObject(report)) return null;
-  const p = isObject(report.pass_at_1) ? report.pass_at_1 : {};
+/**
+ * A value read through its writer's schema (src/util/zod.ts readLenient): missing fields are fine (an
+ * older polar, a step still running), a field of the wrong type is left out and named in a warning.
+ */
+function asWritten<T extends z.ZodType>(
+  where: string,
+  schema: T,
+  value: unknown,
+  warnings: string[],
+): Lenient<z.output<T>> | null {
+  if (value === null || value === undefined) return null;
+  const { data, problems } = readLenient(schema, value);
+  for (const problem of problems) warnings.push(`${where}: ${problem}`);
+  return data;
+}
+
+/** What the page shows of an eval report.json (reportSchema, src/eval/report.ts). */
+export function evalSummary(
+  report: unknown,
+  warnings: string[] = [],
+  where = 'report.json',
+): EvalSummary | null {
+  const r = asWritten(where, reportSchema, report, warnings);
+  if (r === null) return null;
   const counts: Record<string, number> = {};
-  if (isObject(report.counts)) {
-    for (const [k, v] of Object.entries(report.counts)) if (typeof v === 'number') counts[k] = v;
-  }
+  for (const [k, v] of Object.entries(r.counts ?? {})) if (v !== undefined) counts[k] = v;
   return {
-    pass_at_1: numOrNull(p.mean),
-    pass_at_1_std: numOrNull(p.std),
-    samples: numOrNull(report.samples),
-    instances: numOrNull(report.instances),
-    total: numOrNull(report.total),
+    pass_at_1: r.pass_at_1?.mean ?? null,
+    pass_at_1_std: r.pass_at_1?.std ?? null,
+    samples: r.samples ?? null,
+    instances: r.instances ?? null,
+    total: r.total ?? null,
     counts,
   };
 }
 
-/** metrics.jsonl: the `step` events; other lines and a half-written last line are skipped. */
+/**
+ * metrics.jsonl (stepEventSchema, one `step` event per line): other events are skipped; a line that is
+ * not JSON (a half-written last line) is skipped with a warning.
+ */
 export function readMetrics(path: string, warnings: string[]): MetricLine[] {
   if (!existsSync(path)) return [];
   const out: MetricLine[] = [];
-  const lines = readFileSync(path, 'utf8').split('\n');
-  lines.forEach((text, i) => {
-    if (text.trim() === '') return;
+  for (const line of splitLines(readFileSync(path, 'utf8'))) {
     let value: unknown;
     try {
-      value = JSON.parse(text);
-    } catch {
-      warnings.push(`${path}:${i + 1}: not valid JSON, skipped`);
-      return;
+      value = parseJsonLine(path, line);
+    } catch (error) {
+      warnings.push(
+        error instanceof TruncatedLine ? error.message : `${path}:${line.line}: not valid JSON, skipped`,
+      );
+      continue;
     }
-    if (!isObject(value) || typeof value.step !== 'number') return;
-    if (value.event !== undefined && value.event !== 'step') return;
-    out.push(value as MetricLine);
-  });
+    const event = (value as { event?: unknown } | null)?.event;
+    if (event !== undefined && event !== 'step') continue;
+    const m = asWritten(`${path}:${line.line}`, stepEventSchema, value, warnings);
+    if (m && typeof m.step === 'number') out.push(m as MetricLine);
+  }
   return out;
 }
 
@@ -202,13 +212,13 @@ function countCaptures(dir: string): number {
   }
 }
 
-/** step.json's own summary ({pass_at_1}) when the report file is gone */
-function passFrom(v: unknown): EvalSummary | null {
-  if (!isObject(v) || numOrNull(v.pass_at_1) === null) return null;
+/** step.json's own summary (rollouts / heldout pass@1, stepSummarySchema) when the report file is gone */
+function passFrom(v: { pass_at_1?: number; samples?: number } | null | undefined): EvalSummary | null {
+  if (typeof v?.pass_at_1 !== 'number') return null;
   return {
-    pass_at_1: numOrNull(v.pass_at_1),
+    pass_at_1: v.pass_at_1,
     pass_at_1_std: null,
-    samples: numOrNull(v.samples),
+    samples: v.samples ?? null,
     instances: null,
     total: null,
     counts: {},
@@ -216,25 +226,25 @@ function passFrom(v: unknown): EvalSummary | null {
 }
 
 export function readStep(dir: string, step: number, warnings: string[]): StepInfo {
-  const meta = readJson(join(dir, LOOP_FILES.step), warnings);
-  const m = isObject(meta) ? meta : {};
+  const metaPath = join(dir, LOOP_FILES.step);
+  const m = asWritten(metaPath, stepSummarySchema, readJson(metaPath, warnings), warnings) ?? {};
   const traj = join(dir, LOOP_FILES.trajectories);
   const stats = readJson(join(dir, LOOP_FILES.buildStats), warnings);
+  const report = (folder: string): EvalSummary | null => {
+    const path = join(dir, folder, EVAL_FILES.report);
+    return evalSummary(readJson(path, warnings), warnings, path);
+  };
   return {
     step,
     dir,
-    status: strOrNull(m.status) ?? (step === 0 ? 'start' : 'running'),
-    started_at: strOrNull(m.started_at),
-    ended_at: strOrNull(m.ended_at),
+    status: m.status ?? (step === 0 ? 'start' : 'running'),
+    started_at: m.started_at ?? null,
+    ended_at: m.ended_at ?? null,
     trajFile: existsSync(traj) ? traj : null,
     buildStats: isObject(stats) ? (stats as unknown as BuildStats) : null,
     metrics: readMetrics(join(dir, LOOP_FILES.train, CHECKPOINT_FILES.metrics), warnings),
-    eval:
-      evalSummary(readJson(join(dir, LOOP_FILES.rollouts, EVAL_FILES.report), warnings)) ??
-      passFrom(m.rollouts),
-    heldout:
-      evalSummary(readJson(join(dir, LOOP_FILES.heldout, EVAL_FILES.report), warnings)) ??
-      passFrom(m.heldout),
+    eval: report(LOOP_FILES.rollouts) ?? passFrom(m.rollouts),
+    heldout: report(LOOP_FILES.heldout) ?? passFrom(m.heldout),
     captures:
       countCaptures(join(dir, EVAL_FILES.captures)) +
       countCaptures(join(dir, LOOP_FILES.rollouts, EVAL_FILES.captures)),

@@ -1,7 +1,9 @@
 /**
  * The layout of a loop's run folder (`polar loop --out DIR`), named once for the loop, `--resume` and
- * `polar inspect`. docs/loop.md, "The run folder", describes each entry.
+ * `polar inspect`, and the schema of step.json. docs/loop.md, "The run folder", describes each entry.
  */
+import { z } from 'zod';
+
 export const LOOP_FILES = {
   /** the resolved options of the run, checked again by --resume */
   config: 'loop.json',
@@ -25,3 +27,21 @@ export const LOOP_FILES = {
 export function stepDirName(n: number): string {
   return `step-${n}`;
 }
+
+/** step-N/step.json (LOOP_FILES.step): the step's summary, written last by src/loop/loop.ts; --resume and
+ * `polar inspect` read it. */
+export const stepSummarySchema = z.object({
+  step: z.number().int().nonnegative(),
+  status: z.literal('done'),
+  started_at: z.string(),
+  ended_at: z.string(),
+  /** the policy that ran the rollouts (step-(N-1)) */
+  policy: z.string(),
+  checkpoint: z.string(),
+  tasks: z.array(z.string()),
+  rollouts: z.object({ pass_at_1: z.number(), samples: z.number().int().nonnegative() }),
+  heldout: z.object({ pass_at_1: z.number() }).nullable(),
+  trajectories: z.number().int().nonnegative(),
+  trainable_tokens: z.number().int().nonnegative(),
+});
+export type StepSummary = z.infer<typeof stepSummarySchema>;

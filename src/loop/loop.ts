@@ -18,7 +18,7 @@ import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
-import { PolarError, UsageError } from '../errors.ts';
+import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
@@ -28,7 +28,8 @@ import { runTrain } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { LOOP_FILES, stepDirName } from './files.ts';
+import { firstIssue } from '../util/zod.ts';
+import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -66,20 +67,6 @@ export interface LoopOptions {
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
 }
 
-export interface StepSummary {
-  step: number;
-  status: 'done';
-  started_at: string;
-  ended_at: string;
-  policy: string;
-  checkpoint: string;
-  tasks: string[];
-  rollouts: { pass_at_1: number; samples: number };
-  heldout: { pass_at_1: number } | null;
-  trajectories: number;
-  trainable_tokens: number;
-}
-
 /** The tasks of step N: a fixed rotation through the training set (step 1 takes the first k). */
 export function tasksForStep(all: SweInstance[], step: number, perStep: number): SweInstance[] {
   if (all.length === 0) return [];
@@ -89,13 +76,30 @@ export function tasksForStep(all: SweInstance[], step: number, perStep: number):
   return out;
 }
 
+/** A done step's summary; null when the step did not finish (no step.json, or one cut short). */
 async function readStep(dir: string): Promise<StepSummary | null> {
+  let text: string;
   try {
-    const s = JSON.parse(await readFile(join(dir, LOOP_FILES.step), 'utf8')) as StepSummary;
-    return s.status === 'done' ? s : null;
+    text = await readFile(join(dir, LOOP_FILES.step), 'utf8');
   } catch {
     return null;
   }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null; // written last and whole: a cut file is a step that did not finish
+  }
+  const parsed = stepSummarySchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const { field, message } = firstIssue(parsed.error, '(file)');
+  throw new InputError(
+    join(dir, LOOP_FILES.step),
+    undefined,
+    field,
+    message,
+    'this step.json was not written by this polar: move the run aside or start another --out',
+  );
 }
 
 export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {

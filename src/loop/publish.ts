@@ -5,9 +5,11 @@
  */
 import { execa } from 'execa';
 import { authHeaders } from '../backends/http.ts';
+import { rootUrl } from '../backends/server-info.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { waitForBackend } from '../backends/wait.ts';
 import { PolarError, UsageError } from '../errors.ts';
+import { request, timeLimit } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
 
@@ -61,14 +63,26 @@ export function publisherFor(backend: Backend, options: PublisherOptions): Publi
       needsOnnx: false,
       async publish({ checkpoint }) {
         // SGLang's weight update from disk: POST /update_weights_from_disk {model_path}, with the run's
-        // key (a server started with --api-key checks it on every route)
-        const root = (backend.url ?? '').replace(/\/(v1|generate)\/?$/, '');
-        const r = await fetch(`${root}/update_weights_from_disk`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...authHeaders(options.backendOptions.apiKey) },
-          body: JSON.stringify({ model_path: checkpoint }),
-        });
-        const body = await r.text();
+        // key (a server started with --api-key checks it on every route), under the readiness limit
+        const url = `${rootUrl(backend.url ?? '')}/update_weights_from_disk`;
+        let r: { ok: boolean; status: number };
+        let body: string;
+        try {
+          const response = await request(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...authHeaders(options.backendOptions.apiKey) },
+            body: JSON.stringify({ model_path: checkpoint }),
+            deadline: timeLimit(options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value),
+            release: true,
+          });
+          r = response;
+          body = await response.text();
+        } catch (error) {
+          throw new PublishError(
+            `SGLang's weight update at ${url} failed: ${(error as Error).message}`,
+            'check that the server runs and answers at --backend-url, or give --reload-cmd',
+          );
+        }
         if (!r.ok)
           throw new PublishError(
             `SGLang refused the weight update (${r.status}): ${body.slice(0, 300)}`,

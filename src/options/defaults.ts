@@ -3,6 +3,8 @@
  * and the words --help shows for it. Commands take defaults from here (through `withDefault`), and code
  * that runs without the CLI (polar gym's server, the loop's evaluations) falls back to the same values.
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Option } from 'commander';
 
 export interface Default<T> {
@@ -66,6 +68,11 @@ export const DEFAULTS = {
   pidsLimit: d(1024),
   diskLimit: d(4 * 1024 ** 3, '4GiB'),
   repos: d('fixtures/swe/repos'),
+  /** where the environments built from the specs are kept (src/env/) */
+  envCache: d(
+    join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
+    '$POLAR_CACHE_DIR/envs, else ~/.cache/polar/envs',
+  ),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d('polar' as string),

@@ -25,6 +25,12 @@ export interface RolloutFlags {
   agentTimeout: number;
   /** milliseconds */
   testTimeout: number;
+  /** where environments are kept */
+  envCache: string;
+  /** --env-python X.Y=PATH, repeatable */
+  envPython?: Record<string, string>;
+  /** false with --no-envs: the tests run in polar's own environment */
+  envs: boolean;
 }
 
 /** --runtime and its companions as the runtime factory takes them (the same for eval, loop and gym). */
@@ -40,5 +46,6 @@ export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }): Runt
     limits: { memoryBytes: flags.memoryLimit, pids: flags.pidsLimit, diskBytes: flags.diskLimit },
     ...(flags.envDir?.length ? { envDirs: flags.envDir } : {}),
     ...(flags.cgroupParent ? { cgroupParent: flags.cgroupParent } : {}),
+    environments: flags.envs === false ? null : { cacheDir: flags.envCache, pythons: flags.envPython ?? {} },
   };
 }

@@ -4,7 +4,17 @@
  * format: request in, request out, stream in, stream out), see docs/architecture.md.
  */
 
-export type ApiName = 'openai-responses' | 'anthropic-messages' | 'openai-chat';
+export type ApiName = 'openai-responses' | 'anthropic-messages' | 'openai-chat' | 'gemini';
+
+/** The token-count endpoints (Anthropic's /v1/messages/count_tokens, Gemini's :countTokens): no sampling. */
+export type TokenCountApi = 'anthropic-count-tokens' | 'gemini-count-tokens';
+
+export const TOKEN_COUNT_APIS: readonly TokenCountApi[] = ['anthropic-count-tokens', 'gemini-count-tokens'];
+
+/** whether a recorded call's `api` is a token count (not a sampling call) */
+export function isTokenCount(api: string): api is TokenCountApi {
+  return (TOKEN_COUNT_APIS as readonly string[]).includes(api);
+}
 
 export interface TextPart {
   type: 'text';

@@ -1,33 +1,23 @@
+import { HttpError } from '../http/errors.ts';
+import { issuePath } from '../util/zod.ts';
 import { fault, type ProxyFault } from './canonical.ts';
 
-/** A request the proxy cannot take: carries the fault each wire API renders in its own error shape. */
-export class ProtocolError extends Error {
+/**
+ * A request the proxy cannot take: an HttpError (its fault's status and message; the server kit answers
+ * it like any other) that also carries the fault each wire API renders in its own error shape.
+ */
+export class ProtocolError extends HttpError {
   readonly fault: ProxyFault;
 
   constructor(faultOrMessage: ProxyFault | string) {
     const f = typeof faultOrMessage === 'string' ? fault('invalid_request', faultOrMessage) : faultOrMessage;
-    super(f.message);
-    this.name = 'ProtocolError';
+    super(f.status, f.message, f.status >= 500 ? 'server_error' : 'invalid_request_error');
     this.fault = f;
   }
 
-  static isInstance(value: unknown): value is ProtocolError {
-    return (
-      value instanceof Error &&
-      (value as { fault?: unknown }).fault !== undefined &&
-      value.name === 'ProtocolError'
-    );
+  static override isInstance(value: unknown): value is ProtocolError {
+    return HttpError.isInstance(value) && (value as { fault?: unknown }).fault !== undefined;
   }
-}
-
-/** Formats a zod issue path like `input[3].call_id`. */
-export function issuePath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out ? `.${String(key)}` : String(key);
-  }
-  return out || '(body)';
 }
 
 /** Turns a failed zod parse of a request body into a ProtocolError naming the first bad field. */

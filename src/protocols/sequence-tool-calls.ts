@@ -51,25 +51,29 @@ export function createToolCallSequencer(): (event: StreamEvent) => StreamEvent[]
 }
 
 /**
- * The shell both SSE writers share: events go through the tool-call sequencer, nothing is written after
- * the stream ended, and a writer bug becomes an error event in the harness's format instead of a throw.
+ * The shell the SSE writers share: events go through the tool-call sequencer, nothing is written after
+ * the stream ended (a `finish` or `error` went out), and a writer bug becomes an error event in the
+ * harness's format instead of a throw.
  */
 export function sequencedWriter(parts: {
-  ended(): boolean;
-  markEnded(): void;
   one(event: StreamEvent): string;
   fail(error: ProxyFault): string;
 }): { write(event: StreamEvent): string } {
   const sequence = createToolCallSequencer();
+  let ended = false;
   return {
     write(event: StreamEvent): string {
-      if (parts.ended()) return '';
+      if (ended) return '';
       let out = '';
       try {
-        for (const e of sequence(event)) out += parts.ended() ? '' : parts.one(e);
+        for (const e of sequence(event)) {
+          if (ended) break;
+          out += parts.one(e);
+          if (e.type === 'finish' || e.type === 'error') ended = true;
+        }
         return out;
       } catch (error) {
-        parts.markEnded();
+        ended = true;
         return out + parts.fail(fault('internal', `stream writer failed: ${String(error)}`));
       }
     },

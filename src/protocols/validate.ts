@@ -4,20 +4,8 @@
  * path prefix keeps messages precise where a union would only say "invalid input".
  */
 import type { z } from 'zod';
-import { issuePath, ProtocolError } from './errors.ts';
-
-type Issue = z.core.$ZodIssue;
-
-function describe(issue: Issue): string {
-  switch (issue.code) {
-    case 'invalid_type':
-      return `expected ${issue.expected}`;
-    case 'invalid_value':
-      return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
-    default:
-      return issue.message;
-  }
-}
+import { describeIssue, issuePath } from '../util/zod.ts';
+import { ProtocolError } from './errors.ts';
 
 export function parseOrThrow<T extends z.ZodType>(
   schema: T,
@@ -28,5 +16,5 @@ export function parseOrThrow<T extends z.ZodType>(
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (!issue) throw new ProtocolError(`${issuePath(prefix)}: invalid value`);
-  throw new ProtocolError(`${issuePath([...prefix, ...issue.path])}: ${describe(issue)}`);
+  throw new ProtocolError(`${issuePath([...prefix, ...issue.path])}: ${describeIssue(issue)}`);
 }

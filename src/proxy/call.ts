@@ -6,7 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { CallRecorder } from '../backends/types.ts';
-import type { ApiName, CanonicalRequest, CanonicalResponse, TokenData } from '../protocols/canonical.ts';
+import type {
+  ApiName,
+  CanonicalRequest,
+  CanonicalResponse,
+  TokenCountApi,
+  TokenData,
+} from '../protocols/canonical.ts';
 
 export type CallError = {
   kind: string;
@@ -18,7 +24,7 @@ export type CallError = {
 export interface CompletedCall {
   id: string;
   /** the front API, or the token-count endpoint's own name */
-  api: ApiName | 'anthropic-count-tokens';
+  api: ApiName | TokenCountApi;
   /** the API served a model call (not a token count): harness facts apply to it */
   modelCall: boolean;
   stream: boolean;

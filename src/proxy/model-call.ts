@@ -16,7 +16,7 @@ import {
   type StreamEvent,
 } from '../protocols/canonical.ts';
 import { ProtocolError } from '../protocols/errors.ts';
-import type { FrontProtocol } from '../protocols/front.ts';
+import type { FrontProtocol, RequestTarget } from '../protocols/front.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
 import { log } from '../util/log.ts';
 import type { CallInProgress } from './call.ts';
@@ -72,12 +72,12 @@ export async function readJsonBody(scope: CallScope): Promise<{ body: unknown } 
 /** The canonical request for the session's model, or the protocol's fault. */
 function toCanonical(
   scope: CallScope,
-  parse: (body: unknown) => Converted<CanonicalRequest>,
+  parse: (body: unknown, target: RequestTarget) => Converted<CanonicalRequest>,
   body: unknown,
   keepWarnings = true,
 ): { request: CanonicalRequest } | { fault: ProxyFault } {
   try {
-    const converted = parse(body);
+    const converted = parse(body, { path: scope.req.url ?? '/' });
     if (keepWarnings) scope.call.warnings.push(...converted.warnings);
     const request = converted.value;
     const model = scope.session.model;
@@ -98,7 +98,7 @@ function backendContext(scope: CallScope) {
   };
 }
 
-/** POST /v1/messages, /v1/responses, /v1/chat/completions */
+/** POST /v1/messages, /v1/responses, /v1/chat/completions, /v1beta/models/{model}:(stream)generateContent */
 export async function modelCall(scope: CallScope): Promise<void> {
   const { call } = scope;
   const read = await readJsonBody(scope);
@@ -263,7 +263,7 @@ function settle(
   }
 }
 
-/** POST /v1/messages/count_tokens (Anthropic): the backend's prompt token count. */
+/** POST /v1/messages/count_tokens (Anthropic), /v1beta/models/{model}:countTokens: the backend's prompt token count. */
 export async function countTokensCall(scope: CallScope): Promise<void> {
   const endpoint = scope.protocol.countTokens;
   if (!endpoint) throw new Error(`${scope.protocol.api} has no token-count endpoint`);

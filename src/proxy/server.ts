@@ -144,16 +144,15 @@ export class ProxyServer {
     if (r.kind === 'health') return sendJson(res, 200, { ok: this.accepting });
     if (!this.accepting) {
       res.setHeader('connection', 'close');
-      const api = r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'openai-chat';
-      return this.refuse(req, res, api, fault('backend_error', 'polar is shutting down', 503));
+      return this.refuse(req, res, r.api, fault('backend_error', 'polar is shutting down', 503));
     }
     if (this.admin && (await this.admin(req, res))) return;
     const session = this.authenticate(req);
     if (!session) {
       this.unauthorized++;
       const message = 'missing or unknown API key: this proxy only serves the harness polar started';
-      // (answered in the Anthropic shape unless the path names another API)
-      const api = r.kind === 'model-call' || r.kind === 'unknown' ? r.api : 'anthropic-messages';
+      // (answered in the shape of the API the path names; a model list in the Anthropic shape unless Gemini's)
+      const api = r.kind === 'models' && r.api !== 'gemini' ? 'anthropic-messages' : r.api;
       return this.refuse(req, res, api, fault('authentication', message));
     }
     if (r.kind === 'models') {

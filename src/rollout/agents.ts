@@ -114,6 +114,13 @@ export async function loadRunCapture(): Promise<RunCapture> {
   return (await import('../capture/run.ts')).runCapture;
 }
 
+const WORK_IN_ROOT = `<pr_description>
+{{problem_statement}}
+</pr_description>
+
+Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
+is fixed; leave the tests alone. Stop when you are done.`;
+
 /** What the agent is told. Mirrors mini-swe-agent's framing: the issue, the repo root, non-test changes. */
 export const PROMPT_TEMPLATES: Record<HarnessName, string> = {
   codex: `<pr_description>
@@ -130,18 +137,10 @@ is in place, stop.`,
 
 You are in the root of the repository at {{workdir}}. Edit non-test source files so the issue in
 <pr_description> is resolved. Do not change or add tests, and do not commit. Finish when the fix is done.`,
-  pi: `<pr_description>
-{{problem_statement}}
-</pr_description>
-
-Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
-is fixed; leave the tests alone. Stop when you are done.`,
-  qwen: `<pr_description>
-{{problem_statement}}
-</pr_description>
-
-Work in the repository root ({{workdir}}). Change non-test files so the problem in <pr_description>
-is fixed; leave the tests alone. Stop when you are done.`,
+  pi: WORK_IN_ROOT,
+  qwen: WORK_IN_ROOT,
+  gemini: WORK_IN_ROOT,
+  opencode: WORK_IN_ROOT,
   generic: `<pr_description>
 {{problem_statement}}
 </pr_description>
@@ -177,12 +176,15 @@ export function harnessArgv(
   }
   const profile = HARNESS_PROFILES[harness];
   const entry = profile.entry;
+  // (a native entry runs as it is, a script under node)
+  const node =
+    profile.entryRuns === 'exec' ? [] : placement === 'container' ? [CONTAINER_NODE] : [process.execPath];
   const launcher = !entry
     ? [harness]
     : placement === 'container'
-      ? [CONTAINER_NODE, `${CONTAINER_MODULES}/${entry}`]
+      ? [...node, `${CONTAINER_MODULES}/${entry}`]
       : existsSync(join(NODE_MODULES, entry))
-        ? [process.execPath, join(NODE_MODULES, entry)]
+        ? [...node, join(NODE_MODULES, entry)]
         : [harness];
   return [...launcher, ...profile.promptArgs(prompt)];
 }

@@ -10,8 +10,11 @@ import { homedir } from 'node:os';
 import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
+import { Deadline, request, trimSlash } from '../http/client.ts';
+import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
+import { firstIssue } from '../util/zod.ts';
 
 export interface SweInstance {
   instance_id: string;
@@ -38,6 +41,14 @@ export interface SweInstance {
   test_cmd?: string;
   /** polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader */
   grader?: string;
+  /** polar: the environment's Python version ("3.9") or interpreter path, over the official spec's (src/env/) */
+  python?: string;
+  /** polar: what pip installs into the environment, instead of the official spec's packages and pip_packages */
+  pip_packages?: string[];
+  /** polar: steps run against the sample's tree before install, instead of the official spec's */
+  pre_install?: string[];
+  /** polar: the repository's install step, run against the sample's tree, instead of the official spec's */
+  install?: string;
   /** the row's other fields, kept for a verifier grader (a task's expected answer, its checks, ...) */
   extra?: Record<string, unknown>;
 }
@@ -51,7 +62,7 @@ const optionalText = z
   .union([z.string(), z.null(), z.undefined()])
   .transform((v) => (v === null || v === undefined || v === '' ? undefined : v));
 
-const testList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
+const stringList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
 
 const rowSchema = z.looseObject({
   // (both become file and folder names: src/util/safe-path.ts)
@@ -64,8 +75,8 @@ const rowSchema = z.looseObject({
   hints_text: optionalText,
   created_at: optionalText,
   version: z.union([z.string(), z.number()]).optional().nullable(),
-  FAIL_TO_PASS: testList,
-  PASS_TO_PASS: testList,
+  FAIL_TO_PASS: stringList,
+  PASS_TO_PASS: stringList,
   environment_setup_commit: optionalText,
   difficulty: optionalText,
   image: optionalText,
@@ -75,16 +86,20 @@ const rowSchema = z.looseObject({
   eval_type: optionalText,
   test_cmd: optionalText,
   grader: optionalText,
+  python: optionalText,
+  pip_packages: stringList,
+  pre_install: stringList,
+  install: optionalText,
 });
 
-function decodeTests(value: unknown, fail: (problem: string) => never): string[] {
+function decodeList(value: unknown, fail: (problem: string) => never, what = 'test ids'): string[] {
   if (value === null || value === undefined || value === '') return [];
   if (Array.isArray(value)) return value;
   let parsed: unknown;
   try {
     parsed = JSON.parse(value as string);
   } catch {
-    fail('not a JSON-encoded list of test ids');
+    fail(`not a JSON-encoded list of ${what}`);
   }
   if (!Array.isArray(parsed) || !parsed.every((t) => typeof t === 'string')) {
     fail('must decode to a list of strings');
@@ -121,13 +136,12 @@ export function parseRow(
       : '(no instance_id)';
   const parsed = rowSchema.safeParse(row);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.map(String).join('.') || '(row)';
+    const { field, message } = firstIssue(parsed.error, '(row)');
     throw new InputError(
       source,
       line,
       field,
-      `instance ${id}: ${issue.message}`,
+      `instance ${id}: ${message}`,
       'rows need the SWE-bench fields: instance_id, repo, base_commit, patch, test_patch, problem_statement, FAIL_TO_PASS, PASS_TO_PASS',
     );
   }
@@ -145,8 +159,8 @@ export function parseRow(
     hints_text: r.hints_text ?? '',
     created_at: r.created_at ?? '',
     version: r.version === null || r.version === undefined ? '' : String(r.version),
-    FAIL_TO_PASS: decodeTests(r.FAIL_TO_PASS, failOn('FAIL_TO_PASS')),
-    PASS_TO_PASS: decodeTests(r.PASS_TO_PASS, failOn('PASS_TO_PASS')),
+    FAIL_TO_PASS: decodeList(r.FAIL_TO_PASS, failOn('FAIL_TO_PASS')),
+    PASS_TO_PASS: decodeList(r.PASS_TO_PASS, failOn('PASS_TO_PASS')),
   };
   const optional = {
     environment_setup_commit: r.environment_setup_commit,
@@ -157,6 +171,13 @@ export function parseRow(
     eval_type: r.eval_type,
     test_cmd: r.test_cmd,
     grader: r.grader,
+    python: r.python,
+    install: r.install,
+    // (lists: absent stays absent, so a row without them keeps the official spec's)
+    pip_packages:
+      r.pip_packages == null ? undefined : decodeList(r.pip_packages, failOn('pip_packages'), 'requirements'),
+    pre_install:
+      r.pre_install == null ? undefined : decodeList(r.pre_install, failOn('pre_install'), 'shell commands'),
   };
   for (const [k, v] of Object.entries(optional))
     if (v !== undefined) (instance as unknown as Record<string, unknown>)[k] = v;
@@ -222,15 +243,12 @@ export async function loadLocalDataset(path: string, options: RowOptions = {}): 
       rows.push({ line: i + 1, value: v });
     });
   } else if (ext === '.jsonl' || ext === '.ndjson') {
-    const text = data.toString('utf8').split('\n');
-    text.forEach((lineText, i) => {
-      if (lineText.trim() === '') return;
-      try {
-        rows.push({ line: i + 1, value: JSON.parse(lineText) });
-      } catch (error) {
-        throw new InputError(path, i + 1, undefined, `not valid JSON (${(error as Error).message})`);
-      }
-    });
+    for (const line of splitLines(data.toString('utf8'))) {
+      rows.push({
+        line: line.line,
+        value: parseJsonLine(path, line, 'each line must be one instance (a JSON object)'),
+      });
+    }
   } else {
     throw new InputError(
       path,
@@ -253,8 +271,6 @@ export async function loadLocalDataset(path: string, options: RowOptions = {}): 
 
 export interface HubOptions extends RowOptions {
   split?: string;
-  /** injected for tests; defaults to the global fetch */
-  fetch?: typeof fetch;
   /** datasets-server base URL (default https://datasets-server.huggingface.co, or POLAR_HF_DATASETS_SERVER) */
   endpoint?: string;
   /** where downloaded parquet files are kept (default ~/.cache/polar/datasets, or POLAR_CACHE_DIR) */
@@ -274,15 +290,37 @@ const parquetListing = z.looseObject({
   ),
 });
 
+/** The listing answers at once; a download may be long, but never silent for a minute. */
+const LIST_TIMEOUT_MS = 60_000;
+const DOWNLOAD_TOTAL_MS = 30 * 60_000;
+const DOWNLOAD_IDLE_MS = 60_000;
+
+/** GET through the one HTTP client, redirects followed (the hub sends files on to its CDN). */
+async function hubGet(url: string, headers: Record<string, string>, deadline: Deadline): Promise<Buffer> {
+  try {
+    const response = await request(url, { headers, deadline, maxRedirects: 5 });
+    if (!response.ok) {
+      await response.bytes().catch(() => undefined);
+      throw new Error(`HTTP ${response.status}`);
+    }
+    return await response.bytes();
+  } catch (error) {
+    if (deadline.timedOut)
+      throw new Error(
+        `${deadline.expired === 'idle' ? 'stalled' : 'timed out'} (${(error as Error).message})`,
+      );
+    throw error;
+  } finally {
+    deadline.dispose();
+  }
+}
+
 /** Lists a hub dataset's parquet files for one split and downloads them (cached), then reads them. */
 export async function loadHubDataset(id: string, options: HubOptions = {}): Promise<SweInstance[]> {
   const split = options.split ?? 'test';
-  const doFetch = options.fetch ?? globalThis.fetch;
-  const endpoint = (
-    options.endpoint ??
-    process.env.POLAR_HF_DATASETS_SERVER ??
-    'https://datasets-server.huggingface.co'
-  ).replace(/\/$/, '');
+  const endpoint = trimSlash(
+    options.endpoint ?? process.env.POLAR_HF_DATASETS_SERVER ?? 'https://datasets-server.huggingface.co',
+  );
   const cacheRoot =
     options.cacheDir ?? process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar', 'datasets');
   const token = options.token ?? process.env.HF_TOKEN;
@@ -291,9 +329,8 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
   const listUrl = `${endpoint}/parquet?dataset=${encodeURIComponent(id)}`;
   let listing: z.infer<typeof parquetListing>;
   try {
-    const response = await doFetch(listUrl, { headers });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    listing = parquetListing.parse(await response.json());
+    const text = (await hubGet(listUrl, headers, new Deadline(LIST_TIMEOUT_MS))).toString('utf8');
+    listing = parquetListing.parse(JSON.parse(text));
   } catch (error) {
     throw new InputError(
       id,
@@ -319,16 +356,17 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
     const local = insideDir(cacheDir, name);
     if (!existsSync(local)) {
       log.info(`downloading ${id} ${split} (${name})`);
-      const response = await doFetch(file.url, { headers });
-      if (!response.ok) {
+      let body: Buffer;
+      try {
+        body = await hubGet(file.url, headers, new Deadline(DOWNLOAD_TOTAL_MS, DOWNLOAD_IDLE_MS));
+      } catch (error) {
         throw new InputError(
           id,
           undefined,
           undefined,
-          `download of ${file.url} failed: HTTP ${response.status}`,
+          `download of ${file.url} failed: ${(error as Error).message}`,
         );
       }
-      const body = Buffer.from(await response.arrayBuffer());
       const tmp = `${local}.${process.pid}.tmp`;
       await writeFile(tmp, body);
       await rename(tmp, local);

@@ -6,7 +6,9 @@
  * two 5.x guards (a skipped FAIL_TO_PASS fails; a non-zero test exit with no failing test in the log is
  * distrusted): see docs/eval.md, "Deliberate differences".
  */
+import { EnvBuildError } from '../env/types.ts';
 import type { SweInstance } from './dataset.ts';
+import type { ExecResult } from './exec.ts';
 import { getLogParser } from './log-parsers/index.ts';
 import type { ParserVersion, StatusMap } from './log-parsers/types.ts';
 import { type ApplyResult, applyPatch, shellQuote } from './patch.ts';
@@ -24,7 +26,9 @@ import {
 import type { InstanceEnv, Runtime } from './runtime/types.ts';
 import { diffFiles, specFor, testDirectives } from './specs.ts';
 
-export type GradeStatus = 'resolved' | 'unresolved' | 'empty_patch' | 'error';
+/** A graded sample's outcome (results.jsonl `status`, the report's `counts`). */
+export const GRADE_STATUSES = ['resolved', 'unresolved', 'empty_patch', 'error'] as const;
+export type GradeStatus = (typeof GRADE_STATUSES)[number];
 
 export interface GradeResult {
   status: GradeStatus;
@@ -39,9 +43,14 @@ export interface GradeResult {
   suspicious: boolean;
   /** the official version whose rules graded the row */
   official_version: ParserVersion | null;
-  durations_ms: { setup: number; apply: number; tests: number; parse: number };
-  /** the raw test output (written to the run's logs/ folder) */
+  /** install: the per-sample install of a polar-built environment (src/env/) */
+  durations_ms: { setup: number; apply: number; install: number; tests: number; parse: number };
+  /** the raw test output, after the environment install's output (written to the run's logs/ folder) */
   log: string;
+  /** the cached environment the tests ran in (src/env/), or null */
+  environment: string | null;
+  /** the log of an environment build that failed (written to the run's logs/ folder as <sample>.env.log) */
+  env_log?: string;
 }
 
 export interface GradeOptions {
@@ -61,8 +70,9 @@ function result(partial: Partial<GradeResult> & { status: GradeStatus; reason: s
     test_exit_code: null,
     suspicious: false,
     official_version: null,
-    durations_ms: { setup: 0, apply: 0, tests: 0, parse: 0 },
+    durations_ms: { setup: 0, apply: 0, install: 0, tests: 0, parse: 0 },
     log: '',
+    environment: null,
     ...partial,
   };
 }
@@ -202,6 +212,74 @@ export function gradeLog(
   };
 }
 
+type Spec = Exclude<ReturnType<typeof specFor>, { error: string }>;
+type Durations = GradeResult['durations_ms'];
+
+/** The script that runs the tests: the row's 5.x eval_script, or polar's from the spec. */
+async function evalScriptFor(instance: SweInstance, spec: Spec | null, env: InstanceEnv): Promise<string> {
+  if (instance.eval_script || !spec) return withExitCodeCapture(instance.eval_script ?? '');
+  const testPatchFile = `${env.scratch}/polar-test.diff`;
+  await env.writeFile(
+    testPatchFile,
+    instance.test_patch.endsWith('\n') ? instance.test_patch : `${instance.test_patch}\n`,
+  );
+  return buildEvalScript(
+    instance,
+    testPatchFile,
+    spec.testCmd,
+    testDirectives(instance.test_patch, spec.directives),
+    env.envSetup?.(spec.setup) ?? [],
+  );
+}
+
+/** whether the install step works on the unpatched tree, per environment and instance (asked once) */
+const baseInstalls = new Map<string, Promise<boolean>>();
+
+function baseInstallWorks(runtime: Runtime, instance: SweInstance, envKey: string): Promise<boolean> {
+  const key = `${envKey}\0${instance.instance_id}`;
+  let works = baseInstalls.get(key);
+  if (!works) {
+    works = (async () => {
+      const base = await runtime.prepare(instance, 'grade');
+      try {
+        return (await base.environment?.install())?.ok ?? false;
+      } finally {
+        await base.dispose().catch(() => {});
+      }
+    })().catch(() => false);
+    baseInstalls.set(key, works);
+  }
+  return works;
+}
+
+/**
+ * The per-sample install of a polar-built environment, after the patch: its output (the log's head), or
+ * the result when it fails: `unresolved` when the same step works on the unpatched tree (the patch broke
+ * it), an infrastructure `error` when it does not.
+ */
+async function installSample(
+  runtime: Runtime,
+  instance: SweInstance,
+  env: InstanceEnv,
+  durations: Durations,
+): Promise<string | GradeResult> {
+  const environment = env.environment;
+  if (!environment) return '';
+  const installed = await environment.install();
+  durations.install = installed.durationMs;
+  if (installed.ok) return installed.output;
+  const patchBroke = await baseInstallWorks(runtime, instance, environment.cached.key);
+  return result({
+    status: patchBroke ? 'unresolved' : 'error',
+    reason: patchBroke
+      ? `the patch breaks the repository's install step (${installed.step})`
+      : `environment ${environment.cached.name}: the install step fails on the unpatched tree too (${installed.step})`,
+    durations_ms: durations,
+    log: installed.output,
+    environment: environment.cached.name,
+  });
+}
+
 /** Grades a patch for an instance in a fresh environment from `runtime`. */
 export async function gradePatch(
   runtime: Runtime,
@@ -223,9 +301,11 @@ export async function gradePatch(
   try {
     env = await runtime.prepare(instance, 'grade');
   } catch (error) {
-    return result({ status: 'error', reason: `grading environment: ${(error as Error).message}` });
+    const envLog = error instanceof EnvBuildError ? { env_log: error.log } : {};
+    return result({ status: 'error', reason: `grading environment: ${(error as Error).message}`, ...envLog });
   }
-  const durations = { setup: performance.now() - t0, apply: 0, tests: 0, parse: 0 };
+  const durations: Durations = { setup: performance.now() - t0, apply: 0, install: 0, tests: 0, parse: 0 };
+  const environment = env.environment?.cached.name ?? null;
   try {
     const t1 = performance.now();
     const applied: ApplyResult = empty
@@ -238,65 +318,83 @@ export async function gradePatch(
         reason: 'patch does not apply',
         durations_ms: durations,
         log: applied.output,
+        environment,
       });
     }
-    let script: string;
-    if (instance.eval_script) {
-      script = withExitCodeCapture(instance.eval_script);
-    } else {
-      const s = spec as Exclude<ReturnType<typeof specFor>, { error: string }>;
-      const testPatchFile = `${env.scratch}/polar-test.diff`;
-      await env.writeFile(
-        testPatchFile,
-        instance.test_patch.endsWith('\n') ? instance.test_patch : `${instance.test_patch}\n`,
-      );
-      script = buildEvalScript(
-        instance,
-        testPatchFile,
-        s.testCmd,
-        testDirectives(instance.test_patch, s.directives),
-        env.envSetup?.(s.setup) ?? [],
-      );
-    }
+    const installed = await installSample(runtime, instance, env, durations);
+    if (typeof installed !== 'string') return installed;
+    const script = await evalScriptFor(instance, spec as Spec | null, env);
     const t2 = performance.now();
-    const run = await env.exec(script, { timeoutMs: options.testTimeoutMs });
-    durations.tests = performance.now() - t2;
-    const base = { apply_method: applied.method, durations_ms: durations, log: run.output };
-    if (run.timedOut) {
-      return result({
-        ...base,
-        status: 'unresolved',
-        reason: `tests timed out after ${Math.round(options.testTimeoutMs / 1000)}s`,
-      });
-    }
-    if (run.exitCode === 97 && run.output.includes('test_patch failed to apply')) {
-      return result({
-        ...base,
-        status: 'error',
-        reason: 'test_patch does not apply (dataset or environment problem)',
-      });
-    }
-    const t3 = performance.now();
-    const graded = gradeLog(instance, run.output);
-    durations.parse = performance.now() - t3;
-    if ('error' in graded) return result({ ...base, status: 'error', reason: graded.error });
-    return result({
-      ...base,
-      status: graded.resolved ? 'resolved' : 'unresolved',
-      reason: graded.reason,
-      fail_to_pass: graded.fail_to_pass,
-      pass_to_pass: graded.pass_to_pass,
-      suspicious: graded.suspicious,
-      test_exit_code: graded.test_exit_code,
-      official_version: graded.rules.version,
+    const run = await env.exec(script, {
+      timeoutMs: options.testTimeoutMs,
+      ...(env.environment ? { env: env.environment.guardEnv() } : {}),
     });
+    durations.tests = performance.now() - t2;
+    const base = {
+      apply_method: applied.method,
+      durations_ms: durations,
+      log: installed + run.output,
+      environment,
+    };
+    const testCmd = instance.eval_script ? null : ((spec as Spec | null)?.testCmd ?? null);
+    return await judgeRun({ instance, env, run, testCmd }, base, options, durations);
   } catch (error) {
     return result({
       status: 'error',
       reason: `grading failed: ${(error as Error).message}`,
       durations_ms: durations,
+      environment,
     });
   } finally {
     await env.dispose().catch(() => {});
   }
+}
+
+/** The result of a test run: timeouts, a test_patch that did not apply, the import guard, then the log. */
+async function judgeRun(
+  {
+    instance,
+    env,
+    run,
+    testCmd,
+  }: { instance: SweInstance; env: InstanceEnv; run: ExecResult; testCmd: string | null },
+  base: Pick<GradeResult, 'apply_method' | 'durations_ms' | 'log' | 'environment'>,
+  options: GradeOptions,
+  durations: Durations,
+): Promise<GradeResult> {
+  if (run.exitCode === 97 && run.output.includes('test_patch failed to apply')) {
+    return result({
+      ...base,
+      status: 'error',
+      reason: 'test_patch does not apply (dataset or environment problem)',
+    });
+  }
+  const t3 = performance.now();
+  const graded = run.timedOut ? null : gradeLog(instance, run.output);
+  durations.parse = performance.now() - t3;
+  // the guard first: a run that tested an installed copy has no score, whatever its log says
+  if (env.environment) {
+    const tests = graded && !('error' in graded) ? [...graded.tests.values()] : [];
+    const passed = tests.some((t) => t === 'PASSED' || t === 'XFAIL');
+    const violation = await env.environment.checkGuard({ passed, testCmd });
+    if (violation) return result({ ...base, status: 'error', reason: `import guard: ${violation.message}` });
+  }
+  if (run.timedOut || graded === null) {
+    return result({
+      ...base,
+      status: 'unresolved',
+      reason: `tests timed out after ${Math.round(options.testTimeoutMs / 1000)}s`,
+    });
+  }
+  if ('error' in graded) return result({ ...base, status: 'error', reason: graded.error });
+  return result({
+    ...base,
+    status: graded.resolved ? 'resolved' : 'unresolved',
+    reason: graded.reason,
+    fail_to_pass: graded.fail_to_pass,
+    pass_to_pass: graded.pass_to_pass,
+    suspicious: graded.suspicious,
+    test_exit_code: graded.test_exit_code,
+    official_version: graded.rules.version,
+  });
 }

@@ -12,6 +12,7 @@ export const EXCLUDED_PATHS = [
   '.polar',
   '.qwen',
   '.gemini',
+  '.opencode',
   '.cursor',
   '.aider*',
   'node_modules',

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { InputError, UsageError } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
+import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { type AgentName, isHarness } from './agent-names.ts';
@@ -232,13 +233,11 @@ function parseRows(path: string, text: string): Array<{ row: Record<string, unkn
     return value.map((row) => ({ row: row as Record<string, unknown> }));
   }
   const rows: Array<{ row: Record<string, unknown>; line?: number }> = [];
-  text.split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    try {
-      rows.push({ row: JSON.parse(line) as Record<string, unknown>, line: i + 1 });
-    } catch {
-      throw new InputError(path, i + 1, undefined, 'not valid JSON');
-    }
-  });
+  for (const line of splitLines(text)) {
+    rows.push({
+      row: parseJsonLine(path, line, PREDICTIONS_HINT) as Record<string, unknown>,
+      line: line.line,
+    });
+  }
   return rows;
 }

@@ -2,11 +2,13 @@
  * How each repository is tested: the test command, the log parser, how the test files of a
  * test_patch become arguments, and the environment set-up the official eval script runs before the
  * tests. Values follow SWE-bench/SWE-bench tag v4.1.0: swebench/harness/constants/python.py
- * (MAP_REPO_VERSION_TO_SPECS_PY: test_cmd, install, eval_commands per version),
+ * (MAP_REPO_VERSION_TO_SPECS_PY: test_cmd and eval_commands per version; the environment's fields,
+ * install included, are in src/env/official.ts),
  * harness/log_parsers/python.py (MAP_REPO_TO_PARSER_PY), test_spec/python.py (get_test_directives,
  * make_eval_script_list_py) and constants/__init__.py (NON_TEST_EXTS), for the 12 SWE-bench Verified
  * repositories; other datasets name `test_cmd` (and `log_parser`) per row, or bring a 5.x eval_script.
  */
+import { officialEnv } from '../env/official.ts';
 import type { SweInstance } from './dataset.ts';
 import { resolveParserName } from './log-parsers/index.ts';
 
@@ -36,7 +38,6 @@ const DJANGO_NO_PARALLEL = './tests/runtests.py --verbosity 2';
 const SEABORN = 'pytest --no-header -rA';
 const SPHINX = 'tox --current-env -epy39 -v --';
 const SYMPY = "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose";
-const PIP_E = 'python -m pip install -e .';
 
 const DJANGO_LOCALE = [
   'export LANG=en_US.UTF-8',
@@ -53,7 +54,6 @@ const DJANGO_LOCALE_3 = [
 
 interface VersionSpec {
   cmd: string;
-  install: string | null;
   evalCommands?: string[];
 }
 
@@ -69,17 +69,13 @@ export const REPO_SPECS: Record<string, RepoSpec> = {
   // 10 versions (3.0-v5.3) run plain pytest -rA; 0.1-1.3 the verbose classic console
   'astropy/astropy': {
     parser: 'pytest-v2',
-    spec: (v) => ({
-      cmd: has('0.1 0.2 0.3 0.4 1.1 1.2 1.3', v) ? ASTROPY_OLD : PYTEST,
-      install: 'python -m pip install -e .[test] --verbose',
-    }),
+    spec: (v) => ({ cmd: has('0.1 0.2 0.3 0.4 1.1 1.2 1.3', v) ? ASTROPY_OLD : PYTEST }),
   },
   'django/django': {
     parser: 'django',
     directives: 'django-modules',
     spec: (v) => ({
       cmd: v === '1.9' ? DJANGO_NO_PARALLEL : DJANGO,
-      install: has('1.4 1.5 1.6 1.7 1.8 1.9 1.10 1.11 2.0 2.1 2.2', v) ? 'python setup.py install' : PIP_E,
       evalCommands: has('1.7 1.8 1.9 1.10 1.11 2.0 2.1 2.2', v)
         ? DJANGO_LOCALE
         : has('3.0 3.1 3.2', v)
@@ -87,41 +83,19 @@ export const REPO_SPECS: Record<string, RepoSpec> = {
           : [],
     }),
   },
-  'matplotlib/matplotlib': {
-    parser: 'matplotlib',
-    spec: (v) => ({
-      cmd: PYTEST,
-      install: has('3.8 3.9', v)
-        ? 'python -m pip install --no-build-isolation -e ".[dev]"'
-        : has('1.0 1.1 1.2 1.3 1.4 1.5 2.0 2.1 2.2', v)
-          ? 'python setup.py build; python setup.py install'
-          : PIP_E,
-    }),
-  },
-  'mwaskom/seaborn': {
-    parser: 'seaborn',
-    spec: (v) => ({ cmd: SEABORN, install: v === '0.11' ? PIP_E : 'python -m pip install -e .[dev]' }),
-  },
-  'pallets/flask': { parser: 'pytest', spec: () => ({ cmd: PYTEST, install: PIP_E }) },
-  'psf/requests': {
-    parser: 'pytest-options',
-    spec: () => ({ cmd: PYTEST, install: 'python -m pip install .' }),
-  },
-  'pydata/xarray': { parser: 'pytest', spec: () => ({ cmd: PYTEST, install: PIP_E }) },
-  'pylint-dev/pylint': { parser: 'pytest-options', spec: () => ({ cmd: PYTEST, install: PIP_E }) },
-  'pytest-dev/pytest': { parser: 'pytest', spec: () => ({ cmd: PYTEST, install: PIP_E }) },
-  'scikit-learn/scikit-learn': {
-    parser: 'pytest-v2',
-    spec: () => ({
-      cmd: PYTEST,
-      install: 'python -m pip install -v --no-use-pep517 --no-build-isolation -e .',
-    }),
-  },
+  'matplotlib/matplotlib': { parser: 'matplotlib', spec: () => ({ cmd: PYTEST }) },
+  'mwaskom/seaborn': { parser: 'seaborn', spec: () => ({ cmd: SEABORN }) },
+  'pallets/flask': { parser: 'pytest', spec: () => ({ cmd: PYTEST }) },
+  'psf/requests': { parser: 'pytest-options', spec: () => ({ cmd: PYTEST }) },
+  'pydata/xarray': { parser: 'pytest', spec: () => ({ cmd: PYTEST }) },
+  'pylint-dev/pylint': { parser: 'pytest-options', spec: () => ({ cmd: PYTEST }) },
+  'pytest-dev/pytest': { parser: 'pytest', spec: () => ({ cmd: PYTEST }) },
+  'scikit-learn/scikit-learn': { parser: 'pytest-v2', spec: () => ({ cmd: PYTEST }) },
   'sphinx-doc/sphinx': {
     parser: 'pytest-v2',
-    spec: () => ({ cmd: SPHINX, install: 'python -m pip install -e .[test]' }),
+    spec: () => ({ cmd: SPHINX }),
   },
-  'sympy/sympy': { parser: 'sympy', spec: () => ({ cmd: SYMPY, install: PIP_E }) },
+  'sympy/sympy': { parser: 'sympy', spec: () => ({ cmd: SYMPY }) },
 };
 
 /**
@@ -194,7 +168,10 @@ export function specFor(instance: SweInstance): TestSpec | { error: string } {
       testCmd: v.cmd,
       parser: named ?? repo.parser,
       directives: repo.directives ?? 'paths',
-      setup: { evalCommands: v.evalCommands ?? [], install: v.install },
+      setup: {
+        evalCommands: v.evalCommands ?? [],
+        install: officialEnv(instance.repo, instance.version)?.install ?? null,
+      },
     };
   }
   return {

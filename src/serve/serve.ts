@@ -11,7 +11,6 @@ import { z } from 'zod';
 import { createBackend } from '../backends/index.ts';
 import type { BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
-import { firstIssue } from '../capture/reader.ts';
 import { type CaptureSession, openSession } from '../capture/session.ts';
 import { HARNESSES } from '../harnesses/index.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
@@ -24,6 +23,7 @@ import { DEFAULTS } from '../options/defaults.ts';
 import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
 import { insideDir } from '../util/safe-path.ts';
+import { firstIssue } from '../util/zod.ts';
 
 export interface ServeOptions {
   backend: BackendOptions;

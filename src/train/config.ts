@@ -7,8 +7,8 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError, UsageError } from '../errors.ts';
+import { firstIssue } from '../util/zod.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
 
 export const lossAggregations = [

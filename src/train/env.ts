@@ -1,6 +1,10 @@
 /**
- * Finds a Python that imports torch and reports what it has (torch, CUDA, transformers, peft, safetensors),
- * so a missing piece is named with the command that installs it before the worker starts. Without
+ * Finds a Python that has torch and reports what it has (torch, transformers, peft, safetensors), so a
+ * missing piece is named with the command that installs it before the worker starts. The probe imports
+ * nothing heavy: versions come from the installed packages' metadata (stdlib importlib.metadata, tens of
+ * milliseconds), so torch, transformers and peft are imported once per `polar train` / `polar export`,
+ * by the worker. What only an imported torch knows (CUDA, the devices) the worker reports as its first
+ * event (`environment`, src/train/schema.ts) and the launcher checks it then (checkDevice). Without
  * --python / POLAR_PYTHON the first candidate is the repository's .venv, made by `npm run setup:python`
  * from src/train/worker/requirements.txt (the one declaration of polar's Python environment).
  */
@@ -8,45 +12,43 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { EnvironmentError, UsageError } from '../errors.ts';
 
-export interface PythonProbe {
+/** What the probe learns without importing torch: the interpreter and the installed packages' versions. */
+export interface PythonPackages {
   python: string;
   executable: string;
   version: string;
   torch: string | null;
-  cuda: boolean;
-  cuda_devices: number;
-  device_names: string[];
   transformers: string | null;
   peft: string | null;
   safetensors: string | null;
   numpy: string | null;
 }
 
+/** What the worker learns from an imported torch (its `environment` event). */
+export interface PythonDevices {
+  cuda: boolean;
+  cuda_devices: number;
+  device_names: string[];
+}
+
+export type PythonProbe = PythonPackages & PythonDevices;
+
+// find_spec locates a top-level package without importing it; a distribution's metadata gives its version
 const PROBE = `
-import json, sys
-out = {"executable": sys.executable, "version": sys.version.split()[0], "torch": None, "cuda": False,
-       "cuda_devices": 0, "device_names": []}
-for name in ("transformers", "peft", "safetensors", "numpy"):
+import json, sys, importlib.util, importlib.metadata as md
+out = {"executable": sys.executable, "version": sys.version.split()[0]}
+for name in ("torch", "transformers", "peft", "safetensors", "numpy"):
     try:
-        out[name] = __import__(name).__version__
+        out[name] = md.version(name) if importlib.util.find_spec(name) is not None else None
     except Exception:
         out[name] = None
-try:
-    import torch
-    out["torch"] = torch.__version__
-    out["cuda"] = bool(torch.cuda.is_available())
-    if out["cuda"]:
-        out["cuda_devices"] = torch.cuda.device_count()
-        out["device_names"] = [torch.cuda.get_device_name(i) for i in range(out["cuda_devices"])]
-except Exception:
-    pass
 print(json.dumps(out))
 `;
 
-export type Prober = (python: string) => Promise<PythonProbe | { python: string; problem: string }>;
+export type Prober = (python: string) => Promise<PythonPackages | { python: string; problem: string }>;
 
 export const probePython: Prober = async (python) => {
-  const r = await execa(python, ['-c', PROBE], { reject: false, timeout: 120_000 });
+  const r = await execa(python, ['-c', PROBE], { reject: false, timeout: 60_000 });
   if (r.failed || r.exitCode !== 0) {
     const code = (r as { code?: string }).code;
     const problem =
@@ -60,7 +62,7 @@ export const probePython: Prober = async (python) => {
   try {
     return {
       python,
-      ...(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as Omit<PythonProbe, 'python'>),
+      ...(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as Omit<PythonPackages, 'python'>),
     };
   } catch {
     return { python, problem: 'printed something unexpected' };
@@ -79,11 +81,28 @@ const setupHint = (python?: string): string =>
   (python ? `, or install it into ${python}: ${python} -m pip install -r ${REQUIREMENTS}` : '') +
   '; or point polar at a Python that has it: --python PATH or POLAR_PYTHON';
 
-/** --python / POLAR_PYTHON if given (must import torch), else the first of .venv, python3, /usr/bin/python3 that does. */
-export async function findPython(
+const found = new Map<string, Promise<PythonPackages>>();
+
+/**
+ * --python / POLAR_PYTHON if given (must have torch), else the first of .venv, python3, /usr/bin/python3
+ * that does. With the real probe the answer is kept for the process (a loop trains and exports every step).
+ */
+export function findPython(
   explicit: string | undefined,
   probe: Prober = probePython,
-): Promise<PythonProbe> {
+): Promise<PythonPackages> {
+  if (probe !== probePython) return searchPython(explicit, probe);
+  const key = explicit ?? '';
+  let known = found.get(key);
+  if (!known) {
+    known = searchPython(explicit, probe);
+    found.set(key, known);
+    known.catch(() => found.delete(key));
+  }
+  return known;
+}
+
+async function searchPython(explicit: string | undefined, probe: Prober): Promise<PythonPackages> {
   const candidates = explicit ? [explicit] : [VENV_PYTHON, 'python3', '/usr/bin/python3'];
   const tried: string[] = [];
   for (const python of [...new Set(candidates)]) {
@@ -111,9 +130,9 @@ const major = (version: string | null): number => Number.parseInt(version ?? '',
 
 /**
  * Names each missing or too old piece with the command that installs it (torch 2.x, transformers 5.x,
- * safetensors; peft for --lora); refuses CUDA training without a GPU.
+ * safetensors; peft for --lora): before the worker starts.
  */
-export function checkEnvironment(p: PythonProbe, needs: EnvNeeds): void {
+export function checkPackages(p: PythonPackages, needs: EnvNeeds): void {
   const missing = (what: string, why: string) =>
     new EnvironmentError(`${p.python} has no ${what} (${why})`, setupHint(p.python));
   if (major(p.torch) < 2) {
@@ -131,16 +150,25 @@ export function checkEnvironment(p: PythonProbe, needs: EnvNeeds): void {
   }
   if (p.safetensors === null) throw missing('safetensors', 'needed to write checkpoints');
   if (needs.lora && p.peft === null) throw missing('peft', 'needed for --lora');
-  if (needs.device === 'cuda') {
-    if (!p.cuda) {
-      const build = p.torch?.includes('+cpu') ? ' (a CPU-only build)' : '';
-      throw new EnvironmentError(
-        `no CUDA GPU available: torch ${p.torch}${build} in ${p.python} reports torch.cuda.is_available() = False`,
-        'train on a machine with an NVIDIA GPU and a CUDA build of torch, or pass --device cpu (slow: for tests and tiny models)',
-      );
-    }
-    if (needs.gpus > p.cuda_devices) {
-      throw new UsageError(`--gpus ${needs.gpus}: only ${p.cuda_devices} CUDA device(s) visible`);
-    }
+}
+
+/** Refuses CUDA training without a GPU, or with fewer than --gpus: on the worker's `environment` event. */
+export function checkDevice(p: Pick<PythonProbe, 'python' | 'torch'> & PythonDevices, needs: EnvNeeds): void {
+  if (needs.device !== 'cuda') return;
+  if (!p.cuda) {
+    const build = p.torch?.includes('+cpu') ? ' (a CPU-only build)' : '';
+    throw new EnvironmentError(
+      `no CUDA GPU available: torch ${p.torch}${build} in ${p.python} reports torch.cuda.is_available() = False`,
+      'train on a machine with an NVIDIA GPU and a CUDA build of torch, or pass --device cpu (slow: for tests and tiny models)',
+    );
   }
+  if (needs.gpus > p.cuda_devices) {
+    throw new UsageError(`--gpus ${needs.gpus}: only ${p.cuda_devices} CUDA device(s) visible`);
+  }
+}
+
+/** Both checks on what the probe and the worker reported together. */
+export function checkEnvironment(p: PythonProbe, needs: EnvNeeds): void {
+  checkPackages(p, needs);
+  checkDevice(p, needs);
 }

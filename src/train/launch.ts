@@ -4,18 +4,26 @@
  * torchrun for --gpus N > 1) with execa, and turns its JSON-lines events into progress and typed errors.
  */
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { firstIssue } from '../util/zod.ts';
 import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
-import { checkEnvironment, findPython, type Prober, type PythonProbe, probePython } from './env.ts';
+import {
+  checkDevice,
+  checkPackages,
+  findPython,
+  type Prober,
+  type PythonDevices,
+  type PythonPackages,
+  probePython,
+} from './env.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES, workerEventSchema } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
@@ -122,10 +130,13 @@ export async function runWorker(
   cmd: WorkerCommand,
   onEvent: (event: Record<string, unknown>) => void,
   logPath: string,
+  /** stops the worker (SIGTERM): the launcher refused what it reported */
+  cancel?: AbortSignal,
 ): Promise<WorkerOutcome> {
   const logFile = createWriteStream(logPath, { flags: 'a' });
   const child = execa(cmd.file, cmd.args, {
     env: cmd.env,
+    ...(cancel ? { cancelSignal: cancel } : {}),
     reject: false,
     buffer: false,
     stdin: 'ignore',
@@ -191,6 +202,21 @@ export async function runWorker(
     tail.push(result.shortMessage ?? 'the worker could not be started');
   }
   return outcome;
+}
+
+/** config.json's `environment`: the Python and package versions, and the CUDA devices the worker saw. */
+function environmentRecord(
+  probe: PythonPackages,
+  devices?: { cuda_devices: number },
+): Record<string, unknown> {
+  return {
+    python: probe.executable,
+    torch: probe.torch,
+    transformers: probe.transformers,
+    peft: probe.peft,
+    safetensors: probe.safetensors,
+    ...(devices ? { cuda_devices: devices.cuda_devices } : {}),
+  };
 }
 
 /** Maps a worker outcome to success or one clear error. */
@@ -312,25 +338,24 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   log.debug(`trajectories: ${JSON.stringify(data)}`);
 
-  // 2. the environment
-  const probe: PythonProbe = await findPython(
+  // 2. the environment: the packages now (no torch import), the devices when the worker reports them
+  const probe: PythonPackages = await findPython(
     req.python ?? process.env.POLAR_PYTHON,
     deps.probe ?? probePython,
   );
-  checkEnvironment(probe, { device: config.device, gpus: config.gpus, lora: config.lora });
+  const needs = { device: config.device, gpus: config.gpus, lora: config.lora };
+  checkPackages(probe, needs);
 
   // 3. the resolved config, then the worker
+  const madeOut = !existsSync(config.out);
   await mkdir(config.out, { recursive: true });
   const configPath = join(config.out, 'config.json');
-  const environment = {
-    python: probe.executable,
-    torch: probe.torch,
-    transformers: probe.transformers,
-    peft: probe.peft,
-    safetensors: probe.safetensors,
-    cuda_devices: probe.cuda_devices,
-  };
-  await writeFile(configPath, `${JSON.stringify({ ...config, environment }, null, 2)}\n`);
+  const writeConfig = (devices?: { cuda_devices: number }) =>
+    writeFile(
+      configPath,
+      `${JSON.stringify({ ...config, environment: environmentRecord(probe, devices) }, null, 2)}\n`,
+    );
+  await writeConfig();
   const processes = config.device === 'cpu' ? config.nproc : config.gpus;
   const cmd = workerCommand({
     python: probe.python,
@@ -345,7 +370,33 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
       `device ${config.device}${processes > 1 ? ` x${processes}` : ''}${req.nodes && req.nodes.nnodes > 1 ? `, node ${req.nodes.nodeRank} of ${req.nodes.nnodes}` : ''}, torch ${probe.torch}`,
   );
-  const outcome = await runWorker(cmd, (e) => progress.event(e), logPath);
+  const stop = new AbortController();
+  let refused: unknown;
+  let recorded: Promise<void> = Promise.resolve();
+  const onEvent = (event: Record<string, unknown>) => {
+    if (event.event !== 'environment') return progress.event(event);
+    const devices = event as unknown as PythonDevices;
+    try {
+      checkDevice({ python: probe.python, torch: probe.torch, ...devices }, needs);
+    } catch (error) {
+      refused = error;
+      stop.abort();
+      return;
+    }
+    // the worker has read config.json already: the devices it saw are recorded for the run
+    recorded = writeConfig(devices);
+    progress.event(event);
+  };
+  const outcome = await runWorker(cmd, onEvent, logPath, stop.signal);
+  await recorded;
+  if (refused) {
+    // the worker stopped at its first event, before writing anything: a refused run leaves nothing behind
+    progress.stop(false);
+    await rm(configPath, { force: true });
+    await rm(logPath, { force: true });
+    if (madeOut) await rm(config.out, { recursive: true, force: true });
+    throw refused;
+  }
   const error = workerError(outcome, { logPath, out: config.out });
   if (error) {
     progress.stop(false);

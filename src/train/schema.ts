@@ -52,21 +52,41 @@ export const STEP_METRICS = [
   'gpu_mem_gb',
 ] as const;
 
+/**
+ * The worker's `step` event, and each line of metrics.jsonl (CHECKPOINT_FILES.metrics, the same object):
+ * metrics may be null (a non-finite value is written as null) and grow over time, so extra keys are
+ * allowed. `polar inspect` reads metrics.jsonl with this.
+ */
+export const stepEventSchema = z.looseObject({
+  event: z.literal('step'),
+  step: z.number().int().positive(),
+  total_steps: z.number().int().positive(),
+  updates: z.number().int().nonnegative().optional(),
+  lr: num.optional(),
+  rollouts: z.number().int().nonnegative().optional(),
+  tokens: z.number().int().nonnegative().optional(),
+  trained_tokens: z.number().int().nonnegative().optional(),
+  ...(Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])) as Record<
+    (typeof STEP_METRICS)[number],
+    z.ZodOptional<typeof num>
+  >),
+});
+export type StepEvent = z.infer<typeof stepEventSchema>;
+
 /** One JSON object per line on the worker's stdout (python -m polar_train). */
 export const workerEventSchema = z.discriminatedUnion('event', [
   z.looseObject({ event: z.literal('log'), message: z.string() }),
-  // metrics may be null (a non-finite value is written as null) and grow over time: extra keys are allowed
+  // rank 0's first event, once torch is imported: what the launcher's probe cannot know without importing
+  // it (src/train/env.ts checkDevice); the installed versions come again for the record
   z.looseObject({
-    event: z.literal('step'),
-    step: z.number().int().positive(),
-    total_steps: z.number().int().positive(),
-    updates: z.number().int().nonnegative().optional(),
-    lr: num.optional(),
-    rollouts: z.number().int().nonnegative().optional(),
-    tokens: z.number().int().nonnegative().optional(),
-    trained_tokens: z.number().int().nonnegative().optional(),
-    ...Object.fromEntries(STEP_METRICS.map((k) => [k, num.optional()])),
+    event: z.literal('environment'),
+    python: z.string(),
+    torch: z.string(),
+    cuda: z.boolean(),
+    cuda_devices: z.number().int().nonnegative(),
+    device_names: z.array(z.string()),
   }),
+  stepEventSchema,
   // progress within a step (src/train/progress.ts): rank 0, after each micro-batch of the reference pass
   // (pi_old / pi_ref forwards) and of the update (forward and backward; total over every PPO epoch)
   z.strictObject({

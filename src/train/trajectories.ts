@@ -76,7 +76,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
         throw new InputError(
           file,
           line,
-          `traces.${i}.response_logprobs`,
+          `traces[${i}].response_logprobs`,
           'null (this trace is not token-exact), but the off-policy correction (TIS) needs the sampling logprobs',
           'capture with logprobs, or train without the correction: --no-tis',
         );
@@ -85,7 +85,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
         throw new InputError(
           file,
           line,
-          `traces.${i}`,
+          `traces[${i}]`,
           `${n} tokens exceed the micro-batch budget of ${check.maxTraceTokens}`,
           'raise --micro-batch-tokens, or rebuild the trajectories with a lower --max-tokens',
         );

@@ -5,7 +5,6 @@
  */
 import type { Readable } from 'node:stream';
 import { CaptureDecoder } from '../capture/codec.ts';
-import { type CaptureLine, decodeLine, readCaptureLines, TruncatedRecord } from '../capture/lines.ts';
 import type {
   CallRecord,
   CaptureRecord,
@@ -14,6 +13,8 @@ import type {
   SessionRecord,
 } from '../capture/record.ts';
 import { InputError } from '../errors.ts';
+import { isTokenCount } from '../protocols/canonical.ts';
+import { type JsonlLine, parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { captureShaped, type ScannedInputs } from './inputs.ts';
 import type { MergeCall } from './merge.ts';
@@ -136,7 +137,7 @@ class SessionCollector {
     if (state.seqs.has(record.seq)) count(stats.notes, 'duplicate seq (arrival order kept)');
     state.seqs.add(record.seq);
     state.maxSeq = Math.max(state.maxSeq, record.seq);
-    if (record.api === 'anthropic-count-tokens' || record.api === 'models') {
+    if (isTokenCount(record.api) || record.api === 'models') {
       count(stats.calls_skipped, 'not a sampling call');
     } else if (record.error !== null) {
       count(stats.calls_skipped, 'call error');
@@ -177,16 +178,16 @@ class SessionCollector {
 function parseRecord(
   decoder: CaptureDecoder,
   source: string,
-  line: CaptureLine,
+  line: JsonlLine,
   options: CollectOptions,
   stats: BuildStats,
 ): CaptureRecord | null {
   try {
-    return decodeLine(decoder, source, line);
+    return decoder.decode(line.line, parseJsonLine(source, line));
   } catch (error) {
-    if (error instanceof TruncatedRecord) {
+    if (error instanceof TruncatedLine) {
       count(stats.notes, 'cut-off last record (ignored)');
-      log.warn(error.message);
+      log.warn(`${error.message}; ignored`);
       return null;
     }
     if (options.skipInvalid && error instanceof InputError) {
@@ -219,7 +220,7 @@ export async function collectSessions(
     let first = true;
     // (format v2 records are rebuilt against earlier lines of the same file)
     const decoder = new CaptureDecoder(source);
-    for await (const line of readCaptureLines(source, options.stdin)) {
+    for await (const line of readLines(source, options.stdin)) {
       // a directory holds other JSONL too (polar eval's results.jsonl, predictions.jsonl): a scanned
       // file whose first line is not a capture record is skipped as a whole, and counted
       if (first && inputs.discovered.has(source) && notCapture(line.text)) {

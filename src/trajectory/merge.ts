@@ -83,10 +83,16 @@ const OWN_TRACE_KINDS: Record<string, TraceKind> = {
   side: 'side',
   title: 'side',
   summary: 'side',
-  // prompt suggestions, Qwen Code's next-speaker check and memory extraction (src/harnesses/kinds.ts)
+  // prompt suggestions, the next-speaker check (Qwen Code, Gemini CLI), memory extraction; Gemini CLI's
+  // loop detection, edit correction, web search and fetch, model routing (src/harnesses/kinds.ts)
   suggestion: 'side',
   next_speaker: 'side',
   memory: 'side',
+  loop_detection: 'side',
+  edit_correction: 'side',
+  web_search: 'side',
+  web_fetch: 'side',
+  router: 'side',
   subagent: 'subagent',
 };
 

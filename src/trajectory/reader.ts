@@ -3,9 +3,9 @@
  * trajectory record v1 and failing with file:line and the field. Used by `polar train`.
  */
 import type { Readable } from 'node:stream';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError } from '../errors.ts';
 import { parseJsonLine, readLines } from '../util/jsonl.ts';
+import { firstIssue } from '../util/zod.ts';
 import { TRAJECTORY_VERSION, type TrajectoryRecord, trajectoryRecordSchema } from './record.ts';
 
 export interface ReadTrajectoriesOptions {

@@ -6,9 +6,9 @@
  * Unknown fields are kept and ignored. A later line for the same key wins. Small: held in memory.
  */
 import { z } from 'zod';
-import { firstIssue } from '../capture/reader.ts';
 import { InputError } from '../errors.ts';
 import { parseJsonLine, readLines } from '../util/jsonl.ts';
+import { firstIssue } from '../util/zod.ts';
 
 const rewardLineSchema = z
   .looseObject({

@@ -7,20 +7,46 @@
 /** Nesting polar accepts in a request body: far above any real harness request (tool schemas nest ~20). */
 export const MAX_JSON_DEPTH = 256;
 
-/** true when the JSON text nests objects/arrays deeper than max (strings are skipped, escapes honoured). */
+/**
+ * true when the JSON text nests objects/arrays deeper than max (strings are skipped, escapes honoured).
+ * A long string is skipped with the native indexOf to its closing quote (most of a request body is
+ * string content: prompts, tool output), so the scan steps byte by byte mostly through the structure.
+ */
 export function nestsDeeperThan(bytes: Uint8Array, max: number): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
-    if (inString) {
-      if (b === 0x5c)
-        i++; // backslash: skip the escaped byte
-      else if (b === 0x22) inString = false;
-    } else if (b === 0x22) inString = true;
-    else if (b === 0x7b || b === 0x5b) {
+    if (b === 0x22) {
+      i = stringEnd(bytes, i);
+      if (i < 0) return false; // an unterminated string: nothing after it nests
+    } else if (b === 0x7b || b === 0x5b) {
       if (++depth > max) return true;
     } else if (b === 0x7d || b === 0x5d) depth--;
   }
   return false;
+}
+
+/**
+ * The index of the quote that closes the string opened at `open`, or -1 when none does. Byte by byte for
+ * a short stretch (strings full of escaped quotes, like a tool call's JSON arguments, close or escape
+ * every few bytes), then a native jump to the next quote (a long prompt or tool output is one memchr).
+ */
+function stringEnd(bytes: Uint8Array, open: number): number {
+  let i = open + 1;
+  for (;;) {
+    const stop = Math.min(bytes.length, i + 32);
+    for (; i < stop; i++) {
+      const b = bytes[i];
+      if (b === 0x5c) i++;
+      else if (b === 0x22) return i;
+    }
+    if (i >= bytes.length) return -1;
+    // from i (not inside an escape) to the next quote: escaped when an odd run of backslashes precedes it
+    const q = bytes.indexOf(0x22, i);
+    if (q < 0) return -1;
+    let backslashes = 0;
+    while (q - 1 - backslashes >= i && bytes[q - 1 - backslashes] === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return q;
+    i = q + 1;
+  }
 }

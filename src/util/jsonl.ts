@@ -1,7 +1,9 @@
 /**
- * JSONL input: the non-empty lines of a file or stdin with their line numbers, knowing whether the last
- * line ended (a file cut at any byte, by a killed writer or a copy in progress, ends in an unterminated
- * line), and one JSON parse that names file:line.
+ * JSONL input, the one reader of every JSONL file polar reads (captures, trajectories, rewards, results,
+ * metrics, datasets, predictions): the non-empty lines of a file, stdin or a string with their line
+ * numbers, knowing whether the last line ended (a file cut at any byte, by a killed writer or a copy in
+ * progress, ends in an unterminated line), and one JSON parse that names file:line and tells a cut last
+ * line (TruncatedLine) from bad JSON.
  */
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
@@ -35,8 +37,8 @@ export async function* readLines(source: string, stdin: Readable = process.stdin
         }
         from = nl + 1;
         line++;
-        if (text.endsWith('\r')) text = text.slice(0, -1);
-        if (text.trim() !== '') yield { line, text, terminated: true };
+        const l = lineOf(text, line, true);
+        if (l) yield l;
       }
       if (from < chunk.length) pending.push(chunk.slice(from));
     }
@@ -47,21 +49,55 @@ export async function* readLines(source: string, stdin: Readable = process.stdin
       throw new InputError(source, undefined, undefined, 'is a directory, not a JSONL file');
     throw error;
   }
-  const rest = pending.join('');
-  if (rest.trim() !== '') yield { line: line + 1, text: rest, terminated: false };
+  const last = lineOf(pending.join(''), line + 1, false);
+  if (last) yield last;
 }
 
-/** Parses one JSONL line, failing with file:line on malformed JSON. */
-export function parseJsonLine(source: string, line: Pick<JsonlLine, 'line' | 'text'>): unknown {
+function lineOf(raw: string, line: number, terminated: boolean): JsonlLine | null {
+  const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+  return text.trim() === '' ? null : { line, text, terminated };
+}
+
+/** The non-empty lines of a text already in memory (a small file read whole), as readLines gives them. */
+export function splitLines(text: string): JsonlLine[] {
+  const out: JsonlLine[] = [];
+  let from = 0;
+  let line = 0;
+  for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', from)) {
+    const l = lineOf(text.slice(from, nl), ++line, true);
+    if (l) out.push(l);
+    from = nl + 1;
+  }
+  const last = lineOf(text.slice(from), line + 1, false);
+  if (last) out.push(last);
+  return out;
+}
+
+/** A cut last line: the writer was stopped (or the copy made) mid-line. Not bad input, but worth a warning. */
+export class TruncatedLine extends InputError {}
+
+const NOT_JSON_HINT = 'each line must be one JSON object; use --skip-invalid to skip bad lines';
+
+/**
+ * Parses one JSONL line. Malformed JSON throws InputError naming file:line, except on an unterminated last
+ * line, which throws TruncatedLine: the last record of a file cut while it was being written.
+ */
+export function parseJsonLine(
+  source: string,
+  line: Pick<JsonlLine, 'line' | 'text'> & { terminated?: boolean },
+  hint: string | undefined = NOT_JSON_HINT,
+): unknown {
   try {
     return JSON.parse(line.text);
   } catch (error) {
-    throw new InputError(
-      source,
-      line.line,
-      undefined,
-      `not valid JSON (${(error as Error).message})`,
-      'each line must be one JSON object; use --skip-invalid to skip bad lines',
-    );
+    if (line.terminated === false) {
+      throw new TruncatedLine(
+        source,
+        line.line,
+        undefined,
+        `the last line is cut off (${line.text.length} characters, no newline): it was being written when the file was cut`,
+      );
+    }
+    throw new InputError(source, line.line, undefined, `not valid JSON (${(error as Error).message})`, hint);
   }
 }

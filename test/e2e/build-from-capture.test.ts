@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { execa } from 'execa';
 import type { TrajectoryRecord } from '../../src/trajectory/record.ts';
-import { capture, POLAR } from '../support/capture-run.ts';
+import { capture } from '../support/capture-run.ts';
+import { runPolar } from '../support/cli.ts';
 import { APPEND_ONLY_TEMPLATE, type Standin, startStandin } from '../support/vllm-standin.ts';
 
 const HARNESSES: Array<[string, string[], string[]]> = [
@@ -28,7 +28,7 @@ const HARNESSES: Array<[string, string[], string[]]> = [
 ];
 
 async function build(file: string): Promise<{ trajectories: TrajectoryRecord[]; stderr: string }> {
-  const r = await execa(process.execPath, [POLAR, 'build', file], { reject: false, stdin: 'ignore' });
+  const r = await runPolar(['build', file]);
   assert.equal(r.exitCode, 0, String(r.stderr));
   const trajectories = String(r.stdout)
     .split('\n')

@@ -6,10 +6,10 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
-import { capture, POLAR, privateDirs, privateEnv } from '../support/capture-run.ts';
+import { capture, privateDirs, privateEnv } from '../support/capture-run.ts';
+import { closedUrl, runPolar, startPolar } from '../support/cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 describe('polar capture process', () => {
@@ -76,16 +76,9 @@ describe('polar capture process', () => {
       process.on('SIGTERM', () => { console.log('harness got SIGTERM'); process.exit(7); });
       console.log('ready');
       setInterval(() => {}, 1000);`;
-    const child = execa(
-      process.execPath,
-      [POLAR, 'capture', '-o', out, ...backend, '--', 'node', '--input-type=module', '-e', script],
-      {
-        cwd: workdir,
-        env: privateEnv(home),
-        extendEnv: false,
-        reject: false,
-        stdin: 'ignore',
-      },
+    const child = startPolar(
+      ['capture', '-o', out, ...backend, '--', 'node', '--input-type=module', '-e', script],
+      { cwd: workdir, env: privateEnv(home), extendEnv: false },
     );
     await new Promise<void>((resolve) => {
       child.stdout!.on('data', (d: Buffer) => {
@@ -108,39 +101,31 @@ describe('polar capture process', () => {
   });
 
   test('a harness that does not exist: clear one-line error, no stack trace', async () => {
-    const r = await execa(
-      process.execPath,
-      [POLAR, 'capture', ...backend, '-o', '/tmp/polar-none.jsonl', '--', 'no-such-harness-xyz'],
-      {
-        reject: false,
-        stdin: 'ignore',
-      },
-    );
+    const r = await runPolar([
+      'capture',
+      ...backend,
+      '-o',
+      '/tmp/polar-none.jsonl',
+      '--',
+      'no-such-harness-xyz',
+    ]);
     assert.notEqual(r.exitCode, 0);
     assert.match(String(r.stderr), /could not start the harness `no-such-harness-xyz`: command not found/);
     assert.doesNotMatch(String(r.stderr), /at .*\.ts:\d+/);
   });
 
   test('bad flag values name the flag', async () => {
-    const r = await execa(process.execPath, [POLAR, 'capture', '--backend', 'nope', '--', 'true'], {
-      reject: false,
-      stdin: 'ignore',
-    });
+    const r = await runPolar(['capture', '--backend', 'nope', '--', 'true']);
     assert.equal(r.exitCode, 2);
     assert.match(String(r.stderr), /--backend nope is not one of vllm, sglang, openai, tokens, embedded/);
-    const r2 = await execa(
-      process.execPath,
-      [POLAR, 'capture', '--backend', 'vllm', '--model', 'm', '--', 'true'],
-      { reject: false, stdin: 'ignore' },
-    );
+    const r2 = await runPolar(['capture', '--backend', 'vllm', '--model', 'm', '--', 'true']);
     assert.equal(r2.exitCode, 2);
     assert.match(String(r2.stderr), /needs --backend-url/);
   });
 });
 
 describe('polar capture output paths and flags, checked before anything starts', () => {
-  const run = (args: string[]) =>
-    execa(process.execPath, [POLAR, 'capture', ...args], { reject: false, stdin: 'ignore', timeout: 60_000 });
+  const run = (args: string[]) => runPolar(['capture', ...args], { timeoutMs: 60_000 });
   const down = ['--backend-url', 'http://127.0.0.1:9/v1', '--model', 'm'];
 
   test('-o naming a directory or an unwritable place is a usage error, not a hang', async () => {
@@ -178,12 +163,10 @@ describe('polar capture output paths and flags, checked before anything starts',
 describe('the embedded default offline', () => {
   test('says in one line how to point at a local model or a backend', async () => {
     const { home, workdir, out } = await privateDirs();
-    const r = await execa(process.execPath, [POLAR, 'capture', '-o', out, '--', 'pi', '-p', 'hi'], {
+    const r = await runPolar(['capture', '-o', out, '--', 'pi', '-p', 'hi'], {
       cwd: workdir,
       env: { ...privateEnv(home), POLAR_OFFLINE: '1' },
       extendEnv: false,
-      reject: false,
-      stdin: 'ignore',
     });
     assert.notEqual(r.exitCode, 0);
     assert.match(String(r.stderr), /onnx-community\/Qwen3-0\.6B-ONNX/);
@@ -197,10 +180,8 @@ describe('polar capture checks the server set-up before the harness starts', () 
   async function probed(url: string, extra: string[] = []) {
     const { workdir } = await privateDirs();
     const mark = join(workdir, 'harness-started');
-    const r = await execa(
-      process.execPath,
+    const r = await runPolar(
       [
-        POLAR,
         'capture',
         '-o',
         join(workdir, 'run.jsonl'),
@@ -217,7 +198,7 @@ describe('polar capture checks the server set-up before the harness starts', () 
         'touch',
         mark,
       ],
-      { reject: false, stdin: 'ignore', timeout: 60_000 },
+      { timeoutMs: 60_000 },
     );
     return { r, started: existsSync(mark), captured: existsSync(join(workdir, 'run.jsonl')) };
   }
@@ -233,8 +214,7 @@ describe('polar capture checks the server set-up before the harness starts', () 
   }
 
   test('a closed port: one line naming the URL and what was expected, exit 4, no harness', async () => {
-    const closed = await httpServer(() => {});
-    closed.close();
+    const closed = { url: await closedUrl() };
     const { r, started, captured } = await probed(closed.url, ['--backend-timeout', '1']);
     assert.equal(r.exitCode, 4, String(r.stderr));
     const error = String(r.stderr)

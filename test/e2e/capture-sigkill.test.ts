@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
-import { POLAR, privateDirs, privateEnv } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { runPolar, startPolar } from '../support/cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 function alive(pid: number): boolean {
@@ -58,10 +59,8 @@ describe('polar capture killed with SIGKILL', () => {
       const tmp = join(home, 'tmp');
       await mkdir(tmp);
       const pidsFile = join(home, 'pids.json');
-      const polar = execa(
-        process.execPath,
+      const polar = startPolar(
         [
-          POLAR,
           'capture',
           '-o',
           out,
@@ -88,7 +87,6 @@ describe('polar capture killed with SIGKILL', () => {
           env: { ...privateEnv(home), TMPDIR: tmp, PIDS_FILE: pidsFile },
           extendEnv: false,
           stdin,
-          reject: false,
         },
       );
       let pids: { harness: number; tool: number } | undefined;
@@ -128,10 +126,8 @@ describe('polar capture killed with SIGKILL', () => {
     }
     await mkdir(foreign);
     assert.ok(!alive(deadPid));
-    const r = await execa(
-      process.execPath,
+    const r = await runPolar(
       [
-        POLAR,
         'capture',
         '-o',
         out,
@@ -146,13 +142,7 @@ describe('polar capture killed with SIGKILL', () => {
         '--',
         'true',
       ],
-      {
-        cwd: workdir,
-        env: { ...privateEnv(home), TMPDIR: tmp },
-        extendEnv: false,
-        stdin: 'ignore',
-        reject: false,
-      },
+      { cwd: workdir, env: { ...privateEnv(home), TMPDIR: tmp }, extendEnv: false },
     );
     assert.equal(r.exitCode, 0, r.stderr);
     const left = (await readdir(tmp)).filter((n) => n.startsWith('polar-run-')).sort();

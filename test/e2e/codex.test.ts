@@ -1,12 +1,9 @@
 /** Real Codex CLI (from npm) under `polar capture` with no provider flags of its own. */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { HARNESSES } from '../../src/harnesses/index.ts';
-import { capture } from '../support/capture-run.ts';
-import { type Standin, startStandin } from '../support/vllm-standin.ts';
-import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
+import { assertTokensMatch, assertToolRoundTrip, vllmSuite } from './harness-suite.ts';
 
-const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
 const EXEC = [
   'codex',
   'exec',
@@ -16,15 +13,11 @@ const EXEC = [
 ];
 
 describe('codex', () => {
-  let standin: Standin;
-  before(async () => {
-    standin = await startStandin();
-  });
-  after(() => standin.close());
+  const suite = vllmSuite();
 
   test('plain answer', async () => {
-    const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), [...EXEC, 'Say hello']);
+    const from = suite.standin.calls.length;
+    const r = await suite.capture([...EXEC, 'Say hello']);
     assert.equal(r.exitCode, 0, r.stderr);
     assert.match(r.stdout, /Hello from the stand-in\./);
     assert.equal(r.session.harness, 'codex');
@@ -39,26 +32,21 @@ describe('codex', () => {
       r.calls[0]!.warnings.some((w) => /web_search/.test(w)),
       JSON.stringify(r.calls[0]!.warnings),
     );
-    assertTokensMatch(r.calls, standin, from);
+    assertTokensMatch(r.calls, suite.standin, from);
   });
 
   test('tool call round trip through exec_command', async () => {
-    const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), [...EXEC, 'ECHO polarbear']);
+    const from = suite.standin.calls.length;
+    const r = await suite.capture([...EXEC, 'ECHO polarbear']);
     assert.equal(r.exitCode, 0, r.stderr);
     assert.match(r.stdout, /Done\. Output: polarbear/);
     assertToolRoundTrip(r.calls, 'polarbear');
-    assertTokensMatch(r.calls, standin, from);
+    assertTokensMatch(r.calls, suite.standin, from);
   });
 
   test('compaction: recorded as request_kind compaction, and recognised by its shape alone too', async () => {
     // a tiny auto-compaction limit makes Codex summarise the history after the first turn (docs: harnesses)
-    const r = await capture(BACKEND(standin.url), [
-      ...EXEC,
-      '-c',
-      'model_auto_compact_token_limit=2000',
-      'ECHO polarbear',
-    ]);
+    const r = await suite.capture([...EXEC, '-c', 'model_auto_compact_token_limit=2000', 'ECHO polarbear']);
     assert.equal(r.exitCode, 0, r.stderr);
     const compaction = r.calls.filter((c) => c.harness_meta.request_kind === 'compaction');
     assert.equal(compaction.length, 1, JSON.stringify(r.calls.map((c) => c.harness_meta.request_kind)));
@@ -68,7 +56,7 @@ describe('codex', () => {
   });
 
   test('user flags win over polar defaults', async () => {
-    const r = await capture(BACKEND(standin.url), [...EXEC, '-m', 'my-alias', 'Say hello']);
+    const r = await suite.capture([...EXEC, '-m', 'my-alias', 'Say hello']);
     assert.equal(r.exitCode, 0, r.stderr);
     const body = r.calls[0]!.request.body as { model: string };
     assert.equal(body.model, 'my-alias', 'codex sent the model the user asked for');

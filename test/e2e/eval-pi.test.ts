@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { execa } from 'execa';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { closedUrl, ROOT, runPolar } from '../support/cli.ts';
+import { fixtureTask } from '../support/fixture-task.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
@@ -20,12 +20,7 @@ describe('polar eval with Pi', () => {
   let standin: Standin;
   let goldPatch: string;
   before(async () => {
-    ensureFixtureRepos();
-    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
-    goldPatch = rows.find((r) => r.instance_id === TASK).patch;
+    goldPatch = String((await fixtureTask(TASK)).patch);
     standin = await startStandin({
       policy: (body) => {
         if (body.messages.at(-1)?.role === 'tool') return { content: 'The fix is in place.' };
@@ -41,10 +36,8 @@ describe('polar eval with Pi', () => {
   test('one task end to end: capture with a grading record, resolved, and it builds with its reward', async () => {
     const { home, workdir } = await privateDirs();
     const out = join(workdir, 'eval-out');
-    const r = await execa(
-      process.execPath,
+    const r = await runPolar(
       [
-        POLAR,
         'eval',
         '--dataset',
         join(ROOT, 'fixtures/swe/mini.jsonl'),
@@ -70,14 +63,7 @@ describe('polar eval with Pi', () => {
         '--json',
         '--quiet',
       ],
-      {
-        cwd: workdir,
-        env: privateEnv(home),
-        extendEnv: false,
-        reject: false,
-        stdin: 'ignore',
-        timeout: 240_000,
-      },
+      { cwd: workdir, env: privateEnv(home), extendEnv: false, timeoutMs: 240_000 },
     );
     assert.equal(r.exitCode, 0, String(r.stderr));
     const report = JSON.parse(String(r.stdout));
@@ -107,7 +93,7 @@ describe('polar eval with Pi', () => {
     assert.equal(grading.task_id, TASK);
 
     // the eval folder builds straight into rewarded trajectories
-    const built = await execa(process.execPath, [POLAR, 'build', out], { reject: false, stdin: 'ignore' });
+    const built = await runPolar(['build', out]);
     assert.equal(built.exitCode, 0, String(built.stderr));
     const trajectories = String(built.stdout)
       .split('\n')
@@ -121,14 +107,7 @@ describe('polar eval with Pi', () => {
   test('a down backend is an error, not a 0% score: exit 1, no reward, and --resume runs it again', async () => {
     const { home, workdir } = await privateDirs();
     const out = join(workdir, 'eval-down');
-    // a port nothing listens on: bind one, note it, close it
-    const { createServer } = await import('node:net');
-    const probe = createServer();
-    await new Promise<void>((done) => probe.listen(0, '127.0.0.1', done));
-    const port = (probe.address() as { port: number }).port;
-    await new Promise<void>((done) => probe.close(() => done()));
     const args = [
-      POLAR,
       'eval',
       '--dataset',
       join(ROOT, 'fixtures/swe/mini.jsonl'),
@@ -142,7 +121,7 @@ describe('polar eval with Pi', () => {
       '--repos',
       join(ROOT, 'fixtures/swe/repos'),
       '--backend-url',
-      `http://127.0.0.1:${port}/v1`,
+      await closedUrl(),
       '--model',
       'Qwen/Qwen3-4B',
       '--agent-timeout',
@@ -153,15 +132,8 @@ describe('polar eval with Pi', () => {
       // the calls failing inside the run is the test (the set-up probe would stop it first, exit 4)
       '--skip-backend-check',
     ];
-    const options = {
-      cwd: workdir,
-      env: privateEnv(home),
-      extendEnv: false,
-      reject: false,
-      stdin: 'ignore' as const,
-      timeout: 240_000,
-    };
-    const r = await execa(process.execPath, args, options);
+    const options = { cwd: workdir, env: privateEnv(home), extendEnv: false, timeoutMs: 240_000 };
+    const r = await runPolar(args, options);
     assert.equal(r.exitCode, 1, String(r.stderr));
     assert.match(String(r.stderr), /the evaluation failed: all 1 sample ended in an error/);
     assert.match(String(r.stderr), /no model answer/);
@@ -175,7 +147,7 @@ describe('polar eval with Pi', () => {
       line.agent.calls > 0 && line.agent.failed_calls === line.agent.calls,
       JSON.stringify(line.agent),
     );
-    const again = await execa(process.execPath, [...args, '--resume'], options);
+    const again = await runPolar([...args, '--resume'], options);
     assert.equal(again.exitCode, 1, String(again.stderr));
     assert.doesNotMatch(String(again.stderr), /already graded/);
   });

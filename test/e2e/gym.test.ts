@@ -6,15 +6,15 @@
  * NeMo RL's contiguity assert (test/unit/gym/nemo-rl-client.ts) with reward 1.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa, type ResultPromise } from 'execa';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { verifyResponseSchema } from '../../src/gym/contract.ts';
 import { probeSandbox } from '../../src/rollout/runtime/probe.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { POLAR, ROOT, runPolar, startPolar } from '../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
+import { fixtureTask } from '../support/fixture-task.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
 import { pyJson } from '../support/vllm-standin.ts';
 import { nemoRlPostprocess } from '../unit/gym/nemo-rl-client.ts';
@@ -27,12 +27,7 @@ describe('polar gym with Pi', () => {
   let row: Record<string, unknown>;
   let gym: ResultPromise | undefined;
   before(async () => {
-    ensureFixtureRepos();
-    const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    row = rows.find((r) => r.instance_id === TASK)!;
+    row = await fixtureTask(TASK);
     const b64 = Buffer.from(String(row.patch)).toString('base64');
     standin = await startCompletionsStandIn({
       chunkTokens: 4,
@@ -61,10 +56,8 @@ describe('polar gym with Pi', () => {
         const { home, workdir } = await privateDirs();
         gym?.kill('SIGTERM');
         await gym?.catch(() => {});
-        gym = execa(
-          process.execPath,
+        gym = startPolar(
           [
-            POLAR,
             'gym',
             '--harness',
             'pi',
@@ -96,7 +89,7 @@ describe('polar gym with Pi', () => {
             '--trust-row-commands',
             '--quiet',
           ],
-          { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+          { cwd: workdir, env: privateEnv(home), extendEnv: false },
         );
         const { url, token } = await new Promise<{ url: string; token: string }>((resolve, reject) => {
           let text = '';
@@ -231,10 +224,8 @@ describe('polar gym with Pi', () => {
 
   test('a wrong server set-up stops `polar gym` at start with one message, before it listens', async () => {
     const { home, workdir } = await privateDirs();
-    const run = await execa(
-      process.execPath,
+    const run = await runPolar(
       [
-        POLAR,
         'gym',
         '--harness',
         'pi',
@@ -254,7 +245,7 @@ describe('polar gym with Pi', () => {
         '--out',
         join(workdir, 'gym-out'),
       ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, stdin: 'ignore', reject: false },
+      { cwd: workdir, env: privateEnv(home), extendEnv: false },
     );
     assert.equal(run.exitCode, 4, run.stderr);
     assert.equal(run.stdout, '', 'no {url} line: it never listened');

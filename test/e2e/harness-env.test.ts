@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { containerEnvNames } from '../../src/harnesses/env.ts';
 import { HARNESSES } from '../../src/harnesses/index.ts';
 import { buildHostCommand } from '../../src/rollout/runtime/docker.ts';
-import { capture, ROOT } from '../support/capture-run.ts';
+import { capture } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 const SECRETS: Record<string, string> = {
@@ -56,13 +57,23 @@ describe('harness environment allow-list', () => {
         'MY_TOOL_SETTING',
       ],
       [process.execPath, HARNESS],
-      { env: { ...SECRETS, MY_TOOL_SETTING: 'visible-0010', LC_ALL: 'C.UTF-8', NOT_LISTED: 'hidden-0011' } },
+      {
+        env: {
+          ...SECRETS,
+          MY_TOOL_SETTING: 'visible-0010',
+          LC_ALL: 'C.UTF-8',
+          NOT_LISTED: 'hidden-0011',
+          PWD: '/somewhere/polar/was/started',
+        },
+      },
     );
     assert.equal(r.exitCode, 0, r.stderr);
     const seen = JSON.parse(r.stdout.trim().split('\n')[0]!) as Record<string, string>;
     for (const name of ['PATH', 'HOME', 'LC_ALL', 'MY_TOOL_SETTING']) assert.ok(name in seen, name);
     assert.equal(seen.MY_TOOL_SETTING, 'visible-0010');
     assert.equal(seen.NOT_LISTED, undefined, 'a variable neither allowed nor passed stays with polar');
+    // PWD names the directory the harness runs in, not polar's (OpenCode works in $PWD)
+    assert.equal(seen.PWD, r.workdir);
     for (const name of ['POLAR_BACKEND_API_KEY', 'AWS_SECRET_ACCESS_KEY', 'GITHUB_TOKEN', 'HF_TOKEN'])
       assert.equal(seen[name], undefined, name);
     // the generic profile's OPENAI_API_KEY / ANTHROPIC_API_KEY are polar's per-run key, not the user's

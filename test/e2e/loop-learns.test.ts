@@ -22,7 +22,8 @@ import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
 import { qwen3TokenizerDir, tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { ROOT, runPolar } from '../support/cli.ts';
 import { rescore } from '../support/tiny-model.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
@@ -102,14 +103,7 @@ describe(
       '7',
     ];
     const polar = (args: string[]) =>
-      execa(process.execPath, [POLAR, ...args], {
-        cwd: work,
-        env,
-        extendEnv: false,
-        reject: false,
-        stdin: 'ignore',
-        timeout: 570_000,
-      });
+      runPolar(args, { cwd: work, env, extendEnv: false, timeoutMs: 570_000 });
 
     before(async () => {
       ensureFixtureRepos();

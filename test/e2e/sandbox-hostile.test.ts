@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
 import { probeSandbox } from '../../src/rollout/runtime/probe.ts';
-import { ROOT } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 import { evalCli } from '../support/eval-cli.ts';
 import { futureRepos, hunterScript } from '../support/future-repo.ts';
 import { type ChatBody, type Standin, startStandin } from '../support/vllm-standin.ts';

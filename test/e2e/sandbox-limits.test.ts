@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { probeSandbox } from '../../src/rollout/runtime/probe.ts';
-import { ROOT } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 import { evalCli } from '../support/eval-cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 

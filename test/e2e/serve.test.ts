@@ -8,10 +8,11 @@ import { readdir } from 'node:fs/promises';
 import { connect, createServer, type Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { execa, type ResultPromise } from 'execa';
+import type { ResultPromise } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
-import { POLAR, privateDirs } from '../support/capture-run.ts';
+import { privateDirs } from '../support/capture-run.ts';
+import { closedPort, startPolar } from '../support/cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 interface Server {
@@ -30,10 +31,8 @@ async function serve(
 ): Promise<Server & { line: Record<string, unknown> }> {
   const { workdir } = await privateDirs();
   const captures = join(workdir, 'captures');
-  const child = execa(
-    process.execPath,
+  const child = startPolar(
     [
-      POLAR,
       'serve',
       '--port',
       '0',
@@ -48,7 +47,7 @@ async function serve(
       ...(options.adminToken === false ? [] : ['--admin-token', ADMIN_TOKEN]),
       ...extra,
     ],
-    { reject: false, stdin: 'ignore', cwd: workdir },
+    { cwd: workdir },
   );
   const line = await new Promise<Record<string, unknown>>((resolve, reject) => {
     let buf = '';
@@ -160,7 +159,7 @@ describe('polar serve', () => {
       assert.equal(late.status, 401);
       const bad = await json(`${s.url}/sessions`, {
         method: 'POST',
-        body: JSON.stringify({ harness: 'gemini' }),
+        body: JSON.stringify({ harness: 'aider' }),
       });
       assert.equal(bad.status, 400);
       assert.match(String((bad.body.error as { message: string }).message), /harness/);
@@ -270,7 +269,7 @@ describe('polar serve', () => {
   });
   test('failed backend calls release their slots: --max-inflight 2, every call refused, then one gets through', async () => {
     // a port nothing listens on: every backend call is refused (ECONNREFUSED -> 502)
-    const port = await freePort();
+    const port = await closedPort();
     // --skip-backend-check: the down server is the test (the set-up probe would wait for it)
     const s = await serve(`http://127.0.0.1:${port}/v1`, ['--max-inflight', '2', '--skip-backend-check']);
     let relay: NetServer | undefined;
@@ -308,14 +307,6 @@ describe('polar serve', () => {
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as { port: number };
-  await new Promise((r) => probe.close(r));
-  return port;
-}
 
 /** a TCP relay on 127.0.0.1:port to the stand-in's port */
 async function relayTo(port: number, target: string): Promise<NetServer> {

@@ -10,10 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { execa } from 'execa';
-import { capture, POLAR } from '../support/capture-run.ts';
+import { capture } from '../support/capture-run.ts';
+import { runPolar } from '../support/cli.ts';
 import { type StandinOptions, startStandin } from '../support/vllm-standin.ts';
-import { assertToolRoundTrip } from './harness-assert.ts';
+import { assertToolRoundTrip } from './harness-suite.ts';
 
 const MODEL = 'Qwen/Qwen3-4B';
 const BACKEND = (url: string) => ['--backend', 'vllm', '--backend-url', url, '--model', MODEL];
@@ -63,10 +63,7 @@ describe('vLLM that drops tool-parser ids (#27482)', () => {
       });
       assert.equal(inexact, 1, 'the tool-call turn, and only it');
       assert.equal(r.stderr.match(/PR #29074/g)?.length, 1, `told once:\n${r.stderr}`);
-      const build = await execa(process.execPath, [POLAR, 'build', r.file, '--stats'], {
-        reject: false,
-        stdin: 'ignore',
-      });
+      const build = await runPolar(['build', r.file, '--stats']);
       assert.equal(build.exitCode, 0, String(build.stderr));
       assert.match(`${build.stdout}\n${build.stderr}`, /calls not token-exact\s+ids_dropped_by_server 1/);
     });

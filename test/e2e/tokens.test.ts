@@ -15,12 +15,13 @@ import type { CallRecord } from '../../src/capture/record.ts';
 import type { CanonicalRequest } from '../../src/protocols/canonical.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../src/tokenizer/chat-tokenizer.ts';
 import { toTemplateMessages, toTemplateTools } from '../../src/tokenizer/messages.ts';
-import { capture, ROOT } from '../support/capture-run.ts';
+import { capture } from '../support/capture-run.ts';
+import { ROOT } from '../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../support/completions-standin.ts';
 import { qwenTokenizerDir } from '../support/qwen-tokenizer.ts';
 import { rescore } from '../support/tiny-model.ts';
 import { type ChatBody, pyJson, type Reply, type Standin, startStandin } from '../support/vllm-standin.ts';
-import { assertTokensMatch, assertToolRoundTrip } from './harness-assert.ts';
+import { assertTokensMatch, assertToolRoundTrip } from './harness-suite.ts';
 
 const MODEL = 'Qwen/Qwen3-4B';
 const WORDS = ['polar-one', 'polar-two'];

@@ -1,14 +1,12 @@
 /** Runs the real `polar capture` CLI in a subprocess with a private HOME, and reads back its capture. */
-import { appendFile, mkdir, mkdtemp } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionEndRecord, SessionRecord } from '../../src/capture/record.ts';
-
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const POLAR = join(ROOT, 'bin/polar');
+import { isTokenCount } from '../../src/protocols/canonical.ts';
+import { POLAR, ROOT, runPolar } from './cli.ts';
 
 export interface CaptureOutcome {
   exitCode: number | undefined;
@@ -20,6 +18,8 @@ export interface CaptureOutcome {
   end: SessionEndRecord | undefined;
   file: string;
   workdir: string;
+  /** with `traceConnects`: every network connection polar or the harness opened that leaves the machine */
+  outsideConnects?: string[];
 }
 
 /** A fresh private home and workspace, so no harness reads or writes the user's own config. */
@@ -67,22 +67,27 @@ export async function capture(
      * own tests (capture-cli.test.ts, test/unit/backends/probe.test.ts).
      */
     probe?: boolean;
+    /**
+     * run polar (and so the harness) under `strace -f -e trace=connect` and report the connections that
+     * leave the machine: a harness must reach nothing but polar's proxy (strace is installed by .ci/run)
+     */
+    traceConnects?: boolean;
   } = {},
 ): Promise<CaptureOutcome> {
   const { home, workdir, out } = await privateDirs();
   const skip = options.probe ? [] : ['--skip-backend-check'];
-  const result = await execa(
-    process.execPath,
-    [POLAR, 'capture', '-o', out, ...skip, ...polarArgs, '--', ...harness],
-    {
-      cwd: workdir,
-      env: { ...privateEnv(home), ...options.env },
-      extendEnv: false,
-      stdin: 'ignore',
-      reject: false,
-      timeout: options.timeoutMs ?? 120_000,
-    },
-  );
+  const trace = `${out}.strace`;
+  const args = ['capture', '-o', out, ...skip, ...polarArgs, '--', ...harness];
+  const env = { ...privateEnv(home), ...options.env };
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const result = options.traceConnects
+    ? // (--seccomp-bpf: only connect() stops the traced processes, not every system call)
+      await execa(
+        'strace',
+        ['-f', '--seccomp-bpf', '-qq', '-e', 'trace=connect', '-o', trace, process.execPath, POLAR, ...args],
+        { cwd: workdir, env, extendEnv: false, stdin: 'ignore', reject: false, timeout: timeoutMs },
+      ).then((r) => ({ exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) }))
+    : await runPolar(args, { cwd: workdir, env, extendEnv: false, timeoutMs });
   const records: CaptureRecord[] = [];
   try {
     for await (const { record } of readCapture(out)) records.push(record);
@@ -94,9 +99,10 @@ export async function capture(
   if (!session)
     throw new Error(`no session record; polar stderr:\n${result.stderr}\nstdout:\n${result.stdout}`);
   return {
+    ...(options.traceConnects ? { outsideConnects: outsideConnects(await readFile(trace, 'utf8')) } : {}),
     exitCode: result.exitCode,
-    stdout: String(result.stdout),
-    stderr: String(result.stderr),
+    stdout: result.stdout,
+    stderr: result.stderr,
     records,
     session,
     calls: records.filter((r): r is CallRecord => r.type === 'call'),
@@ -114,7 +120,7 @@ async function logKinds(file: string, records: CaptureRecord[]): Promise<void> {
       const kind =
         typeof c.harness_meta.request_kind === 'string'
           ? c.harness_meta.request_kind
-          : c.api === 'anthropic-count-tokens'
+          : isTokenCount(c.api)
             ? 'count_tokens'
             : 'turn';
       // the harness's own user-agent: proof of which installed version made the call
@@ -122,4 +128,23 @@ async function logKinds(file: string, records: CaptureRecord[]): Promise<void> {
       return `${JSON.stringify({ kind, ua })}\n`;
     });
   await appendFile(file, lines.join(''));
+}
+
+/**
+ * The destinations of the IP connections in an strace log that are not this machine's loopback (a DNS
+ * lookup shows as a connection to port 53 of the resolver, so a name lookup counts too).
+ */
+export function outsideConnects(log: string): string[] {
+  const out: string[] = [];
+  for (const line of log.split('\n')) {
+    if (!line.includes('connect(')) continue;
+    const v4 = /sin_port=htons\((\d+)\), sin_addr=inet_addr\("([\d.]+)"\)/.exec(line);
+    const v6 = /sin6_port=htons\((\d+)\),.*inet_pton\(AF_INET6, "([^"]+)"/.exec(line);
+    const hit = v4 ?? v6;
+    if (!hit) continue;
+    const [, port, addr] = hit;
+    if (/^127\./.test(addr!) || addr === '::1' || addr === '::ffff:127.0.0.1') continue;
+    out.push(`${addr}:${port}`);
+  }
+  return out;
 }

@@ -2,7 +2,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { POLAR, privateDirs, privateEnv, ROOT } from './capture-run.ts';
+import { privateDirs, privateEnv } from './capture-run.ts';
+import { POLAR, ROOT } from './cli.ts';
 
 /** the fields of a results.jsonl line the tests read (docs/eval.md) */
 export interface SampleLine {

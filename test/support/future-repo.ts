@@ -1,7 +1,7 @@
 /**
  * A `--repos` folder whose repository holds the future: a copy of a fixture repository with the task's
- * fix committed after base_commit on its branch, a tag and another branch on it, a stash, a note and a
- * dangling commit. What SWE-bench's own images held before SWE-bench/SWE-bench PR 471 (issue 465), and
+ * fix committed after base_commit on its branch, a tag and another branch on it (and a release tag on
+ * base itself), a stash, a note and a dangling commit. What SWE-bench's own images held before SWE-bench/SWE-bench PR 471 (issue 465), and
  * what `git clone --shared` of it used to hand an agent through alternates.
  */
 import { execFileSync } from 'node:child_process';
@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
-import { ROOT } from './capture-run.ts';
+import { ROOT } from './cli.ts';
 
 export interface FutureRepos {
   reposDir: string;
@@ -46,6 +46,8 @@ export function futureRepos(instanceId: string): FutureRepos {
   execFileSync('git', ['clone', '-q', join(ROOT, 'fixtures/swe/repos', row.repo!), dir], { env });
   git(['checkout', '-q', row.base_commit!]);
   git(['checkout', '-q', '-B', 'main']);
+  // a release tag on base_commit (an ancestor's tag: kept, as setuptools-scm needs it)
+  git(['tag', '-a', 'v1.0.0', '-m', 'release 1.0.0']);
   git(['apply'], row.patch);
   const fixMessage = `FUTURE-FIX-${instanceId}: the upstream fix`;
   git(['commit', '-q', '-am', fixMessage]);

@@ -1,4 +1,6 @@
 /** Anthropic Messages request (Claude Code, Pi) -> canonical request. */
+
+import { issuePath } from '../../util/zod.ts';
 import type {
   AssistantMessage,
   CanonicalMessage,
@@ -7,7 +9,7 @@ import type {
   ToolMessage,
   UserPart,
 } from '../canonical.ts';
-import { issuePath, ProtocolError } from '../errors.ts';
+import { ProtocolError } from '../errors.ts';
 import { parseOrThrow } from '../validate.ts';
 import { convertToolChoice, convertTools } from './convert-tools.ts';
 import {

@@ -1,25 +1,11 @@
 /** Canonical response -> non-streaming Anthropic Messages body. */
 import type { CanonicalResponse, ToolCall, Usage } from '../canonical.ts';
+import { argumentsObject } from '../tool-arguments.ts';
 import { mapFinishReason } from './map-finish-reason.ts';
 
-/**
- * Anthropic's tool_use.input must be an object. Arguments that are not a JSON object (a model that
- * emitted broken JSON) become `{}`: the harness then reports missing arguments to the model, and the
- * exact sampled text stays in the capture record. Streams carry the raw text in input_json_delta.
- */
-export function toolInput(args: string): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(args);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : {};
-  } catch {
-    return {};
-  }
-}
-
+/** Streams carry the raw argument text in input_json_delta; a whole message needs an object. */
 export function toolUseBlock(call: ToolCall) {
-  return { type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.arguments) };
+  return { type: 'tool_use', id: call.id, name: call.name, input: argumentsObject(call.arguments) };
 }
 
 export function renderUsage(usage: Usage) {

@@ -19,7 +19,6 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
   let model = '';
   let signature: string | undefined;
   let started = false;
-  let ended = false;
   let pinged = false;
   let blocks = 0;
   let open: { kind: Kind; index: number; toolIndex?: number } | undefined;
@@ -111,10 +110,8 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
       case 'tool-call-end':
         return open?.kind === 'tool' && open.toolIndex === event.index ? close() : '';
       case 'finish':
-        ended = true;
         return start() + finish(event.response);
       case 'error':
-        ended = true;
         return start() + failed(event.error);
       default: {
         const never: never = event;
@@ -123,12 +120,5 @@ export function createStreamWriter(_ctx: { created: number }): { write(event: St
     }
   };
 
-  return sequencedWriter({
-    ended: () => ended,
-    markEnded: () => {
-      ended = true;
-    },
-    one,
-    fail: (error) => start() + failed(error),
-  });
+  return sequencedWriter({ one, fail: (error) => start() + failed(error) });
 }

@@ -33,7 +33,6 @@ function withSignature(output: readonly Record<string, unknown>[], signature: st
 }
 
 class ResponsesStream {
-  ended = false;
   private seq = 0;
   private id = newId('resp');
   private model = '';
@@ -66,10 +65,8 @@ class ResponsesStream {
       case 'tool-call-end':
         return this.endCall(event.index);
       case 'finish':
-        this.ended = true;
         return this.start() + this.finish(event.response);
       case 'error':
-        this.ended = true;
         return this.start() + this.failed(event.error);
       default: {
         const never: never = event;
@@ -170,12 +167,5 @@ class ResponsesStream {
 
 export function createStreamWriter(ctx: { created: number }): { write(event: StreamEvent): string } {
   const stream = new ResponsesStream(ctx.created);
-  return sequencedWriter({
-    ended: () => stream.ended,
-    markEnded: () => {
-      stream.ended = true;
-    },
-    one: (event) => stream.one(event),
-    fail: (error) => stream.fail(error),
-  });
+  return sequencedWriter({ one: (event) => stream.one(event), fail: (error) => stream.fail(error) });
 }

@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { Environments } from '../../env/build.ts';
 import { UsageError } from '../../errors.ts';
 import { log } from '../../util/log.ts';
 import {
@@ -18,7 +19,14 @@ import {
 } from './docker.ts';
 import { LocalRuntime } from './local.ts';
 import { FORWARDER, SandboxRuntime } from './sandbox.ts';
-import type { EnvironmentResolver, HostEnvironment, Limits, Runtime, RuntimeKind } from './types.ts';
+import {
+  type EnvironmentResolver,
+  type HostEnvironment,
+  joinHostEnvironments,
+  type Limits,
+  type Runtime,
+  type RuntimeKind,
+} from './types.ts';
 
 /** Where samples run: the typed form of --runtime and its companion flags. */
 export interface RuntimeSetup {
@@ -40,6 +48,11 @@ export interface RuntimeSetup {
   envDirs?: string[];
   /** sandbox: a delegated cgroup v2 directory (limits of the whole tree) */
   cgroupParent?: string;
+  /**
+   * Python environments built from the specs (src/env/) for the local and sandbox runtimes: where they
+   * are kept and the interpreters by version; null (--no-envs): tests run in polar's own environment
+   */
+  environments?: { cacheDir: string; pythons: Record<string, string> } | null;
 }
 
 export interface RuntimeContext {
@@ -49,8 +62,8 @@ export interface RuntimeContext {
   runner?: ContainerRuntimeOptions['runner'];
   /** parent of the environments' folders (tests); default: os.tmpdir() */
   tmpRoot?: string;
-  /** host environments per instance (the environments issue); default: --env-dir for every instance */
-  environments?: EnvironmentResolver;
+  /** host environments per instance; default: --env-dir for every instance */
+  hostEnvironments?: EnvironmentResolver;
 }
 
 export const NODE_MODULES = resolve(import.meta.dirname, '../../../node_modules');
@@ -76,22 +89,22 @@ export function hostEnvironmentOf(dir: string): HostEnvironment {
 /** --env-dir DIR...: the same host environments, in order, for every instance */
 export function envDirsResolver(dirs: string[]): EnvironmentResolver | undefined {
   if (dirs.length === 0) return undefined;
-  const parts = dirs.map(hostEnvironmentOf);
-  const host: HostEnvironment = {
-    mounts: [...new Set(parts.flatMap((p) => p.mounts))],
-    path: parts.flatMap((p) => p.path),
-    env: Object.assign({}, ...parts.map((p) => p.env ?? {})),
-  };
+  const host = joinHostEnvironments(...dirs.map(hostEnvironmentOf));
   return async () => host;
 }
 
 export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext): Promise<Runtime> {
-  const environments = context.environments ?? envDirsResolver(setup.envDirs ?? []);
+  const hostEnvironments = context.hostEnvironments ?? envDirsResolver(setup.envDirs ?? []);
   const common = {
     ...(context.tmpRoot ? { tmpRoot: context.tmpRoot } : {}),
-    ...(environments ? { environments } : {}),
+    ...(hostEnvironments ? { hostEnvironments } : {}),
     ...(setup.limits ? { limits: setup.limits } : {}),
   };
+  // environments built from the specs: on this host (local) or bound read-only into the sandbox;
+  // a container brings its own in its image
+  const built = setup.environments
+    ? { environments: new Environments({ ...setup.environments, reposDir: setup.repos }) }
+    : {};
   if (setup.kind !== 'sandbox' && setup.networkAllow?.length)
     throw new UsageError('--network-allow is for --runtime sandbox', 'containers take --network NAME');
   if (setup.kind !== 'sandbox' && setup.cgroupParent)
@@ -109,7 +122,12 @@ export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext
     if (!warnedUnsandboxed)
       log.warn('the local runtime runs agents and tests on this machine unsandboxed, with your rights');
     warnedUnsandboxed = true;
-    return new LocalRuntime({ reposDir: setup.repos, ...common, ...(setup.keepEnvs ? { keep: true } : {}) });
+    return new LocalRuntime({
+      reposDir: setup.repos,
+      ...common,
+      ...built,
+      ...(setup.keepEnvs ? { keep: true } : {}),
+    });
   }
   if (setup.kind === 'sandbox') {
     if (setup.network && setup.network !== 'none' && setup.network !== 'host')
@@ -126,6 +144,7 @@ export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext
     return new SandboxRuntime({
       reposDir: setup.repos,
       ...common,
+      ...built,
       ...(setup.network === 'host' ? { network: 'host' as const } : {}),
       ...(setup.networkAllow?.length ? { allow: setup.networkAllow } : {}),
       ...(context.harness ? { harnessModules: NODE_MODULES } : {}),

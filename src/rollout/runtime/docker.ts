@@ -54,7 +54,7 @@ export interface ContainerRuntimeOptions {
   /** a harness runs in the container: its private folder holds the config dir and the proxy's socket */
   harness?: boolean;
   limits?: Limits;
-  environments?: EnvironmentResolver;
+  hostEnvironments?: EnvironmentResolver;
   /** parent of the containers' private folders (default os.tmpdir()) */
   tmpRoot?: string;
   env?: Record<string, string>;
@@ -253,7 +253,7 @@ export class ContainerRuntime implements Runtime {
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
     const name = containerName(instance.instance_id, purpose, Math.random().toString(36).slice(2, 8));
-    const host = (await this.options.environments?.(instance, purpose)) ?? null;
+    const host = (await this.options.hostEnvironments?.(instance, purpose)) ?? null;
     // the container's own folder on the host: harness config and the proxy's socket, never shared
     const folder = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-container-'));
     await mkdir(join(folder, 'harness'));

@@ -8,8 +8,10 @@
  *
  * Local and sandbox runtimes: a bare "history" repository per (source, base_commit) holds exactly the
  * objects reachable from base_commit, fetched once from the source (the one expensive step: a pack of
- * the ancestors); every environment is a `clone --shared` of it (alternates into that history repo,
- * never into the source), detached at base_commit with no ref, remote or reflog. Containers carry their
+ * the ancestors), and the source's tags that point at base_commit or its ancestors (setuptools-scm
+ * reads a version from them; they reveal nothing later); every environment is a `clone --shared` of
+ * it (alternates into that history repo, never into the source), detached at base_commit with no
+ * branch, remote or reflog, and only those tags. Containers carry their
  * repository in the image: scrubLines() strips it in place (refs, reflogs, remotes, then a repack that
  * drops every object HEAD does not reach).
  */
@@ -110,11 +112,16 @@ export class HistoryStore {
     const gitconfig = join(root, 'gitconfig');
     if (!existsSync(gitconfig)) await writeFile(gitconfig, '[safe]\n\tdirectory = *\n');
     // the source must allow a want of a bare sha (config passed to its upload-pack through the
-    // environment); --no-tags: tags point after base too
+    // environment); --no-tags: tags point after base too. Then the tags of base's ancestors (and of
+    // base), which reveal nothing later: setuptools-scm reads a version from them (pytest, astropy,
+    // matplotlib, xarray), as the official images keep the tags older than base_commit
     const script = [
       'set -e',
       'git init -q --bare "$1"',
       'git -C "$1" -c uploadpack.allowAnySHA1InWant=true fetch -q --no-tags --no-write-fetch-head "$2" "$3:refs/polar/base"',
+      `git -C "$2" for-each-ref --merged "$3" --format='+%(refname):%(refname)' refs/tags > "$1/polar-tags"`,
+      'if [ -s "$1/polar-tags" ]; then git -C "$1" fetch -q --no-tags --no-write-fetch-head --stdin "$2" < "$1/polar-tags"; fi',
+      'rm -f "$1/polar-tags"',
     ].join('\n');
     const r = await execTree('bash', ['-c', script, 'history', partial, source, base], {
       env: gitEnv(gitconfig),
@@ -159,8 +166,9 @@ export function historyStore(): HistoryStore {
 
 /**
  * Shell lines that make `$dest` (an empty or missing directory) a checkout of `$base` from the history
- * repository `$history`, with no ref, remote or reflog: positional parameters $1 history, $2 dest,
- * $3 base. The only link left is .git/objects/info/alternates, to the history repository.
+ * repository `$history`, with no branch, remote or reflog: positional parameters $1 history, $2 dest,
+ * $3 base. The only link left is .git/objects/info/alternates, to the history repository; the only
+ * refs, the tags of base's ancestors.
  */
 export const CHECKOUT_SCRIPT = [
   'set -e',
@@ -168,7 +176,8 @@ export const CHECKOUT_SCRIPT = [
   'cd "$2"',
   'git checkout -q --detach "$3"',
   'git remote remove origin',
-  "git for-each-ref --format='delete %(refname)' | git update-ref --stdin",
+  // every ref but the tags (the history repository holds only those of base's ancestors)
+  "git for-each-ref --format='delete %(refname)' | { grep -v '^delete refs/tags/' || true; } | git update-ref --stdin",
   'rm -rf .git/logs .git/FETCH_HEAD .git/ORIG_HEAD',
 ].join('\n');
 

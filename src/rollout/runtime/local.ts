@@ -1,8 +1,22 @@
+/**
+ * The local runtime: a fresh checkout of base_commit in a temp dir, commands run on this machine with
+ * no isolation (a convenience runtime for trusted agents, not a sandbox). The checkout is a
+ * `clone --shared` of the history repository of (DIR/<owner>/<name>, base_commit) (history.ts), so it
+ * holds base_commit's ancestors and the tags that point at them, nothing later.
+ * With `environments` (src/env/), an instance whose spec or row asks for a Python environment gets the
+ * cached one (built on demand) and a per-sample layer in the temp dir: every command runs with the
+ * layer and the environment first on PATH, then the host environments (--env-dir).
+ */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import type { Environments } from '../../env/build.ts';
+import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
+import { isSystemStep } from '../../env/recipe.ts';
+import type { SampleEnvironment } from '../../env/types.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 import { CHECKOUT_SCRIPT, checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';
 import {
   type EnvExecOptions,
@@ -11,6 +25,7 @@ import {
   type HostEnvironment,
   hostLaunch,
   type InstanceEnv,
+  joinHostEnvironments,
   type Runtime,
   RuntimeError,
 } from './types.ts';
@@ -24,8 +39,10 @@ export interface LocalRuntimeOptions {
   keep?: boolean;
   /** extra environment for every command */
   env?: Record<string, string>;
-  /** host environments (types.ts): their bin dirs go first on PATH */
-  environments?: EnvironmentResolver;
+  /** builds and caches the instances' Python environments (absent: tests run in polar's own environment) */
+  environments?: Environments;
+  /** host environments (types.ts, --env-dir): their bin dirs go first on PATH */
+  hostEnvironments?: EnvironmentResolver;
   /** the history repositories (default: the process's store) */
   history?: HistoryStore;
 }
@@ -48,6 +65,8 @@ export class LocalRuntime implements Runtime {
   }
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+    // the environment first: a build that fails costs no checkout
+    const cached = (await this.options.environments?.forInstance(instance)) ?? null;
     const lease = await (this.options.history ?? historyStore()).acquire(
       this.repoPath(instance.repo),
       instance.base_commit,
@@ -67,8 +86,13 @@ export class LocalRuntime implements Runtime {
           `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
         );
       }
-      const host = (await this.options.environments?.(instance, purpose)) ?? null;
-      return new LocalEnv(root, workdir, this.options, host, () => lease.release());
+      const host = joinHostEnvironments(
+        cached ? environmentView(cached, layerDir(root)) : null,
+        (await this.options.hostEnvironments?.(instance, purpose)) ?? null,
+      );
+      const env = new LocalEnv(root, workdir, this.options, host, cached !== null, () => lease.release());
+      if (cached) env.environment = sampleEnvironment(cached, env);
+      return env;
     } catch (error) {
       lease.release();
       await rm(root, { recursive: true, force: true });
@@ -79,28 +103,37 @@ export class LocalRuntime implements Runtime {
 
 class LocalEnv implements InstanceEnv {
   readonly scratch: string;
+  environment?: SampleEnvironment;
+  patchBase?: string;
 
   constructor(
     private readonly root: string,
     readonly workdir: string,
     private readonly options: LocalRuntimeOptions,
     private readonly host: HostEnvironment | null,
+    private readonly built: boolean,
     private readonly release: () => void,
   ) {
     this.scratch = root;
   }
 
+  /** the host environments' PATH and variables; PYTHONPATH and PYTHONHOME of polar's own process are not passed on */
+  private hostEnv(path: string): Record<string, string | undefined> {
+    if (!this.host) return {};
+    return {
+      ...this.host.env,
+      ...(this.host.path.length ? { PATH: [...this.host.path, path].join(':') } : {}),
+      ...(this.built ? { PYTHONPATH: undefined, PYTHONHOME: undefined } : {}),
+    };
+  }
+
   exec(script: string, options: EnvExecOptions = {}) {
-    const path = this.host?.path.length
-      ? { PATH: [...this.host.path, process.env.PATH ?? ''].join(':') }
-      : {};
     return execTree('bash', ['-c', script], {
       cwd: this.workdir,
       env: {
         ...gitEnv(join(this.root, 'gitconfig')),
         PYTHONDONTWRITEBYTECODE: '1',
-        ...path,
-        ...this.host?.env,
+        ...this.hostEnv(process.env.PATH ?? ''),
         ...this.options.env,
         ...options.env,
       },
@@ -115,14 +148,24 @@ class LocalEnv implements InstanceEnv {
     await writeFile(target, content);
   }
 
+  /**
+   * With a polar-built environment, the spec's eval_commands that only set the test run's environment
+   * (Django's LANG / LC_ALL exports) run as in the official script; those that change this machine
+   * (locale-gen) do not, and the install is the environment's per-sample step. Without one: nothing.
+   */
+  envSetup(setup: EnvSetup): string[] {
+    return this.built ? setup.evalCommands.filter((c) => !isSystemStep(c)) : [];
+  }
+
   async launchHarness(request: HarnessLaunchRequest) {
     const launch = hostLaunch(request, this.workdir);
-    if (this.host?.path.length)
-      launch.env = {
-        ...launch.env,
-        ...this.host.env,
-        PATH: [...this.host.path, launch.env.PATH ?? ''].join(':'),
-      };
+    const extra = this.hostEnv(launch.env.PATH ?? '');
+    const env: Record<string, string> = { ...launch.env };
+    for (const [k, v] of Object.entries(extra)) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+    launch.env = env;
     return launch;
   }
 

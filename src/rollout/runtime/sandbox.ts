@@ -13,9 +13,14 @@ import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Environments } from '../../env/build.ts';
+import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
+import { isSystemStep } from '../../env/recipe.ts';
+import type { SampleEnvironment } from '../../env/types.ts';
 import { EnvironmentError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree, gitEnv } from '../exec.ts';
+import type { EnvSetup } from '../specs.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';
 import { type Bind, bwrapArgs, inCgroup, type SandboxSpec, systemLayout } from './bwrap.ts';
 import {
@@ -35,6 +40,7 @@ import {
   type HarnessLaunchRequest,
   type HostEnvironment,
   type InstanceEnv,
+  joinHostEnvironments,
   type LimitHit,
   type Limits,
   type RunEnd,
@@ -63,7 +69,13 @@ export interface SandboxRuntimeOptions {
   allow?: Array<{ host: string; port: number }>;
   /** node_modules to mount for a harness (polar's own); absent: no harness runs here */
   harnessModules?: string;
-  environments?: EnvironmentResolver;
+  /**
+   * builds and caches the instances' Python environments (src/env/): bound read-only at the same path,
+   * the per-sample layer in the sandbox's scratch
+   */
+  environments?: Environments;
+  /** host environments (types.ts, --env-dir): read-only at the same path, first on PATH after the built one */
+  hostEnvironments?: EnvironmentResolver;
   history?: HistoryStore;
   /** a delegated cgroup v2 directory: limits by cgroup instead of rlimits */
   cgroupParent?: string;
@@ -111,6 +123,8 @@ export class SandboxRuntime implements Runtime {
   }
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+    // the environment first: a build that fails costs no checkout
+    const cached = (await this.options.environments?.forInstance(instance)) ?? null;
     const lease = await (this.options.history ?? historyStore()).acquire(
       this.repoPath(instance.repo),
       instance.base_commit,
@@ -132,8 +146,11 @@ export class SandboxRuntime implements Runtime {
           `polar-${root.split('-').pop()}`,
           this.options.limits,
         );
-      const host = (await this.options.environments?.(instance, purpose)) ?? null;
-      const env = new SandboxEnv(this, root, lease, host, owner?.uid ?? null, cgroup);
+      const host = joinHostEnvironments(
+        cached ? environmentView(cached, layerDir(SANDBOX_SCRATCH)) : null,
+        (await this.options.hostEnvironments?.(instance, purpose)) ?? null,
+      );
+      const env = new SandboxEnv(this, root, lease, host, owner?.uid ?? null, cgroup, cached !== null);
       const checkout = await env.exec(CHECKOUT_SCRIPT, {
         args: [lease.path, SANDBOX_TESTBED, instance.base_commit],
         timeoutMs: 120_000,
@@ -144,6 +161,7 @@ export class SandboxRuntime implements Runtime {
           'polar doctor --runtime sandbox checks the sandbox',
         );
       }
+      if (cached) env.environment = sampleEnvironment(cached, env);
       return env;
     } catch (error) {
       lease.release();
@@ -168,6 +186,8 @@ class SandboxEnv implements InstanceEnv {
   readonly workdir = SANDBOX_TESTBED;
   readonly scratch = SANDBOX_SCRATCH;
   readonly harnessDirBase: string;
+  environment?: SampleEnvironment;
+  patchBase?: string;
 
   constructor(
     private readonly runtime: SandboxRuntime,
@@ -176,6 +196,7 @@ class SandboxEnv implements InstanceEnv {
     private readonly host: HostEnvironment | null,
     private readonly uid: number | null,
     private readonly cgroup: SandboxCgroup | null,
+    private readonly built: boolean,
   ) {
     this.harnessDirBase = join(root, 'harness');
   }
@@ -269,6 +290,11 @@ class SandboxEnv implements InstanceEnv {
       timeoutMs: 60_000,
     });
     if (r.exitCode !== 0) throw new RuntimeError(`cannot write ${target}: ${r.output.trim()}`);
+  }
+
+  /** as the local runtime: with a polar-built environment, the eval_commands that change no system files */
+  envSetup(setup: EnvSetup): string[] {
+    return this.built ? setup.evalCommands.filter((c) => !isSystemStep(c)) : [];
   }
 
   async launchHarness(request: HarnessLaunchRequest): Promise<HarnessLaunch> {

@@ -5,13 +5,15 @@
  * InstanceEnv, so a new runtime is one new file. The runtimes: `sandbox` (bubblewrap, sandbox.ts),
  * `local` (unsandboxed, local.ts), `docker` / `podman` (docker.ts), `apptainer` (apptainer.ts).
  *
- * Host environments (the seam for per-(repo, version) Python environments): a runtime made with an
- * `environments` resolver asks it, per instance and purpose, for a HostEnvironment: host directories
- * (a venv, a conda prefix, the interpreter a venv points at) that the environment mounts read-only at
- * the same path, and directories put first on PATH for every command, the agent's and the grader's
- * alike. The resolver builds or finds them (once per (repo, version), cached on the host); the runtime
- * only makes them visible. docs/eval.md, "Host environments".
+ * Host environments: a runtime made with a `hostEnvironments` resolver (--env-dir) asks it, per
+ * instance and purpose, for a HostEnvironment: host directories (a venv, a conda prefix, the
+ * interpreter a venv points at) that the environment mounts read-only at the same path, and
+ * directories put first on PATH for every command, the agent's and the grader's alike. The
+ * environments polar builds from the specs (src/env/, `environments`) reach the local and sandbox
+ * runtimes through the same shape (environmentView), ahead of the resolver's, with the per-sample part
+ * as InstanceEnv.environment. docs/eval.md, "Host environments" and "Environments".
  */
+import type { SampleEnvironment } from '../../env/types.ts';
 import { PolarError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import type { ExecResult } from '../exec.ts';
@@ -112,6 +114,13 @@ export interface InstanceEnv {
   envSetup?(setup: EnvSetup): string[];
   /** which limit (if any) ended a harness run that ended the way `end` says */
   limitHit?(end: RunEnd): Promise<LimitHit | null>;
+  /**
+   * the polar-built Python environment of the instance (src/env/): its per-sample install and import
+   * guard; absent where the runtime brings its own (a container image) or the row needs none
+   */
+  readonly environment?: SampleEnvironment;
+  /** the commit the agent's patch is taken against when set-up changes were committed (else base_commit) */
+  patchBase?: string;
   dispose(): Promise<void>;
 }
 
@@ -146,4 +155,15 @@ export class RuntimeError extends PolarError {
 /** A launch that runs the harness as it is, on this host. */
 export function hostLaunch(request: HarnessLaunchRequest, cwd: string): HarnessLaunch {
   return { command: request.argv, cwd, env: request.env, close: async () => {} };
+}
+
+/** Host environments one after the other (the first's PATH entries first); null when there are none. */
+export function joinHostEnvironments(...parts: Array<HostEnvironment | null>): HostEnvironment | null {
+  const present = parts.filter((p): p is HostEnvironment => p !== null);
+  if (present.length === 0) return null;
+  return {
+    mounts: [...new Set(present.flatMap((p) => p.mounts))],
+    path: present.flatMap((p) => p.path),
+    env: Object.assign({}, ...present.map((p) => p.env ?? {})),
+  };
 }

@@ -9,12 +9,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
+import { ROOT } from '../cli.ts';
 import { netnsUnavailable, TestNet, type TestNode } from './netns.ts';
 
-export const ROOT = resolve(import.meta.dirname, '../../..');
+export { ROOT };
 export const VENV_PYTHON = join(ROOT, '.venv/bin/python');
 const RAY = join(ROOT, '.venv/bin/ray');
 

@@ -18,7 +18,7 @@ import {
   replacePrefixTokens,
   startNemoRlStandin,
 } from '../../support/nemo-rl-standin.ts';
-import { collect, context, isPrefix, recorder } from '../backends-tokens/support.ts';
+import { collect, context, isPrefix, recorder } from './tokens-support.ts';
 
 const BASH = {
   name: 'bash',

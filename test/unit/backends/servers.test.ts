@@ -11,7 +11,7 @@ import { resetWarnedCauses } from '../../../src/backends/token-check.ts';
 import type { BackendOptions } from '../../../src/backends/types.ts';
 import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
 import { type Standin, type StandinOptions, startStandin } from '../../support/vllm-standin.ts';
-import { collect, context, recorder } from '../backends-tokens/support.ts';
+import { collect, context, recorder } from './tokens-support.ts';
 
 const BASH = {
   name: 'bash',

@@ -5,7 +5,7 @@ import { OpenAICompatibleBackend } from '../../../src/backends/openai-compatible
 import { probeBackend } from '../../../src/backends/probe.ts';
 import type { CanonicalRequest, ProxyFault } from '../../../src/protocols/canonical.ts';
 import { type SglangChatOptions, startSglangChatStandin } from '../../support/sglang-standin.ts';
-import { collect, context, recorder } from '../backends-tokens/support.ts';
+import { collect, context, recorder } from './tokens-support.ts';
 
 const BASH = {
   name: 'bash',

@@ -16,7 +16,7 @@ import {
   startCompletionsStandIn,
 } from '../../support/completions-standin.ts';
 import { IM_END } from '../../support/qwen-tokenizer.ts';
-import { collect, context, qwenDir, recorder } from '../backends-tokens/support.ts';
+import { collect, context, qwenDir, recorder } from './tokens-support.ts';
 
 let tok: ChatTokenizer;
 before(async () => {

@@ -6,26 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { execa } from 'execa';
+import { closedUrl, runPolar } from '../../support/cli.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
-import { fixtures, MINI, REPOS, ROOT } from '../eval/helpers.ts';
+import { fixtures, MINI, REPOS } from '../eval/helpers.ts';
 
-const POLAR = join(ROOT, 'bin/polar');
-const run = (args: string[]) =>
-  execa(process.execPath, [POLAR, ...args], { reject: false, stdin: 'ignore', cwd: ROOT, timeout: 120_000 });
-
-/** a port nothing listens on: bind one, note it, close it */
-async function closedUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return `http://127.0.0.1:${port}/v1`;
-}
+const run = (args: string[]) => runPolar(args, { timeoutMs: 120_000 });
 
 const ID = 'polar-fixtures__jsutil-5';
 const HARNESS = ['--harness', 'pi', '--runtime', 'local', '--allow-unsandboxed', '--repos', REPOS];

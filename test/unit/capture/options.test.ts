@@ -94,7 +94,10 @@ describe('backend options', () => {
     [['--sample', '-1'], /^--sample -1: expected a non-negative integer$/],
     [['--port', '70000'], /^--port 70000: expected an integer from 0 to 65535$/],
     [['--max-body', 'lots'], /^--max-body lots: expected a byte count/],
-    [['--harness', 'gemini'], /^--harness gemini is not one of codex, claude, pi, qwen, generic$/],
+    [
+      ['--harness', 'aider'],
+      /^--harness aider is not one of codex, claude, pi, qwen, gemini, opencode, generic$/,
+    ],
     [['--pi-api', 'grpc'], /^--pi-api grpc is not one of openai-completions/],
     [['--meta', 'nokey'], /^--meta nokey: expected key=value$/],
     [
@@ -151,12 +154,17 @@ describe('harness detection', () => {
     [['node', 'node_modules/.bin/codex'], undefined, 'codex'],
     [['python', 'agent.py'], undefined, 'generic'],
     [['my-wrapper'], 'pi', 'pi'],
+    [['gemini', '--yolo', '-p', 'x'], undefined, 'gemini'],
+    [['node', '/m/@google/gemini-cli/bundle/gemini.js', '-p', 'x'], undefined, 'gemini'],
+    [['opencode', 'run', 'x'], undefined, 'opencode'],
+    [['/m/opencode-ai/bin/opencode.exe', 'run', 'x'], undefined, 'opencode'],
+    [['my-wrapper'], 'opencode', 'opencode'],
   ];
   for (const [argv, name, expected] of cases) {
     test(`${argv.join(' ')} -> ${expected}`, () => assert.equal(resolveHarness(name, argv).name, expected));
   }
   test('unknown --harness is a usage error', () =>
-    assert.throws(() => resolveHarness('gemini', ['x']), /--harness gemini is not one of/));
+    assert.throws(() => resolveHarness('aider', ['x']), /--harness aider is not one of/));
 });
 
 describe('--format', () => {

@@ -12,7 +12,8 @@ import { execa } from 'execa';
 import { readCapture } from '../../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../../src/capture/record.ts';
 import { CaptureWriter } from '../../../src/capture/writer.ts';
-import { POLAR, privateDirs, privateEnv, ROOT } from '../../support/capture-run.ts';
+import { privateDirs, privateEnv } from '../../support/capture-run.ts';
+import { POLAR, ROOT } from '../../support/cli.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'polar-writer-'));

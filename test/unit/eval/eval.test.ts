@@ -17,8 +17,8 @@ import {
   MINI,
   makePatch,
   miniRows,
-  PYTEST_SKIP,
   polar,
+  pytestSkip,
   REPOS,
   runnableIds,
 } from './helpers.ts';
@@ -72,7 +72,7 @@ test('--agent empty: 0%, empty patches, --fail-under exits 5', () => {
 
 test(
   'every FAIL_TO_PASS fails before the fix (a no-op patch), and PASS_TO_PASS pass',
-  { skip: PYTEST_SKIP },
+  { skip: pytestSkip() },
   async () => {
     const runtime = new LocalRuntime({ reposDir: REPOS });
     for (const instance of await loadDataset(MINI)) {
@@ -175,6 +175,24 @@ test('--resume skips graded samples; a harness on local needs --allow-unsandboxe
   ]);
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /--allow-unsandboxed/);
+});
+
+test('--resume after a crash mid-line: the cut result runs again and results.jsonl stays whole', () => {
+  const out = join(tmp, 'resume-cut');
+  const ids = 'polar-fixtures__jsutil-5,polar-fixtures__jsutil-6';
+  const first = localEval('gold', out, ['--instances', ids, '-q']);
+  assert.equal(first.code, 0, first.stderr);
+  const path = join(out, 'results.jsonl');
+  const text = readFileSync(path, 'utf8');
+  // the second line cut halfway, as a killed polar leaves it
+  const firstEnd = text.indexOf('\n') + 1;
+  writeFileSync(path, text.slice(0, firstEnd + Math.floor((text.length - firstEnd) / 2)));
+  const second = localEval('gold', out, ['--instances', ids, '--resume', '--json']);
+  assert.equal(second.code, 0, second.stderr);
+  assert.match(second.stderr, /1 sample already graded, 1 to run/);
+  const lines = readJsonl(path);
+  assert.deepEqual(lines.map((l) => l.instance_id).sort(), ids.split(','));
+  assert.equal(JSON.parse(second.stdout).counts.resolved, 2);
 });
 
 test('harness agent seam: runCapture runs in the instance env, the capture gets a grading record', async () => {

@@ -2,16 +2,36 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
-import { join, resolve } from 'node:path';
-import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
+import { join } from 'node:path';
+import { ensureFixtureRepos, ensureFixtureWheels } from '../../../scripts/swe-fixtures.ts';
 import type { EvalOptions } from '../../../src/eval/run.ts';
 import type { Agent } from '../../../src/rollout/agents.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { ROOT, runPolarSync } from '../../support/cli.ts';
 
-export const ROOT = resolve(import.meta.dirname, '../../..');
+export { ROOT };
 export const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');
 export const REPOS = join(ROOT, 'fixtures/swe/repos');
+/** rows whose environment polar builds (fixtures/swe/env-tasks) */
+export const ENVS = join(ROOT, 'fixtures/swe/envs.jsonl');
+export const WHEELS = join(ROOT, 'fixtures/swe/wheels');
+
+/**
+ * pip offline and on its own: no user or site config (no mirror), no index, the fixture wheels (and
+ * `more` folders) as the only links; what a user's pip config would point at, made hermetic
+ */
+export function offlinePip(...more: string[]): Record<string, string> {
+  return { PIP_CONFIG_FILE: '/dev/null', PIP_NO_INDEX: '1', PIP_FIND_LINKS: [WHEELS, ...more].join(' ') };
+}
+
+let wheelsBuilt = false;
+/** the fixture repositories and the wheels of their base versions */
+export function envFixtures(): void {
+  fixtures();
+  if (!wheelsBuilt) ensureFixtureWheels();
+  wheelsBuilt = true;
+}
 
 let built = false;
 export function fixtures(): void {
@@ -19,11 +39,16 @@ export function fixtures(): void {
   built = true;
 }
 
-export const hasPytest =
-  spawnSync('python3', ['-m', 'pytest', '--version'], { stdio: 'ignore' }).status === 0;
-export const PYTEST_SKIP = hasPytest
-  ? false
-  : 'python3 -m pytest is not available (apt-get install -y python3-pytest)';
+let pytest: boolean | undefined;
+/** Whether python3 has pytest (asked once, when first needed: importing this file starts no Python). */
+export function hasPytest(): boolean {
+  pytest ??= spawnSync('python3', ['-m', 'pytest', '--version'], { stdio: 'ignore' }).status === 0;
+  return pytest;
+}
+/** A test's skip option when pytest is missing. */
+export function pytestSkip(): string | false {
+  return hasPytest() ? false : 'python3 -m pytest is not available (apt-get install -y python3-pytest)';
+}
 
 export function miniRows(): Array<Record<string, unknown>> {
   return readFileSync(MINI, 'utf8')
@@ -35,14 +60,12 @@ export function miniRows(): Array<Record<string, unknown>> {
 /** Instance ids to run: all 8 when pytest is there, else the JS ones. */
 export function runnableIds(): string[] {
   return miniRows()
-    .filter((r) => hasPytest || String(r.test_cmd).startsWith('node'))
+    .filter((r) => hasPytest() || String(r.test_cmd).startsWith('node'))
     .map((r) => String(r.instance_id));
 }
 
-export function polar(args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/polar'), ...args], { cwd: ROOT, encoding: 'utf8' });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
-}
+/** `polar ARGS`, run to the end (test/support/cli.ts), with `env` added to the environment. */
+export const polar = (args: string[], env: Record<string, string> = {}) => runPolarSync(args, { env });
 
 /** `polar eval` of the mini dataset with an agent (gold, empty, predictions) on the local runtime. */
 export function localEval(agent: string, out: string, extra: string[] = []): ReturnType<typeof polar> {

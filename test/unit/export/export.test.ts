@@ -11,9 +11,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { AutoModelForCausalLM, env, Tensor } from '@huggingface/transformers';
-import { execa } from 'execa';
 import * as ort from 'onnxruntime-node';
 import { createEmbeddedBackend, type EmbeddedBackend } from '../../../src/backends/embedded/index.ts';
 import type { Backend } from '../../../src/backends/types.ts';
@@ -28,10 +26,10 @@ import {
 import { loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
 import { runTrain } from '../../../src/train/launch.ts';
 import { TrainProgress } from '../../../src/train/progress.ts';
+import { runPolar } from '../../support/cli.ts';
 import { NO_TORCH, pythonWithTorch, tempDir, trajectory, writeJsonl } from '../train/fixtures.ts';
 
 const probe = await pythonWithTorch();
-const BIN = fileURLToPath(new URL('../../../bin/polar', import.meta.url));
 const GREEDY = 8;
 const TOL = 1e-4;
 
@@ -322,11 +320,7 @@ describe('polar export: transformers -> ONNX -> embedded backend', { skip: probe
 
   test('the CLI: exports a spec, refuses a hybrid linear-attention model and a missing checkpoint', async () => {
     const polar = (args: string[]) =>
-      execa(process.execPath, [BIN, 'export', ...args], {
-        reject: false,
-        env: { NO_COLOR: '1', POLAR_PYTHON: probe?.python ?? '' },
-        timeout: 120_000,
-      });
+      runPolar(['export', ...args], { env: { POLAR_PYTHON: probe?.python ?? '' }, timeoutMs: 120_000 });
     const small = tinyLlamaSpec({ dim: 8, layers: 1, heads: 2, kvHeads: 1 });
     const [ok, hybrid, missing] = await Promise.all([
       polar([small, '--out', join(work, 'cli'), '--json']),

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gradeLogFile } from '../../../src/grade/command.ts';
-import { polar, ROOT } from '../eval/helpers.ts';
+import { runPolarSync as polar, ROOT } from '../../support/cli.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
 const log = (name: string) => join(DIR, 'logs', name);

@@ -15,7 +15,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
 import { createBackend } from '../../../src/backends/index.ts';
 import type { Backend, BackendOptions } from '../../../src/backends/types.ts';
 import { readCapture } from '../../../src/capture/reader.ts';
@@ -26,8 +25,9 @@ import { type Gym, type GymOptions, startGym } from '../../../src/gym/server.ts'
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import type { Runtime } from '../../../src/rollout/runtime/types.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
-import { ROOT } from '../../support/capture-run.ts';
+import { ROOT } from '../../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../../support/completions-standin.ts';
+import { fixtureTask } from '../../support/fixture-task.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
 import { pyJson } from '../../support/vllm-standin.ts';
 import { loadSample } from '../protocols/harness-samples.ts';
@@ -78,12 +78,7 @@ const backendOptions: BackendOptions = {
 };
 
 before(async () => {
-  ensureFixtureRepos();
-  const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-  instance = rows.find((r) => r.instance_id === TASK)!;
+  instance = await fixtureTask(TASK);
   standin = await startCompletionsStandIn({ policy, chunkTokens: 5 });
   backend = await createBackend({ ...backendOptions, url: standin.url });
   tok = await loadChatTokenizer(qwenTokenizerDir(), { allowRemote: false });

@@ -12,20 +12,19 @@
  * `_ng_failure_class` and no reward.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
 import { createBackend } from '../../../src/backends/index.ts';
 import type { BackendOptions } from '../../../src/backends/types.ts';
 import { verifyResponseSchema } from '../../../src/gym/contract.ts';
 import { type GymOptions, startGym } from '../../../src/gym/server.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
-import { ROOT } from '../../support/capture-run.ts';
+import { closedUrl, ROOT } from '../../support/cli.ts';
+import { fixtureTask } from '../../support/fixture-task.ts';
 import { type NemoRlStandin, startNemoRlStandin } from '../../support/nemo-rl-standin.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
 import type { Policy } from '../../support/vllm-standin.ts';
@@ -70,12 +69,7 @@ const backendOptions: BackendOptions = {
 };
 
 before(async () => {
-  ensureFixtureRepos();
-  const rows = (await readFile(join(ROOT, 'fixtures/swe/mini.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-  instance = rows.find((r) => r.instance_id === TASK)!;
+  instance = await fixtureTask(TASK);
   const config = { policy, temperature: TRAIN.temperature, topP: TRAIN.top_p, valTemperature: 1, valTopP: 1 };
   servers = [await startNemoRlStandin(config), await startNemoRlStandin(config)];
   tok = await loadChatTokenizer(qwenTokenizerDir(), { allowRemote: false });
@@ -209,16 +203,9 @@ describe('polar gym under NeMo RL: nemo-rl backend, a list of generation servers
   }
 
   test('a rollout whose generation server is gone: 200, _ng_failure_class, reward null, no output', async () => {
-    // a port nothing listens on
-    const closed = await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as { port: number };
-        s.close(() => resolve(port));
-      });
-    });
     const gone = await createBackend({
       ...backendOptions,
-      url: `http://127.0.0.1:${closed}/v1`,
+      url: await closedUrl(),
       timeoutMs: 5000,
     });
     const gym = await gymFor(SHAPES[2][1](), { backendInstance: gone, backendUrls: [] });

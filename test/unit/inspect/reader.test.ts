@@ -162,3 +162,32 @@ test("step.json's pass@1 stands in when a report file is gone; eval/captures are
   assert.equal(s2?.heldout?.pass_at_1, 0.3);
   assert.equal(s2?.captures, 2);
 });
+
+test('a run is read through its writers’ schemas: a field of the wrong type is a warning naming it', async () => {
+  const dir = join(root, 'run-typed');
+  await makeRunDir(dir);
+  const report = join(dir, 'step-1', 'eval', 'report.json');
+  writeFileSync(
+    report,
+    JSON.stringify({ ...JSON.parse(readFileSync(report, 'utf8')), pass_at_1: { mean: '25%' } }),
+  );
+  const stepJson = join(dir, 'step-2', 'step.json');
+  writeFileSync(
+    stepJson,
+    JSON.stringify({ ...JSON.parse(readFileSync(stepJson, 'utf8')), status: 'finished' }),
+  );
+  writeJsonl(join(dir, 'step-2', 'train', 'metrics.jsonl'), [
+    { event: 'step', step: 1, loss: 'NaN', kl: 0.5 },
+  ]);
+  const run = readRunDir(dir);
+  const [s1, s2] = run.steps;
+  assert.equal(s1?.eval?.pass_at_1, null);
+  assert.equal(s1?.eval?.total, 4);
+  assert.equal(s2?.status, 'running');
+  assert.deepEqual(s2?.metrics, [{ event: 'step', step: 1, kl: 0.5 }]);
+  assert.deepEqual(run.warnings.map((w) => w.slice(dir.length)).sort(), [
+    '/step-1/eval/report.json: pass_at_1.mean: expected number',
+    '/step-2/step.json: status: expected one of "done"',
+    '/step-2/train/metrics.jsonl:1: loss: expected number',
+  ]);
+});

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import type { Backend, BackendOptions } from '../../../src/backends/types.ts';
 import { PolarError } from '../../../src/errors.ts';
 import { PublishError, publisherFor } from '../../../src/loop/publish.ts';
+import { closedUrl } from '../../support/cli.ts';
 
 interface Seen {
   method: string;
@@ -127,6 +128,25 @@ describe('publisherFor', () => {
         assert.ok(error instanceof PublishError && PolarError.isInstance(error));
         assert.match(error.message, new RegExp(`${s.root}/v1/models did not answer within`));
         assert.match(error.hint ?? '', /--reload-cmd/);
+        return true;
+      },
+    );
+  });
+
+  test("SGLang's weight update against a server that is gone: a PublishError naming the URL, no stack", async () => {
+    const url = `${await closedUrl('')}/generate`;
+    await assert.rejects(
+      publisherFor(backendOf('tokens', url), { backendOptions: { kind: 'tokens', url, model: 'm' } }).publish(
+        {
+          checkpoint: '/ckpt/step-1',
+        },
+      ),
+      (error: unknown) => {
+        assert.ok(error instanceof PublishError);
+        assert.match(
+          error.message,
+          /weight update at http:\/\/127\.0\.0\.1:\d+\/update_weights_from_disk failed: .*ECONNREFUSED/,
+        );
         return true;
       },
     );

@@ -89,7 +89,10 @@ describe('one set of conventions', () => {
       assert.doesNotMatch(text, /\(default: false\)/, sub);
     }
     assert.match(help('eval'), /--dataset <path\|hub-id> .* \(required\)/);
-    assert.match(help('loop'), /--harness <name> codex \| claude \| pi \| qwen \| generic \(required\)/);
+    assert.match(
+      help('loop'),
+      /--harness <name> codex \| claude \| pi \| qwen \| gemini \| opencode \| generic \(required\)/,
+    );
     assert.match(help('train'), /--out <dir> .* \(required\)/);
     assert.match(help('export'), /--out <dir> .* \(required\)/);
     assert.match(help('capture'), /default: polar-captures\/<time>-<harness>\.jsonl/);

@@ -266,7 +266,7 @@ describe('usage errors name the flag', () => {
     [['eval', '--dataset', 'd', '--samples', '0'], /^--samples 0: expected a positive integer$/],
     [
       ['eval', '--dataset', 'd', '--harness', 'cdex'],
-      /^--harness cdex is not one of codex, claude, pi, qwen, generic$/,
+      /^--harness cdex is not one of codex, claude, pi, qwen, gemini, opencode, generic$/,
     ],
     [
       ['eval', '--dataset', 'd', '--agent', 'golden'],
@@ -336,7 +336,10 @@ describe('main', () => {
   test('a PolarError from a command: its message, its exit code, no stack', async () => {
     const r = await run(['eval', '--dataset', 'd.jsonl']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /polar: error: give --harness <codex\|claude\|pi\|qwen\|generic> or --agent/);
+    assert.match(
+      r.stderr,
+      /polar: error: give --harness <codex\|claude\|pi\|qwen\|gemini\|opencode\|generic> or --agent/,
+    );
     assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
   });
   test('help and version exit 0; `polar` alone prints the help and is a usage error', () => {

@@ -46,6 +46,11 @@ function expandTool(t: Reduced, api: 'responses' | 'anthropic'): unknown {
     : { ...rest, description: `${t.name} tool`, input_schema: schemaOf(params) };
 }
 
+/** a Gemini function declaration, as Gemini CLI sends it (`parametersJsonSchema`) */
+function expandGeminiTool(t: Reduced): unknown {
+  return { name: t.name, description: `${t.name} tool`, parametersJsonSchema: schemaOf(t.params ?? []) };
+}
+
 export function loadSample(name: string): Sample {
   const json = JSON.parse(readFileSync(new URL(name, SAMPLES_DIR), 'utf8')) as {
     body: Record<string, unknown>;
@@ -53,7 +58,12 @@ export function loadSample(name: string): Sample {
   };
   const api = name.startsWith('claude') || name.startsWith('pi-anthropic') ? 'anthropic' : 'responses';
   const reduced = (json.body.tools as { tools?: Reduced[] } | undefined)?.tools;
-  const body = { ...json.body, ...(reduced ? { tools: reduced.map((t) => expandTool(t, api)) } : {}) };
+  const tools = !reduced
+    ? undefined
+    : name.startsWith('gemini')
+      ? [{ functionDeclarations: reduced.map((t) => expandGeminiTool(t)) }]
+      : reduced.map((t) => expandTool(t, api));
+  const body = { ...json.body, ...(tools ? { tools } : {}) };
   return { body: structuredClone(body), rawBody: json.body, response: json.response };
 }
 

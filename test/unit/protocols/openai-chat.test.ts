@@ -60,6 +60,25 @@ describe('openai-chat request conversion', () => {
     assert.equal(JSON.parse(assistant.toolCalls[0]!.arguments).command, 'echo hi');
   });
 
+  test('opencode (1.18.33): its title call has no tools; its turn after a tool pairs call and result', () => {
+    const title = parseRequest(sample('opencode-title-request.json').body).value;
+    assert.equal(title.tools.length, 0);
+    assert.match(title.messages[0]!.content as string, /^You are a title generator/);
+    const { value, warnings } = parseRequest(sample('opencode-2-after-tool.json').body);
+    assert.deepEqual(warnings, []);
+    assert.equal(value.maxTokens, 8192, "the profile's output limit");
+    assert.equal(value.toolChoice, 'auto');
+    const assistant = value.messages.find((m) => m.role === 'assistant');
+    const tool = value.messages.find((m) => m.role === 'tool');
+    assert.ok(assistant?.role === 'assistant' && tool?.role === 'tool');
+    assert.equal(assistant.toolCalls[0]!.name, 'bash');
+    assert.equal(tool.toolCallId, assistant.toolCalls[0]!.id);
+    assert.equal(tool.content, 'polarbear\n');
+    // `opencode run "ECHO polarbear"` quotes a message word holding a space (see harnesses/opencode.ts)
+    const user = value.messages.find((m) => m.role === 'user');
+    assert.deepEqual(user?.content, [{ type: 'text', text: '"ECHO polarbear"' }]);
+  });
+
   test('round trip: harness request -> canonical -> backend request keeps messages and tools', () => {
     const raw = sample('pi-chat-2-after-tool.json').body as { messages: unknown[]; tools: unknown[] };
     const { value } = parseRequest(raw);

@@ -31,6 +31,17 @@ const tools = {
       input_schema: { type: 'object', properties: { command: { type: 'string' } } },
     },
   ],
+  gemini: [
+    {
+      functionDeclarations: [
+        {
+          name: 'bash',
+          description: 'run',
+          parametersJsonSchema: { type: 'object', properties: { command: { type: 'string' } } },
+        },
+      ],
+    },
+  ],
 };
 
 describe('front-end APIs through the proxy', () => {
@@ -204,5 +215,75 @@ describe('front-end APIs through the proxy', () => {
       assert.ok(served, 'the record matches the call the backend served');
       assert.deepEqual(rec.completion_token_ids, served.completionIds);
     }
+  });
+
+  describe('gemini', () => {
+    type Chunk = {
+      candidates: Array<{ content: { parts: Array<Record<string, unknown>> }; finishReason?: string }>;
+      usageMetadata?: { promptTokenCount: number };
+    };
+    const goog = () => ({ 'x-goog-api-key': p.key });
+    const ask = (text: string) => ({ contents: [{ role: 'user', parts: [{ text }] }], tools: tools.gemini });
+
+    test('generateContent (x-goog-api-key): a tool call as a whole functionCall part', async () => {
+      const r = await post(p.url, '/v1beta/models/Qwen/Qwen3-4B:generateContent', ask('ECHO hi'), goog());
+      assert.equal(r.status, 200);
+      const body = (await r.json()) as Chunk;
+      const parts = body.candidates[0]!.content.parts;
+      const call = parts.find((q) => q.functionCall)!;
+      assert.deepEqual((call.functionCall as { args: unknown }).args, { command: 'echo hi' });
+      assert.equal(body.candidates[0]!.finishReason, 'STOP');
+      assert.ok(body.usageMetadata!.promptTokenCount > 0);
+      const rec = (await p.records()).at(-1)!;
+      assert.equal(rec.api, 'gemini');
+      assert.equal(rec.stream, false);
+      assert.equal(rec.token_exact, true);
+      assert.equal(rec.finish_reason, 'tool_calls');
+      assert.match(String(call.thoughtSignature), new RegExp(`^polar\\.${rec.id}$`));
+    });
+
+    test('streamGenerateContent?alt=sse (key in the query, recorded redacted)', async () => {
+      const r = await post(
+        p.url,
+        `/v1beta/models/m:streamGenerateContent?alt=sse&key=${p.key}`,
+        ask('Say hi'),
+      );
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get('content-type') ?? '', /text\/event-stream/);
+      const chunks = decodeSse(await r.text()).map((e) => JSON.parse(e.data) as Chunk);
+      const text = chunks
+        .flatMap((c) => c.candidates[0]!.content.parts)
+        .filter((q) => !q.thought && typeof q.text === 'string')
+        .map((q) => q.text)
+        .join('');
+      assert.match(text, /Hello from the stand-in/);
+      assert.equal(chunks.at(-1)!.candidates[0]!.finishReason, 'STOP');
+      const rec = (await p.records()).at(-1)!;
+      assert.equal(rec.stream, true);
+      assert.equal(rec.request.path, '/v1beta/models/m:streamGenerateContent?alt=sse&key=<redacted>');
+    });
+
+    test("countTokens, the model list, and errors in Google's shape", async () => {
+      const c = await post(p.url, '/v1beta/models/m:countTokens', ask('hello there'), goog());
+      const counted = (await c.json()) as { totalTokens: number };
+      assert.ok(counted.totalTokens > 3, String(counted.totalTokens));
+      assert.equal((await p.records()).at(-1)!.api, 'gemini-count-tokens');
+      const list = await fetch(`${p.url}/v1beta/models`, { headers: goog() });
+      assert.deepEqual(
+        ((await list.json()) as { models: Array<{ name: string }> }).models.map((m) => m.name),
+        ['models/Qwen/Qwen3-4B'],
+      );
+      const denied = await post(p.url, '/v1beta/models/m:generateContent', ask('x'));
+      assert.equal(denied.status, 401);
+      assert.equal(((await denied.json()) as { error: { status: string } }).error.status, 'UNAUTHENTICATED');
+      const bad = await post(p.url, '/v1beta/models/m:generateContent', { contents: 'x' }, goog());
+      assert.equal(bad.status, 400);
+      assert.deepEqual(await bad.json(), {
+        error: { code: 400, message: 'contents: expected array', status: 'INVALID_ARGUMENT' },
+      });
+      const unknown = await post(p.url, '/v1beta/models/m:embedContent', ask('x'), goog());
+      assert.equal(unknown.status, 404);
+      assert.equal(((await unknown.json()) as { error: { status: string } }).error.status, 'NOT_FOUND');
+    });
   });
 });

@@ -1,8 +1,8 @@
 /** Bad input and backend faults: each gets its API's own error shape and status, and an error record. */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { decodeSse } from '../../../src/protocols/sse.ts';
+import { closedUrl } from '../../support/cli.ts';
 import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
@@ -121,8 +121,7 @@ describe('proxy faults', () => {
   });
 
   test('backend refused (nothing listening): 502 backend_unreachable', async () => {
-    const port = await freePort();
-    const q = await startProxy({ url: `http://127.0.0.1:${port}/v1` });
+    const q = await startProxy({ url: await closedUrl() });
     try {
       const r = await post(
         q.url,
@@ -157,13 +156,3 @@ describe('proxy faults', () => {
     );
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}

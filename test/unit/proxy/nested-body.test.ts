@@ -64,6 +64,49 @@ describe('deeply nested request bodies', () => {
     assert.equal(nestsDeeperThan(enc('{"a":"[[[[[[\\"[[[["}'), 2), false);
     assert.equal(nestsDeeperThan(enc('[[[1]]]'), 2), true);
     assert.equal(nestsDeeperThan(enc('[[1],[2],[3]]'), 2), false);
+    // a long string (the native jump to its quote) with escaped quotes and backslash runs past the jump
+    const long = `${'a'.repeat(40)}\\\\\\"[[[${'b'.repeat(70)}\\\\`;
+    assert.equal(nestsDeeperThan(enc(JSON.stringify({ a: long, b: [[1]] })), 3), false);
+    assert.equal(nestsDeeperThan(enc(JSON.stringify({ a: long, b: [[[1]]] })), 3), true);
+    assert.equal(nestsDeeperThan(enc(`["${'x'.repeat(50)}\\"[[[[`), 2), false, 'an unterminated string');
+  });
+
+  test('the depth scan agrees with a byte-by-byte scan on random JSON texts', () => {
+    // the reference: every byte in turn, a backslash skipping the next
+    const reference = (bytes: Uint8Array, max: number): boolean => {
+      let depth = 0;
+      let inString = false;
+      for (let i = 0; i < bytes.length; i++) {
+        const b = bytes[i]!;
+        if (inString) {
+          if (b === 0x5c) i++;
+          else if (b === 0x22) inString = false;
+        } else if (b === 0x22) inString = true;
+        else if (b === 0x7b || b === 0x5b) {
+          if (++depth > max) return true;
+        } else if (b === 0x7d || b === 0x5d) depth--;
+      }
+      return false;
+    };
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const pieces = ['a', 'bb', '"', '\\', '[', ']', '{', '}', 'x'.repeat(33), 'y'.repeat(100)];
+    const text = (depth: number): unknown => {
+      if (depth === 0 || rand(3) === 0) {
+        let s = '';
+        for (let k = rand(12); k > 0; k--) s += pieces[rand(pieces.length)];
+        return s;
+      }
+      const items = Array.from({ length: 1 + rand(3) }, () => text(depth - 1));
+      return rand(2) === 0 ? items : Object.fromEntries(items.map((v, k) => [`k${k}`, v]));
+    };
+    for (let n = 0; n < 2000; n++) {
+      const bytes = Buffer.from(JSON.stringify(text(1 + rand(6))));
+      for (const max of [1, 2, 3, 4]) assert.equal(nestsDeeperThan(bytes, max), reference(bytes, max));
+    }
   });
 });
 

@@ -129,7 +129,7 @@ test('hub id goes through the datasets-server listing and a parquet download (lo
     const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const cacheDir = join(dir, 'cache');
     assert.ok(isHubId('polar/mini'));
-    const rows = await loadHubDataset('polar/mini', { endpoint, cacheDir, fetch: globalThis.fetch });
+    const rows = await loadHubDataset('polar/mini', { endpoint, cacheDir });
     assert.deepEqual(rows, await loadDataset(MINI));
     assert.deepEqual(seen, ['/parquet?dataset=polar%2Fmini', '/files/test-0.parquet']);
     await loadHubDataset('polar/mini', { endpoint, cacheDir });
@@ -140,6 +140,52 @@ test('hub id goes through the datasets-server listing and a parquet download (lo
     );
   } finally {
     server.close();
+  }
+});
+
+test('a hub download follows the redirect to another origin without the token; a 404 names the URL', async () => {
+  const body = writeParquet(join(dir, 'hub-cdn.parquet'), miniRows());
+  const seen: Array<{ url: string; auth: string | undefined }> = [];
+  const cdn = createServer((req, res) => {
+    seen.push({ url: `cdn${req.url}`, auth: req.headers.authorization });
+    res.end(body);
+  });
+  await new Promise<void>((r) => cdn.listen(0, '127.0.0.1', r));
+  const hub = createServer((req, res) => {
+    seen.push({ url: req.url ?? '', auth: req.headers.authorization });
+    const port = (hub.address() as AddressInfo).port;
+    if (req.url?.startsWith('/parquet?dataset=')) {
+      res.setHeader('content-type', 'application/json');
+      const file = (split: string, path: string) => ({ split, url: `http://127.0.0.1:${port}${path}` });
+      res.end(JSON.stringify({ parquet_files: [file('test', '/resolve/0.parquet'), file('dev', '/gone')] }));
+    } else if (req.url === '/resolve/0.parquet') {
+      // as the hub sends a file on to its CDN (another origin)
+      res.writeHead(302, { location: `http://127.0.0.1:${(cdn.address() as AddressInfo).port}/blob/0` });
+      res.end();
+    } else {
+      res.statusCode = 404;
+      res.end();
+    }
+  });
+  await new Promise<void>((r) => hub.listen(0, '127.0.0.1', r));
+  try {
+    const endpoint = `http://127.0.0.1:${(hub.address() as AddressInfo).port}`;
+    const options = { endpoint, cacheDir: join(dir, 'cache-cdn'), token: 'hf_secret' };
+    assert.deepEqual(await loadHubDataset('polar/mini', options), await loadDataset(MINI));
+    assert.deepEqual(seen, [
+      { url: '/parquet?dataset=polar%2Fmini', auth: 'Bearer hf_secret' },
+      { url: '/resolve/0.parquet', auth: 'Bearer hf_secret' },
+      { url: 'cdn/blob/0', auth: undefined },
+    ]);
+    await assert.rejects(
+      loadHubDataset('polar/mini', { ...options, split: 'dev' }),
+      (e: unknown) =>
+        e instanceof InputError &&
+        /download of http:\/\/127\.0\.0\.1:\d+\/gone failed: HTTP 404/.test(e.message),
+    );
+  } finally {
+    hub.close();
+    cdn.close();
   }
 });
 

@@ -13,7 +13,7 @@ import { getLogParser, resolveParserName } from '../../../src/rollout/log-parser
 import { parsePytest } from '../../../src/rollout/log-parsers/pytest.ts';
 import { evaluateLog, officialRules, type ResolutionRules, resolve } from '../../../src/rollout/resolve.ts';
 import { diffFiles, REPO_SPECS, specFor, testDirectives } from '../../../src/rollout/specs.ts';
-import { ROOT } from '../eval/helpers.ts';
+import { ROOT } from '../../support/cli.ts';
 
 const V41: ResolutionRules = { version: '4.1', evalType: 'pass_and_fail' };
 const V5: ResolutionRules = { version: '5', evalType: 'pass_and_fail' };

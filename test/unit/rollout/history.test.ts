@@ -67,6 +67,9 @@ describe('no future history', () => {
     try {
       const head = await env.exec('git rev-parse HEAD; git status --porcelain | wc -l');
       assert.equal(head.output.trim(), `${instance!.base_commit}\n0`);
+      // the tags of base's ancestors stay (setuptools-scm), the later one does not
+      const tags = await env.exec('git tag; git describe --tags');
+      assert.equal(tags.output.trim(), 'v1.0.0\nv1.0.0', tags.output);
       const hunt = await env.exec(hunterScript(future.fixSha, null));
       assertNoFuture(hunt.output, future.reposDir);
       const alternates = readFileSync(join(env.workdir, '.git/objects/info/alternates'), 'utf8').trim();

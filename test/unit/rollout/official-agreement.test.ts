@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { ENV_YML_PATHS, officialEnv, REQUIREMENTS_PATHS } from '../../../src/env/official.ts';
 import { getLogParser } from '../../../src/rollout/log-parsers/index.ts';
 import type { ParserVersion } from '../../../src/rollout/log-parsers/types.ts';
 import { evaluateLog, resolve } from '../../../src/rollout/resolve.ts';
 import { REPO_SPECS, testDirectives } from '../../../src/rollout/specs.ts';
-import { ROOT } from '../eval/helpers.ts';
+import { ROOT } from '../../support/cli.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
 const VERSIONS: Record<string, ParserVersion> = { 'v4.1.0': '4.1', 'v5.0.1': '5' };
@@ -107,7 +108,7 @@ test('specs: test command, install and eval_commands of every Verified repositor
     for (const [version, want] of Object.entries(byVersion)) {
       const got = REPO_SPECS[repo]!.spec(version);
       assert.equal(got.cmd, want.test_cmd, `${repo} ${version}`);
-      assert.equal(got.install, want.install, `${repo} ${version}`);
+      assert.equal(officialEnv(repo, version)?.install ?? null, want.install, `${repo} ${version}`);
       assert.deepEqual(got.evalCommands ?? [], want.eval_commands, `${repo} ${version}`);
       versions++;
     }
@@ -115,5 +116,39 @@ test('specs: test command, install and eval_commands of every Verified repositor
   assert.ok(versions > 150, String(versions));
   for (const { repo, test_patch, directives } of doc.directives) {
     assert.deepEqual(testDirectives(test_patch, REPO_SPECS[repo]!.directives ?? 'paths'), directives, repo);
+  }
+});
+
+test('environments: python, packages, pip_packages, pre_install and install of every Verified repository and version, and where requirement files are read, as v4.1.0 has them', () => {
+  type Env = {
+    python: string;
+    packages: string | null;
+    pip_packages: string[];
+    pre_install: string[];
+    install: string | null;
+  };
+  const doc = JSON.parse(readFileSync(join(DIR, 'specs.json'), 'utf8')) as {
+    specs: Record<string, Record<string, Env>>;
+    paths: Record<string, { requirements: string[]; environment_yml: string[] }>;
+  };
+  let versions = 0;
+  for (const [repo, byVersion] of Object.entries(doc.specs)) {
+    for (const [version, want] of Object.entries(byVersion)) {
+      const got = officialEnv(repo, version);
+      assert.ok(got, `${repo} ${version}: no environment`);
+      const where = `${repo} ${version}`;
+      assert.equal(got.python, want.python, where);
+      assert.equal(got.packages ?? null, want.packages, where);
+      assert.deepEqual(got.pip_packages ?? [], want.pip_packages, where);
+      assert.deepEqual(got.pre_install ?? [], want.pre_install, where);
+      assert.equal(got.install, want.install, where);
+      versions++;
+    }
+  }
+  assert.ok(versions > 150, String(versions));
+  assert.equal(officialEnv('pytest-dev/pytest', '99.0'), null);
+  for (const [repo, want] of Object.entries(doc.paths)) {
+    assert.deepEqual(REQUIREMENTS_PATHS[repo] ?? [], want.requirements, repo);
+    assert.deepEqual(ENV_YML_PATHS[repo] ?? [], want.environment_yml, repo);
   }
 });

@@ -12,6 +12,7 @@ import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
 import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { loopEvaluation } from '../../../src/loop/loop.ts';
+import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import type { ExecResult } from '../../../src/rollout/exec.ts';
@@ -107,6 +108,8 @@ describe('one evaluation setup for eval, loop and gym', () => {
       image: 'registry.example/{instance_id}:v1',
       network: 'polar-net',
       limits: { memoryBytes: 8 * 1024 ** 3, pids: 1024, diskBytes: 4 * 1024 ** 3 },
+      // the runtime factory decides whether its kind builds environments (src/env/): local and sandbox do
+      environments: { cacheDir: DEFAULTS.envCache.value, pythons: {} },
     });
   });
 

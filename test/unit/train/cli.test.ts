@@ -7,19 +7,14 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
+import { runPolar } from '../../support/cli.ts';
 import { NO_TORCH, pythonWithTorch, smallBatch, TINY, tempDir, writeJsonl } from './fixtures.ts';
 
 const probe = await pythonWithTorch();
-const BIN = fileURLToPath(new URL('../../../bin/polar', import.meta.url));
 
 function polar(args: string[]) {
-  return execa(process.execPath, [BIN, 'train', ...args], {
-    reject: false,
-    env: { NO_COLOR: '1', POLAR_PYTHON: probe?.python ?? '' },
-    timeout: 120_000,
-  });
+  return runPolar(['train', ...args], { env: { POLAR_PYTHON: probe?.python ?? '' }, timeoutMs: 120_000 });
 }
 
 describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, () => {
@@ -27,15 +22,9 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
     const out = join(dir, 'ckpt');
-    const r = await execa(
-      process.execPath,
-      [BIN, 'train', '-', '--model', TINY, '--device', 'cpu', '--out', out, '--batch-rollouts', '4'],
-      {
-        reject: false,
-        env: { NO_COLOR: '1', POLAR_PYTHON: probe?.python ?? '' },
-        timeout: 120_000,
-        inputFile: traj,
-      },
+    const r = await runPolar(
+      ['train', '-', '--model', TINY, '--device', 'cpu', '--out', out, '--batch-rollouts', '4'],
+      { env: { POLAR_PYTHON: probe?.python ?? '' }, timeoutMs: 120_000, inputFile: traj },
     );
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(await readFile(join(out, 'trajectories.jsonl'), 'utf8'), await readFile(traj, 'utf8'));
@@ -106,7 +95,11 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
   });
 
   test('refuses to train without a GPU unless --device cpu', async () => {
-    if (probe?.cuda) return; // a GPU machine has one
+    const cuda = await execa(probe?.python ?? 'python3', [
+      '-c',
+      'import torch; print(torch.cuda.is_available())',
+    ]);
+    if (cuda.stdout.trim() === 'True') return; // a GPU machine has one
     const dir = await tempDir();
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
     const r = await polar([traj, '--model', TINY, '--out', join(dir, 'o')]);
@@ -136,7 +129,7 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch({ logprobs: false }));
     const r = await polar([traj, '--model', TINY, '--device', 'cpu', '--out', join(dir, 'o')]);
     assert.equal(r.exitCode, 3);
-    assert.match(r.stderr, /traj\.jsonl:1: traces\.0\.response_logprobs: null/);
+    assert.match(r.stderr, /traj\.jsonl:1: traces\[0\]\.response_logprobs: null/);
     assert.match(r.stderr, /--no-tis/);
     const ok = await polar([
       traj,

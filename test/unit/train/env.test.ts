@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { EnvironmentError, UsageError } from '../../../src/errors.ts';
 import {
@@ -8,6 +10,8 @@ import {
   type PythonProbe,
   VENV_PYTHON,
 } from '../../../src/train/env.ts';
+import { runTrain } from '../../../src/train/launch.ts';
+import { smallBatch, TINY, tempDir, writeJsonl } from './fixtures.ts';
 
 const probe = (over: Partial<PythonProbe>): PythonProbe => ({
   python: 'python3',
@@ -91,5 +95,48 @@ describe('train environment', () => {
     );
     checkEnvironment(cpuOnly, { device: 'cpu', gpus: 1, lora: false });
     assert.throws(() => checkEnvironment(probe({}), { device: 'cuda', gpus: 4, lora: false }), UsageError);
+  });
+});
+
+describe('the worker reports the devices', () => {
+  test("the worker's environment event is checked: no GPU stops the worker and leaves nothing in --out", async () => {
+    const dir = await tempDir();
+    const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
+    // a stand-in worker: reports a CPU-only torch as its first event, then would run for ever
+    const python = join(dir, 'python');
+    const event = {
+      event: 'environment',
+      python,
+      torch: '2.9.0+cpu',
+      cuda: false,
+      cuda_devices: 0,
+      device_names: [],
+    };
+    writeFileSync(
+      python,
+      `#!${process.execPath}\nconsole.log(${JSON.stringify(JSON.stringify(event))}); setInterval(() => {}, 1000);\n`,
+    );
+    chmodSync(python, 0o755);
+    const packages = {
+      python,
+      executable: python,
+      version: '3.11.2',
+      torch: '2.9.0+cpu',
+      transformers: '5.1.0',
+      peft: null,
+      safetensors: '0.6.0',
+      numpy: null,
+    };
+    const out = join(dir, 'out');
+    await assert.rejects(
+      runTrain(
+        { trajectories: traj, out, flags: { model: TINY, device: 'cuda' } },
+        { probe: async () => packages },
+      ),
+      (e: unknown) =>
+        e instanceof EnvironmentError &&
+        /no CUDA GPU available: torch 2\.9\.0\+cpu \(a CPU-only build\)/.test(e.message),
+    );
+    assert.equal(existsSync(out), false);
   });
 });

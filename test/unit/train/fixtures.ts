@@ -2,7 +2,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findPython, type PythonProbe } from '../../../src/train/env.ts';
+import { findPython, type PythonPackages } from '../../../src/train/env.ts';
 
 /** A tiny random Qwen3 (transformers' Qwen3ForCausalLM built from a config: src/train/worker/polar_train/tiny.py). */
 export const TINY = 'tiny:arch=qwen3,vocab=32,dim=16,layers=1,heads=2,seed=0';
@@ -90,13 +90,13 @@ export async function writeJsonl(path: string, records: unknown[]): Promise<stri
   return path;
 }
 
-let cached: Promise<PythonProbe | null> | undefined;
+let cached: Promise<PythonPackages | null> | undefined;
 
 /**
  * The Python the launcher would pick when it has the worker's packages (torch 2.x, transformers, peft),
  * or null (tests that need it skip with a message).
  */
-export function pythonWithTorch(): Promise<PythonProbe | null> {
+export function pythonWithTorch(): Promise<PythonPackages | null> {
   cached ??= findPython(process.env.POLAR_PYTHON)
     .then((p) => {
       const ready = Number.parseInt(p.torch ?? '', 10) >= 2 && p.transformers !== null && p.peft !== null;

@@ -140,7 +140,7 @@ describe('trajectory checks before training', () => {
       (e: unknown) => {
         assert.ok(e instanceof InputError);
         assert.equal(e.line, 1);
-        assert.equal(e.field, 'traces.0.response_logprobs');
+        assert.equal(e.field, 'traces[0].response_logprobs');
         assert.match(e.hint ?? '', /--no-tis/);
         return true;
       },
@@ -161,7 +161,7 @@ describe('trajectory checks before training', () => {
     const file = await writeJsonl(join(dir, 'b.jsonl'), smallBatch());
     await assert.rejects(
       checkTrajectories(file, { requireLogprobs: true, maxTraceTokens: 8 }),
-      /b\.jsonl:1: traces\.0: 9 tokens/,
+      /b\.jsonl:1: traces\[0\]: 9 tokens/,
     );
     const bad = await writeJsonl(join(dir, 'c.jsonl'), [{ v: 1, id: 'x' }]);
     await assert.rejects(checkTrajectories(bad, { requireLogprobs: true, maxTraceTokens: 8 }), /c\.jsonl:1/);

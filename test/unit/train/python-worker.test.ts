@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
-import { TRAIN_DEFAULTS, trainAdvantages } from '../../../src/train/config.ts';
+import { trainAdvantages } from '../../../src/train/config.ts';
 import { WORKER_DIR } from '../../../src/train/launch.ts';
 import { groupAdvantages } from '../../../src/trajectory/advantage.ts';
 import { NO_TORCH, pythonWithTorch } from './fixtures.ts';
@@ -64,18 +64,6 @@ describe('python worker (unittest)', { skip: probe ? false : NO_TORCH }, async (
       assert.equal(r.status, 'ok', r.detail);
     });
   }
-
-  test('the worker defaults agree with the TypeScript defaults', async () => {
-    const py = await execa(
-      probe.python,
-      ['-c', 'import json; from polar_train.trainer import DEFAULTS; print(json.dumps(DEFAULTS))'],
-      { env: { PYTHONPATH: WORKER_DIR, PYTHONDONTWRITEBYTECODE: '1' } },
-    );
-    const defaults = JSON.parse(py.stdout) as Record<string, unknown>;
-    for (const [key, value] of Object.entries(TRAIN_DEFAULTS)) {
-      assert.deepEqual(defaults[key], value, key);
-    }
-  });
 
   test('the worker computes the same advantages as polar build (src/trajectory/advantage.ts)', async () => {
     // groups of 1 to 5 rollouts with uneven rewards, plus two records without any group

@@ -217,7 +217,7 @@ describe('polar build pipeline', () => {
     bad.prompt_token_ids = [1, 2, -3];
     await assert.rejects(buildFrom([session('a'), bad, sessionEnd('a')]), (e: InputError) => {
       assert.equal(e.line, 2);
-      assert.equal(e.field, 'prompt_token_ids.2');
+      assert.equal(e.field, 'prompt_token_ids[2]');
       return true;
     });
     const noSeq = call('a', { prompt: SYS, completion: [1] }) as Record<string, unknown>;

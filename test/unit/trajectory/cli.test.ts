@@ -2,32 +2,15 @@
  * `polar build` as a user runs it: node bin/polar on temp files; stdout JSONL, stderr report, exit codes.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { readTrajectories } from '../../../src/trajectory/reader.ts';
+import { runPolar } from '../../support/cli.ts';
 import { call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const bin = join(root, 'bin', 'polar');
-
-function polar(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: root, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 64 << 20 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-    if (input !== undefined) child.stdin!.end(input);
-  });
-}
+const polar = (args: string[], input?: string) => runPolar(args, input === undefined ? {} : { input });
 
 const SYS = ids(1, 6);
 const capture = (id: string, sample: number, reward: number): unknown[] => [

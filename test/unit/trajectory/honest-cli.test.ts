@@ -3,35 +3,19 @@
  * teach nothing are warned about; -o creates its folders; --json goes to stdout; --max-trace-tokens.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { startPolar } from '../../support/cli.ts';
 import { call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const bin = join(root, 'bin', 'polar');
-
-function polar(args: string[], options: { closeAfterFirstChunk?: boolean } = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd: root,
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.stdout.on('data', (d) => {
-      stdout += d;
-      // the reader goes away, as `head` does after its first lines
-      if (options.closeAfterFirstChunk) child.stdout.destroy();
-    });
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+async function polar(args: string[], options: { closeAfterFirstChunk?: boolean } = {}) {
+  const child = startPolar(args);
+  // the reader goes away, as `head` does after its first lines
+  if (options.closeAfterFirstChunk) child.stdout?.once('data', () => child.stdout?.destroy());
+  const r = await child;
+  return { code: r.exitCode ?? null, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
 }
 
 const SYS = ids(1, 6);

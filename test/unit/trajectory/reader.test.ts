@@ -39,7 +39,7 @@ describe('readTrajectories', () => {
       await assert.rejects(readAll(file), (e: InputError) => {
         assert.ok(e instanceof InputError);
         assert.equal(e.line, 2);
-        assert.equal(e.field, 'traces.0.loss_mask');
+        assert.equal(e.field, 'traces[0].loss_mask');
         return true;
       });
       assert.deepEqual(await readAll(file, true), ['s']);

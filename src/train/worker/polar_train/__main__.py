@@ -1,11 +1,14 @@
 """Entry point: `python -m polar_train --config resolved.json`.
 
-Writes one JSON object per line to stdout: {"event":"log"|"step"|"checkpoint"|"done"|"error", ...}.
+Writes one JSON object per line to stdout: {"event":"environment"|"log"|"step"|"checkpoint"|"done"|"error",
+...}. The first, from rank 0 before anything is loaded or written, is the environment torch reports (the
+launcher's probe does not import torch: Python starts once per `polar train`).
 Exit codes: 0 done, 1 error, 3 non-finite loss/gradient (the last good checkpoint is kept).
 """
 import argparse
 import json
 import math
+import os
 import sys
 import traceback
 
@@ -25,6 +28,17 @@ def emit(event: dict) -> None:
     sys.stdout.flush()
 
 
+def environment() -> dict:
+    """What only an imported torch knows (CUDA and its devices), for the launcher to check."""
+    import torch
+
+    cuda = bool(torch.cuda.is_available())
+    devices = torch.cuda.device_count() if cuda else 0
+    return {"event": "environment", "python": sys.executable, "version": sys.version.split()[0],
+            "torch": torch.__version__, "cuda": cuda, "cuda_devices": devices,
+            "device_names": [torch.cuda.get_device_name(i) for i in range(devices)]}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="polar_train")
     parser.add_argument("--config", required=True, help="resolved training config (JSON)")
@@ -32,6 +46,8 @@ def main(argv=None) -> int:
     try:
         with open(args.config) as fh:
             config = json.load(fh)
+        if int(os.environ.get("RANK", "0")) == 0:
+            emit(environment())
         from .trainer import Trainer
 
         trainer = Trainer(config, emit)

@@ -9,7 +9,7 @@ import type { TokenBackend } from '../../../src/backends/tokens.ts';
 import type { Backend } from '../../../src/backends/types.ts';
 import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
 import { rescore as rescoreWith } from '../../support/tiny-model.ts';
-import { collect, context, isPrefix, recorder } from './support.ts';
+import { collect, context, isPrefix, recorder } from './tokens-support.ts';
 
 let dir: string;
 let backend: Backend;

@@ -13,7 +13,7 @@ import type {
 } from '../../../src/protocols/canonical.ts';
 import { type ChatTokenizer, loadChatTokenizer } from '../../../src/tokenizer/chat-tokenizer.ts';
 import { type StandIn, startStandIn } from '../../support/completions-standin.ts';
-import { collect, context, isPrefix, qwenDir, type Recorded, recorder } from './support.ts';
+import { collect, context, isPrefix, qwenDir, type Recorded, recorder } from './tokens-support.ts';
 
 let tok: ChatTokenizer;
 const IM_END = 151645;

@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import type { EnvBuildFlags } from '../src/env/command.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { list, positiveInt, shard } from '../src/options/parsers.ts';
+import { envCacheOption, envPythonOption, type Report } from './shared.ts';
+
+export function defineEnv(program: Command, report: Report): void {
+  const env = program
+    .command('env')
+    .description("the Python environments built from each repository's spec (docs/eval.md, Environments)")
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar env build --dataset verified.parquet --repos repos --instances pytest-dev__pytest-7432`,
+    );
+  env
+    .command('build')
+    .description(
+      'build (or find in the cache) the environment of every selected instance, ahead of polar eval',
+    )
+    .requiredOption(
+      '--dataset <path|hub-id>',
+      '.jsonl, .json or .parquet in the SWE-bench schema, or a hub id',
+    )
+    .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
+    .addOption(new Option('--instances <ids>', 'comma-separated instance ids').argParser(list))
+    .addOption(
+      new Option('--limit <n>', 'first n instances (after --instances and --shard)').argParser(positiveInt),
+    )
+    .addOption(new Option('--shard <i/n>', 'the i-th of n shards (1-based, round robin)').argParser(shard))
+    .addOption(
+      withDefault(
+        new Option(
+          '--repos <dir>',
+          'DIR/<owner>/<name> git repositories (requirement files are read from them)',
+        ),
+        DEFAULTS.repos,
+      ),
+    )
+    .addOption(envCacheOption())
+    .addOption(envPythonOption())
+    .option('--json', 'print one line per environment as JSON')
+    .option('-q, --quiet', 'no progress output')
+    .addHelpText(
+      'after',
+      `
+Exits 0 when every environment is built or cached, 4 when one fails (its error names the step and the
+requirement; the whole log is kept beside the cache folder).
+
+Examples:
+  polar env build --dataset verified.parquet --repos repos --instances pytest-dev__pytest-7432
+  polar env build --dataset rows.jsonl --repos repos --env-python 3.6=/opt/python3.6/bin/python3.6`,
+    )
+    .action(async (flags: EnvBuildFlags) => {
+      const { envBuildCommand } = await import('../src/env/command.ts');
+      report(await envBuildCommand(flags));
+    });
+}

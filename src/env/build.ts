@@ -1,0 +1,276 @@
+/**
+ * Environments built once per recipe and kept in polar's cache: `<cache>/<owner>__<name>-<version>-<key>`,
+ * a venv of the spec's Python with the spec's packages, then its pip_packages, pip-installed in that
+ * order (SWE-bench v4.1.0 test_spec/python.py make_env_script_list_py: `conda create python=X
+ * {packages}`, or `pip install -r requirements.txt`, then `pip install {pip_packages}`), plus the import
+ * guard's hook. The key is a hash of everything that decides the contents (the interpreter and its
+ * version, the requirement lines, the pip packages, the hook, polar's builder version), so a changed
+ * spec builds a new environment and an unchanged one is reused by every sample and run. `polar-env.json`
+ * is written last: a folder without it is a build that did not finish, and is built again.
+ *
+ * pip runs with the user's own configuration (an index, a mirror, find-links: nothing is overridden)
+ * and PIP_RETRIES=0 unless the user set PIP_RETRIES, so an unreachable index fails at once. A build is
+ * made under a lock (`<folder>.lock`, holding the builder's pid), so two runs never build one
+ * environment at once; a failed build leaves no folder and its log at `<folder>.failed.log`.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SweInstance } from '../rollout/dataset.ts';
+import { execTree } from '../rollout/exec.ts';
+import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
+import { insideDir } from '../util/safe-path.ts';
+import { GUARD_HOOK, GUARD_MODULE, GUARD_PTH } from './guard.ts';
+import { withLock } from './lock.ts';
+import { findPython } from './python.ts';
+import { recipeFor } from './recipe.ts';
+import { type CachedEnv, EnvBuildError, type EnvRecipe, type PythonInfo } from './types.ts';
+
+/** bump when what a build does changes (every cached environment is then built again) */
+export const BUILDER_VERSION = 1;
+export const MANIFEST = 'polar-env.json';
+
+export interface EnvironmentsOptions {
+  /** where environments are kept (DEFAULTS.envCache) */
+  cacheDir: string;
+  /** DIR/<owner>/<name> repositories (requirement files are read from them) */
+  reposDir: string;
+  /** --env-python: interpreters by version ("3.9" -> path) */
+  pythons?: Record<string, string>;
+  /** more variables for pip (tests make it offline: PIP_NO_INDEX, PIP_FIND_LINKS) */
+  env?: Record<string, string>;
+  /** limit of one pip step */
+  stepTimeoutMs?: number;
+}
+
+export interface BuildStep {
+  name: string;
+  argv: string[];
+}
+
+/** pip's words for what it could not install, or its last error line. */
+export function pipFailure(output: string): string {
+  const missing = /No matching distribution found for (\S+)/.exec(output);
+  if (missing) {
+    const req = missing[1]!;
+    const versions = /satisfies the requirement \S+ \(from versions: ([^)]*)\)/.exec(output)?.[1]?.trim();
+    return `pip cannot install ${req} (versions it can find: ${versions || 'none'})`;
+  }
+  const conflict = output.indexOf('The conflict is caused by:');
+  if (conflict !== -1) {
+    const lines = output
+      .slice(conflict)
+      .split('\n')
+      .slice(1, 4)
+      .map((l) => l.trim())
+      .filter(Boolean);
+    return `pip found conflicting requirements: ${lines.join('; ')}`;
+  }
+  const errors = output.split('\n').filter((l) => l.startsWith('ERROR:'));
+  return errors.at(-1)?.trim() ?? output.trim().split('\n').at(-1) ?? 'pip failed';
+}
+
+/** The variables pip runs with: the user's, with PIP_RETRIES=0 unless they set it. */
+export function pipEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PIP_RETRIES: process.env.PIP_RETRIES ?? '0',
+    PIP_DISABLE_PIP_VERSION_CHECK: '1',
+    PIP_NO_INPUT: '1',
+    ...extra,
+  };
+}
+
+/** The hash of what builds an environment. */
+export function envKey(recipe: EnvRecipe, python: PythonInfo): string {
+  const what = {
+    builder: BUILDER_VERSION,
+    hook: GUARD_HOOK,
+    python: { executable: python.executable, version: python.version },
+    requirements: recipe.requirements,
+    pip_packages: recipe.pipPackages,
+  };
+  return createHash('sha256').update(JSON.stringify(what)).digest('hex');
+}
+
+export function envName(recipe: EnvRecipe, key: string): string {
+  const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
+  return `${safe(recipe.repo.replace('/', '__'))}-${safe(recipe.version || 'none')}-${key.slice(0, 12)}`;
+}
+
+/** The pip steps of a recipe after the venv (`-r` a requirements file written into the environment). */
+export function buildSteps(recipe: EnvRecipe, dir: string): BuildStep[] {
+  const pip = [join(dir, 'bin', 'python'), '-m', 'pip', 'install'];
+  const steps: BuildStep[] = [];
+  if (recipe.requirements.length > 0)
+    steps.push({ name: 'packages', argv: [...pip, '-r', join(dir, 'polar-requirements.txt')] });
+  if (recipe.pipPackages.length > 0)
+    steps.push({ name: 'pip_packages', argv: [...pip, ...recipe.pipPackages] });
+  return steps;
+}
+
+export class Environments {
+  private readonly building = new Map<string, Promise<CachedEnv>>();
+  private readonly recipes = new Map<string, Promise<EnvRecipe | null>>();
+
+  constructor(readonly options: EnvironmentsOptions) {}
+
+  repoDir(repo: string): string {
+    return insideDir(this.options.reposDir, ...repo.split('/'));
+  }
+
+  /** The recipe of an instance's environment (read once per repository, version and commit). */
+  recipe(instance: SweInstance): Promise<EnvRecipe | null> {
+    const commit = instance.environment_setup_commit ?? instance.base_commit;
+    const key = JSON.stringify([
+      instance.repo,
+      instance.version,
+      commit,
+      instance.python,
+      instance.pip_packages,
+      instance.pre_install,
+      instance.install,
+    ]);
+    let promise = this.recipes.get(key);
+    if (!promise) {
+      promise = recipeFor(instance, this.repoDir(instance.repo));
+      this.recipes.set(key, promise);
+      promise.catch(() => {});
+    }
+    return promise;
+  }
+
+  /** The instance's environment, built if it is not in the cache; null when the instance gets none. */
+  async forInstance(instance: SweInstance): Promise<CachedEnv | null> {
+    const recipe = await this.recipe(instance);
+    return recipe ? this.ensure(recipe) : null;
+  }
+
+  /** An environment for a recipe: from the cache, or built (once per process, under a lock across them). */
+  async ensure(recipe: EnvRecipe): Promise<CachedEnv> {
+    const python = await findPython(
+      { spec: recipe.python, for: `the spec of ${recipe.repo} ${recipe.version}` },
+      this.options.pythons,
+    );
+    const key = envKey(recipe, python);
+    let promise = this.building.get(key);
+    if (!promise) {
+      promise = this.cachedOrBuilt(recipe, python, key);
+      this.building.set(key, promise);
+      // a failure is kept for this run (every sample of the environment gets it, none builds it again);
+      // nothing of it is on disk, so the next run (--resume) builds it afresh
+      promise.catch(() => {});
+    }
+    return promise;
+  }
+
+  private async cachedOrBuilt(recipe: EnvRecipe, python: PythonInfo, key: string): Promise<CachedEnv> {
+    const name = envName(recipe, key);
+    const dir = join(this.options.cacheDir, name);
+    await mkdir(this.options.cacheDir, { recursive: true });
+    const cached = await readManifest(dir, key);
+    if (cached) return { ...cached, recipe, built: false };
+    return withLock(`${dir}.lock`, async () => {
+      const again = await readManifest(dir, key);
+      if (again) return { ...again, recipe, built: false };
+      return this.build(recipe, python, key, name, dir);
+    });
+  }
+
+  private async build(
+    recipe: EnvRecipe,
+    python: PythonInfo,
+    key: string,
+    name: string,
+    dir: string,
+  ): Promise<CachedEnv> {
+    const started = performance.now();
+    const what = `${recipe.repo} ${recipe.version}`;
+    log.info(`environment ${what}: building with Python ${python.version} (${name})`);
+    if (recipe.systemSteps.length > 0)
+      log.warn(
+        `environment ${what}: not run (they change this machine; run them yourself if the tests need them): ${recipe.systemSteps.join(' ; ')}`,
+      );
+    if (recipe.skipped.length > 0)
+      log.warn(
+        `environment ${what}: conda packages with no pip counterpart left out: ${recipe.skipped.join(', ')}`,
+      );
+    await rm(dir, { recursive: true, force: true });
+    let transcript = '';
+    const run = async (step: string, argv: string[]) => {
+      log.info(`environment ${what}: ${step}`);
+      const r = await execTree(argv[0]!, argv.slice(1), {
+        env: pipEnv(this.options.env),
+        timeoutMs: this.options.stepTimeoutMs ?? 60 * 60_000,
+      });
+      transcript += `$ ${argv.join(' ')}\n${r.output}\n`;
+      if (r.exitCode === 0) return r.output;
+      const reason = r.timedOut
+        ? 'timed out'
+        : step.startsWith('pip')
+          ? pipFailure(r.output)
+          : (r.spawnError ?? r.output.trim().split('\n').at(-1));
+      await rm(dir, { recursive: true, force: true });
+      await writeFile(`${dir}.failed.log`, transcript);
+      throw new EnvBuildError(
+        `environment ${what}: ${step} failed: ${reason}`,
+        transcript,
+        `the whole log: ${dir}.failed.log; the spec's pins come from its package index (PyPI): where pip can reach them the build works, and polar eval --resume runs the samples again`,
+      );
+    };
+    await run('venv', [python.executable, '-m', 'venv', dir]);
+    await writeFile(join(dir, 'polar-requirements.txt'), `${recipe.requirements.join('\n')}\n`);
+    for (const step of buildSteps(recipe, dir)) {
+      const count = step.name === 'packages' ? recipe.requirements.length : recipe.pipPackages.length;
+      await run(
+        `pip install ${plural(count, step.name === 'packages' ? 'package' : 'pip package')}`,
+        step.argv,
+      );
+    }
+    const sitePackages = (
+      await run('site-packages', [
+        join(dir, 'bin', 'python'),
+        '-c',
+        'import sysconfig; print(sysconfig.get_paths()["purelib"])',
+      ])
+    ).trim();
+    await writeFile(join(sitePackages, `${GUARD_MODULE}.py`), GUARD_HOOK);
+    await writeFile(join(sitePackages, `${GUARD_MODULE}.pth`), GUARD_PTH);
+    // what is installed, from the dist-info folders (as `pip freeze` would list it, without its start-up)
+    const installed = (await readdir(sitePackages)).filter((n) => n.endsWith('.dist-info')).sort();
+    await writeFile(join(dir, 'polar-build.log'), transcript);
+    const manifest = {
+      v: 1,
+      key,
+      name,
+      python,
+      sitePackages,
+      recipe,
+      installed: installed.map((n) => n.replace(/\.dist-info$/, '')),
+      built_at: new Date().toISOString(),
+      build_ms: Math.round(performance.now() - started),
+    };
+    await writeFile(join(dir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+    log.info(`environment ${what}: built in ${Math.round((performance.now() - started) / 1000)}s`);
+    return { key, name, dir, python, recipe, sitePackages, built: true };
+  }
+}
+
+/** A finished environment's manifest when its key matches, else null. */
+async function readManifest(dir: string, key: string): Promise<Omit<CachedEnv, 'recipe' | 'built'> | null> {
+  const path = join(dir, MANIFEST);
+  if (!existsSync(path)) return null;
+  try {
+    const m = JSON.parse(await readFile(path, 'utf8')) as {
+      key: string;
+      name: string;
+      python: PythonInfo;
+      sitePackages: string;
+    };
+    if (m.key !== key || !existsSync(join(dir, 'bin', 'python'))) return null;
+    return { key, name: m.name, dir, python: m.python, sitePackages: m.sitePackages };
+  } catch {
+    return null;
+  }
+}

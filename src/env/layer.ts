@@ -1,0 +1,151 @@
+/**
+ * One sample's layer over a cached environment, so its tests import the sample's own code. The layer is
+ * a venv of the environment's interpreter (`--without-pip`, so it costs no install) whose site-packages
+ * holds `~polar-env.pth`: `site.addsitedir(<cached site-packages>)`, which puts the cached packages on
+ * sys.path after the layer's own (the name sorts after every other .pth, so an editable install's path
+ * comes first) and runs their .pth files too (the guard's hook). The environment's console scripts are
+ * copied into the layer's bin/ pointing at the layer's python, so `pytest` or `pip` run in the layer.
+ * The repository's install step then runs against the sample's tree with the layer first on PATH:
+ * `pip install -e .` puts the tree itself on the layer's path, and pip leaves the cached copy of a
+ * package alone ("outside environment"), so nothing a sample does changes the cache (a sandbox binds
+ * it read-only). Why not a copy of the environment per sample: it costs a copy per sample, and a copy
+ * shares nothing a later build could fix; `--system-site-packages` only sees the interpreter's own
+ * site-packages, not the environment's.
+ */
+import { shellQuote } from '../rollout/patch.ts';
+import type { InstanceEnv } from '../rollout/runtime/types.ts';
+import { pipEnv } from './build.ts';
+import { guardReport, judgeGuard, testProgram } from './guard.ts';
+import {
+  type CachedEnv,
+  EnvBuildError,
+  type EnvironmentView,
+  type InstallOutcome,
+  type SampleEnvironment,
+} from './types.ts';
+
+/** The layer's folder inside a sample's scratch folder. */
+export const layerDir = (scratch: string) => `${scratch}/polar-env`;
+
+/** What every command of a sample whose layer is at `layer` gets. */
+export function environmentView(cached: CachedEnv, layer: string): EnvironmentView {
+  return {
+    path: [`${layer}/bin`, `${cached.dir}/bin`],
+    env: { VIRTUAL_ENV: layer, ...pipEnv() },
+    mounts: [cached.dir, cached.python.prefix],
+  };
+}
+
+/** Makes the layer (Python 3.5+): the venv, the .pth onto the cached site-packages, the scripts. */
+const MAKE_LAYER = `import os, sys, venv
+layer, site_dir, cached = sys.argv[1:4]
+venv.EnvBuilder(symlinks=True, with_pip=False, clear=True).create(layer)
+purelib = os.path.join(layer, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+with open(os.path.join(purelib, "~polar-env.pth"), "w") as f:
+    f.write("import site; site.addsitedir(%r)\\n" % site_dir)
+old = os.path.join(cached, "bin", "python").encode()
+new = os.path.join(layer, "bin", "python").encode()
+for name in sorted(os.listdir(os.path.join(cached, "bin"))):
+    src = os.path.join(cached, "bin", name)
+    dst = os.path.join(layer, "bin", name)
+    if os.path.islink(src) or not os.path.isfile(src) or os.path.exists(dst) or name.lower().startswith("activate"):
+        continue
+    with open(src, "rb") as f:
+        data = f.read()
+    if old not in data[:512]:
+        continue
+    with open(dst, "wb") as f:
+        f.write(data[:512].replace(old, new) + data[512:])
+    os.chmod(dst, os.stat(src).st_mode & 0o777)
+`;
+
+export function makeLayerScript(cached: CachedEnv, layer: string): string {
+  return [
+    'set -e',
+    `${shellQuote(cached.python.executable)} - ${[layer, cached.sitePackages, cached.dir].map(shellQuote).join(' ')} <<'POLAR_LAYER_EOF'`,
+    MAKE_LAYER,
+    'POLAR_LAYER_EOF',
+  ].join('\n');
+}
+
+/** pre_install as the official image runs it (one `set -euxo pipefail` script), /testbed being the tree. */
+export function preInstallScript(steps: string[], tree: string): string {
+  return ['set -euxo pipefail', ...steps.map((s) => s.replaceAll('/testbed', tree))].join('\n');
+}
+
+export interface SampleEnvironmentOptions {
+  /** limit of each install step (ms) */
+  timeoutMs?: number;
+}
+
+/** The per-sample part of `cached` on a prepared environment (whose exec already has the view). */
+export function sampleEnvironment(
+  cached: CachedEnv,
+  env: Pick<InstanceEnv, 'exec' | 'workdir' | 'scratch'>,
+  options: SampleEnvironmentOptions = {},
+): SampleEnvironment {
+  const layer = layerDir(env.scratch);
+  const guardLog = `${env.scratch}/polar-guard.log`;
+  const timeoutMs = options.timeoutMs ?? 30 * 60_000;
+  return {
+    cached,
+    layer,
+    async install(): Promise<InstallOutcome> {
+      const started = performance.now();
+      const steps: Array<[string, string]> = [['layer', makeLayerScript(cached, layer)]];
+      const { preInstall, install } = cached.recipe;
+      if (preInstall.length > 0) steps.push(['pre_install', preInstallScript(preInstall, env.workdir)]);
+      if (install) steps.push([`install: ${install}`, `set -x\n${install}`]);
+      let output = '';
+      for (const [step, script] of steps) {
+        const r = await env.exec(script, { timeoutMs });
+        output += `>>>>> polar environment: ${step}\n${r.output}`;
+        if (r.exitCode !== 0) {
+          const why = r.timedOut ? `timed out after ${Math.round(timeoutMs / 1000)}s` : `exit ${r.exitCode}`;
+          return { ok: false, step: `${step} (${why})`, output, durationMs: performance.now() - started };
+        }
+      }
+      return { ok: true, step: null, output, durationMs: performance.now() - started };
+    },
+    guardEnv: () => ({ POLAR_GUARD_LOG: guardLog, POLAR_GUARD_TREE: env.workdir }),
+    async checkGuard({ passed, testCmd }) {
+      const places = {
+        log: guardLog,
+        tree: env.workdir,
+        layer,
+        program: testCmd === null ? null : testProgram(testCmd),
+      };
+      const r = await env.exec(guardReport(places), { timeoutMs: 60_000 });
+      return judgeGuard(r.output, { ...places, envDir: cached.dir, passed, install: cached.recipe.install });
+    },
+  };
+}
+
+/**
+ * The agent's environment: the install at base_commit, then what pre_install and install changed in the
+ * tree committed (as the official image commits its set-up), so the agent's patch, taken against that
+ * commit, holds only the agent's changes. Returns the commit to take the patch against; an install that
+ * fails on the unpatched tree is an infrastructure failure (EnvBuildError).
+ */
+export async function setUpForAgent(env: InstanceEnv): Promise<string | undefined> {
+  const environment = env.environment;
+  if (!environment) return undefined;
+  const installed = await environment.install();
+  if (!installed.ok) {
+    throw new EnvBuildError(
+      `environment ${environment.cached.name}: the install step fails on the unpatched tree (${installed.step})`,
+      installed.output,
+    );
+  }
+  const commit = await env.exec(
+    [
+      'set -e',
+      `if [ -n "$(git status --porcelain)" ]; then git add -A && git -c user.name=polar -c user.email=polar@localhost commit -q --no-verify -m 'polar: environment set-up'; fi`,
+      'git rev-parse HEAD',
+    ].join('\n'),
+    { timeoutMs: 120_000 },
+  );
+  if (commit.exitCode !== 0)
+    throw new EnvBuildError(`cannot commit the environment set-up: ${commit.output.trim()}`, commit.output);
+  return commit.output.trim().split('\n').at(-1);
+}

@@ -1,0 +1,53 @@
+/**
+ * The agent's part of one sample: a fresh environment at base_commit (with its Python environment
+ * installed for an agent that runs code), the agent's run, and the patch it leaves (taken against the
+ * environment's set-up commit when there is one). An infrastructure failure of a harness is reported
+ * as `failure`, never as a patch to grade.
+ */
+import { setUpForAgent } from '../env/layer.ts';
+import type { AgentOutcome } from '../rollout/agents.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import { infraFailure } from '../rollout/outcome.ts';
+import { extractPatch } from '../rollout/patch.ts';
+import type { EvalOptions } from './run.ts';
+
+export interface AgentPhase {
+  agent: AgentOutcome;
+  agentMs: number;
+  patch: string;
+  failure: string | null;
+}
+
+/** The agent's part of a sample in its own environment: its outcome and patch; null when interrupted. */
+export async function runAgentPhase(
+  options: EvalOptions,
+  instance: SweInstance,
+  sample: number,
+  capturePath: string,
+): Promise<AgentPhase | null> {
+  const env = await options.runtime.prepare(instance, 'agent');
+  try {
+    // an agent that runs code gets the environment installed, as the official instance image has it
+    if (env.environment && options.agent.runsUntrustedCode) env.patchBase = await setUpForAgent(env);
+    const ta = performance.now();
+    const agent = await options.agent.run({
+      instance,
+      sample,
+      env,
+      timeoutMs: options.agentTimeoutMs,
+      capturePath,
+      meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
+    });
+    const agentMs = performance.now() - ta;
+    if (options.signal?.aborted) return null;
+    const failure = options.agent.runsUntrustedCode ? infraFailure(agent) : null;
+    if (failure !== null) return { agent, agentMs, patch: '', failure };
+    if (agent.status === 'error' && !options.agent.runsUntrustedCode)
+      return { agent, agentMs, patch: '', failure: agent.error };
+    if (agent.patch !== undefined) return { agent, agentMs, patch: agent.patch, failure: null };
+    const extracted = await extractPatch(env, env.patchBase ?? instance.base_commit);
+    return { agent, agentMs, patch: extracted.patch, failure: extracted.error ?? null };
+  } finally {
+    await env.dispose().catch(() => {});
+  }
+}

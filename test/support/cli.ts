@@ -1,0 +1,89 @@
+/**
+ * The CLI as a user runs it, for every test that needs it: `node bin/polar ARGS` (runPolar, runPolarSync,
+ * startPolar for one that runs until stopped), the repository root, and a loopback port nothing listens on
+ * (closedPort) for the "server is down" tests.
+ */
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, execaSync, type Options, type Result, type ResultPromise } from 'execa';
+
+/** The repository root. */
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/** bin/polar */
+export const POLAR = join(ROOT, 'bin/polar');
+
+export interface PolarOptions {
+  /** default: the repository root */
+  cwd?: string;
+  /** added to the environment (NO_COLOR=1 is always set) */
+  env?: Record<string, string | undefined>;
+  /** false: `env` is the whole environment */
+  extendEnv?: boolean;
+  /** stdin's content (default: none, stdin ignored) */
+  input?: string;
+  /** 'pipe': an open stdin nobody writes to (startPolar) */
+  stdin?: 'ignore' | 'pipe';
+  /** a file as stdin */
+  inputFile?: string;
+  /** kill polar after this long (default: no limit but the test runner's) */
+  timeoutMs?: number;
+}
+
+/** execa's result, and the exit code as a number (-1 when polar was killed or did not start). */
+export type PolarRun = Result<{ reject: false }> & { code: number; stdout: string; stderr: string };
+
+function execaOptions(o: PolarOptions): Options {
+  return {
+    cwd: o.cwd ?? ROOT,
+    env: { ...o.env, NO_COLOR: '1' },
+    extendEnv: o.extendEnv ?? true,
+    reject: false,
+    ...(o.timeoutMs !== undefined ? { timeout: o.timeoutMs } : {}),
+    maxBuffer: 256 << 20,
+    ...(o.input !== undefined
+      ? { input: o.input }
+      : o.inputFile
+        ? { inputFile: o.inputFile }
+        : { stdin: o.stdin ?? 'ignore' }),
+  };
+}
+
+function withCode<R extends { exitCode?: number; stdout?: unknown; stderr?: unknown }>(
+  r: R,
+): R & { code: number; stdout: string; stderr: string } {
+  return Object.assign(r, {
+    code: r.exitCode ?? -1,
+    stdout: String(r.stdout ?? ''),
+    stderr: String(r.stderr ?? ''),
+  });
+}
+
+/** Runs `node bin/polar ARGS` to the end; never throws on a non-zero exit. */
+export async function runPolar(args: string[], options: PolarOptions = {}): Promise<PolarRun> {
+  return withCode(await execa(process.execPath, [POLAR, ...args], execaOptions(options))) as PolarRun;
+}
+
+/** runPolar, synchronously (for tests written as plain sequences of commands). */
+export function runPolarSync(args: string[], options: PolarOptions = {}): PolarRun {
+  return withCode(execaSync(process.execPath, [POLAR, ...args], execaOptions(options) as never)) as PolarRun;
+}
+
+/** Starts `node bin/polar ARGS` (a server, or a run to interrupt): the execa child, its output piped. */
+export function startPolar(args: string[], options: PolarOptions = {}): ResultPromise {
+  return execa(process.execPath, [POLAR, ...args], execaOptions(options));
+}
+
+/** A loopback port nothing listens on: one is bound, noted and closed. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** http://127.0.0.1:PORT + path on a closed port. */
+export async function closedUrl(path = '/v1'): Promise<string> {
+  return `http://127.0.0.1:${await closedPort()}${path}`;
+}
