@@ -43,8 +43,10 @@ function write(path: string, records: readonly CaptureRecord[], format: CaptureF
   const t0 = performance.now();
   const writer = new CaptureWriter(path, { format });
   for (const r of records) {
-    if (r.type === 'call') writer.writeLine(JSON.stringify(writer.encodeCall(r)));
-    else writer.write(r);
+    if (r.type === 'call') {
+      const encoded = writer.encodeCall(r);
+      writer.writeLine(JSON.stringify(encoded.value), encoded);
+    } else writer.write(r);
   }
   writer.close();
   return performance.now() - t0;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import httpProxy from 'http-proxy';
 import { createBackend } from '../src/backends/index.ts';
-import { recordCalls } from '../src/capture/call-record.ts';
+import { newCounters, recordCalls } from '../src/capture/call-record.ts';
 import { CaptureWriter } from '../src/capture/writer.ts';
 import { ProxyServer } from '../src/proxy/server.ts';
 
@@ -34,7 +34,7 @@ if (kind === 'bare') {
     state: new Map(),
     complete: recordCalls(
       { id: 'sess_bench', key, harness: 'generic', tokenExact: backend.tokenExact, writer },
-      { seq: 0, calls: 0, errors: 0 },
+      newCounters(),
     ),
   });
 }

@@ -38,9 +38,9 @@ def make_records(n, length, seed=0):
         resp = [rng.randrange(VOCAB) for _ in range(length - len(prompt))]
         block = max(1, len(resp) // 6)
         mask = [1 if (j // block) % 2 == 0 else 0 for j in range(len(resp))]  # turns and tool output
-        out.append({"v": 1, "id": "r%d" % i, "group_id": "g", "task_id": "g", "reward": float(i % 2),
-                    "advantage": None, "traces": [{"prompt_ids": prompt, "response_ids": resp, "loss_mask": mask,
-                                                    "response_logprobs": None}]})
+        out.append({"v": 2, "id": "r%d" % i, "group_id": "g", "task_id": "g", "reward": float(i % 2),
+                    "traces": [{"prompt_ids": prompt, "response_ids": resp, "loss_mask": mask,
+                                "response_logprobs": None}]})
     return out
 
 

@@ -122,9 +122,9 @@ def make_rollouts(args, path):
             block = max(1, len(resp) // 8)
             mask = [1 if (j // block) % 2 == 0 else 0 for j in range(len(resp))]
             lps = [-1.0 if m else 0.0 for m in mask]
-            rec = {"v": 1, "id": "r%d" % i, "session": "s%d" % i, "task_id": "t", "sample": i, "group_id": "t",
+            rec = {"v": 2, "id": "r%d" % i, "session": "s%d" % i, "task_id": "t", "sample": i, "group_id": "t",
                    "harness": "bench", "model": "random", "status": "completed", "reward": float(i % 2),
-                   "advantage": None, "stats": {},
+                   "stats": {},
                    "traces": [{"kind": "root", "prompt_ids": prompt, "response_ids": resp, "loss_mask": mask,
                                "response_logprobs": lps, "finish_reason": "stop", "calls": ["c"], "token_exact": True}]}
             fh.write(json.dumps(rec) + "\n")

@@ -1,8 +1,9 @@
 import { type Command, Option } from 'commander';
 import type { EvalFlags } from '../src/eval/command.ts';
+import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { floatIn, list, nonNegativeInt, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
-import { AGENT_NAMES } from '../src/rollout/agent-names.ts';
+import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
   addClusterFlags,
@@ -22,14 +23,15 @@ export function defineEval(program: Command, report: Report): void {
       '.jsonl, .json or .parquet in the SWE-bench schema, or a hub id',
     )
     .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
-    .addOption(harnessOption('harness to run under polar capture: '))
     .addOption(
       new Option(
         '--agent <name>',
-        'gold | empty | predictions, or a harness name (same as --harness)',
+        `a harness run under polar capture (${HARNESS_NAMES.join(' | ')}), or ${BUILTIN_AGENTS.join(' | ')}`,
       ).argParser(oneOf(AGENT_NAMES)),
     )
-    .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
+    // polar eval's old name of --agent for a harness: still works for a release, with a warning
+    .addOption(harnessOption().hideHelp())
+    .option('--agent-cmd <cmd>', 'command for --agent generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
     .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')
     .addOption(
@@ -87,7 +89,7 @@ export function defineEval(program: Command, report: Report): void {
       `
 Examples:
   polar eval --dataset fixtures/swe/mini.jsonl --agent gold --out runs/gold
-  polar eval --dataset princeton-nlp/SWE-bench_Verified --harness codex --backend vllm \\
+  polar eval --dataset princeton-nlp/SWE-bench_Verified --agent codex --backend vllm \\
     --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --samples 4 --out runs/eval-1
   polar eval ... --out runs/eval-1 --resume      # after Ctrl-C: graded samples are kept, the rest run
   polar eval ... --cluster ray=10.0.0.1:6379 --out runs/eval-1   # one Ray task per sample (docs/cluster.md)`,

@@ -1,6 +1,8 @@
 import { type Command, Option } from 'commander';
 import type { GradeCliOptions } from '../src/grade/command.ts';
+import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { oneOf } from '../src/options/parsers.ts';
+import { PARSER_VERSIONS, SEMANTICS } from '../src/rollout/log-parsers/types.ts';
 import type { Report } from './shared.ts';
 
 export function defineGrade(program: Command, report: Report): void {
@@ -21,12 +23,16 @@ export function defineGrade(program: Command, report: Report): void {
       new Option(
         '--official-version <4.1|5>',
         'official rules to apply (default: 5 for rows with an eval_script, else 4.1)',
-      ).argParser(oneOf(['4.1', '5'] as const)),
+      ).argParser(oneOf(PARSER_VERSIONS)),
     )
     .addOption(
-      new Option('--semantics <official|polar>', 'official rules exactly, or with the guards polar eval adds')
-        .argParser(oneOf(['official', 'polar'] as const))
-        .default('official'),
+      withDefault(
+        new Option(
+          '--semantics <official|polar>',
+          'official rules exactly, or with the guards polar eval adds',
+        ).argParser(oneOf(SEMANTICS)),
+        DEFAULTS.gradeSemantics,
+      ),
     )
     .option('--json', 'print a JSON object: tests maps each id to its status')
     .addHelpText(

@@ -1,17 +1,8 @@
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import type { InspectFlags } from '../src/inspect/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { positiveInt } from '../src/options/parsers.ts';
+import { positiveInt, positiveIntOrAll } from '../src/options/parsers.ts';
 import type { Report } from './shared.ts';
-
-const countOrAll = (v: string): number | 'all' => {
-  if (v === 'all') return 'all';
-  try {
-    return positiveInt(v);
-  } catch {
-    throw new InvalidArgumentError('expected a positive integer or "all"');
-  }
-};
 
 export function defineInspect(program: Command, report: Report): void {
   program
@@ -40,7 +31,7 @@ export function defineInspect(program: Command, report: Report): void {
       new Option(
         '--max-trajectories <n>',
         'trajectories shown per file or step ("all"; default: all for a file, 16 per step for a run)',
-      ).argParser(countOrAll),
+      ).argParser(positiveIntOrAll),
     )
     .addHelpText(
       'after',

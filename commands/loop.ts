@@ -1,7 +1,8 @@
 import { type Command, Option } from 'commander';
 import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
+import { trainOption } from '../src/train/options.ts';
 import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
 
 export function defineLoop(program: Command, report: Report): void {
@@ -43,19 +44,15 @@ export function defineLoop(program: Command, report: Report): void {
       '--reload-cmd <cmd>',
       'command that makes the server load {checkpoint} (vLLM: restart it); polar then waits until it answers',
     )
-    .option('--train-config <file>', 'train.json for polar train')
-    .addOption(
-      withDefault(
-        new Option('--device <d>', 'training device: cuda | cpu').argParser(oneOf(['cuda', 'cpu'] as const)),
-        DEFAULTS.trainDevice,
-      ),
-    )
-    .option('--lora', 'train LoRA adapters instead of all weights', false)
-    .addOption(
-      new Option('--lr <lr>', "learning rate (default: polar train's)").argParser(
-        floatIn(0, Number.POSITIVE_INFINITY, { open: 'min' }),
-      ),
-    )
+    .option('--train-config <file>', 'train.json for polar train');
+  // polar train's options the loop passes on (src/train/options.ts): unset, train.json or train's default applies
+  for (const option of [
+    ...trainOption('device', 'training device: cuda | cpu'),
+    ...trainOption('lora', 'train LoRA adapters instead of all weights'),
+    ...trainOption('lr', 'learning rate'),
+  ])
+    cmd.addOption(option);
+  cmd
     .addOption(graderOption('polar, or a verifier command (see polar eval)'))
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
     .option('--resume', 'continue the run in --out after its last finished step', false)

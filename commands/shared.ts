@@ -17,6 +17,7 @@ import {
   nonNegativeInt,
   oneOf,
   positiveInt,
+  repeatable,
   seconds,
   url,
   urlList,
@@ -145,7 +146,7 @@ export function addRolloutFlags(cmd: Command): Command {
     )
     .option(
       '--network <name>',
-      'none (default: loopback only, the capture proxy through a socket); host (unsafe: every port and the internet); containers: also a network name',
+      `${DEFAULTS.containerNetwork.shown} (default: loopback only, the capture proxy through a socket); host (unsafe: every port and the internet); containers: also a network name`,
     )
     .addOption(
       new Option(
@@ -158,7 +159,7 @@ export function addRolloutFlags(cmd: Command): Command {
     .addOption(envPythonOption())
     .option(
       '--no-envs',
-      "local runtime: run the tests in polar's own environment (no environment from the spec)",
+      "sandbox and local runtimes: run the tests in polar's own environment (no environment from the spec)",
     )
     .addOption(
       withDefault(
@@ -279,7 +280,7 @@ export function addClusterFlags(cmd: Command): Command {
       new Option(
         '--sbatch-arg <arg>',
         'slurm: one more #SBATCH line, e.g. --partition=cpu (repeatable)',
-      ).argParser((v: string, previous: string[] = []) => [...previous, v]),
+      ).argParser(repeatable),
     );
 }
 

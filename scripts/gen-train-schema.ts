@@ -1,5 +1,5 @@
 /**
- * Writes src/train/worker/polar_train/schema.json from src/train/config.ts and src/train/schema.ts
+ * Writes src/train/worker/polar_train/schema.json from src/train/options.ts and src/train/schema.ts
  * (training defaults, enums, checkpoint file names, the options' and the worker events' JSON Schema):
  * `node --import tsx scripts/gen-train-schema.ts`. test/unit/train/schema.test.ts fails when the
  * checked-in file is out of date.

@@ -5,6 +5,7 @@
  * policy_base_url servers the same way (responses_api_models/vllm_model/app.py, `_resolve_client`;
  * NVIDIA-NeMo/RL read 2026-08-22); see src/gym/backends.ts.
  */
+import { redactUrl } from '../http/redact.ts';
 import type { Backend } from './types.ts';
 
 /** The inference servers of a run, and which one each rollout uses. */
@@ -41,7 +42,7 @@ export class BackendPool {
 
   /** rollouts running per server, in URL order */
   get load(): { url: string | null; rollouts: number }[] {
-    return this.backends.map((b, i) => ({ url: b.url, rollouts: this.active[i]! }));
+    return this.backends.map((b, i) => ({ url: b.url && redactUrl(b.url), rollouts: this.active[i]! }));
   }
 
   async close(): Promise<void> {

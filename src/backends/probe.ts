@@ -12,6 +12,7 @@
  * only /v1/chat/completions and /tokenize and asserts the generation config's temperature and top_p.
  */
 import { PolarError } from '../errors.ts';
+import { redactUrl } from '../http/redact.ts';
 import { authHeaders, errorDetail, getJson, postJson } from './http.ts';
 import { listModels, rootUrl } from './server-info.ts';
 import type { BackendOptions } from './types.ts';
@@ -41,7 +42,7 @@ const TIMEOUT = 20_000;
 export async function probeBackend(options: BackendOptions): Promise<ProbeReport> {
   const report: ProbeReport = {
     backend: options.kind,
-    url: options.url ?? null,
+    url: options.url ? redactUrl(options.url) : null,
     model: options.model,
     ok: true,
     maxModelLen: null,

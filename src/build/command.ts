@@ -1,40 +1,55 @@
 /**
- * `polar build` as one function: normalises the command's options (each error names the option, the
- * value and the fix), opens the output, runs the build and prints the report.
+ * `polar build` as one function: typed flags in (parsed once by commands/build.ts with
+ * src/options/parsers.ts), the rules between flags checked, the output opened, the build run and the
+ * report printed.
  */
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { type InputError, UsageError } from '../errors.ts';
-import { checkOutputFile } from '../options/output.ts';
-import { type AdvantageKind, advantageKinds } from '../trajectory/advantage.ts';
-import { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS } from '../trajectory/build.ts';
-import { type OutputFormat, outputFormats } from '../trajectory/formats.ts';
-import { type TraceKind, traceKinds } from '../trajectory/record.ts';
+import { checkOutputFile, renamedFlag } from '../options/output.ts';
+import { type BuildOptions, buildTrajectories } from '../trajectory/build.ts';
+import type { OutputFormat } from '../trajectory/formats.ts';
+import type { GroupBy } from '../trajectory/heads.ts';
+import type { TraceKind } from '../trajectory/record.ts';
 import { type BuildStats, emptyStats, formatStats, statsWarnings } from '../trajectory/stats.ts';
 import { log } from '../util/log.ts';
+import { PRIVATE_FILE } from '../util/private-files.ts';
 
-/** The options as commander hands them over (strings, booleans). */
-export interface RawBuildOptions {
+/** `polar build` flags after parsing (commands/build.ts): numbers are numbers, lists are lists. */
+export interface BuildFlags {
   output?: string;
-  format?: string;
+  format: OutputFormat;
   rewards?: string;
-  groupBy?: string;
-  advantage?: string;
+  groupBy: GroupBy;
   dropUniformGroups?: boolean;
   /** --max-trace-tokens: longest trace kept (prompt + response tokens) */
-  maxTraceTokens?: string;
+  maxTraceTokens?: number;
   /** --max-tokens, build's old name of --max-trace-tokens (deprecated) */
-  maxTokens?: string;
-  overlong?: string;
-  excludeKind?: string;
+  maxTokens?: number;
+  overlong: 'truncate' | 'drop';
+  excludeKind?: TraceKind[];
   requireTokenExact?: boolean;
   skipInvalid?: boolean;
-  eotId?: string;
+  eotId: readonly number[];
   splice?: boolean;
   stats?: boolean;
   json?: boolean;
+  quiet?: boolean;
+  /** --advantage, gone from build (polar train computes advantages): deprecated, ignored with a warning */
+  advantage?: string;
+}
+
+/** One build as code runs it (polar build, polar loop): the build's options and where its output goes. */
+export interface BuildRun extends Omit<BuildOptions, 'output' | 'stdin' | 'onInvalid'> {
+  /** -o FILE (written as FILE.partial, then renamed); absent: stdout */
+  outputFile?: string;
+  /** --stats: the report on stdout, no trajectories */
+  reportOnly?: boolean;
+  /** --json: the report as JSON on stdout */
+  json?: boolean;
+  /** -q: no report on stderr */
   quiet?: boolean;
 }
 
@@ -43,26 +58,12 @@ export interface BuildIo {
   stdout?: Writable;
 }
 
-function oneOf<T extends string>(option: string, value: string, allowed: readonly T[]): T {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new UsageError(`${option}: '${value}' is not one of ${allowed.join(', ')}`);
-}
-
-function idList(option: string, value: string): number[] {
-  const ids = value.split(',').map((s) => s.trim());
-  if (ids.length === 0 || ids.some((s) => !/^\d+$/.test(s))) {
-    throw new UsageError(
-      `${option}: '${value}' is not a comma-separated list of token ids`,
-      'e.g. --eot-id 151645',
-    );
-  }
-  return ids.map(Number);
-}
-
-export function normalizeBuildOptions(
+/** The build the flags ask for; the rules between flags are UsageErrors naming them. */
+export function buildRun(
   inputs: string[],
-  raw: RawBuildOptions,
-): Omit<BuildOptions, 'output' | 'stdin'> & { outputFile: string | null; reportOnly: boolean } {
+  f: BuildFlags,
+  warn: (message: string) => void = (m) => log.warn(m),
+): BuildRun {
   if (inputs.length === 0) {
     throw new UsageError(
       'polar build needs at least one input',
@@ -70,54 +71,48 @@ export function normalizeBuildOptions(
     );
   }
   if (inputs.filter((i) => i === '-').length > 1) throw new UsageError('stdin (-) can be given once');
-  const format = oneOf<OutputFormat>('--format', raw.format ?? 'polar', outputFormats);
-  const advantage = oneOf<AdvantageKind>('--advantage', raw.advantage ?? 'grpo', advantageKinds);
-  const groupBy = raw.groupBy ?? 'task_id';
-  if (!['task_id', 'none'].includes(groupBy) && !/^meta:.+/.test(groupBy)) {
-    throw new UsageError(`--group-by: '${groupBy}' is not task_id, none or meta:KEY`);
-  }
-  let maxTokens: number | null = null;
-  const maxTrace = raw.maxTraceTokens ?? raw.maxTokens;
-  if (maxTrace !== undefined) {
-    const flag = raw.maxTraceTokens !== undefined ? '--max-trace-tokens' : '--max-tokens';
-    if (!/^\d+$/.test(maxTrace) || Number(maxTrace) < 1) {
-      throw new UsageError(`${flag}: '${maxTrace}' is not a positive integer`);
-    }
-    maxTokens = Number(maxTrace);
-  }
-  const maxTokensMode = oneOf('--overlong', raw.overlong ?? 'truncate', ['truncate', 'drop'] as const);
-  const excludeKinds: TraceKind[] = [];
-  if (raw.excludeKind !== undefined) {
-    for (const k of raw.excludeKind.split(',').map((s) => s.trim())) {
-      excludeKinds.push(oneOf<TraceKind>('--exclude-kind', k, traceKinds));
-    }
-  }
-  if (raw.stats && raw.output !== undefined) {
+  if (f.stats && f.output !== undefined) {
     throw new UsageError('--stats writes no trajectories: drop -o, or drop --stats to get both');
   }
-  if (raw.json && !raw.stats && raw.output === undefined) {
+  if (f.json && !f.stats && f.output === undefined) {
     throw new UsageError(
       '--json prints the report on stdout, where the trajectories go without -o',
       'give -o FILE for the trajectories, or --stats for the report alone',
     );
   }
+  if (f.advantage !== undefined)
+    warn(
+      `polar build --advantage is ignored: polar train computes the advantages from the rewards and groups (polar train --advantage ${f.advantage === 'none' ? 'KIND' : f.advantage}; docs/train.md); the flag goes in the next release`,
+    );
+  const maxTokens = renamedFlag(
+    { current: f.maxTraceTokens, old: f.maxTokens },
+    { current: '--max-trace-tokens', old: '--max-tokens' },
+    warn,
+  );
   return {
     inputs,
-    outputFile: raw.output ?? null,
-    reportOnly: raw.stats ?? false,
-    format,
-    rewards: raw.rewards ?? null,
-    groupBy,
-    advantage,
-    dropUniformGroups: raw.dropUniformGroups ?? false,
-    maxTokens,
-    maxTokensMode,
-    excludeKinds,
-    requireTokenExact: raw.requireTokenExact ?? false,
-    skipInvalid: raw.skipInvalid ?? false,
-    eotIds: raw.eotId === undefined ? [...DEFAULT_EOT_IDS] : idList('--eot-id', raw.eotId),
-    splice: raw.splice ?? false,
+    ...(f.output !== undefined ? { outputFile: f.output } : {}),
+    reportOnly: f.stats ?? false,
+    json: f.json ?? false,
+    quiet: f.quiet ?? false,
+    format: f.format,
+    rewards: f.rewards ?? null,
+    groupBy: f.groupBy,
+    dropUniformGroups: f.dropUniformGroups ?? false,
+    maxTokens: maxTokens ?? null,
+    maxTokensMode: f.overlong,
+    excludeKinds: f.excludeKind ?? [],
+    requireTokenExact: f.requireTokenExact ?? false,
+    skipInvalid: f.skipInvalid ?? false,
+    eotIds: f.eotId,
+    splice: f.splice ?? false,
   };
+}
+
+/** The body of `polar build`: typed flags in, the build, exit code out. */
+export async function buildCommand(inputs: string[], flags: BuildFlags): Promise<number> {
+  await runBuild(buildRun(inputs, flags));
+  return 0;
 }
 
 const SHOWN_INVALID = 5;
@@ -128,18 +123,12 @@ export function isClosedPipe(error: unknown): boolean {
 }
 
 /**
- * Runs `polar build`; returns the report. The report goes to stderr, or stdout under --stats or --json
+ * Runs one build; returns the report. The report goes to stderr, or stdout under --stats or --json
  * (with -o). A closed stdout ends the build quietly.
  */
-export async function runBuild(
-  inputs: string[],
-  raw: RawBuildOptions,
-  io: BuildIo = {},
-): Promise<BuildStats> {
-  const { outputFile, reportOnly, ...options } = normalizeBuildOptions(inputs, raw);
-  if (raw.maxTokens !== undefined && raw.maxTraceTokens === undefined)
-    log.warn('--max-tokens of polar build is now --max-trace-tokens (the old name goes in the next release)');
-  if (outputFile !== null) await checkOutputFile(outputFile, '--output');
+export async function runBuild(run: BuildRun, io: BuildIo = {}): Promise<BuildStats> {
+  const { outputFile, reportOnly = false, json = false, quiet = false, ...options } = run;
+  if (outputFile !== undefined) await checkOutputFile(outputFile, '--output');
   const stdout = io.stdout ?? process.stdout;
   let invalid = 0;
   const onInvalid = (error: InputError): void => {
@@ -154,9 +143,9 @@ export async function runBuild(
     if (isClosedPipe(error)) closed = true;
   };
   stdout.on('error', onStdoutError);
-  const partial = outputFile === null ? null : `${outputFile}.partial`;
+  const partial = outputFile === undefined ? null : `${outputFile}.partial`;
   if (partial !== null) {
-    output = createWriteStream(partial);
+    output = createWriteStream(partial, { mode: PRIVATE_FILE });
     await once(output, 'open');
   }
   let stats: BuildStats;
@@ -180,10 +169,10 @@ export async function runBuild(
   }
   if (invalid > SHOWN_INVALID) log.warn(`... and ${invalid - SHOWN_INVALID} more invalid lines skipped`);
 
-  const report = raw.json ? JSON.stringify(stats, null, 2) : formatStats(stats);
-  if (reportOnly || raw.json) {
+  const report = json ? JSON.stringify(stats, null, 2) : formatStats(stats);
+  if (reportOnly || json) {
     if (!closed) stdout.write(`${report}\n`);
-  } else if (!raw.quiet) log.raw(report);
-  for (const warning of statsWarnings(stats, options.advantage ?? 'grpo')) log.warn(warning);
+  } else if (!quiet) log.raw(report);
+  for (const warning of statsWarnings(stats)) log.warn(warning);
   return stats;
 }

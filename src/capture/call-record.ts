@@ -4,10 +4,13 @@
  * goes in as the bytes it arrived as (valid JSON: it parsed) instead of being serialised and encoded
  * again, spliced into the line and written with one writev.
  */
+
+import { redactUrl } from '../http/redact.ts';
 import type { CompletedCall } from '../proxy/call.ts';
 import { log } from '../util/log.ts';
+import type { EncodedCall } from './codec.ts';
 import type { CallRecord } from './record.ts';
-import { redactHeaders, redactSecrets, redactUrl } from './redact.ts';
+import { redactHeaders, redactSecrets } from './redact.ts';
 import type { CaptureWriter } from './writer.ts';
 
 /** What the recorder knows of the session a call belongs to. */
@@ -22,11 +25,34 @@ export interface RecordingSession {
   onCall?: (record: CallRecord) => void;
 }
 
-/** Counts a session's calls and errors, and numbers its records in the order calls end. */
+/**
+ * Counts a session's calls as its session_end states them, and numbers its records in the order calls
+ * end (a lost call keeps its number: the gap in `seq` shows where it was).
+ */
 export interface CallCounters {
   seq: number;
+  /** records written */
   calls: number;
+  /** of those, failed calls (the backend's or polar's doing; not the two kinds below) */
   errors: number;
+  /** of those, calls the harness hung up on (`client_closed`) */
+  clientClosed: number;
+  /** of those, calls cut short because their session was closed or polar shut down (`cut`) */
+  cut: number;
+  /** calls whose record could not be written (a failed write: disk full, a file-size limit) */
+  lost: number;
+}
+
+export function newCounters(): CallCounters {
+  return { seq: 0, calls: 0, errors: 0, clientClosed: 0, cut: 0, lost: 0 };
+}
+
+function count(counters: CallCounters, record: CallRecord): void {
+  counters.calls++;
+  const kind = record.error?.kind;
+  if (kind === 'client_closed') counters.clientClosed++;
+  else if (kind === 'cut') counters.cut++;
+  else if (kind !== undefined) counters.errors++;
 }
 
 export function toCallRecord(
@@ -85,7 +111,8 @@ export function toCallRecord(
     warnings: call.warnings,
     harness_meta: harnessMeta,
     backend_info: call.backendInfo,
-    error: call.error,
+    // (a backend's message may quote its URL)
+    error: call.error && { ...call.error, message: redactUrl(call.error.message) },
   };
 }
 
@@ -119,8 +146,9 @@ export function serialiseRecord(
  * One call's record, encoded in the writer's format, scrubbed and appended. It never throws into the
  * call path: a record that cannot be serialised as it is (a value too deep for JSON.stringify) is written
  * degraded (the request body as text, the canonical forms left out, a warning saying so); a failed write
- * is logged (the harness already has its answer; the writer keeps the failure for the session's end).
- * `calls`/`errors` count the records written, so the session_end record agrees with the file.
+ * is logged and counted as a lost call (the harness already has its answer; the writer keeps the failure
+ * for the session's end). The counts are those of the records written, so the session_end record agrees
+ * with the file, and names the calls that are not in it.
  */
 function writeCall(
   session: RecordingSession,
@@ -128,17 +156,17 @@ function writeCall(
   seq: number,
   counters: CallCounters,
 ): void {
-  let out: { line: Buffer[] | string; record: CallRecord };
+  let out: { line: Buffer[] | string; record: CallRecord; encoded?: EncodedCall };
   try {
     out = fullLine(call, session, seq);
   } catch (error) {
     out = degradedLine(call, session, seq, error);
   }
   try {
-    session.writer.writeLine(out.line);
-    counters.calls++;
-    if (out.record.error) counters.errors++;
+    session.writer.writeLine(out.line, out.encoded);
+    count(counters, out.record);
   } catch (error) {
+    counters.lost++;
     log.error(`could not write the call record to ${session.writer.path}: ${(error as Error).message}`);
     return;
   }
@@ -179,19 +207,20 @@ function fullLine(
   call: CompletedCall,
   session: RecordingSession,
   seq: number,
-): { line: Buffer[] | string; record: CallRecord } {
+): { line: Buffer[] | string; record: CallRecord; encoded: EncodedCall } {
   const record = toCallRecord(call, session, seq);
   // serialise once; the per-session key is scrubbed from the text only if it appears at all (rare:
   // a harness echoing its own env), which keeps the hot path to one JSON.stringify
   const encoded = session.writer.encodeCall(record);
-  const line = serialiseRecord(encoded, record, call.request.raw, session.key);
+  const line = serialiseRecord(encoded.value, record, call.request.raw, session.key);
   const leaked = Array.isArray(line)
     ? line[0]!.includes(session.key) || line[2]!.includes(session.key)
     : line.includes(session.key);
-  if (!leaked) return { line, record };
+  if (!leaked) return { line, record, encoded };
   return {
-    line: JSON.stringify(redactSecrets(encoded, [session.key])),
+    line: JSON.stringify(redactSecrets(encoded.value, [session.key])),
     record: redactSecrets(record, [session.key]),
+    encoded,
   };
 }
 

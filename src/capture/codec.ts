@@ -34,23 +34,35 @@ interface Head {
   backendBody: unknown;
 }
 
+/** A call record encoded for the file, and the step that makes it a base for later calls. */
+export interface EncodedCall {
+  /** the record as written: `v: 2`, and the shared fields as deltas when it extends an earlier call */
+  value: Record<string, unknown>;
+  /**
+   * Registers the call as a chain head (a base for later deltas). Call it only once the record's line
+   * is on disk: a record that failed to write must never be a base, or every later delta against it
+   * would name a call the file does not hold.
+   */
+  commit(): void;
+}
+
 /**
  * The writer's side: per file, the session's chain heads (calls no later call has fully extended yet),
  * newest last. A head that a later call extends completely (its prompt and completion are a prefix of the
- * new prompt) is dropped: the new call matches everything it did at least as far.
+ * new prompt) is dropped: the new call matches everything it did at least as far. Encoding reads the
+ * heads only; they change when a written record is committed.
  */
 export class CallEncoder {
   private readonly heads = new Map<string, Head[]>();
 
   constructor(private readonly maxHeads = 8) {}
 
-  /** The record as written in v2: `v: 2`, and the shared fields as deltas when it extends an earlier call. */
-  encode(record: CallRecord): Record<string, unknown> {
+  encode(record: CallRecord): EncodedCall {
     const heads = this.heads.get(record.session) ?? [];
-    this.heads.set(record.session, heads);
     const prompt = record.prompt_token_ids;
     const { base, keep } = pickBase(heads, record);
     const out: Record<string, unknown> = { ...record, v: 2 };
+    let replaces: Head | undefined;
     if (base !== undefined) {
       const fields: string[] = [];
       if (prompt !== null && base.prompt !== null && keep > 0) {
@@ -74,21 +86,32 @@ export class CallEncoder {
       }
       if (fields.length > 0) out.delta = { base: base.id, fields } satisfies CallDelta;
       const full = base.prompt === null ? -1 : base.prompt.length + (base.completion?.length ?? 0);
-      if (keep === full) heads.splice(heads.indexOf(base), 1);
+      if (keep === full) replaces = base;
     }
-    if (record.canonical_request !== null) {
-      heads.push({
-        id: record.id,
-        api: record.api,
-        prompt,
-        completion: record.completion_token_ids,
-        body: record.request.body,
-        canonical: record.canonical_request,
-        backendBody: record.backend_request?.body,
-      });
-      if (heads.length > this.maxHeads) heads.shift();
-    }
-    return out;
+    const head: Head | null =
+      record.canonical_request === null
+        ? null
+        : {
+            id: record.id,
+            api: record.api,
+            prompt,
+            completion: record.completion_token_ids,
+            body: record.request.body,
+            canonical: record.canonical_request,
+            backendBody: record.backend_request?.body,
+          };
+    return { value: out, commit: () => this.commit(record.session, head, replaces) };
+  }
+
+  /** the written call becomes a head; the head it fully extends (still one) is dropped */
+  private commit(session: string, head: Head | null, replaces: Head | undefined): void {
+    const heads = this.heads.get(session) ?? [];
+    this.heads.set(session, heads);
+    const at = replaces ? heads.indexOf(replaces) : -1;
+    if (at >= 0) heads.splice(at, 1);
+    if (head === null) return;
+    heads.push(head);
+    if (heads.length > this.maxHeads) heads.shift();
   }
 
   /** Forgets a session (after its session_end). */

@@ -65,7 +65,11 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
       if (record.error) log.debug(`call ${record.seq} failed: ${record.error.message}`);
     },
   }).finally(() => spinner?.stop());
-  const summary = `${plural(result.calls, 'call')} (${result.errors} failed) recorded in ${result.output}; harness ${result.status}${
+  const apart = [
+    result.clientClosed ? `${result.clientClosed} hung up by the harness` : '',
+    result.cut ? `${result.cut} cut at the end` : '',
+  ].filter(Boolean);
+  const summary = `${plural(result.calls, 'call')} (${[`${result.errors} failed`, ...apart].join(', ')}) recorded in ${result.output}; harness ${result.status}${
     result.exitCode !== null
       ? ` with exit code ${result.exitCode}`
       : result.signal

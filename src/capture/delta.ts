@@ -5,7 +5,10 @@
  *   - an object: its keys in order, each an op: `{"same": true}` (the base's value), `{"keep": n,
  *     "add": [...]}` (an array as above, against the base's value) or `{"set": value}` (literal).
  * Pure functions: encoding never mutates its inputs, decoding builds new arrays and objects (items that did
- * not change are shared with the base).
+ * not change are shared with the base). Any key is data, `__proto__`, `constructor` and `toString`
+ * included: values are read as own properties only and set as own properties (an assignment of
+ * `__proto__` would set the prototype and drop the key), so a rebuilt object has the same keys as the
+ * JSON it came from.
  */
 
 export type ArrayDelta = { keep: number; add: unknown[] };
@@ -16,6 +19,16 @@ type Json = Record<string, unknown>;
 
 export function isPlainObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The object's own value at key (never one inherited from Object.prototype). */
+function own(object: Json, key: string): unknown {
+  return Object.hasOwn(object, key) ? object[key] : undefined;
+}
+
+/** Sets an own, enumerable property, as JSON.parse does, whatever the key (`__proto__` too). */
+function setOwn(object: Json, key: string, value: unknown): void {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** Deep equality of JSON values, key order included (so a rebuilt value serialises to the same bytes). */
@@ -37,9 +50,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   for (let i = 0; i < ka.length; i++) {
     const k = ka[i]!;
     if (k !== kb[i]) return false;
-    const va = (a as Json)[k];
-    // a key holding undefined is dropped by JSON.stringify: treat it as absent on both sides
-    if (!jsonEqual(va, (b as Json)[k])) return false;
+    // (k is an own key of both: reading it never reaches a prototype)
+    if (!jsonEqual((a as Json)[k], (b as Json)[k])) return false;
   }
   return true;
 }
@@ -78,19 +90,19 @@ export function encodeObject(base: unknown, value: unknown): ObjectDelta | null 
   for (const key of Object.keys(value)) {
     const v = value[key];
     if (v === undefined) continue;
-    const b = base[key];
+    const b = own(base, key);
     if (small(v)) {
       // a short literal is shorter than {"same":true}
-      out[key] = { set: v };
+      setOwn(out, key, { set: v });
     } else if (Object.hasOwn(base, key) && jsonEqual(b, v)) {
-      out[key] = { same: true };
+      setOwn(out, key, { same: true });
       shared = true;
     } else if (Array.isArray(v) && Array.isArray(b)) {
       const keep = commonPrefix(b, v);
-      out[key] = keep > 0 ? { keep, add: v.slice(keep) } : { set: v };
+      setOwn(out, key, keep > 0 ? { keep, add: v.slice(keep) } : { set: v });
       shared ||= keep > 0;
     } else {
-      out[key] = { set: v };
+      setOwn(out, key, { set: v });
     }
   }
   return shared ? out : null;
@@ -136,11 +148,11 @@ export function decodeObject(base: unknown, delta: unknown, field: string): Json
     const op = delta[key];
     const where = `${field}.${key}`;
     if (!isPlainObject(op)) throw new DeltaError(where, 'expected {"same"}, {"keep", "add"} or {"set"}');
-    if ('set' in op) out[key] = op.set;
+    if (Object.hasOwn(op, 'set')) setOwn(out, key, op.set);
     else if (op.same === true) {
       if (b === undefined || !Object.hasOwn(b, key)) throw new DeltaError(where, 'the base has no such key');
-      out[key] = b[key];
-    } else out[key] = decodeArray(b?.[key], op, where);
+      setOwn(out, key, b[key]);
+    } else setOwn(out, key, decodeArray(b === undefined ? undefined : own(b, key), op, where));
   }
   return out;
 }

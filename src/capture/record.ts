@@ -41,8 +41,13 @@ export const sessionEndRecordSchema = z.looseObject({
   duration_ms: z.number().nonnegative(),
   exit_code: z.number().int().nullable(),
   signal: z.string().nullable(),
+  /** call records written, and of them: failed calls, calls the harness hung up on, calls cut short */
   calls: z.number().int().nonnegative(),
   errors: z.number().int().nonnegative(),
+  client_closed: z.number().int().nonnegative().optional(),
+  cut_calls: z.number().int().nonnegative().optional(),
+  /** calls the proxy served whose record is not in the file (a failed write; absent in older files: 0) */
+  lost_calls: z.number().int().nonnegative().optional(),
   /** completed: harness exited 0; error: non-zero exit or failed to start; timeout; interrupted */
   status: z.enum(['completed', 'error', 'timeout', 'interrupted']),
 });
@@ -125,6 +130,17 @@ export type SessionEndRecord = z.infer<typeof sessionEndRecordSchema>;
 export type CallRecord = z.infer<typeof callRecordSchema>;
 export type GradingRecord = z.infer<typeof gradingRecordSchema>;
 export type CaptureRecord = z.infer<typeof captureRecordSchema>;
+
+/**
+ * Call error kinds that are not failures of the backend or of polar: the harness hung up
+ * (`client_closed`), or polar cut the call when its session closed or polar shut down (`cut`). Counted
+ * apart from `errors` wherever calls are counted.
+ */
+export const HANG_UP_KINDS: ReadonlySet<string> = new Set(['client_closed', 'cut']);
+
+export function isHangUp(kind: string): boolean {
+  return HANG_UP_KINDS.has(kind);
+}
 
 /** Checks the completion arrays agree with each other; returns the problem or null. */
 export function tokenConsistency(record: CallRecord): string | null {

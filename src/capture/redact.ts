@@ -1,25 +1,9 @@
-/** Removes credentials from what gets recorded: auth headers, API keys, cookies. */
+/**
+ * Removes credentials from what gets recorded: auth headers, API keys, cookies (URLs: redactUrl in
+ * src/http/redact.ts).
+ */
 const SECRET_HEADER =
   /^(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie|openai-organization|openai-project)$|^x-auth|key|token|secret/i;
-
-/** Query parameters that carry credentials (`?api_key=`, `?key=`, `?token=`, ...). */
-const SECRET_PARAM = /^(api[-_]?key|key|token|access[-_]token|auth|secret|password|sig|signature)$/i;
-
-/** A request path or URL with credential-bearing query parameters replaced by <redacted>. */
-export function redactUrl(url: string): string {
-  const q = url.indexOf('?');
-  if (q < 0) return url;
-  const query = url
-    .slice(q + 1)
-    .split('&')
-    .map((pair) => {
-      const eq = pair.indexOf('=');
-      const name = (eq < 0 ? pair : pair.slice(0, eq)).replace(/%5F/gi, '_').replace(/%2D/gi, '-');
-      return eq >= 0 && SECRET_PARAM.test(name) ? `${pair.slice(0, eq)}=<redacted>` : pair;
-    })
-    .join('&');
-  return `${url.slice(0, q)}?${query}`;
-}
 
 export function redactHeaders(
   headers: Record<string, string | string[] | undefined>,

@@ -76,8 +76,13 @@ export interface CaptureRunResult {
   exitCode: number | null;
   signal: string | null;
   status: SessionEndRecord['status'];
+  /** call records written; of them, failed calls, calls the harness hung up on, calls cut at the end */
   calls: number;
   errors: number;
+  clientClosed: number;
+  cut: number;
+  /** calls whose record could not be written */
+  lost: number;
   output: string;
   stdout?: string;
   stderr?: string;
@@ -173,7 +178,8 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     await proxy.close(2000);
     proxy.removeSession(session.key);
     try {
-      capture.end({ exitCode, signal, status, unauthorized: proxy.unauthorized });
+      const unfinished = proxy.activeCalls(session.key);
+      capture.end({ exitCode, signal, status, unauthorized: proxy.unauthorized, unfinished });
     } finally {
       if (ownsBackend) await backend.close();
       if (!options.keepRunDir) await rm(runDir, { recursive: true, force: true });
@@ -188,6 +194,9 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     status,
     calls: capture.calls,
     errors: capture.errors,
+    clientClosed: capture.counters.clientClosed,
+    cut: capture.counters.cut,
+    lost: capture.counters.lost,
     output,
     ...(stdout !== undefined ? { stdout } : {}),
     ...(stderr !== undefined ? { stderr } : {}),

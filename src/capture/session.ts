@@ -6,9 +6,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import type { HarnessProfile } from '../harnesses/types.ts';
+import { redactUrl } from '../http/redact.ts';
 import type { ProxySession } from '../proxy/server.ts';
 import { POLAR_VERSION } from '../version.ts';
-import { type CallCounters, recordCalls } from './call-record.ts';
+import { type CallCounters, newCounters, recordCalls } from './call-record.ts';
 import type { CallRecord, SessionEndRecord, SessionRecord } from './record.ts';
 import { type CaptureFormat, type CaptureWriteError, CaptureWriter } from './writer.ts';
 
@@ -31,21 +32,27 @@ export interface OpenSessionOptions {
 export interface CaptureSession {
   /** what the proxy serves this session with; its `complete` records each call */
   proxy: ProxySession;
-  /** calls recorded so far, and how many of them failed */
+  /** calls recorded so far, and how many of them failed (the harness hanging up or a cut call aside) */
   readonly calls: number;
   readonly errors: number;
+  /** the counts session_end states (src/capture/call-record.ts) */
+  readonly counters: Readonly<CallCounters>;
   startedAt: Date;
   output: string;
   /** writes the session record (call once the argv is final) */
   begin(argv: string[], extra?: Record<string, unknown>): void;
   /** the first capture write that failed (the file was cut back to its last whole record) */
   readonly writeError: CaptureWriteError | null;
-  /** writes the calls still queued, session_end, and closes the file */
+  /**
+   * Writes the calls still queued, session_end, and closes the file. `unfinished`: calls still running
+   * whose records can no longer be written (counted as lost).
+   */
   end(outcome: {
     exitCode: number | null;
     signal: string | null;
     status: SessionEndRecord['status'];
     unauthorized?: number;
+    unfinished?: number;
   }): void;
 }
 
@@ -59,7 +66,7 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
   const startedAt = new Date();
   const id = `sess_${randomUUID()}`;
   const key = newSessionKey();
-  const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
+  const counters = newCounters();
   const complete = recordCalls(
     {
       id,
@@ -89,6 +96,7 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
     get errors() {
       return counters.errors;
     },
+    counters,
     get writeError() {
       return writer.failure;
     },
@@ -106,7 +114,7 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
         polar_version: POLAR_VERSION,
         backend: {
           kind: options.backend.kind,
-          url: options.backend.url,
+          url: options.backend.url === null ? null : redactUrl(options.backend.url),
           token_exact: options.backend.tokenExact,
         },
         model: options.model,
@@ -118,7 +126,7 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
       };
       writer.write(record);
     },
-    end({ exitCode, signal, status, unauthorized }) {
+    end({ exitCode, signal, status, unauthorized, unfinished }) {
       if (ended) return;
       ended = true;
       // the calls still queued are written first, so the counts below are those of the file
@@ -136,6 +144,9 @@ export function openSession(options: OpenSessionOptions): CaptureSession {
         signal,
         calls: counters.calls,
         errors: counters.errors,
+        client_closed: counters.clientClosed,
+        cut_calls: counters.cut,
+        lost_calls: counters.lost + (unfinished ?? 0),
         status,
         unauthorized_requests: unauthorized ?? 0,
       };

@@ -5,10 +5,11 @@
  * record never lands on a partial line; the failure is kept and reported (`failure`). Files are created
  * 0600 and folders 0700: a capture holds prompts, code and tool output.
  */
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, writeSync, writevSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EnvironmentError } from '../errors.ts';
-import { CallEncoder } from './codec.ts';
+import { mkdirPrivateSync, PRIVATE_FILE } from '../util/private-files.ts';
+import { CallEncoder, type EncodedCall } from './codec.ts';
 import type { CallRecord, CaptureRecord } from './record.ts';
 
 const NEWLINE = Buffer.from('\n');
@@ -60,8 +61,8 @@ export class CaptureWriter {
     this.format = options.format ?? 2;
     this.encoder = this.format === 2 ? new CallEncoder() : null;
     ignoreFileSizeSignal();
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.fd = openSync(path, 'a', 0o600);
+    mkdirPrivateSync(dirname(path));
+    this.fd = openSync(path, 'a', PRIVATE_FILE);
   }
 
   /** Writes a session, session_end or grading record (in this file's format version). */
@@ -73,17 +74,21 @@ export class CaptureWriter {
     }
   }
 
-  /** A call record as the object written: v1 as is, v2 with its deltas against an earlier call. */
-  encodeCall(record: CallRecord): Record<string, unknown> {
-    return this.encoder ? this.encoder.encode(record) : record;
+  /**
+   * A call record as the object to write: v1 as is, v2 with its deltas against an earlier call. Pass it
+   * to writeLine with its line: only a call whose line was written becomes a base for later deltas.
+   */
+  encodeCall(record: CallRecord): EncodedCall {
+    return this.encoder ? this.encoder.encode(record) : { value: record, commit: () => {} };
   }
 
   /**
    * Appends one already serialised record (no newline inside): a string, or the pieces of one line
    * (written with one writev, so a record is still one write). Throws CaptureWriteError when the write
-   * fails, after cutting the file back to where the record started.
+   * fails, after cutting the file back to where the record started. `call`: the encoded call this line
+   * holds, committed (a base for later deltas) once the line is written, never when the write failed.
    */
-  writeLine(json: string | Buffer[]): void {
+  writeLine(json: string | Buffer[], call?: EncodedCall): void {
     if (this.fd === null) throw new Error(`capture file ${this.path} is closed`);
     const pieces = typeof json === 'string' ? [Buffer.from(json, 'utf8'), NEWLINE] : [...json, NEWLINE];
     const total = pieces.reduce((n, b) => n + b.length, 0);
@@ -100,10 +105,14 @@ export class CaptureWriter {
       throw this.fail(error as NodeJS.ErrnoException, start);
     }
     this.records++;
+    call?.commit();
   }
 
   private fail(error: NodeJS.ErrnoException, start: number): CaptureWriteError {
-    let detail = `${error.code ?? 'error'}: ${error.message}`;
+    // (node's message already starts with the code: "ENOSPC: no space left on device, write")
+    let detail = error.message.startsWith(`${error.code}:`)
+      ? error.message
+      : `${error.code ?? 'error'}: ${error.message}`;
     try {
       if (this.fd !== null) ftruncateSync(this.fd, start);
     } catch (cut) {

@@ -5,12 +5,13 @@
  * rewritten to the run folder, so `polar build DIR` and `polar inspect` read it as they read any run.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { copyFile, mkdir, rename, rm } from 'node:fs/promises';
+import { copyFile, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { EVAL_FILES } from '../eval/files.ts';
 import type { ResultLine } from '../eval/report.ts';
 import { readResults } from '../eval/results.ts';
 import type { EvalDirs, SampleJob } from '../eval/run.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 
 /** The files of sample `key` in a run folder: captures/<key>.jsonl*, patches/<key>.diff, logs/<key>.* */
 function sampleFiles(dir: string, key: string): Array<{ folder: keyof EvalDirs; name: string }> {
@@ -50,7 +51,7 @@ export async function adoptSample(
   const line = (await readResults(join(from, EVAL_FILES.results))).get(key);
   if (!line) return null;
   for (const { folder, name } of sampleFiles(from, key)) {
-    await mkdir(dirs[folder], { recursive: true });
+    await mkdirPrivate(dirs[folder]);
     await carry(join(from, EVAL_FILES[folder], name), join(dirs[folder], name), how);
   }
   return {

@@ -5,7 +5,7 @@
  * (src/cluster/adopt.ts), so results.jsonl grows as samples finish, wherever they ran.
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
@@ -13,8 +13,10 @@ import { EnvironmentError, PolarError } from '../errors.ts';
 import type { ResultLine } from '../eval/report.ts';
 import { sampleKey } from '../eval/results.ts';
 import type { SampleExecutor } from '../eval/run.ts';
+import { redactUrl } from '../http/redact.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { adoptSample, lostSample } from './adopt.ts';
 import { rayPython, workerEnv } from './python.ts';
 
@@ -57,7 +59,7 @@ export function rayExecutor(run: RayRun): SampleExecutor {
     const work = join(run.out, '.cluster');
     const stage = join(work, 'stage');
     await rm(stage, { recursive: true, force: true });
-    await mkdir(stage, { recursive: true });
+    await mkdirPrivate(stage);
     const byKey = new Map(jobs.map((j) => [sampleKey(j.instance.instance_id, j.sample), j]));
     const spec = {
       address: run.address,
@@ -84,10 +86,11 @@ export function rayExecutor(run: RayRun): SampleExecutor {
       })),
     };
     const specPath = join(work, 'ray-spec.json');
-    await writeFile(specPath, `${JSON.stringify(spec, null, 2)}\n`);
+    // the spec holds the servers' URLs as given (credentials included): the nodes need them
+    await writeFile(specPath, `${JSON.stringify(spec, null, 2)}\n`, { mode: PRIVATE_FILE });
     log.info(`ray ${ray} at ${run.address}: ${plural(jobs.length, 'sample')}, one task each`);
 
-    const driverLog = createWriteStream(join(work, 'ray-driver.log'), { flags: 'a' });
+    const driverLog = createWriteStream(join(work, 'ray-driver.log'), { flags: 'a', mode: PRIVATE_FILE });
     const child = execa(python, ['-m', 'polar_train.cluster.ray_rollouts', '--spec', specPath], {
       env: workerEnv(),
       cwd: run.cwd,
@@ -187,7 +190,7 @@ async function answer(
     node: String(event.node),
     node_id: String(event.node_id),
     attempt: Number(event.attempt),
-    ...(event.backend_url ? { backend_url: String(event.backend_url) } : {}),
+    ...(event.backend_url ? { backend_url: redactUrl(String(event.backend_url)) } : {}),
   };
   const adopted = await adoptSample(dir, key, dirs);
   await rm(run.shared ? join(dir, '..') : dir, { recursive: true, force: true });

@@ -6,7 +6,7 @@
  * follows the jobs with squeue (and sacct when the accounting daemon is there) until the merge ends.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { EnvironmentError, EXIT, PolarError } from '../errors.ts';
@@ -18,6 +18,7 @@ import { backendUrls } from '../options/backend.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
 import { nodeArgv, wordsAfter } from './argv.ts';
 import { nodeEnv, polarCommand } from './eval.ts';
 
@@ -115,11 +116,12 @@ function finished(plan: SlurmPlan): number {
 export async function slurmEval(f: EvalFlags, instances: SweInstance[], argv: string[]): Promise<number> {
   const plan = slurmScripts(f, instances, argv);
   await prepareOut(resolve(f.out), f);
-  await mkdir(plan.logs, { recursive: true });
+  await mkdirPrivate(plan.logs);
   const arrayScript = join(plan.logs, 'array.sh');
   const mergeScript = join(plan.logs, 'merge.sh');
-  await writeFile(arrayScript, plan.array, { mode: 0o755 });
-  await writeFile(mergeScript, plan.merge, { mode: 0o755 });
+  // the scripts hold the servers' URLs as given (credentials included): owner only
+  await writeFile(arrayScript, plan.array, { mode: PRIVATE_SCRIPT });
+  await writeFile(mergeScript, plan.merge, { mode: PRIVATE_SCRIPT });
   const arrayId = (
     await run('sbatch', [
       '--parsable',

@@ -15,7 +15,7 @@ import {
   setupEvaluation,
 } from '../rollout/setup.ts';
 import { runSwebenchGrader } from '../rollout/swebench.ts';
-import { isVerifierCommand } from '../rollout/verifier.ts';
+import type { Grader } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { checkOut } from './out.ts';
@@ -26,8 +26,9 @@ import { type EvalOutcome, runEval } from './run.ts';
 export interface EvalFlags extends BackendFlags, RolloutFlags {
   dataset: string;
   split: string;
-  harness?: HarnessName;
   agent?: AgentName;
+  /** --harness, the old name of --agent for a harness (deprecated) */
+  harness?: HarnessName;
   agentCmd?: string;
   predictions?: string;
   promptTemplate?: string;
@@ -40,7 +41,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   resume?: boolean;
   overwrite?: boolean;
   /** polar, swebench or a verifier command (src/rollout/verifier.ts) */
-  grader: string;
+  grader: Grader;
   json?: boolean;
   failUnder?: number;
   gradeEmptyPatches?: boolean;
@@ -68,19 +69,32 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   merge?: string[];
 }
 
-/** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
-export function evaluationSetup(f: EvalFlags): EvaluationSetup {
+/**
+ * The agent of `polar eval`: --agent, or --harness, its old name for a harness (still works for a
+ * release, with a warning).
+ */
+function evalAgent(f: EvalFlags, warn: (message: string) => void): AgentName {
   if (f.agent && f.harness && f.agent !== f.harness) {
     throw new UsageError(
       `--agent ${f.agent} and --harness ${f.harness} name two different agents`,
       isHarness(f.agent) ? 'give one of them' : `drop --harness: --agent ${f.agent} runs no harness`,
     );
   }
+  if (f.harness) warn('--harness of polar eval is now --agent (the old name goes in the next release)');
   const agent = f.agent ?? f.harness;
   if (!agent)
     throw new UsageError(
-      `give --harness <${HARNESS_NAMES.join('|')}> or --agent <${BUILTIN_AGENTS.join('|')}>`,
+      `give --agent: a harness (${HARNESS_NAMES.join('|')}) or ${BUILTIN_AGENTS.join('|')}`,
     );
+  return agent;
+}
+
+/** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */
+export function evaluationSetup(
+  f: EvalFlags,
+  warn: (message: string) => void = (m) => log.warn(m),
+): EvaluationSetup {
+  const agent = evalAgent(f, warn);
   return {
     agent: {
       agent,
@@ -168,13 +182,13 @@ async function localEval(
       resume: Boolean(f.resume),
       overwrite: Boolean(f.overwrite),
       dataset: f.dataset,
-      grade: f.grader === 'swebench' ? 'none' : 'polar',
-      ...(isVerifierCommand(f.grader) ? { verifier: f.grader } : {}),
+      grade: f.grader.kind === 'swebench' ? 'none' : 'polar',
+      ...(f.grader.kind === 'verifier' ? { verifier: f.grader.command } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
       progress: !f.quiet,
       signal,
     });
-    if (f.grader !== 'swebench') return outcome;
+    if (f.grader.kind !== 'swebench') return outcome;
     return await runSwebenchGrader(outcome, {
       out: f.out,
       dataset: f.dataset,
@@ -220,7 +234,7 @@ export function finish(f: Pick<EvalFlags, 'json' | 'out' | 'failUnder'>, outcome
 export async function selectedInstances(
   f: EvalFlags,
 ): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
-  const all = await loadDataset(f.dataset, { split: f.split, verifier: isVerifierCommand(f.grader) });
+  const all = await loadDataset(f.dataset, { split: f.split, verifier: f.grader.kind === 'verifier' });
   if (all.length === 0)
     throw new InputError(
       f.dataset,

@@ -7,8 +7,9 @@
  * fresh file instead of adding a second session for the same (task, sample).
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
 import { UsageError } from '../errors.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 import { EVAL_FILES, EVAL_RUN_ENTRIES } from './files.ts';
 
 export interface OutChoice {
@@ -47,7 +48,7 @@ export async function prepareOut(dir: string, choice: OutChoice, flag = '--out')
   if (choice.overwrite && existsSync(dir) && readdirSync(dir).length > 0) {
     for (const name of readdirSync(dir)) await rm(`${dir}/${name}`, { recursive: true, force: true });
   }
-  await mkdir(dir, { recursive: true });
+  await mkdirPrivate(dir);
 }
 
 /** Moves FILE to FILE.<why> (FILE.<why>-2, ... when taken); returns the new path, or null when FILE was not there. */

@@ -11,13 +11,13 @@ import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
-import { isVerifierCommand } from '../rollout/verifier.ts';
+import type { Grader } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
+import { writeAtomic } from '../util/private-files.ts';
 import { type Lenient, readLenient } from '../util/zod.ts';
 import { EVAL_FILES } from './files.ts';
 import { buildReport, formatReport, type Report, type ResultLine, reportSchema } from './report.ts';
 import { readResults, sampleKey } from './results.ts';
-import { writeAtomic } from './run.ts';
 
 export interface RegradeOptions {
   out: string;
@@ -127,10 +127,10 @@ export async function regradeCommand(o: {
   dataset: string;
   split?: string;
   /** the run's --grader: with a verifier command the rows need no FAIL_TO_PASS (as when it ran) */
-  grader?: string;
+  grader?: Grader;
   json?: boolean;
 }): Promise<number> {
-  const instances = await loadDataset(o.dataset, { split: o.split, verifier: isVerifierCommand(o.grader) });
+  const instances = await loadDataset(o.dataset, { split: o.split, verifier: o.grader?.kind === 'verifier' });
   const outcome = await regradeRun({ out: o.out, instances, dataset: o.dataset });
   log.info(
     `re-graded ${outcome.regraded} samples from their logs (${outcome.changed} changed), kept ${outcome.kept}`,

@@ -9,7 +9,7 @@
  * interrupt, which is neither graded nor recorded and runs again on --resume.
  */
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { EnvBuildError } from '../env/types.ts';
@@ -18,9 +18,10 @@ import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
-import { finalMessage, graderFor, runVerifier } from '../rollout/verifier.ts';
+import { finalMessage, runVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { appendPrivate, mkdirPrivate, writeAtomic } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
@@ -55,12 +56,6 @@ export interface EvalOutcome {
   interrupted: boolean;
 }
 
-export async function writeAtomic(path: string, content: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  await writeFile(tmp, content);
-  await rename(tmp, path);
-}
-
 async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
   const record: GradingRecord & Record<string, unknown> = {
     v: CAPTURE_VERSION,
@@ -75,7 +70,7 @@ async function appendGrading(capture: string, sessionId: string, line: ResultLin
     status: line.status,
     suspicious: line.suspicious,
   };
-  await appendFile(capture, `${JSON.stringify(record)}\n`);
+  await appendPrivate(capture, `${JSON.stringify(record)}\n`);
 }
 
 /** Grades one sample with a verifier command (src/rollout/verifier.ts); its output goes to `logPath`. */
@@ -125,7 +120,8 @@ async function runSample(
     ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted) return null;
-    const verifier = graderFor(instance as unknown as Record<string, unknown>, options.verifier);
+    // a row's own grader wins (the dataset reader keeps only a command there)
+    const verifier = instance.grader ?? options.verifier;
     if (failure === null && options.grade !== 'none' && verifier !== undefined) {
       const v = await verify(
         options,
@@ -172,6 +168,7 @@ async function runSample(
       calls: agent.calls,
       failed_calls: agent.failedCalls ?? 0,
       limit: agent.limit ?? null,
+      hung_up_calls: agent.hungUpCalls ?? 0,
     },
     apply_method: grade?.apply_method ?? null,
     fail_to_pass: grade?.fail_to_pass ?? null,
@@ -230,7 +227,7 @@ async function writePredictions(
     const body = lines.length ? `${lines.join('\n')}\n` : '';
     if (j === 0) await writeAtomic(join(out, EVAL_FILES.predictions), body);
     if (plan.samples > 1) {
-      await mkdir(join(out, EVAL_FILES.predictionsDir), { recursive: true });
+      await mkdirPrivate(join(out, EVAL_FILES.predictionsDir));
       await writeAtomic(join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j)), body);
     }
   }
@@ -326,7 +323,7 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
     patches: join(out, EVAL_FILES.patches),
     logs: join(out, EVAL_FILES.logs),
   };
-  for (const d of Object.values(dirs)) await mkdir(d, { recursive: true });
+  for (const d of Object.values(dirs)) await mkdirPrivate(d);
   const resultsPath = join(out, EVAL_FILES.results);
   const previous = plan.resume ? await readResults(resultsPath) : new Map<string, ResultLine>();
   // errored samples are run again on resume; rewrite the file without them so each sample has one line,
@@ -364,7 +361,7 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
     if (recorded.has(key)) return;
     recorded.add(key);
     results.set(key, line);
-    writeChain = writeChain.then(() => appendFile(resultsPath, `${JSON.stringify(line)}\n`));
+    writeChain = writeChain.then(() => appendPrivate(resultsPath, `${JSON.stringify(line)}\n`));
     await writeChain;
     progress.tick(line);
   };

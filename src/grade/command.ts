@@ -4,20 +4,22 @@
  */
 import { readFile } from 'node:fs/promises';
 import { InputError, UsageError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { parseRow, type SweInstance } from '../rollout/dataset.ts';
-import { type GradeLogInstance, gradeLog, parserFor, type Semantics } from '../rollout/grade.ts';
+import { type GradeLogInstance, gradeLog, parserFor } from '../rollout/grade.ts';
 import { getLogParser } from '../rollout/log-parsers/index.ts';
-import type { ParserVersion } from '../rollout/log-parsers/types.ts';
+import type { ParserVersion, Semantics } from '../rollout/log-parsers/types.ts';
 import { END_MARKER, START_MARKER, type TestOutcome } from '../rollout/resolve.ts';
 
+/** `polar grade` flags after parsing (commands/grade.ts); code callers may leave semantics to its default. */
 export interface GradeCliOptions {
   repo?: string;
   version?: string;
   logParser?: string;
   instance?: string;
   json?: boolean;
-  semantics?: string;
-  officialVersion?: string;
+  semantics?: Semantics;
+  officialVersion?: ParserVersion;
 }
 
 export interface GradeLogReport {
@@ -84,11 +86,7 @@ export async function gradeLogFile(path: string, o: GradeCliOptions): Promise<Gr
   if (instance && o.repo && o.repo !== instance.repo) {
     throw new UsageError(`--repo ${o.repo} differs from the row's repo ${instance.repo} (--instance)`);
   }
-  const semantics = (o.semantics ?? 'official') as Semantics;
-  if (semantics !== 'official' && semantics !== 'polar')
-    throw new UsageError(`--semantics ${o.semantics}: expected official or polar`);
-  if (o.officialVersion !== undefined && o.officialVersion !== '4.1' && o.officialVersion !== '5')
-    throw new UsageError(`--official-version ${o.officialVersion}: expected 4.1 or 5`);
+  const semantics = o.semantics ?? DEFAULTS.gradeSemantics.value;
   const row: GradeLogInstance = instance
     ? { ...instance, ...(o.version ? { version: o.version } : {}) }
     : { repo, version: o.version ?? '', FAIL_TO_PASS: [], PASS_TO_PASS: [] };
@@ -103,7 +101,7 @@ export async function gradeLogFile(path: string, o: GradeCliOptions): Promise<Gr
   const g = gradeLog(row, text, {
     parser,
     semantics,
-    ...(o.officialVersion ? { version: o.officialVersion as ParserVersion } : {}),
+    ...(o.officialVersion ? { version: o.officialVersion } : {}),
   });
   if ('error' in g) throw new UsageError(g.error);
   return {

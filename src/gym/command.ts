@@ -1,13 +1,14 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
 import type { HarnessName } from '../harnesses/types.ts';
+import { redactUrl } from '../http/redact.ts';
 import { untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { loadDataset } from '../rollout/dataset.ts';
 import { createRuntime } from '../rollout/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup } from '../rollout/setup.ts';
-import { rolloutVerifier } from '../rollout/verifier.ts';
+import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { gymBackendUrls, startGym } from './server.ts';
 
@@ -22,7 +23,7 @@ export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags
   promptTemplate?: string;
   dataset?: string;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
-  grader?: string;
+  grader: Grader;
   split: string;
   out: string;
   host: string;
@@ -53,7 +54,7 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
 }
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not per rollout. */
-export function gymVerifier(grader: string | undefined): string | undefined {
+export function gymVerifier(grader: Grader): string | undefined {
   return rolloutVerifier(grader, 'polar gym grades each rollout as it answers');
 }
 
@@ -83,7 +84,12 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   if (f.dryRun) {
     // NeMo Gym's dry_run (nemo_gym/server_utils.py, run_webserver): servers return right after their
     // start-up checks; the inference servers need not be up yet, so they are not probed
-    const line = { dry_run: true, harness: f.harness, runtime: runtime.kind, backend_urls: backendUrls };
+    const line = {
+      dry_run: true,
+      harness: f.harness,
+      runtime: runtime.kind,
+      backend_urls: backendUrls.map(redactUrl),
+    };
     process.stdout.write(`${JSON.stringify(line)}\n`);
     log.info('dry run: flags, harness, runtime and dataset checked; not listening');
     return 0;

@@ -47,7 +47,7 @@ export const EMPTY_ROLLOUT: RolloutOutput = {
   output: [],
   traces: [],
   main: -1,
-  calls: { recorded: 0, usable: 0, outside_main: 0, errors: 0 },
+  calls: { recorded: 0, usable: 0, outside_main: 0, errors: 0, hung_up: 0 },
   usage: { input_tokens: 0, output_tokens: 0 },
   skipped: [],
 };

@@ -4,7 +4,6 @@
  * on an instance or in a scratch folder, ungraded). Each rollout gets its own folder under --out and
  * waits for one of --max-rollouts slots.
  */
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BackendPool } from '../backends/pool.ts';
 import type { Backend } from '../backends/types.ts';
@@ -18,6 +17,7 @@ import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../rollout/agents.ts
 import { parseRow, type RowOptions, type SweInstance } from '../rollout/dataset.ts';
 import { isInfraFailure } from '../rollout/outcome.ts';
 import { scratchEnv } from '../rollout/runtime/scratch.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { firstIssue } from '../util/zod.ts';
 import { rowSampling, withRowSampling } from './backends.ts';
@@ -178,7 +178,7 @@ export class GymRollouts {
     const sample = `r${index(row[ROLLOUT_INDEX_KEY])}`;
     const name = `${task}-${sample}-${Date.now().toString(36)}-${(this.counter++).toString(36)}`;
     const dir = insideDir(this.out, name);
-    await mkdir(dir, { recursive: true });
+    await mkdirPrivate(dir);
     return dir;
   }
 
@@ -329,6 +329,7 @@ function traceFields(rollout: RolloutOutput): Json {
     polar_calls: rollout.calls.recorded,
     polar_usable_calls: rollout.calls.usable,
     polar_call_errors: rollout.calls.errors,
+    polar_calls_hung_up: rollout.calls.hung_up,
     polar_traces: rollout.traces.length,
     polar_main_calls: main?.calls ?? 0,
     polar_calls_outside_main: rollout.calls.outside_main,

@@ -14,9 +14,9 @@
  * never appended to the output, because a non-contiguous chain would trip NeMo RL's assert or, worse,
  * train on prompts the model never saw.
  */
-import type { CallRecord } from '../capture/record.ts';
+import { type CallRecord, isHangUp } from '../capture/record.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import type { CanonicalMessage, CanonicalRequest, CanonicalResponse } from '../protocols/canonical.ts';
-import { DEFAULT_EOT_IDS } from '../trajectory/build.ts';
 import { type MergeCall, type MergedTrace, mergeCalls } from '../trajectory/merge.ts';
 import type { TraceKind } from '../trajectory/record.ts';
 import { isTrainable, type TokenFields } from './contract.ts';
@@ -37,8 +37,11 @@ export interface RolloutOutput {
   traces: TraceSummary[];
   /** index into traces of the main chain (-1: no usable call) */
   main: number;
-  /** model calls recorded, usable calls (ids, no error), calls outside the main chain */
-  calls: { recorded: number; usable: number; outside_main: number; errors: number };
+  /**
+   * model calls recorded, usable calls (ids, no error), calls outside the main chain, failed calls, and
+   * calls the harness hung up on or polar cut (no answer, but not a failure: counted apart)
+   */
+  calls: { recorded: number; usable: number; outside_main: number; errors: number; hung_up: number };
   usage: { input_tokens: number; output_tokens: number };
   /** why a call was not usable (error, no ids, no logprobs) */
   skipped: string[];
@@ -153,11 +156,13 @@ export function rolloutOutput(records: readonly CallRecord[]): RolloutOutput {
   const ok: CallRecord[] = [];
   let modelCalls = 0;
   let errors = 0;
+  let hungUp = 0;
   const usage = { input_tokens: 0, output_tokens: 0 };
   for (const r of sorted) {
     if (!MODEL_APIS.has(r.api)) continue;
     modelCalls++;
-    if (r.error) errors++;
+    if (r.error && isHangUp(r.error.kind)) hungUp++;
+    else if (r.error) errors++;
     const why = usable(r);
     if (why) {
       skipped.push(`${r.id}: ${why}`);
@@ -179,7 +184,7 @@ export function rolloutOutput(records: readonly CallRecord[]): RolloutOutput {
     requestKind: typeof r.harness_meta.request_kind === 'string' ? r.harness_meta.request_kind : null,
     traceKind: typeof r.harness_meta.trace_kind === 'string' ? r.harness_meta.trace_kind : null,
   }));
-  const { traces } = mergeCalls(mergeInput, { eotIds: DEFAULT_EOT_IDS, splice: false });
+  const { traces } = mergeCalls(mergeInput, { eotIds: DEFAULTS.eotIds.value, splice: false });
   const main = mainTrace(traces, byId);
   const summaries: TraceSummary[] = traces.map((t, i) => ({
     kind: t.kind,
@@ -214,6 +219,7 @@ export function rolloutOutput(records: readonly CallRecord[]): RolloutOutput {
       usable: ok.length,
       outside_main: ok.length - (main >= 0 ? traces[main]!.calls.length : 0),
       errors,
+      hung_up: hungUp,
     },
     usage,
     skipped,

@@ -8,7 +8,6 @@
  * POST /v1/responses runs the harness without grading; POST /aggregate_metrics aggregates.
  * The rollouts themselves run in src/gym/rollout-runner.ts; this file is the server around them.
  */
-import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import { BackendPool } from '../backends/pool.ts';
@@ -26,6 +25,7 @@ import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { log } from '../util/log.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 import { aggregateMetricsRequestSchema } from './contract.ts';
 import { aggregateMetrics } from './metrics.ts';
 import { GymRollouts, zodError } from './rollout-runner.ts';
@@ -113,7 +113,7 @@ export async function startGym(options: GymOptions): Promise<Gym> {
     ),
   );
   const out = resolve(options.out);
-  await mkdir(out, { recursive: true });
+  await mkdirPrivate(out);
   const rollouts = new GymRollouts(options, pool, out);
   const routes = gymRoutes(options, rollouts, pool);
   const token = options.token === undefined ? newToken('polar-gym') : options.token;
@@ -138,10 +138,10 @@ export async function startGym(options: GymOptions): Promise<Gym> {
       },
     },
   );
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? DEFAULTS.host.value;
   if (token === null && !isLoopback(host))
     log.warn(`polar gym on ${host} runs rollouts for anyone who can reach it: drop --no-auth`);
-  const { url } = await server.listen(options.port ?? 8200, host);
+  const { url } = await server.listen(options.port ?? DEFAULTS.gymPort.value, host);
   return {
     url,
     token,

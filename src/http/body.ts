@@ -1,23 +1,84 @@
-/** Reading a request body with a size limit, decoding gzip/deflate/br. */
+/**
+ * Reading a request body with a size limit, decoding gzip/deflate/br; and a server's budget for the
+ * bodies it holds at once, over all its requests (each body's own limit does not bound their sum).
+ */
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
-/** Why a body could not be read: over the limit, an encoding we do not decode, or a broken stream. */
+/**
+ * Why a body could not be read: over the limit, over the server's budget (`busy`: retry later), an
+ * encoding we do not decode, or a broken stream.
+ */
 export interface BodyError {
-  kind: 'too_large' | 'unsupported_encoding' | 'unreadable';
+  kind: 'too_large' | 'busy' | 'unsupported_encoding' | 'unreadable';
   status: number;
   message: string;
 }
 
-/** Reads a request body up to a limit. Resolves an error value instead of throwing. */
+/** A request's share of a BodyBudget: what its body holds; released when the body is let go. */
+export interface BodyClaim {
+  /** adds n bytes to the claim when the budget has room; false (nothing added) when it has not */
+  take(n: number): boolean;
+  release(): void;
+}
+
+/**
+ * The bytes of request bodies a server holds at once, over all its requests (polar gym bounds its body
+ * reads the same way, by count). A body that does not fit is refused with 503 and `retry-after`
+ * (RETRY_AFTER_S) instead of taking the process's memory with it.
+ */
+export class BodyBudget {
+  private held = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** bytes held now */
+  get bytes(): number {
+    return this.held;
+  }
+
+  claim(): BodyClaim {
+    let mine = 0;
+    return {
+      take: (n) => {
+        if (this.held + n > this.maxBytes) return false;
+        this.held += n;
+        mine += n;
+        return true;
+      },
+      release: () => {
+        this.held -= mine;
+        mine = 0;
+      },
+    };
+  }
+}
+
+/** what a refused body's `retry-after` says */
+export const RETRY_AFTER_S = 1;
+
+/**
+ * Reads a request body up to a limit; with a claim, the bytes count against the server's BodyBudget
+ * (the declared length up front, then what arrives beyond it). Resolves an error value instead of
+ * throwing.
+ */
 export async function readBody(
   req: IncomingMessage,
   maxBytes: number,
+  claim?: BodyClaim,
 ): Promise<{ text: string; bytes: Buffer } | { error: BodyError }> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();
     return tooLarge(`request body of ${declared} bytes is over the limit of ${maxBytes} bytes`);
+  }
+  let claimed = 0;
+  if (claim && declared > 0) {
+    if (!claim.take(declared)) {
+      req.resume();
+      return busy();
+    }
+    claimed = declared;
   }
   const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
   let source: NodeJS.ReadableStream = req;
@@ -38,6 +99,13 @@ export async function readBody(
         req.resume();
         return tooLarge(`request body is over the limit of ${maxBytes} bytes`);
       }
+      if (claim && size > claimed) {
+        if (!claim.take(size - claimed)) {
+          req.resume();
+          return busy();
+        }
+        claimed = size;
+      }
       chunks.push(chunk);
     }
   } catch (error) {
@@ -50,4 +118,9 @@ export async function readBody(
 
 function tooLarge(message: string): { error: BodyError } {
   return { error: { kind: 'too_large', status: 413, message } };
+}
+
+function busy(): { error: BodyError } {
+  const message = `polar holds as many request bodies as its memory budget allows: retry in ${RETRY_AFTER_S} s`;
+  return { error: { kind: 'busy', status: 503, message } };
 }

@@ -1,22 +1,30 @@
 /**
  * One HTTP server shape for the proxy, `polar serve` and `polar gym`: listening (host, port, url back),
- * the connection knobs (timeouts, a connection cap), handler errors mapped to JSON replies, and a close
- * that lets requests in flight finish within a grace period.
+ * the connection knobs (timeouts; who may hold a connection: src/http/connections.ts), handler errors
+ * mapped to JSON replies, and a close that lets requests in flight finish within a grace period.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
+import { ConnectionGuard, type ConnectionLimits } from './connections.ts';
 import { errorReply } from './errors.ts';
 import { sendJson } from './reply.ts';
 
 /**
  * The connection knobs every polar server takes. Unset, a server gets DEFAULTS.requestTimeoutMs (a body
- * that trickles in is cut off) and DEFAULTS.maxConnections.
+ * that trickles in is cut off), DEFAULTS.maxConnections, DEFAULTS.maxConnectionsPerAddress and
+ * DEFAULTS.idleConnectionMs.
  */
 export type ConnectionOptions = Pick<
   HttpServerOptions,
-  'requestTimeout' | 'headersTimeout' | 'keepAliveTimeout' | 'maxConnections'
+  | 'requestTimeout'
+  | 'headersTimeout'
+  | 'keepAliveTimeout'
+  | 'maxConnections'
+  | 'maxConnectionsPerAddress'
+  | 'idleConnectionMs'
+  | 'reserve'
 >;
 
 export interface HttpServerOptions {
@@ -26,8 +34,14 @@ export interface HttpServerOptions {
   headersTimeout?: number;
   /** ms an idle keep-alive connection stays open */
   keepAliveTimeout?: number;
-  /** open connections at most; beyond it node drops new ones. Default DEFAULTS.maxConnections */
+  /** open connections at most; beyond it a new one takes an idle one's place, or is dropped. Default DEFAULTS.maxConnections */
   maxConnections?: number;
+  /** open connections from one client address at most. Default DEFAULTS.maxConnectionsPerAddress */
+  maxConnectionsPerAddress?: number;
+  /** ms a connection may stay open without delivering a complete request. Default DEFAULTS.idleConnectionMs */
+  idleConnectionMs?: number;
+  /** connections kept beyond the caps for the requests it accepts (polar serve: the admin API) */
+  reserve?: ConnectionLimits['reserve'];
   /** the reply for an error a handler threw (default: errorReply) */
   onError?: (error: unknown, req: IncomingMessage) => { status: number; body: unknown };
 }
@@ -42,6 +56,7 @@ export type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<voi
 
 export class HttpServer {
   readonly server: Server;
+  readonly connections: ConnectionGuard;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(handler: Handler, options: HttpServerOptions = {}) {
@@ -52,6 +67,7 @@ export class HttpServer {
     const interval =
       requestTimeout > 0 ? Math.min(30_000, Math.max(50, Math.floor(requestTimeout / 4))) : 30_000;
     this.server = createServer({ connectionsCheckingInterval: interval }, (req, res) => {
+      if (!this.connections.request(req, res)) return;
       const done = handler(req, res).catch((error) => {
         let reply: { status: number; body: unknown };
         try {
@@ -71,7 +87,12 @@ export class HttpServer {
     // (node requires headersTimeout <= requestTimeout)
     const headers = options.headersTimeout ?? 70_000;
     this.server.headersTimeout = requestTimeout > 0 ? Math.min(headers, requestTimeout) : headers;
-    this.server.maxConnections = options.maxConnections ?? DEFAULTS.maxConnections.value;
+    this.connections = new ConnectionGuard(this.server, {
+      max: options.maxConnections ?? DEFAULTS.maxConnections.value,
+      perAddress: options.maxConnectionsPerAddress ?? DEFAULTS.maxConnectionsPerAddress.value,
+      idleMs: options.idleConnectionMs ?? DEFAULTS.idleConnectionMs.value,
+      ...(options.reserve ? { reserve: options.reserve } : {}),
+    });
   }
 
   /** requests whose handler has not finished */

@@ -4,7 +4,9 @@
 import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { InputError } from '../errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
+import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
+import { PRIVATE_FILE } from '../util/private-files.ts';
 import { renderHtml } from './html.ts';
 import { isRunDir, readTrajectoryFile } from './reader.ts';
 import { type ReportOptions, reportForFile, reportForRun } from './report.ts';
@@ -79,14 +81,15 @@ export async function chooseDecoder(
 }
 
 export async function runInspect(input: string, options: InspectFlags): Promise<number> {
-  const html = await inspectToHtml(input, options);
   const out = options.output ?? DEFAULTS.inspectOutput.value;
+  await checkOutputFile(out, options.output === undefined ? 'the default output' : '--output');
+  const html = await inspectToHtml(input, options);
   if (out === '-') {
     process.stdout.write(html);
     return 0;
   }
   const partial = `${out}.partial`;
-  writeFileSync(partial, html);
+  writeFileSync(partial, html, { mode: PRIVATE_FILE });
   renameSync(partial, out);
   log.info(`wrote ${out} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB)`);
   return 0;

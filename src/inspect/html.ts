@@ -197,7 +197,7 @@ function trajectoryHtml(t: TrajectoryView, sec: number, index: number, open: boo
     t.sample !== null ? `<span>sample ${t.sample}</span>` : '',
     `<span class="pill status-${esc(t.status)}">${esc(t.status)}</span>`,
     rewardPill(t.reward),
-    `<span class="pill advantage">adv ${esc(signed(t.advantage))}</span>`,
+    t.advantage === null ? '' : `<span class="pill advantage">adv ${esc(signed(t.advantage))}</span>`,
     `<span>${t.traces.length} trace${t.traces.length === 1 ? '' : 's'}</span>`,
     `<span>${num(t.tokens_total)} tokens (${num(t.tokens_trainable)} trained)</span>`,
     `<span class="sub">${esc(t.harness)} · ${esc(t.model)} · group ${esc(t.group_id ?? '–')} · ${esc(t.id)}</span>`,

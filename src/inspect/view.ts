@@ -57,6 +57,7 @@ export interface TrajectoryView {
   model: string;
   status: string;
   reward: number | null;
+  /** a trajectory v1 record's (an older polar build's); v2 has none: polar train computes it */
   advantage: number | null;
   tokens_trainable: number;
   tokens_total: number;
@@ -290,7 +291,7 @@ export function trajectoryView(
     model: record.model,
     status: record.status,
     reward: record.reward,
-    advantage: record.advantage,
+    advantage: record.v === 1 ? record.advantage : null,
     tokens_trainable: record.stats.tokens_trainable,
     tokens_total: record.stats.tokens_total,
     traces: record.traces.map((t, i) => traceView(t, i, vocab, decoder)),

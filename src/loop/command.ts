@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
-import { rolloutVerifier } from '../rollout/verifier.ts';
+import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
+import { flagsToOptions, type TrainOptionFlags } from '../train/options.ts';
 import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
@@ -23,12 +24,13 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   concurrency: number;
   reloadCmd?: string;
   trainConfig?: string;
-  device: 'cuda' | 'cpu';
-  lora?: boolean;
-  lr?: number;
+  /** polar train's --device, --lora, --lr (undefined = not given: --train-config or train's default) */
+  device?: TrainOptionFlags['device'];
+  lora?: TrainOptionFlags['lora'];
+  lr?: TrainOptionFlags['lr'];
   gradeEmptyPatches?: boolean;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
-  grader?: string;
+  grader: Grader;
   resume?: boolean;
   quiet?: boolean;
 }
@@ -63,7 +65,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     ...verifierOf(f.grader),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
-    trainFlags: { device: f.device, lora: Boolean(f.lora), ...(f.lr !== undefined ? { lr: f.lr } : {}) },
+    trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
     exportOnnx: async (checkpoint, dir) => {
       const { runExport } = await import('../export/export.ts');
       await runExport({ checkpoint, onnx: dir });
@@ -72,7 +74,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
 }
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not within a step. */
-function verifierOf(grader: string | undefined): { verifier?: string } {
+function verifierOf(grader: Grader): { verifier?: string } {
   const verifier = rolloutVerifier(grader, 'polar loop grades each rollout itself');
   return verifier ? { verifier } : {};
 }

@@ -1,7 +1,7 @@
 /**
  * `polar loop`: rollouts -> build -> train -> new weights -> rollouts. Each step N lives in run/step-N/:
  *   eval/        the graded rollouts of this step (polar eval's output: captures/, results.jsonl, report.json)
- *   traj.jsonl   polar build of eval/ with GRPO advantages; build-stats.json beside it
+ *   traj.jsonl   polar build of eval/ (rewards, one group per task); build-stats.json beside it
  *   train/       polar train's output from the previous step's checkpoint (metrics.jsonl, step-K/)
  *   onnx/        the export the embedded backend reloads (embedded only)
  *   heldout/     polar eval on the held-out set, every --eval-every steps
@@ -12,7 +12,7 @@
  * pipeline is in docs/loop.md.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
@@ -21,6 +21,7 @@ import { runBuild } from '../build/command.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
+import { redactUrl } from '../http/redact.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
@@ -28,6 +29,7 @@ import { runTrain } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
+import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { firstIssue } from '../util/zod.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { type Publisher, publisherFor } from './publish.ts';
@@ -104,7 +106,7 @@ async function readStep(dir: string): Promise<StepSummary | null> {
 
 export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const out = resolve(o.out);
-  await mkdir(out, { recursive: true });
+  await mkdirPrivate(out);
   const configPath = join(out, LOOP_FILES.config);
   if (existsSync(configPath) && !o.resume) {
     throw new UsageError(
@@ -116,7 +118,12 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   // backend is the caller's to check)
   if (!o.backendInstance) await ensureBackendReady(o.backend);
   const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, ...recordable } = o;
-  await writeFile(configPath, `${JSON.stringify({ ...recordable, out }, null, 2)}\n`);
+  // (a record of the run: the backend's key and a URL's credentials stay out of it)
+  const { apiKey: _k, ...shown } = o.backend;
+  if (shown.url) shown.url = redactUrl(shown.url);
+  await writeFile(configPath, `${JSON.stringify({ ...recordable, backend: shown, out }, null, 2)}\n`, {
+    mode: PRIVATE_FILE,
+  });
 
   const rows = { verifier: Boolean(o.verifier) };
   const trainSet = await loadDataset(o.trainSet, rows);
@@ -187,7 +194,7 @@ async function runStep(
   let policy = `step-${n - 1}`;
   const dir = join(out, stepDirName(n));
   await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
-  await mkdir(dir, { recursive: true });
+  await mkdirPrivate(dir);
   const started = new Date();
   const tasks = tasksForStep(ctx.trainSet, n, o.tasksPerStep);
   log.info(
@@ -209,13 +216,16 @@ async function runStep(
   crash('eval');
 
   const traj = join(dir, LOOP_FILES.trajectories);
-  const stats = await runBuild([join(dir, LOOP_FILES.rollouts)], {
-    output: traj,
-    advantage: 'grpo',
+  // one GRPO group per task; polar train computes the advantages from them (its --advantage)
+  const stats = await runBuild({
+    inputs: [join(dir, LOOP_FILES.rollouts)],
+    outputFile: traj,
     groupBy: 'task_id',
     quiet: true,
   });
-  await writeFile(join(dir, LOOP_FILES.buildStats), `${JSON.stringify(stats, null, 2)}\n`);
+  await writeFile(join(dir, LOOP_FILES.buildStats), `${JSON.stringify(stats, null, 2)}\n`, {
+    mode: PRIVATE_FILE,
+  });
   crash('build');
 
   const trajectories = stats.trajectories_written;
@@ -269,7 +279,9 @@ async function runStep(
     trajectories,
     trainable_tokens: stats.tokens_trainable,
   };
-  await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`);
+  await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`, {
+    mode: PRIVATE_FILE,
+  });
   log.info(
     `step ${n} done: pass@1 ${summary.rollouts.pass_at_1.toFixed(3)} on rollouts${heldout ? `, held-out ${heldout.pass_at_1.toFixed(3)}` : ''}`,
   );

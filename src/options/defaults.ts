@@ -6,6 +6,10 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Option } from 'commander';
+import type { Semantics } from '../rollout/log-parsers/types.ts';
+import type { Grader } from '../rollout/verifier.ts';
+import type { OutputFormat } from '../trajectory/formats.ts';
+import type { GroupBy } from '../trajectory/heads.ts';
 
 export interface Default<T> {
   value: T;
@@ -29,10 +33,19 @@ export const DEFAULTS = {
   backendIdleTimeoutMs: d(300_000, '300 (5 min)'),
   /** largest request body the capture proxy accepts */
   maxBodyBytes: d(64 * 1024 * 1024, '64MiB'),
+  /**
+   * request-body bytes the capture proxy (capture, serve) holds at once over all calls in flight, at
+   * least one largest body; past it a call is refused with 503 and retry-after (polar gym: gymBodyReads)
+   */
+  bodyBudgetBytes: d(128 * 1024 * 1024, '128MiB'),
   /** every polar HTTP server (proxy, serve, gym): ms for a whole request (headers and body) to arrive */
   requestTimeoutMs: d(300_000, '300 (5 min)'),
-  /** every polar HTTP server: open connections at most (beyond it node drops new ones) */
+  /** every polar HTTP server: open connections at most (beyond it a new one takes the place of an idle one, or is dropped) */
   maxConnections: d(1024),
+  /** every polar HTTP server: open connections from one client address at most */
+  maxConnectionsPerAddress: d(512),
+  /** every polar HTTP server: a connection that delivers no complete request for this long is closed */
+  idleConnectionMs: d(10_000, '10 s'),
   /** largest request body polar gym reads (a task row, a batch of verify responses) */
   gymMaxBodyBytes: d(16 * 1024 * 1024, '16MiB'),
   /** request bodies polar gym reads at once; the rest wait (memory: this times the body limit) */
@@ -68,6 +81,11 @@ export const DEFAULTS = {
   pidsLimit: d(1024),
   diskLimit: d(4 * 1024 ** 3, '4GiB'),
   repos: d('fixtures/swe/repos'),
+  /**
+   * the sandbox's and the containers' network: a loopback only, the capture proxy reached through a
+   * socket and forward.mjs (--network host is the unsafe opt-in)
+   */
+  containerNetwork: d('none'),
   /** where the environments built from the specs are kept (src/env/) */
   envCache: d(
     join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
@@ -75,18 +93,25 @@ export const DEFAULTS = {
   ),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
-  grader: d('polar' as string),
+  grader: d<Grader>({ kind: 'polar' }, 'polar'),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),
+  /** polar grade: the official rules exactly, or with the guards polar eval adds */
+  gradeSemantics: d<Semantics>('official'),
   /** polar inspect */
   maxTokensPerTrace: d(2000),
+  /** polar build: the output format, the GRPO groups, what --max-trace-tokens does to a longer trace */
+  buildFormat: d<OutputFormat>('polar'),
+  groupBy: d<GroupBy>('task_id'),
+  overlong: d<'truncate' | 'drop'>('truncate'),
+  /** polar build: end-of-turn token ids (ChatML/Qwen <|im_end|>, <|endoftext|>) */
+  eotIds: d<readonly number[]>([151645, 151643], '151645,151643'),
   /** polar loop */
   groupSize: d(16),
   tasksPerStep: d(9),
   steps: d(50),
   evalEvery: d(10),
-  trainDevice: d('cuda' as 'cuda' | 'cpu'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

@@ -4,9 +4,10 @@
  * writable. Each problem is a UsageError naming the flag, the path and the fix.
  */
 import { existsSync, statSync } from 'node:fs';
-import { mkdir, open, rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 
 const reason = (error: unknown): string => {
   const e = error as NodeJS.ErrnoException;
@@ -33,7 +34,7 @@ export async function checkOutputFile(file: string, flag: string): Promise<void>
   }
   const parent = dirname(file);
   try {
-    await mkdir(parent, { recursive: true });
+    await mkdirPrivate(parent);
   } catch (error) {
     throw new UsageError(`${flag} ${file}: cannot create the folder ${parent} (${reason(error)})`);
   }

@@ -5,6 +5,8 @@
  * reads `polar: error: --samples 0: expected a positive integer`.
  */
 import { InvalidArgumentError } from 'commander';
+import type { Grader } from '../rollout/verifier.ts';
+import type { GroupBy } from '../trajectory/heads.ts';
 
 export type Parser<T> = (value: string) => T;
 
@@ -25,6 +27,12 @@ export const intIn =
   (min: number, max: number): Parser<number> =>
   (v) =>
     integer(v, `an integer from ${min} to ${max}`, (n) => n >= min && n <= max);
+
+/** a positive integer, or `all` (no limit) */
+export const positiveIntOrAll: Parser<number | 'all'> = (v) => {
+  if (v === 'all') return 'all';
+  return integer(v, 'a positive integer or "all"', (n) => n > 0);
+};
 
 /** a TCP port; 0 asks for an ephemeral one */
 export const port: Parser<number> = intIn(0, 65535);
@@ -104,16 +112,23 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
 
 /**
  * --grader: polar (the SWE grader), swebench (the official harness) or a verifier command
- * (src/rollout/verifier.ts). A bare word is taken for a misspelt kind, not a command on PATH.
+ * (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
+ * command on PATH.
  */
-export const grader: Parser<string> = (v) => {
+export const grader: Parser<Grader> = (v) => {
   const text = v.trim();
-  if (text === 'polar' || text === 'swebench') return text;
+  if (text === 'polar' || text === 'swebench') return { kind: text };
   if (text === '' || /^[A-Za-z_-]+$/.test(text))
     throw new InvalidArgumentError(
       "is not polar, swebench or a verifier command (a command with arguments or a path: 'python3 verify.py', './verify.sh')",
     );
-  return text;
+  return { kind: 'verifier', command: text };
+};
+
+/** --group-by of polar build: task_id, none, or meta:KEY (a key of the session record's meta) */
+export const groupBy: Parser<GroupBy> = (v) => {
+  if (v === 'task_id' || v === 'none' || /^meta:.+/.test(v)) return v as GroupBy;
+  throw new InvalidArgumentError('is not task_id, none or meta:KEY');
 };
 
 /** a capture format version: v1 | v2 (or 1 | 2) */
@@ -156,6 +171,28 @@ export const list: Parser<string[]> = (v) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** a comma-separated list of at least one item, each parsed by `item` (`--eot-id 151645,151643`) */
+export function listOf<T>(item: Parser<T>): Parser<T[]> {
+  return (v) => {
+    const items = list(v);
+    if (items.length === 0) throw new InvalidArgumentError('expected a comma-separated list');
+    return items.map((text) => {
+      try {
+        return item(text);
+      } catch (error) {
+        if (!(error instanceof InvalidArgumentError)) throw error;
+        const problem = error.message;
+        throw new InvalidArgumentError(
+          problem.startsWith('is ') ? `${text} ${problem}` : `${text}: ${problem}`,
+        );
+      }
+    });
+  };
+}
+
+/** a repeatable flag: every use appends its value (`--sbatch-arg A --sbatch-arg B`) */
+export const repeatable = (value: string, previous: string[] = []): string[] => [...previous, value];
+
 /** `key=value`, repeatable, into a record */
 export const keyValue = (v: string, previous: Record<string, string> = {}): Record<string, string> => {
   const eq = v.indexOf('=');
@@ -191,7 +228,7 @@ export const cluster: Parser<ClusterChoice> = (v) => {
 /** URLs, comma-separated and/or repeated (each use appends): several inference servers */
 export const urlList = (value: string, previous: string[] = []): string[] => [
   ...previous,
-  ...list(value).map((u) => url(u)),
+  ...listOf(url)(value),
 ];
 
 /** HOST:PORT (a rendezvous endpoint, an address to forward) */

@@ -3,6 +3,7 @@
  * Shape follows the Vercel AI SDK's provider design (one internal form, four pure functions per wire
  * format: request in, request out, stream in, stream out), see docs/architecture.md.
  */
+import { redactUrl } from '../http/redact.ts';
 
 export type ApiName = 'openai-responses' | 'anthropic-messages' | 'openai-chat' | 'gemini';
 
@@ -165,6 +166,8 @@ export interface ProxyFault {
     | 'backend_timeout'
     | 'backend_error'
     | 'backend_no_token_ids'
+    /** polar holds as many request bodies as its memory budget allows: answered 503 with retry-after */
+    | 'overloaded'
     | 'internal';
   message: string;
   /** the HTTP status to answer with */
@@ -213,11 +216,14 @@ export function faultStatus(kind: ProxyFault['kind']): number {
       return 502;
     case 'backend_timeout':
       return 504;
+    case 'overloaded':
+      return 503;
     case 'internal':
       return 500;
   }
 }
 
+/** A fault; a URL its message quotes loses its credentials (it reaches the harness and the capture). */
 export function fault(kind: ProxyFault['kind'], message: string, status = faultStatus(kind)): ProxyFault {
-  return { kind, message, status };
+  return { kind, message: redactUrl(message), status };
 }

@@ -19,6 +19,7 @@ export function errorType(kind: ProxyFault['kind']): string {
     case 'backend_unreachable':
     case 'backend_error':
     case 'backend_no_token_ids':
+    case 'overloaded':
     case 'internal':
       return 'server_error';
   }

@@ -20,6 +20,27 @@ export type CallError = {
   status: number;
 };
 
+/**
+ * Why a call in flight was stopped from outside, as the abort reason of its signal: the harness hung
+ * up (`client_closed`, 499), or polar cut it (`cut`, 503: its session was closed or polar shut down).
+ * Neither is a failure of the backend, whatever the backend made of the abort: the call's error says
+ * which it was (docs/capture-format.md).
+ */
+export class CallAborted extends Error {
+  constructor(
+    readonly kind: 'client_closed' | 'cut',
+    message: string,
+  ) {
+    super(message);
+    // an abort, as the backends' transport tells one (src/backends/http.ts transportFault)
+    this.name = 'AbortError';
+  }
+
+  get status(): number {
+    return this.kind === 'client_closed' ? 499 : 503;
+  }
+}
+
 /** Everything known about one finished call. Times are performance.now() milliseconds. */
 export interface CompletedCall {
   id: string;
@@ -93,6 +114,17 @@ export class CallInProgress {
         this.backendInfo[key] = value;
       },
     };
+  }
+
+  /**
+   * The call was stopped from outside (its signal's reason). Unless it had already failed, that is its
+   * error, and what the backend answered to the abort is not; when nothing had reached the harness yet,
+   * its response is the abort's status with no body.
+   */
+  aborted(reason: CallAborted, errorBefore: CallError | null, headersSentBefore: boolean): void {
+    if (errorBefore !== null) return;
+    this.error = { kind: reason.kind, message: reason.message, status: reason.status };
+    if (!headersSentBefore) this.response = { status: reason.status, body: null };
   }
 
   /** the value handed to the session (call once, when the call is over) */

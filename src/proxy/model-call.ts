@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
-import { readBody } from '../http/body.ts';
+import { type BodyClaim, RETRY_AFTER_S, readBody } from '../http/body.ts';
 import { sendJson } from '../http/reply.ts';
 import {
   type CanonicalRequest,
@@ -17,7 +17,7 @@ import {
 } from '../protocols/canonical.ts';
 import { ProtocolError } from '../protocols/errors.ts';
 import type { FrontProtocol, RequestTarget } from '../protocols/front.ts';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
+import { depthProblem } from '../util/json-depth.ts';
 import { log } from '../util/log.ts';
 import type { CallInProgress } from './call.ts';
 
@@ -30,6 +30,8 @@ export interface CallScope {
   res: ServerResponse;
   signal: AbortSignal;
   maxBodyBytes: number;
+  /** the call's share of the server's body budget (held until the call is over) */
+  bodyClaim?: BodyClaim;
 }
 
 type Events = AsyncIterator<StreamEvent, unknown, undefined>;
@@ -39,22 +41,26 @@ function fail(scope: CallScope, f: ProxyFault): void {
   scope.call.error = { kind: f.kind, message: f.message, status: f.status };
   const { status, body } = scope.protocol.renderError(f);
   scope.call.response = { status, body };
-  sendJson(scope.res, status, body);
+  // a body refused unread: the connection closes after the answer, which says when to come back
+  const headers: Record<string, string> =
+    f.kind === 'overloaded' ? { 'retry-after': String(RETRY_AFTER_S), connection: 'close' } : {};
+  sendJson(scope.res, status, body, headers);
 }
 
 /** Reads and parses the JSON body; the raw bytes are kept for the record. */
 export async function readJsonBody(scope: CallScope): Promise<{ body: unknown } | { fault: ProxyFault }> {
   const { call } = scope;
-  const read = await readBody(scope.req, scope.maxBodyBytes);
+  const read = await readBody(scope.req, scope.maxBodyBytes, scope.bodyClaim);
   if ('error' in read) {
     const e = read.error;
-    return { fault: fault(e.kind === 'too_large' ? 'too_large' : 'invalid_request', e.message, e.status) };
+    const kind = e.kind === 'too_large' ? 'too_large' : e.kind === 'busy' ? 'overloaded' : 'invalid_request';
+    return { fault: fault(kind, e.message, e.status) };
   }
-  if (nestsDeeperThan(read.bytes, MAX_JSON_DEPTH)) {
+  const deep = depthProblem(read.bytes);
+  if (deep) {
     // refused before anything walks it (conversion, the record's serialisation would overflow the stack)
     call.requestBody = read.text.slice(0, 4096);
-    const message = `request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`;
-    return { fault: fault('invalid_request', message) };
+    return { fault: fault('invalid_request', deep) };
   }
   try {
     const body = JSON.parse(read.text) as unknown;

@@ -8,12 +8,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Backend } from '../backends/types.ts';
 import { presentedToken, tokenDigest } from '../http/auth.ts';
+import { BodyBudget } from '../http/body.ts';
 import { sendJson } from '../http/reply.ts';
 import { type ConnectionOptions, HttpServer, type Listening } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { type ApiName, fault, type ProxyFault } from '../protocols/canonical.ts';
 import { log } from '../util/log.ts';
-import { CallInProgress, type CompletedCall } from './call.ts';
+import { CallAborted, type CallError, CallInProgress, type CompletedCall } from './call.ts';
 import { type CallScope, countTokensCall, modelCall } from './model-call.ts';
 import { PROTOCOLS, type Route, route } from './protocols.ts';
 
@@ -41,6 +42,8 @@ export interface ProxyOptions {
   host?: string;
   port?: number;
   maxBodyBytes?: number;
+  /** request-body bytes held at once over all calls (default DEFAULTS.bodyBudgetBytes, at least maxBodyBytes) */
+  bodyBudgetBytes?: number;
   /**
    * Routes served before model-call authentication (polar serve's admin API). Returns true when it
    * answered the request.
@@ -48,18 +51,25 @@ export interface ProxyOptions {
   admin?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
+/** A call in flight: how to stop it, and when it is over (its record handed to its session). */
+interface Running {
+  stop(reason: CallAborted): void;
+  done: Promise<void>;
+}
+
 export class ProxyServer {
   private readonly http: HttpServer;
   /** by the SHA-256 digest of their key (hex): a lookup never compares the secret itself */
   private readonly sessions = new Map<string, ProxySession>();
-  private readonly controllers = new Set<AbortController>();
   private readonly host: string;
   private readonly port: number;
   private readonly maxBodyBytes: number;
+  /** the bodies of the calls in flight, over all sessions */
+  readonly bodies: BodyBudget;
   private readonly admin: ProxyOptions['admin'];
   private accepting = true;
-  /** requests in flight per session key */
-  private readonly active = new Map<string, number>();
+  /** calls in flight per session key */
+  private readonly running = new Map<string, Set<Running>>();
   /** requests refused for a missing or unknown key */
   unauthorized = 0;
 
@@ -67,6 +77,9 @@ export class ProxyServer {
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port ?? 0;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULTS.maxBodyBytes.value;
+    this.bodies = new BodyBudget(
+      Math.max(options.bodyBudgetBytes ?? DEFAULTS.bodyBudgetBytes.value, this.maxBodyBytes),
+    );
     this.admin = options.admin;
     this.http = new HttpServer((req, res) => this.handle(req, res), {
       ...options.connections,
@@ -103,25 +116,48 @@ export class ProxyServer {
 
   /** requests of this session (by its key) in flight now */
   activeCalls(key: string): number {
-    return this.active.get(key) ?? 0;
+    return this.running.get(key)?.size ?? 0;
   }
 
-  /** resolves when no request of this session is in flight any more (or after timeoutMs) */
-  async drain(session: ProxySession, timeoutMs = 30_000): Promise<void> {
-    const t0 = Date.now();
-    while ((this.active.get(session.key) ?? 0) > 0 && Date.now() - t0 < timeoutMs) {
-      await new Promise((r) => setTimeout(r, 10));
+  /**
+   * Ends a session's traffic: its key stops working at once, its calls in flight get up to waitMs to
+   * finish (callers pass the call deadline: a call that runs longer has been ended by it), then the
+   * rest are cut (their records say `cut`) and get cutWaitMs more to hand over their record. Resolves
+   * with the calls still running after that (whose records will come too late for the session's end).
+   */
+  async retire(session: ProxySession, waitMs: number, cutWaitMs = 5000): Promise<number> {
+    this.removeSession(session.key);
+    if (await this.settled(session.key, waitMs)) return 0;
+    const message = 'the session was closed while the call was running';
+    for (const run of this.running.get(session.key) ?? []) run.stop(new CallAborted('cut', message));
+    await this.settled(session.key, cutWaitMs);
+    return this.activeCalls(session.key);
+  }
+
+  /** whether every call of the session in flight now was over within timeoutMs */
+  private async settled(key: string, timeoutMs: number): Promise<boolean> {
+    const runs = [...(this.running.get(key) ?? [])];
+    if (runs.length === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((r) => {
+      timer = setTimeout(() => r(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([Promise.all(runs.map((run) => run.done)).then(() => true), late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   /**
    * Stops accepting, waits up to graceMs for calls in flight to finish (their records are written), then
-   * aborts the rest (their records say so) and closes.
+   * cuts the rest (their records say `cut`) and closes.
    */
   async close(graceMs = 10_000): Promise<void> {
     this.accepting = false;
     await this.http.close(graceMs, () => {
-      for (const controller of this.controllers) controller.abort(new Error('proxy shutting down'));
+      const reason = new CallAborted('cut', 'polar shut down while the call was running');
+      for (const runs of this.running.values()) for (const run of runs) run.stop(reason);
     });
   }
 
@@ -150,6 +186,8 @@ export class ProxyServer {
     const session = this.authenticate(req);
     if (!session) {
       this.unauthorized++;
+      // (nor does its connection stay: a client without a key holds none open)
+      res.setHeader('connection', 'close');
       const message = 'missing or unknown API key: this proxy only serves the harness polar started';
       // (answered in the shape of the API the path names; a model list in the Anthropic shape unless Gemini's)
       const api = r.kind === 'models' && r.api !== 'gemini' ? 'anthropic-messages' : r.api;
@@ -175,12 +213,27 @@ export class ProxyServer {
     const protocol = PROTOCOLS[r.api];
     const countTokens = r.kind === 'count-tokens' ? protocol.countTokens : undefined;
     const call = new CallInProgress(countTokens?.api ?? r.api, r.kind === 'model-call', req);
-    this.active.set(session.key, (this.active.get(session.key) ?? 0) + 1);
     const controller = new AbortController();
-    this.controllers.add(controller);
+    // what the call had done when it was stopped: a failure before the stop stays its error
+    let before: { error: CallError | null; headersSent: boolean } | null = null;
+    let finished!: () => void;
+    const run: Running = {
+      stop: (reason) => {
+        if (controller.signal.aborted) return;
+        before = { error: call.error, headersSent: res.headersSent };
+        controller.abort(reason);
+      },
+      done: new Promise<void>((resolve) => {
+        finished = resolve;
+      }),
+    };
+    const runs = this.running.get(session.key) ?? new Set<Running>();
+    this.running.set(session.key, runs.add(run));
     res.on('close', () => {
-      if (!res.writableFinished) controller.abort(new Error('harness closed the connection'));
+      if (!res.writableFinished)
+        run.stop(new CallAborted('client_closed', 'the harness closed the connection'));
     });
+    const bodyClaim = this.bodies.claim();
     const scope: CallScope = {
       call,
       session,
@@ -189,23 +242,27 @@ export class ProxyServer {
       res,
       signal: controller.signal,
       maxBodyBytes: this.maxBodyBytes,
+      bodyClaim,
     };
     try {
       if (r.kind === 'count-tokens') await countTokensCall(scope);
       else await modelCall(scope);
     } finally {
-      this.controllers.delete(controller);
-      if (controller.signal.aborted && !call.error) {
-        const message = String(controller.signal.reason?.message ?? 'aborted');
-        call.error = { kind: 'client_closed', message, status: 499 };
+      const reason: unknown = controller.signal.reason;
+      if (before !== null && reason instanceof CallAborted) {
+        const { error, headersSent } = before;
+        call.aborted(reason, error, headersSent);
       }
       try {
         session.complete(call.completed());
       } catch (error) {
         log.error(`proxy: the session could not take call ${call.id}: ${(error as Error).message}`);
       } finally {
-        // (after the record: drain() waits for it; in finally: whatever recording did)
-        this.active.set(session.key, (this.active.get(session.key) ?? 1) - 1);
+        // (after the record: retire() waits for it; in finally: whatever recording did)
+        runs.delete(run);
+        if (runs.size === 0) this.running.delete(session.key);
+        bodyClaim.release();
+        finished();
       }
     }
   }

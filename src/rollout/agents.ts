@@ -39,6 +39,8 @@ export interface AgentOutcome {
   calls: number;
   /** calls that got no model answer (backend down, server error); all of them failing is an infrastructure failure */
   failedCalls?: number;
+  /** calls that ended before an answer without failing: the harness hung up (client_closed) or polar cut them */
+  hungUpCalls?: number;
   error: string | null;
   /** the patch to grade as it is, instead of taking the diff of the environment (predictions) */
   patch?: string;
@@ -280,6 +282,7 @@ export class HarnessAgent implements Agent {
         sessionId: r.sessionId,
         calls: r.calls,
         failedCalls: r.errors,
+        hungUpCalls: r.clientClosed + r.cut,
         error:
           r.status === 'completed'
             ? null

@@ -11,6 +11,7 @@ import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
 import { Deadline, request, trimSlash } from '../http/client.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
@@ -39,7 +40,10 @@ export interface SweInstance {
   eval_type?: string;
   /** polar: the test command for datasets outside the 12 Verified repositories */
   test_cmd?: string;
-  /** polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader */
+  /**
+   * polar: this row's verifier grader command (src/rollout/verifier.ts), instead of the run's --grader
+   * (a row's `polar` is read as no grader of its own: the run's applies)
+   */
   grader?: string;
   /** polar: the environment's Python version ("3.9") or interpreter path, over the official spec's (src/env/) */
   python?: string;
@@ -61,6 +65,14 @@ export interface RowOptions {
 const optionalText = z
   .union([z.string(), z.null(), z.undefined()])
   .transform((v) => (v === null || v === undefined || v === '' ? undefined : v));
+
+/** a row's own grader: a verifier command; `polar` leaves the run's --grader; swebench grades a whole run */
+const rowGrader = optionalText
+  .refine(
+    (v) => v?.trim() !== 'swebench',
+    'swebench grades a whole run (--grader swebench), not one row: give a verifier command, or polar',
+  )
+  .transform((v) => (v === undefined || v.trim() === '' || v.trim() === 'polar' ? undefined : v));
 
 const stringList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
 
@@ -85,7 +97,7 @@ const rowSchema = z.looseObject({
   log_parser: optionalText,
   eval_type: optionalText,
   test_cmd: optionalText,
-  grader: optionalText,
+  grader: rowGrader,
   python: optionalText,
   pip_packages: stringList,
   pre_install: stringList,
@@ -317,7 +329,7 @@ async function hubGet(url: string, headers: Record<string, string>, deadline: De
 
 /** Lists a hub dataset's parquet files for one split and downloads them (cached), then reads them. */
 export async function loadHubDataset(id: string, options: HubOptions = {}): Promise<SweInstance[]> {
-  const split = options.split ?? 'test';
+  const split = options.split ?? DEFAULTS.split.value;
   const endpoint = trimSlash(
     options.endpoint ?? process.env.POLAR_HF_DATASETS_SERVER ?? 'https://datasets-server.huggingface.co',
   );

@@ -10,7 +10,7 @@ import { EnvBuildError } from '../env/types.ts';
 import type { SweInstance } from './dataset.ts';
 import type { ExecResult } from './exec.ts';
 import { getLogParser } from './log-parsers/index.ts';
-import type { ParserVersion, StatusMap } from './log-parsers/types.ts';
+import type { ParserVersion, Semantics, StatusMap } from './log-parsers/types.ts';
 import { type ApplyResult, applyPatch, shellQuote } from './patch.ts';
 import {
   END_MARKER,
@@ -134,8 +134,6 @@ export function withExitCodeCapture(evalScript: string): string {
         ];
   return `${['#!/bin/bash', 'set -uxo pipefail', ...body].join('\n')}\n`;
 }
-
-export type Semantics = 'polar' | 'official';
 
 export interface LogGrade {
   resolved: boolean;

@@ -15,6 +15,8 @@ export interface AgentRunFacts {
   calls: number;
   /** of those, the ones that failed (no model answer) */
   failedCalls?: number;
+  /** of those, the ones the harness hung up on or polar cut (no model answer, but no backend failure) */
+  hungUpCalls?: number;
   error: string | null;
   /** the limit that ended the run, when one did */
   limit?: string | null;
@@ -28,8 +30,13 @@ export interface AgentRunFacts {
  */
 export function infraFailure(agent: AgentRunFacts): string | null {
   const failed = agent.failedCalls ?? 0;
+  const hungUp = agent.hungUpCalls ?? 0;
+  const why = agent.error ? ` (${agent.error})` : '';
   if (agent.calls > 0 && failed >= agent.calls) {
-    return `no model answer: all ${plural(agent.calls, 'call')} to the backend failed${agent.error ? ` (${agent.error})` : ''}`;
+    return `no model answer: all ${plural(agent.calls, 'call')} to the backend failed${why}`;
+  }
+  if (agent.calls > 0 && failed + hungUp >= agent.calls) {
+    return `no model answer: of ${plural(agent.calls, 'call')}, ${failed} failed and ${hungUp} ended before an answer (the harness hung up, or polar cut it)${why}`;
   }
   if (agent.calls === 0 && agent.status !== 'completed') {
     // a limit hit before the first call is the set-up's (a limit too small for the harness), not the model's

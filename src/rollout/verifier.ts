@@ -24,25 +24,20 @@ export interface VerifierInput {
 
 export type VerifierResult = { reward: number; output: string } | { error: string; output: string };
 
-/** Whether a --grader value is a verifier command (not one of the named graders polar and swebench). */
-export function isVerifierCommand(grader: string | undefined): grader is string {
-  return grader !== undefined && grader !== 'polar' && grader !== 'swebench';
-}
+/**
+ * What grades a run (--grader, parsed once by src/options/parsers.ts `grader`): polar's own grader (the
+ * SWE tests), the official SWE-bench harness after the run, or a verifier command per rollout.
+ */
+export type Grader = { kind: 'polar' } | { kind: 'swebench' } | { kind: 'verifier'; command: string };
 
 /**
  * The verifier of a command that grades each rollout as it finishes (loop, gym): polar's own grader
  * (undefined) or a verifier command. swebench grades a finished run, so it is refused, saying `why`.
  */
-export function rolloutVerifier(grader: string | undefined, why: string): string | undefined {
-  if (grader === 'swebench')
+export function rolloutVerifier(grader: Grader, why: string): string | undefined {
+  if (grader.kind === 'swebench')
     throw new UsageError(`--grader swebench: ${why}; use polar or a verifier command`);
-  return isVerifierCommand(grader) ? grader : undefined;
-}
-
-/** The grader a row asks for: its own `grader` field when it is a command, else the run's. */
-export function graderFor(row: Record<string, unknown>, runGrader: string | undefined): string | undefined {
-  const own = row.grader;
-  return typeof own === 'string' && own.trim() !== '' && own !== 'polar' ? own : runGrader;
+  return grader.kind === 'verifier' ? grader.command : undefined;
 }
 
 /** The content of the last call with a model answer in a capture file (null when none). */

@@ -4,7 +4,7 @@
  * `polar capture` (the same ProxyServer and session code). Backend calls are bounded per backend and
  * queued beyond the bound; SIGTERM stops accepting, finishes calls in flight, flushes and exits.
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -16,12 +16,14 @@ import { HARNESSES } from '../harnesses/index.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
 import { newToken, presentedToken, sameToken } from '../http/auth.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
+import { redactUrl } from '../http/redact.ts';
 import { readJson, sendJson } from '../http/reply.ts';
 import { dispatch, matchRoute, pathOf, type Route } from '../http/router.ts';
 import type { ConnectionOptions } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
+import { mkdirPrivate } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { firstIssue } from '../util/zod.ts';
 
@@ -40,6 +42,8 @@ export interface ServeOptions {
   /** ms a session may see no call and no admin request before it is closed as timeout (default DEFAULTS.sessionIdleTimeoutMs) */
   sessionIdleTimeoutMs?: number;
   maxBodyBytes?: number;
+  /** request-body bytes held at once over all sessions (default DEFAULTS.bodyBudgetBytes); past it 503 */
+  bodyBudgetBytes?: number;
   /** timeouts and the connection cap of the HTTP server */
   connections?: ConnectionOptions;
 }
@@ -67,6 +71,10 @@ interface Live {
 }
 
 const SESSION_PATH = /^\/sessions\/([^/]+)$/;
+/** past the call deadline, a closing session waits this much more (the deadline's own record comes first) */
+const CLOSE_MARGIN_MS = 5000;
+/** connections kept for the admin API beyond the connection caps */
+const ADMIN_RESERVED_CONNECTIONS = 2;
 /** admin request bodies are small JSON objects */
 const ADMIN_BODY_BYTES = 1024 * 1024;
 
@@ -87,13 +95,19 @@ export async function startServe(options: ServeOptions): Promise<Served> {
     options.maxInflight ?? DEFAULTS.maxInflight.value,
   );
   const captures = resolve(options.captures);
-  await mkdir(captures, { recursive: true });
+  await mkdirPrivate(captures);
   const admin = new AdminApi(options, backend, captures);
   const proxy = new ProxyServer({
     ...(options.host ? { host: options.host } : {}),
     port: options.port ?? DEFAULTS.servePort.value,
     ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}),
-    ...(options.connections ? { connections: options.connections } : {}),
+    ...(options.bodyBudgetBytes ? { bodyBudgetBytes: options.bodyBudgetBytes } : {}),
+    // the admin API keeps connections of its own past the caps: a flood of connections to the proxy
+    // never locks the operator out of /status and DELETE
+    connections: {
+      ...options.connections,
+      reserve: { slots: ADMIN_RESERVED_CONNECTIONS, accepts: (req) => admin.owns(req) },
+    },
     admin: (req, res) => admin.handle(req, res),
   });
   admin.proxy = proxy;
@@ -189,9 +203,11 @@ class AdminApi {
       sessions: this.open().length,
       max_sessions: this.maxSessions,
       requests_in_flight: this.proxy.inflightCount,
+      body_bytes_held: this.proxy.bodies.bytes,
+      body_budget_bytes: this.proxy.bodies.maxBytes,
       backend: {
         kind: backend.kind,
-        url: backend.url,
+        url: backend.url && redactUrl(backend.url),
         max_inflight: backend.limit.max,
         inflight: backend.limit.inflight,
         queued: backend.limit.queued,
@@ -199,11 +215,17 @@ class AdminApi {
     };
   }
 
+  /** whether the request is the admin API's (whatever its token) */
+  owns(req: IncomingMessage): boolean {
+    const path = pathOf(req.url);
+    return matchRoute(this.routes, req.method ?? 'GET', path) !== null || path.startsWith('/sessions/');
+  }
+
   /** served before model-call authentication; false: not an admin path */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = pathOf(req.url);
     const method = req.method ?? 'GET';
-    if (!matchRoute(this.routes, method, path) && !path.startsWith('/sessions/')) return false;
+    if (!this.owns(req)) return false;
     try {
       if (!sameToken(presentedToken(req), this.token)) {
         res.setHeader('connection', 'close');
@@ -271,7 +293,7 @@ class AdminApi {
       },
     });
     const runDir = insideDir(this.captures, '.config', capture.proxy.id);
-    await mkdir(runDir, { recursive: true });
+    await mkdirPrivate(runDir);
     const prepared = await profile.prepare({
       proxyUrl: url,
       key: capture.proxy.key,
@@ -307,13 +329,17 @@ class AdminApi {
     };
   }
 
-  /** DELETE /sessions/:id?exit_code=&status=: waits for its calls, writes session_end, removes its key */
+  /**
+   * DELETE /sessions/:id?exit_code=&status=&wait_s=: removes its key, waits for its calls in flight (up
+   * to wait_s, default the call deadline, --backend-timeout: no call outlives it), cuts the ones still
+   * running (recorded as `cut`), writes session_end.
+   */
   private async close(live: Live, query: URLSearchParams): Promise<Record<string, unknown>> {
+    const waitMs = this.closeWaitMs(query.get('wait_s'));
     live.closing = true;
     const exit = query.get('exit_code');
     const outcome = query.get('status');
-    this.proxy.removeSession(live.capture.proxy.key);
-    await this.proxy.drain(live.capture.proxy);
+    const unfinished = await this.proxy.retire(live.capture.proxy, waitMs);
     this.sessions.delete(live.capture.proxy.id);
     const exitCode = exit === null ? null : Number(exit);
     live.capture.end({
@@ -325,16 +351,32 @@ class AdminApi {
           : exitCode !== null && exitCode !== 0
             ? 'error'
             : 'completed',
+      unfinished,
     });
     await rm(live.runDir, { recursive: true, force: true });
     return { ...describe(live), closed: true };
+  }
+
+  /** how long a closing session waits for its calls: `wait_s`, else the call deadline and a margin */
+  private closeWaitMs(waitS: string | null): number {
+    if (waitS !== null) {
+      const s = Number(waitS);
+      if (!(Number.isFinite(s) && s >= 0))
+        throw new HttpError(
+          400,
+          `wait_s must be a number of seconds (0 or more), got ${JSON.stringify(waitS)}`,
+        );
+      return s * 1000;
+    }
+    return (this.options.backend.timeoutMs ?? DEFAULTS.backendTimeoutMs.value) + CLOSE_MARGIN_MS;
   }
 
   /** at shutdown: every open session ends as interrupted */
   async closeAll(): Promise<void> {
     clearInterval(this.sweeper);
     for (const live of this.sessions.values()) {
-      live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted' });
+      const unfinished = this.proxy.activeCalls(live.capture.proxy.key);
+      live.capture.end({ exitCode: null, signal: 'SIGTERM', status: 'interrupted', unfinished });
       await rm(live.runDir, { recursive: true, force: true });
     }
     this.sessions.clear();
@@ -350,5 +392,8 @@ function describe(live: Live): Record<string, unknown> {
     created_at: live.createdAt.toISOString(),
     calls: live.capture.calls,
     errors: live.capture.errors,
+    client_closed: live.capture.counters.clientClosed,
+    cut_calls: live.capture.counters.cut,
+    lost_calls: live.capture.counters.lost,
   };
 }

@@ -2,9 +2,10 @@
 
 import { UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
-import { flagsToOptions, resumeDirectory, type TrainFlags } from './config.ts';
+import { resumeDirectory, type TrainFlags } from './config.ts';
 import type { NodeRole } from './launch.ts';
 import { runTrain } from './launch.ts';
+import { flagsToOptions } from './options.ts';
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
 export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {

@@ -1,113 +1,20 @@
 /**
- * `polar train` options: a strict schema for the user's train.json, the defaults, and the merge
+ * `polar train`'s config: the user's train.json read against the options' strict schema, and the merge
  * (defaults < --config file < flags) into the resolved config that the Python worker reads and that is
- * written to <out>/config.json. Keys are snake_case, the same as the worker's (polar_train/trainer.py).
+ * written to <out>/config.json. The options themselves (keys, types, defaults, flags) are declared once,
+ * in src/train/options.ts. Keys are snake_case, the same as the worker's (polar_train/trainer.py).
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
 import { firstIssue } from '../util/zod.ts';
+import { TRAIN_DEFAULTS, type TrainOptionFlags, type TrainOptions, trainOptionsSchema } from './options.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
 
-export const lossAggregations = [
-  'token-mean',
-  'seq-mean-token-mean',
-  'seq-mean-token-sum',
-  'dr-grpo',
-] as const;
-export const trainAdvantages = ['rloo', 'grpo', 'dr-grpo'] as const;
-export const learningRateSchedules = ['constant', 'cosine'] as const;
-export const trainDevices = ['cuda', 'cpu'] as const;
-
-const positiveInt = z.number().int().positive();
-const nonNegative = z.number().nonnegative();
-
-/** What a user may set in train.json (and through flags). Unknown keys are an error. */
-export const trainOptionsSchema = z.strictObject({
-  model: z.string().min(1),
-  device: z.enum(trainDevices),
-  gpus: positiveInt,
-  nproc: positiveInt,
-  lora: z.boolean(),
-  lora_r: positiveInt,
-  lora_alpha: z.number().positive(),
-  lora_dropout: z.number().min(0).max(1),
-  lora_target_modules: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
-  lr: z.number().positive(),
-  min_lr_ratio: z.number().min(0).max(1),
-  warmup_steps: z.number().int().nonnegative(),
-  schedule: z.enum(learningRateSchedules),
-  weight_decay: nonNegative,
-  adam_betas: z.tuple([z.number().min(0).max(1), z.number().min(0).max(1)]),
-  adam_eps: z.number().positive(),
-  grad_clip: nonNegative,
-  epochs: positiveInt,
-  max_steps: positiveInt.nullable(),
-  batch_rollouts: positiveInt,
-  mini_batches: positiveInt,
-  ppo_epochs: positiveInt,
-  shuffle: z.boolean(),
-  clip_low: z.number().min(0).max(1),
-  clip_high: nonNegative,
-  loss_agg: z.enum(lossAggregations),
-  loss_norm_tokens: positiveInt.nullable(),
-  advantage: z.enum(trainAdvantages),
-  tis: z.boolean(),
-  tis_cap: z.number().positive(),
-  kl_coef: nonNegative,
-  micro_batch_tokens: positiveInt,
-  logprob_chunk: positiveInt,
-  bf16: z.boolean().nullable(),
-  gradient_checkpointing: z.boolean(),
-  save_every: z.number().int().nonnegative(),
-  seed: z.number().int().nonnegative(),
-});
-
-export type TrainOptions = z.infer<typeof trainOptionsSchema>;
 export const userConfigSchema = trainOptionsSchema.partial();
 export type UserTrainConfig = z.infer<typeof userConfigSchema>;
-
-/** Defaults follow shared/reference/grpo.md (Polar's recipe: lr 1e-6 constant, betas 0.9/0.98, wd 0.1, clip 0.2/0.28, TIS). */
-export const TRAIN_DEFAULTS: Omit<TrainOptions, 'model'> = {
-  device: 'cuda',
-  gpus: 1,
-  nproc: 1,
-  lora: false,
-  lora_r: 16,
-  lora_alpha: 32,
-  lora_dropout: 0,
-  lora_target_modules: 'all-linear',
-  lr: 1e-6,
-  min_lr_ratio: 0,
-  warmup_steps: 0,
-  schedule: 'constant',
-  weight_decay: 0.1,
-  adam_betas: [0.9, 0.98],
-  adam_eps: 1e-8,
-  grad_clip: 1.0,
-  epochs: 1,
-  max_steps: null,
-  batch_rollouts: 144,
-  mini_batches: 1,
-  ppo_epochs: 1,
-  shuffle: true,
-  clip_low: 0.2,
-  clip_high: 0.28,
-  loss_agg: 'token-mean',
-  loss_norm_tokens: null,
-  advantage: 'rloo',
-  tis: true,
-  tis_cap: 2.0,
-  kl_coef: 0,
-  micro_batch_tokens: 16384,
-  logprob_chunk: 1024,
-  bf16: null,
-  gradient_checkpointing: true,
-  save_every: 10,
-  seed: 0,
-};
 
 /** The file the worker reads: every option resolved, plus the run's inputs. */
 export interface ResolvedTrainConfig extends TrainOptions {
@@ -194,18 +101,13 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
 }
 
 /** `polar train` flags after parsing (commands/train.ts); undefined = not given (train.json or the default applies). */
-export interface TrainFlags {
-  model?: string;
+export interface TrainFlags extends TrainOptionFlags {
   out: string;
   /** --resume: continue the run in --out (true); a directory is the deprecated form of --resume-from */
   resume?: boolean | string;
   /** --resume-from DIR: start from a checkpoint (a step-N directory or another run's --out) */
   resumeFrom?: string;
   config?: string;
-  lora?: boolean;
-  device?: 'cuda' | 'cpu';
-  gpus?: number;
-  nproc?: number;
   python?: string;
   json?: boolean;
   /** a run across nodes (torchrun): nodes, this node's rank, node 0's rendezvous HOST:PORT */
@@ -215,27 +117,6 @@ export interface TrainFlags {
   localAddr?: string;
   socketIfname?: string;
   rdzvId?: string;
-  lr?: number;
-  epochs?: number;
-  maxSteps?: number;
-  batchRollouts?: number;
-  miniBatches?: number;
-  ppoEpochs?: number;
-  clipLow?: number;
-  clipHigh?: number;
-  lossAgg?: (typeof lossAggregations)[number];
-  advantage?: (typeof trainAdvantages)[number];
-  tis?: boolean;
-  tisCap?: number;
-  klCoef?: number;
-  microBatchTokens?: number;
-  logprobChunk?: number;
-  warmupSteps?: number;
-  schedule?: (typeof learningRateSchedules)[number];
-  gradientCheckpointing?: boolean;
-  bf16?: boolean;
-  saveEvery?: number;
-  seed?: number;
 }
 
 /**
@@ -261,36 +142,4 @@ export function resumeDirectory(
       'drop --resume to start a new run, or give --resume-from DIR',
     );
   return f.out;
-}
-
-/** commander's camelCase flags -> the config's snake_case keys (undefined = not given). */
-export function flagsToOptions(f: TrainFlags): Partial<Record<keyof TrainOptions, unknown>> {
-  return {
-    model: f.model,
-    lora: f.lora,
-    device: f.device,
-    gpus: f.gpus,
-    nproc: f.nproc,
-    lr: f.lr,
-    epochs: f.epochs,
-    max_steps: f.maxSteps,
-    batch_rollouts: f.batchRollouts,
-    mini_batches: f.miniBatches,
-    ppo_epochs: f.ppoEpochs,
-    clip_low: f.clipLow,
-    clip_high: f.clipHigh,
-    loss_agg: f.lossAgg,
-    advantage: f.advantage,
-    tis: f.tis,
-    tis_cap: f.tisCap,
-    kl_coef: f.klCoef,
-    micro_batch_tokens: f.microBatchTokens,
-    logprob_chunk: f.logprobChunk,
-    warmup_steps: f.warmupSteps,
-    schedule: f.schedule,
-    gradient_checkpointing: f.gradientCheckpointing,
-    bf16: f.bf16,
-    save_every: f.saveEvery,
-    seed: f.seed,
-  };
 }

@@ -14,7 +14,7 @@ import { InputError, PolarError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { firstIssue } from '../util/zod.ts';
-import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig, type TrainOptions } from './config.ts';
+import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig } from './config.ts';
 import {
   checkDevice,
   checkPackages,
@@ -24,6 +24,7 @@ import {
   type PythonPackages,
   probePython,
 } from './env.ts';
+import type { TrainOptions } from './options.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES, workerEventSchema } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
@@ -416,20 +417,13 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   };
 }
 
-/** No rollout has a non-zero advantage: GRPO would run at loss 0 and learn nothing. */
+/** No group has rewards that differ: every advantage is 0, GRPO would run at loss 0 and learn nothing. */
 function zeroAdvantage(file: string, data: TrajectorySummary): InputError {
-  const given = data.rollouts - data.withoutAdvantage;
-  const parts = [
-    given > 0 ? `${plural(given, 'rollout')} with advantage 0` : null,
-    data.withoutAdvantage > 0
-      ? `${plural(data.withoutAdvantage, 'rollout')} in ${plural(data.groups, 'group')} whose rewards are all equal`
-      : null,
-  ].filter(Boolean);
   return new InputError(
     file,
     undefined,
     'advantage',
-    `no trajectory has a non-zero advantage (${parts.join(', ')}): training would run at loss 0 and learn nothing`,
+    `no trajectory has a non-zero advantage (${plural(data.rollouts, 'rollout')} in ${plural(data.groups, 'group')} whose rewards are all equal): training would run at loss 0 and learn nothing`,
     'sample each task several times so a group holds different rewards (polar eval --samples 4 or more, then polar build), or check the rewards',
   );
 }

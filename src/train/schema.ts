@@ -1,6 +1,6 @@
 /**
  * The one source of truth that the Python worker reads: the training options' defaults, enums and JSON
- * Schema (from config.ts), the checkpoint file names, and the JSON Schema of the worker's events.
+ * Schema (from options.ts), the checkpoint file names, and the JSON Schema of the worker's events.
  * `node --import tsx scripts/gen-train-schema.ts` writes it to src/train/worker/polar_train/schema.json
  * (checked in; test/unit/train/schema.test.ts fails when it is out of date), and
  * polar_train/schema.py loads it. The launcher checks each event the worker prints against
@@ -14,7 +14,7 @@ import {
   trainAdvantages,
   trainDevices,
   trainOptionsSchema,
-} from './config.ts';
+} from './options.ts';
 
 /** File names of a run directory and its step-N checkpoints (both languages use these). */
 export const CHECKPOINT_FILES = {
@@ -122,7 +122,7 @@ export type WorkerEvent = z.infer<typeof workerEventSchema>;
 export function workerSchema(): Record<string, unknown> {
   return {
     $comment:
-      'Generated from src/train/config.ts and src/train/schema.ts by scripts/gen-train-schema.ts; do not edit.',
+      'Generated from src/train/options.ts and src/train/schema.ts by scripts/gen-train-schema.ts; do not edit.',
     defaults: TRAIN_DEFAULTS,
     enums: {
       loss_agg: lossAggregations,

@@ -1,11 +1,13 @@
 /**
  * Checks a trajectory file for training before any GPU time is spent: every line valid (trajectory record
- * v1), something to train on (reward or advantage), sampling logprobs present when TIS is on, every trace
- * within the micro-batch token budget. Returns the numbers the launcher and the progress display need.
+ * v1 or v2), a reward on every rollout (the worker computes the advantages from the rewards and groups),
+ * sampling logprobs present when TIS is on, every trace within the micro-batch token budget, and some
+ * group whose rewards differ (else every advantage is 0, whatever the estimator). Returns the numbers
+ * the launcher and the progress display need.
  */
 import { InputError } from '../errors.ts';
-import { isUniform } from '../trajectory/advantage.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
+import { isUniform } from '../trajectory/rewards.ts';
 
 export interface TrajectoryCheck {
   /** fail on the first trace without sampling logprobs (TIS on) */
@@ -22,13 +24,14 @@ export interface TrajectorySummary {
   maxTraceTokens: number;
   /** the most trained tokens of one rollout (all its traces): Dr. GRPO's default constant normaliser */
   maxTrainedPerRollout: number;
-  /** rollouts whose advantage the worker computes from rewards */
-  withoutAdvantage: number;
-  /** rollouts with a non-zero advantage (given, or computed from a group with unequal rewards) */
+  /** rollouts in a group whose rewards differ: the ones with a non-zero advantage */
   learnable: number;
-  /** groups (group_id, else task_id) of the rollouts without an advantage */
+  /** GRPO groups (group_id; a rollout without one is a group of its own) */
   groups: number;
 }
+
+const REWARD_HINT =
+  'score the rollouts before building (polar eval grades them; polar build --rewards FILE), or drop unscored lines';
 
 export async function checkTrajectories(file: string, check: TrajectoryCheck): Promise<TrajectorySummary> {
   const s: TrajectorySummary = {
@@ -38,33 +41,32 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
     trainedTokens: 0,
     maxTraceTokens: 0,
     maxTrainedPerRollout: 0,
-    withoutAdvantage: 0,
     learnable: 0,
     groups: 0,
   };
-  // rewards of the rollouts without an advantage, per group: the worker's advantage is 0 in a uniform group
+  // the rewards of each group: the worker's advantages are 0 in a uniform group (and a group of one)
   const rewards = new Map<string, number[]>();
   for await (const { record, line } of readTrajectories(file)) {
     s.rollouts++;
-    if (record.advantage !== null && record.advantage !== 0) s.learnable++;
-    if (record.advantage === null && record.reward !== null) {
-      const key = record.group_id ?? record.task_id ?? `rollout-${s.rollouts}`;
-      const group = rewards.get(key);
-      if (group) group.push(record.reward);
-      else rewards.set(key, [record.reward]);
+    // a v1 record may carry an older build's advantage: the worker computes its own (and says so)
+    const recorded = record.v === 1 ? record.advantage : null;
+    if (record.reward === null) {
+      throw new InputError(
+        file,
+        line,
+        'reward',
+        recorded === null
+          ? 'null: nothing to train on (polar train computes the advantage from the rewards of its group)'
+          : 'null, with an advantage from an older polar build (trajectory v1): polar train computes the advantages itself, from the rewards of each group',
+        recorded === null
+          ? REWARD_HINT
+          : 'rebuild the trajectories with this polar (polar build), with their rewards',
+      );
     }
-    if (record.advantage === null) {
-      s.withoutAdvantage++;
-      if (record.reward === null) {
-        throw new InputError(
-          file,
-          line,
-          'reward',
-          'reward and advantage are both null: nothing to train on',
-          'score the rollouts before training (polar build with rewards), or drop unscored lines',
-        );
-      }
-    }
+    const key = record.group_id ?? `\0rollout-${s.rollouts}`;
+    const group = rewards.get(key);
+    if (group) group.push(record.reward);
+    else rewards.set(key, [record.reward]);
     let trainedHere = 0;
     record.traces.forEach((trace, i) => {
       s.traces++;
@@ -87,7 +89,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
           line,
           `traces[${i}]`,
           `${n} tokens exceed the micro-batch budget of ${check.maxTraceTokens}`,
-          'raise --micro-batch-tokens, or rebuild the trajectories with a lower --max-tokens',
+          'raise --micro-batch-tokens, or rebuild the trajectories with a lower --max-trace-tokens',
         );
       }
     });

@@ -7,9 +7,10 @@
  * at once (one, for capture files written one per session). The token data of each built trajectory
  * goes to a temporary file as serialised "tails" (spool.ts); memory keeps a compact summary (session,
  * task, reward, group). Pass 2, after all input (heads.ts): rewards (capture grading records,
- * including ones that came after the session was built, then --rewards), groups and advantages are
- * computed from the summaries, and the spool is streamed to the output with each line's head (reward,
- * group, advantage) prepended, without parsing the tails again. See docs/trajectory-format.md.
+ * including ones that came after the session was built, then --rewards) and groups are computed from
+ * the summaries, and the spool is streamed to the output with each line's head (reward, group)
+ * prepended, without parsing the tails again. Advantages are polar train's (docs/train.md). See
+ * docs/trajectory-format.md.
  *
  * Every piece of state lives in one run of buildTrajectories: two builds in one process (the loop
  * builds every step) see nothing of each other.
@@ -17,10 +18,10 @@
 import type { Readable, Writable } from 'node:stream';
 import type { SessionEndRecord, SessionRecord } from '../capture/record.ts';
 import type { InputError } from '../errors.ts';
-import type { AdvantageKind } from './advantage.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { collectSessions, type OpenSession } from './collect.ts';
 import { encodeTails, type OutputFormat } from './formats.ts';
-import { resolveHeads, type Summary } from './heads.ts';
+import { type GroupBy, resolveHeads, type Summary } from './heads.ts';
 import { scanInputs } from './inputs.ts';
 import type { TraceKind } from './record.ts';
 import { type RewardTable, readRewards } from './rewards.ts';
@@ -29,8 +30,6 @@ import { Spool } from './spool.ts';
 import { addStats, type BuildStats, emptyStats } from './stats.ts';
 
 export { expandInputs } from './inputs.ts';
-
-export const DEFAULT_EOT_IDS = [151645, 151643] as const;
 
 export interface BuildOptions {
   /** capture files, directories (scanned recursively for *.jsonl) and `-` for stdin */
@@ -42,8 +41,7 @@ export interface BuildOptions {
   /** JSONL of {session, reward} or {task_id, sample, reward} */
   rewards?: string | null;
   /** task_id (default), none, or meta:KEY (a key of the session record's meta) */
-  groupBy?: string;
-  advantage?: AdvantageKind;
+  groupBy?: GroupBy;
   dropUniformGroups?: boolean;
   /** longest trace (prompt + response tokens) kept */
   maxTokens?: number | null;
@@ -81,12 +79,12 @@ function summaryOf(header: SessionRecord, state: OpenSession, metaKey: string | 
 
 function sessionConfig(options: BuildOptions): SessionConfig {
   return {
-    eotIds: options.eotIds ?? DEFAULT_EOT_IDS,
+    eotIds: options.eotIds ?? DEFAULTS.eotIds.value,
     splice: options.splice ?? false,
     requireTokenExact: options.requireTokenExact ?? false,
     exclude: new Set(options.excludeKinds ?? []),
     maxTokens: options.maxTokens ?? null,
-    maxMode: options.maxTokensMode ?? 'truncate',
+    maxMode: options.maxTokensMode ?? DEFAULTS.overlong.value,
   };
 }
 
@@ -103,8 +101,8 @@ function countWritten(stats: BuildStats, summaries: readonly Summary[], heads: r
 
 /** Runs the build; returns its report. Throws InputError on bad input unless skipInvalid. */
 export async function buildTrajectories(options: BuildOptions): Promise<BuildStats> {
-  const format = options.format ?? 'polar';
-  const groupBy = options.groupBy ?? 'task_id';
+  const format = options.format ?? DEFAULTS.buildFormat.value;
+  const groupBy = options.groupBy ?? DEFAULTS.groupBy.value;
   const metaKey = groupBy.startsWith('meta:') ? groupBy.slice('meta:'.length) : null;
   const config = sessionConfig(options);
   const stats = emptyStats();
@@ -139,7 +137,6 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
     const heads = resolveHeads(summaries, {
       rewardTable,
       groupBy,
-      advantage: options.advantage ?? 'grpo',
       dropUniform: options.dropUniformGroups ?? false,
       stats,
     });

@@ -5,12 +5,13 @@
  */
 import type { Readable } from 'node:stream';
 import { CaptureDecoder } from '../capture/codec.ts';
-import type {
-  CallRecord,
-  CaptureRecord,
-  GradingRecord,
-  SessionEndRecord,
-  SessionRecord,
+import {
+  type CallRecord,
+  type CaptureRecord,
+  type GradingRecord,
+  isHangUp,
+  type SessionEndRecord,
+  type SessionRecord,
 } from '../capture/record.ts';
 import { InputError } from '../errors.ts';
 import { isTokenCount } from '../protocols/canonical.ts';
@@ -140,7 +141,8 @@ class SessionCollector {
     if (isTokenCount(record.api) || record.api === 'models') {
       count(stats.calls_skipped, 'not a sampling call');
     } else if (record.error !== null) {
-      count(stats.calls_skipped, 'call error');
+      // a call the harness hung up on, or polar cut, is counted apart: not a failure of the backend
+      count(stats.calls_skipped, isHangUp(record.error.kind) ? `call ${record.error.kind}` : 'call error');
     } else if (record.prompt_token_ids === null || record.completion_token_ids === null) {
       count(stats.calls_skipped, 'no token ids');
       state.textOnly++;
@@ -160,6 +162,9 @@ class SessionCollector {
       );
       return;
     }
+    // calls the proxy served whose record a failed write lost (disk full): named, not silently absent
+    if (record.lost_calls)
+      count(this.stats.calls_skipped, 'lost at capture (a failed write)', record.lost_calls);
     await this.close(state, record);
   }
 

@@ -1,7 +1,7 @@
 /**
  * Output formats of `polar build`. Each output line is written in two parts: a tail (the token data,
- * serialised once, when the session is built) and a head (reward, group, advantage: known only after
- * every session is read). The mapping of the `verl` rows is documented in docs/trajectory-format.md.
+ * serialised once, when the session is built) and a head (reward, group: known only after every
+ * session is read). The mapping of the `verl` rows is documented in docs/trajectory-format.md.
  */
 import { TRAJECTORY_VERSION, type Trace, type TrajectoryRecord, type TrajectoryStats } from './record.ts';
 
@@ -11,16 +11,7 @@ export type OutputFormat = (typeof outputFormats)[number];
 /** The fields of a trajectory known only at the end of the run (or carried from its session record). */
 export type TrajectoryHead = Pick<
   TrajectoryRecord,
-  | 'id'
-  | 'session'
-  | 'task_id'
-  | 'sample'
-  | 'group_id'
-  | 'harness'
-  | 'model'
-  | 'status'
-  | 'reward'
-  | 'advantage'
+  'id' | 'session' | 'task_id' | 'sample' | 'group_id' | 'harness' | 'model' | 'status' | 'reward'
 >;
 
 /** JSON of an object without its opening brace: `"a":1,...}`. */
@@ -57,7 +48,7 @@ export function encodeTails(
 /** The start of one output line, to be followed by one of its tails (`row` is the index of the tail). */
 export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: number): string {
   if (format === 'polar') {
-    const { id, session, task_id, sample, group_id, harness, model, status, reward, advantage } = head;
+    const { id, session, task_id, sample, group_id, harness, model, status, reward } = head;
     const h = {
       v: TRAJECTORY_VERSION,
       id,
@@ -69,7 +60,6 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
       model,
       status,
       reward,
-      advantage,
     };
     return `${JSON.stringify(h).slice(0, -1)},`;
   }
@@ -84,7 +74,6 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
     uid: head.group_id ?? head.id,
     status: head.status,
     reward: head.reward,
-    advantage: head.advantage,
   };
   return `${JSON.stringify(h).slice(0, -1)},`;
 }

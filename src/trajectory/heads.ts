@@ -1,12 +1,12 @@
 /**
- * Pass 2 of `polar build`: rewards (capture grading records, then --rewards), groups and advantages,
- * computed from the compact summaries of the built sessions.
+ * Pass 2 of `polar build`: rewards (capture grading records, then --rewards) and groups, computed from
+ * the compact summaries of the built sessions. Advantages are the trainer's (`polar train --advantage`,
+ * docs/train.md): the build counts the groups from which no estimator learns anything (uniform rewards).
  */
 import type { GradingRecord } from '../capture/record.ts';
-import { type AdvantageKind, groupAdvantages, isUniform } from './advantage.ts';
 import type { TrajectoryHead } from './formats.ts';
 import type { TrajectoryRecord } from './record.ts';
-import { lookupReward, type RewardTable } from './rewards.ts';
+import { isUniform, lookupReward, type RewardTable } from './rewards.ts';
 import { type BuildStats, count } from './stats.ts';
 
 /** What the build keeps in memory of one built session. */
@@ -26,15 +26,17 @@ export interface Summary {
   tokensTotal: number;
 }
 
+/** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
+export type GroupBy = 'task_id' | 'none' | `meta:${string}`;
+
 export interface ResolveContext {
   rewardTable: RewardTable | null;
-  groupBy: string;
-  advantage: AdvantageKind;
+  groupBy: GroupBy;
   dropUniform: boolean;
   stats: BuildStats;
 }
 
-function groupKey(groupBy: string, s: Summary): string | null {
+function groupKey(groupBy: GroupBy, s: Summary): string | null {
   if (groupBy === 'none') return null;
   if (groupBy === 'task_id') return s.taskId;
   return s.metaGroup;
@@ -66,11 +68,10 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     model: s.model,
     status: s.status,
     reward,
-    advantage: null,
   };
 }
 
-/** Rewards, groups and advantages from the summaries; null for a trajectory dropped with its group. */
+/** Rewards and groups from the summaries; null for a trajectory dropped with its group. */
 export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext): (TrajectoryHead | null)[] {
   const { stats } = ctx;
   const heads: (TrajectoryHead | null)[] = summaries.map((s) => headOf(s, ctx));
@@ -101,12 +102,8 @@ export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext)
       for (const i of members) heads[i] = null;
       continue;
     }
-    const adv = groupAdvantages(values, ctx.advantage);
     if (members.length === 1) stats.groups_single++;
     if (uniform) stats.groups_uniform++;
-    members.forEach((i, k) => {
-      heads[i]!.advantage = adv[k]!;
-    });
   }
   return heads;
 }

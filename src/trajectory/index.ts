@@ -1,8 +1,7 @@
 /** The public API of the trajectory builder (`polar build`) and reader (`polar train`). */
 
-export { normalizeBuildOptions, type RawBuildOptions, runBuild } from '../build/command.ts';
-export { type AdvantageKind, advantageKinds, groupAdvantages, isUniform } from './advantage.ts';
-export { type BuildOptions, buildTrajectories, DEFAULT_EOT_IDS, expandInputs } from './build.ts';
+export { type BuildFlags, type BuildRun, buildRun, runBuild } from '../build/command.ts';
+export { type BuildOptions, buildTrajectories, expandInputs } from './build.ts';
 export { encodeHead, encodeTails, type OutputFormat, outputFormats } from './formats.ts';
 export {
   type MergeCall,
@@ -13,4 +12,5 @@ export {
 } from './merge.ts';
 export { type LocatedTrajectory, readTrajectories, validateTrajectory } from './reader.ts';
 export * from './record.ts';
+export { isUniform } from './rewards.ts';
 export { type BuildStats, formatStats } from './stats.ts';

@@ -1,12 +1,13 @@
 /**
  * Reads trajectory files (the `polar` format of `polar build`), validating each line against the
- * trajectory record v1 and failing with file:line and the field. Used by `polar train`.
+ * trajectory record (version 2, or version 1 of older builds) and failing with file:line and the field.
+ * Used by `polar train` and `polar inspect`.
  */
 import type { Readable } from 'node:stream';
 import { InputError } from '../errors.ts';
 import { parseJsonLine, readLines } from '../util/jsonl.ts';
 import { firstIssue } from '../util/zod.ts';
-import { TRAJECTORY_VERSION, type TrajectoryRecord, trajectoryRecordSchema } from './record.ts';
+import { TRAJECTORY_VERSIONS, type TrajectoryRecord, trajectoryRecordSchema } from './record.ts';
 
 export interface ReadTrajectoriesOptions {
   /** skip invalid lines (reporting each through onInvalid) instead of failing */
@@ -27,12 +28,12 @@ const HINT = 'see docs/trajectory-format.md; write trajectories with `polar buil
 export function validateTrajectory(source: string, line: number, value: unknown): TrajectoryRecord {
   if (typeof value === 'object' && value !== null) {
     const v = (value as { v?: unknown }).v;
-    if (typeof v === 'number' && v !== TRAJECTORY_VERSION) {
+    if (typeof v === 'number' && !(TRAJECTORY_VERSIONS as readonly number[]).includes(v)) {
       throw new InputError(
         source,
         line,
         'v',
-        `trajectory format version ${v} is not supported (this polar reads version ${TRAJECTORY_VERSION})`,
+        `trajectory format version ${v} is not supported (this polar reads versions ${TRAJECTORY_VERSIONS.join(' and ')})`,
         'rebuild the trajectories with this version of polar',
       );
     }

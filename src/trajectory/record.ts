@@ -1,11 +1,19 @@
 /**
- * The trajectory record, version 1: one JSON line per harness session (one GRPO rollout), holding one
- * or more traces. Written by `polar build`, read by `polar train`. Documented in
+ * The trajectory record: one JSON line per harness session (one GRPO rollout), holding one or more
+ * traces. Written by `polar build` (version 2), read by `polar train` (versions 1 and 2). Documented in
  * docs/trajectory-format.md; this file is the executable form of that document.
+ *
+ * Version 2 has no `advantage`: the trainer owns the advantage estimators (`polar train --advantage`,
+ * polar_train/advantage.py) and computes them from `reward` and `group_id`. Version 1 records carry the
+ * advantage an older `polar build` computed; `polar train` reads them and computes its own (see
+ * docs/trajectory-format.md, "Versions").
  */
 import { z } from 'zod';
 
-export const TRAJECTORY_VERSION = 1;
+/** the version `polar build` writes */
+export const TRAJECTORY_VERSION = 2;
+/** every version a reader accepts */
+export const TRAJECTORY_VERSIONS = [1, 2] as const;
 
 export const traceKinds = ['root', 'compaction', 'subagent', 'divergence', 'side'] as const;
 export type TraceKind = (typeof traceKinds)[number];
@@ -27,7 +35,7 @@ export const traceSchema = z
     /** the call ids merged into this trace, in order */
     calls: z.array(z.string()),
     token_exact: z.boolean(),
-    /** set when the trace was cut by --max-tokens */
+    /** set when the trace was cut by --max-trace-tokens */
     truncated: z.boolean().optional(),
     /** kind divergence: index in traces[] of the trace it branched from (absent if that was filtered out) */
     parent: z.number().int().nonnegative().optional(),
@@ -67,8 +75,7 @@ export const trajectoryStatsSchema = z.looseObject({
   tokens_total: z.number().int().nonnegative(),
 });
 
-export const trajectoryRecordSchema = z.looseObject({
-  v: z.literal(TRAJECTORY_VERSION),
+const recordFields = {
   id: z.string().min(1),
   session: z.string().min(1),
   task_id: z.string().nullable(),
@@ -78,10 +85,15 @@ export const trajectoryRecordSchema = z.looseObject({
   model: z.string(),
   status: z.enum(['completed', 'error', 'timeout', 'truncated']),
   reward: z.number().nullable(),
-  advantage: z.number().nullable(),
   traces: z.array(traceSchema).min(1),
   stats: trajectoryStatsSchema,
-});
+};
+
+export const trajectoryRecordSchema = z.discriminatedUnion('v', [
+  z.looseObject({ v: z.literal(2), ...recordFields }),
+  // written by polar build before the trainer owned advantages: the advantage it computed then
+  z.looseObject({ v: z.literal(1), ...recordFields, advantage: z.number().nullable() }),
+]);
 
 export type Trace = z.infer<typeof traceSchema>;
 export type TrajectoryStats = z.infer<typeof trajectoryStatsSchema>;

@@ -64,3 +64,11 @@ export function lookupReward(
   if (taskId === null) return undefined;
   return table.byTask.get(taskKey(taskId, sample));
 }
+
+/**
+ * Whether every reward of a group is the same: no learning signal, whatever the estimator (each of
+ * polar train's advantages is 0 in such a group, and in a group of one).
+ */
+export function isUniform(rewards: readonly number[]): boolean {
+  return rewards.every((r) => r === rewards[0]);
+}

@@ -1,7 +1,7 @@
 /**
  * The temporary file of `polar build`: each built trajectory's token data is appended as serialised
- * "tails" while pass 1 runs; pass 2 streams them to the output, each line's head (reward, group,
- * advantage) prepended, reading each tail back by its byte length without parsing it again.
+ * "tails" while pass 1 runs; pass 2 streams them to the output, each line's head (reward, group)
+ * prepended, reading each tail back by its byte length without parsing it again.
  */
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';

@@ -42,7 +42,7 @@ export interface BuildStats {
   groups: number;
   groups_dropped_uniform: number;
   groups_without_reward: number;
-  /** groups kept whose rewards are all equal (every advantage 0: nothing to learn from them) */
+  /** groups kept whose rewards are all equal (every advantage polar train computes is 0: nothing to learn) */
   groups_uniform: number;
   /** groups kept of one sample (uniform too) */
   groups_single: number;
@@ -171,9 +171,10 @@ export function addStats(into: BuildStats, from: BuildStats): void {
 
 /**
  * What the report should warn about, in words: nothing built from an empty input, and groups from which
- * GRPO learns nothing (every advantage 0, e.g. `--samples 1`: groups of one).
+ * GRPO learns nothing (uniform rewards: every advantage polar train computes is 0, e.g. `--samples 1`:
+ * groups of one).
  */
-export function statsWarnings(s: BuildStats, advantage: string): string[] {
+export function statsWarnings(s: BuildStats): string[] {
   const warnings: string[] = [];
   if (s.sessions === 0) {
     const skipped = total(s.files_skipped);
@@ -183,7 +184,7 @@ export function statsWarnings(s: BuildStats, advantage: string): string[] {
     return warnings;
   }
   const scored = s.groups - s.groups_without_reward - s.groups_dropped_uniform;
-  if (advantage !== 'none' && scored > 0 && s.groups_uniform === scored) {
+  if (scored > 0 && s.groups_uniform === scored) {
     warnings.push(
       s.groups_single === scored
         ? `every group is a single sample (${plural(scored, 'group')}): every advantage is 0 and polar train has nothing to learn; sample each task several times (polar eval --samples 4 or more)`

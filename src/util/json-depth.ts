@@ -7,6 +7,13 @@
 /** Nesting polar accepts in a request body: far above any real harness request (tool schemas nest ~20). */
 export const MAX_JSON_DEPTH = 256;
 
+/** Why a request body is refused for its nesting (checked before anything parses or walks it), or null. */
+export function depthProblem(bytes: Uint8Array): string | null {
+  return nestsDeeperThan(bytes, MAX_JSON_DEPTH)
+    ? `request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`
+    : null;
+}
+
 /**
  * true when the JSON text nests objects/arrays deeper than max (strings are skipped, escapes honoured).
  * A long string is skipped with the native indexOf to its closing quote (most of a request body is

@@ -3,13 +3,15 @@
  * stderr is a TTY and NO_COLOR is unset, quiet mode for scripts, a debug log with timestamps.
  */
 import chalk from 'chalk';
+import { redactUrl } from '../http/redact.ts';
 
 const state = { quiet: false, debug: process.env.POLAR_DEBUG === '1' };
 
 const color = (): boolean => Boolean(process.stderr.isTTY) && !('NO_COLOR' in process.env);
 
+/** every line printed: a URL in it loses its credentials (a --backend-url with user:password@) */
 function write(line: string): void {
-  process.stderr.write(`${line}\n`);
+  process.stderr.write(`${redactUrl(line)}\n`);
 }
 
 export const log = {

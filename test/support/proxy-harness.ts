@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBackend } from '../../src/backends/index.ts';
 import type { BackendOptions } from '../../src/backends/types.ts';
-import { type CallCounters, recordCalls } from '../../src/capture/call-record.ts';
+import { type CallCounters, newCounters, recordCalls } from '../../src/capture/call-record.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
 import { CaptureWriter } from '../../src/capture/writer.ts';
@@ -25,19 +25,25 @@ export interface TestProxy {
 export async function startProxy(
   backend: Partial<BackendOptions> & { url: string },
   options: {
-    maxBodyBytes?: number /** wrap the backend in polar serve's in-flight bound */;
+    maxBodyBytes?: number;
+    /** request-body bytes held at once over all calls */
+    bodyBudgetBytes?: number;
+    /** wrap the backend in polar serve's in-flight bound */
     maxInflight?: number;
   } = {},
 ): Promise<TestProxy> {
   const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
   const file = join(dir, 'capture.jsonl');
   const writer = new CaptureWriter(file);
-  const proxy = new ProxyServer({ maxBodyBytes: options.maxBodyBytes });
+  const proxy = new ProxyServer({
+    maxBodyBytes: options.maxBodyBytes,
+    ...(options.bodyBudgetBytes ? { bodyBudgetBytes: options.bodyBudgetBytes } : {}),
+  });
   const { url } = await proxy.listen();
   const key = 'polar-test-key-0123456789abcdef';
   const plain = await createBackend({ kind: 'vllm', model: 'Qwen/Qwen3-4B', timeoutMs: 2000, ...backend });
   const created = options.maxInflight ? limitBackend(plain, options.maxInflight) : plain;
-  const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
+  const counters = newCounters();
   const session: ProxySession = {
     id: 'sess_test',
     key,

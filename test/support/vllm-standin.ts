@@ -76,6 +76,8 @@ export interface Fault {
   abort?: boolean;
   /** the error message of a `status` fault */
   message?: string;
+  /** a slow generation: stream each chunk this many ms after the one before (a long answer, a busy server) */
+  chunkDelayMs?: number;
 }
 
 export interface StandinOptions {
@@ -392,7 +394,9 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
       });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+    // the events, written at once or (fault chunkDelayMs) one every chunkDelayMs, as a slow server does
+    const events: string[] = [];
+    const send = (obj: unknown) => events.push(`data: ${JSON.stringify(obj)}\n\n`);
     const chunk = (
       delta: Record<string, unknown>,
       ids: number[],
@@ -456,7 +460,23 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
       choices: [],
       usage,
     });
-    res.end('data: [DONE]\n\n');
+    events.push('data: [DONE]\n\n');
+    const delay = fault?.chunkDelayMs ?? 0;
+    if (delay <= 0) {
+      res.end(events.join(''));
+      return;
+    }
+    const next = () => {
+      if (res.destroyed) return;
+      const event = events.shift();
+      if (event === undefined) {
+        res.end();
+        return;
+      }
+      res.write(event);
+      setTimeout(next, delay);
+    };
+    next();
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

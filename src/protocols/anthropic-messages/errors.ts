@@ -14,6 +14,8 @@ export function errorType(kind: ProxyFault['kind']): string {
       return 'request_too_large';
     case 'backend_timeout':
       return 'timeout_error';
+    case 'overloaded':
+      return 'overloaded_error';
     case 'backend_unreachable':
     case 'backend_error':
     case 'backend_no_token_ids':

@@ -21,6 +21,7 @@ export function errorStatus(kind: ProxyFault['kind']): string {
     case 'backend_unreachable':
     case 'backend_error':
     case 'backend_no_token_ids':
+    case 'overloaded': // 503 with retry-after: Gemini CLI retries it
       return 'UNAVAILABLE';
     case 'internal':
       return 'INTERNAL';

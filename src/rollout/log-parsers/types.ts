@@ -15,7 +15,12 @@ export type StatusMap = Map<string, string>;
  * Which official harness's parser rules apply: '4.1' (tag v4.1.0; SWE-bench Verified rows without an
  * eval_script) or '5' (swebench 5.x, v5.0.1; rows that carry their own eval_script and log_parser).
  */
-export type ParserVersion = '4.1' | '5';
+export const PARSER_VERSIONS = ['4.1', '5'] as const;
+export type ParserVersion = (typeof PARSER_VERSIONS)[number];
+
+/** How a log is graded: the official rules exactly, or with the guards polar eval adds (src/rollout/grade.ts). */
+export const SEMANTICS = ['official', 'polar'] as const;
+export type Semantics = (typeof SEMANTICS)[number];
 
 export type LogParser = (log: string, version?: ParserVersion) => StatusMap;
 

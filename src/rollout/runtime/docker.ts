@@ -13,6 +13,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvironmentError } from '../../errors.ts';
+import { DEFAULTS } from '../../options/defaults.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
@@ -109,7 +110,7 @@ export function limitFlags(limits: Limits = {}): string[] {
 
 export function buildRunArgs(engine: string, name: string, image: string, options: StartOptions): string[] {
   const args = [engine, 'run', '-d', '--rm', '--name', name, '-w', TESTBED];
-  args.push('--network', options.network ?? 'none');
+  args.push('--network', options.network ?? DEFAULTS.containerNetwork.value);
   args.push('--platform', options.platform ?? 'linux/amd64');
   args.push(...limitFlags(options.limits));
   for (const m of options.mounts ?? [])

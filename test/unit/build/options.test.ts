@@ -1,30 +1,51 @@
+/**
+ * polar build's flags: parsed once by commander with src/options/parsers.ts (errors in polar's one
+ * format), defaults from DEFAULTS, the rules between flags in buildRun, the deprecated names.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { normalizeBuildOptions } from '../../../src/build/command.ts';
+import { type BuildFlags, buildRun } from '../../../src/build/command.ts';
+import { program } from '../../../src/cli.ts';
 import { UsageError } from '../../../src/errors.ts';
+import { DEFAULTS } from '../../../src/options/defaults.ts';
+import { parseArgv, usageError } from '../../support/argv.ts';
+
+const flags = (argv: string[]): BuildFlags => parseArgv(['build', ...argv]).flags as unknown as BuildFlags;
 
 describe('polar build options', () => {
-  it('defaults', () => {
-    const o = normalizeBuildOptions(['a.jsonl'], {});
+  it('defaults come from DEFAULTS, already typed', () => {
+    const o = buildRun(['a.jsonl'], flags(['a.jsonl']));
     assert.equal(o.format, 'polar');
-    assert.equal(o.advantage, 'grpo');
     assert.equal(o.groupBy, 'task_id');
     assert.deepEqual(o.eotIds, [151645, 151643]);
+    assert.equal(o.eotIds, DEFAULTS.eotIds.value);
     assert.equal(o.maxTokens, null);
     assert.equal(o.maxTokensMode, 'truncate');
-    assert.equal(o.outputFile, null);
+    assert.equal(o.outputFile, undefined);
     assert.equal(o.reportOnly, false);
+    assert.deepEqual(o.excludeKinds, []);
   });
 
-  it('parses lists and numbers', () => {
-    const o = normalizeBuildOptions(['-'], {
-      eotId: '7, 9',
-      excludeKind: 'compaction,side',
-      maxTokens: '32768',
-      overlong: 'drop',
-      groupBy: 'meta:prompt',
-      format: 'verl',
-    });
+  it('parses lists and numbers once, at the flag', () => {
+    const f = flags([
+      '-',
+      '--eot-id',
+      '7, 9',
+      '--exclude-kind',
+      'compaction,side',
+      '--max-trace-tokens',
+      '32768',
+      '--overlong',
+      'drop',
+      '--group-by',
+      'meta:prompt',
+      '--format',
+      'verl',
+    ]);
+    assert.deepEqual(f.eotId, [7, 9]);
+    assert.deepEqual(f.excludeKind, ['compaction', 'side']);
+    assert.equal(f.maxTraceTokens, 32768);
+    const o = buildRun(['-'], f);
     assert.deepEqual(o.eotIds, [7, 9]);
     assert.deepEqual(o.excludeKinds, ['compaction', 'side']);
     assert.equal(o.maxTokens, 32768);
@@ -33,24 +54,77 @@ describe('polar build options', () => {
     assert.equal(o.format, 'verl');
   });
 
-  const bad: [string, string[], Record<string, unknown>, RegExp][] = [
-    ['no inputs', [], {}, /at least one input/],
-    ['stdin twice', ['-', '-'], {}, /once/],
-    ['unknown format', ['a'], { format: 'csv' }, /--format: 'csv'/],
-    ['unknown advantage', ['a'], { advantage: 'ppo' }, /--advantage: 'ppo'/],
-    ['bad max tokens', ['a'], { maxTokens: '1e3' }, /--max-tokens: '1e3'/],
-    ['bad overlong', ['a'], { overlong: 'skip' }, /--overlong: 'skip'/],
-    ['unknown kind', ['a'], { excludeKind: 'root,tool' }, /--exclude-kind: 'tool'/],
-    ['bad eot', ['a'], { eotId: 'im_end' }, /--eot-id: 'im_end'/],
-    ['bad group', ['a'], { groupBy: 'model' }, /--group-by: 'model'/],
-    ['stats with -o', ['a'], { stats: true, output: 'x' }, /--stats writes no trajectories/],
+  const bad: [string, string[], RegExp][] = [
+    ['unknown format', ['--format', 'csv'], /^--format csv is not one of polar, verl$/],
+    [
+      'bad max tokens',
+      ['--max-trace-tokens', '1.5'],
+      /^--max-trace-tokens 1.5: expected a positive integer$/,
+    ],
+    ['bad old max tokens', ['--max-tokens', '0'], /^--max-tokens 0: expected a positive integer$/],
+    ['bad overlong', ['--overlong', 'skip'], /^--overlong skip is not one of truncate, drop$/],
+    [
+      'unknown kind',
+      ['--exclude-kind', 'root,tool'],
+      /^--exclude-kind root,tool: tool is not one of root, compaction, subagent, divergence, side$/,
+    ],
+    ['bad eot', ['--eot-id', 'im_end'], /^--eot-id im_end: im_end: expected a non-negative integer$/],
+    ['empty eot', ['--eot-id', ','], /^--eot-id ,: expected a comma-separated list$/],
+    ['bad group', ['--group-by', 'model'], /^--group-by model is not task_id, none or meta:KEY$/],
+    ['old --advantage, unknown kind', ['--advantage', 'ppo'], /^--advantage ppo is not one of grpo/],
   ];
-  for (const [name, inputs, raw, message] of bad) {
+  for (const [name, argv, message] of bad) {
+    it(`refuses ${name} in polar's one format`, () => {
+      assert.match(usageError(['build', 'a', ...argv]) ?? '(parsed)', message);
+    });
+  }
+
+  const rules: [string, string[], BuildFlags, RegExp][] = [
+    ['no inputs', [], flags(['a']), /at least one input/],
+    ['stdin twice', ['-', '-'], flags(['-']), /once/],
+    ['stats with -o', ['a'], flags(['a', '--stats', '-o', 'x']), /--stats writes no trajectories/],
+    ['json without -o', ['a'], flags(['a', '--json']), /--json prints the report on stdout/],
+    [
+      'both names, two values',
+      ['a'],
+      flags(['a', '--max-trace-tokens', '5', '--max-tokens', '6']),
+      /--max-tokens is the old name of --max-trace-tokens/,
+    ],
+  ];
+  for (const [name, inputs, f, message] of rules) {
     it(`rejects ${name}`, () => {
       assert.throws(
-        () => normalizeBuildOptions(inputs, raw),
+        () => buildRun(inputs, f),
         (e: unknown) => e instanceof UsageError && message.test(e.message),
       );
     });
   }
+
+  it('deprecated names still work, with a warning: --max-tokens, --advantage (polar train computes advantages)', () => {
+    const warnings: string[] = [];
+    const o = buildRun(['a'], flags(['a', '--max-tokens', '64', '--advantage', 'rloo']), (m) =>
+      warnings.push(m),
+    );
+    assert.equal(o.maxTokens, 64);
+    assert.equal('advantage' in o, false);
+    assert.equal(warnings.length, 2);
+    assert.match(warnings.join('\n'), /--max-tokens is now --max-trace-tokens/);
+    assert.match(
+      warnings.join('\n'),
+      /--advantage is ignored: polar train computes .*polar train --advantage rloo/,
+    );
+  });
+
+  it('--help shows the defaults as a user types them, unquoted', () => {
+    const help = program()
+      .commands.find((c) => c.name() === 'build')!
+      .helpInformation()
+      .replace(/\s+/g, ' ');
+    assert.match(help, /\(default: polar\)/);
+    assert.match(help, /\(default: task_id\)/);
+    assert.match(help, /\(default: truncate\)/);
+    assert.match(help, /\(default: 151645,151643\)/);
+    assert.doesNotMatch(help, /default: "/);
+    assert.doesNotMatch(help, /--advantage/);
+  });
 });

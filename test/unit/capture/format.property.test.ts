@@ -1,7 +1,8 @@
 /**
  * Capture format v2 against v1, as properties over random append-only sessions with branches
  * (compaction, subagents, retries, divergences, failed and text-only calls), two sessions interleaved
- * in one file: v2 read back equals the v1 records; a capture cut at any byte reads up to its last whole
+ * in one file, bodies with `__proto__` / `constructor` / `toString` keys (issue 22, item 7): v2 read back
+ * equals the v1 records; a capture cut at any byte reads up to its last whole
  * record; `polar build` writes the same trajectories from either.
  */
 import assert from 'node:assert/strict';
@@ -15,77 +16,22 @@ import { readCapture } from '../../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../../src/capture/record.ts';
 import { type CaptureFormat, CaptureWriter } from '../../../src/capture/writer.ts';
 import { buildTrajectories } from '../../../src/trajectory/build.ts';
-import {
-  type Step,
-  sessionEndRecord,
-  sessionRecord,
-  syntheticCalls,
-} from '../../support/synthetic-capture.ts';
+import { captureArb } from '../../support/capture-arbitraries.ts';
+import { type Step, sessionRecord, syntheticCalls } from '../../support/synthetic-capture.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'polar-format-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
-
-const stepArb = fc.constantFrom<Step>(
-  'extend',
-  'extend',
-  'extend',
-  'compaction',
-  'subagent',
-  'retry',
-  'diverge',
-  'error',
-  'text-only',
-);
-
-const sessionArb = (id: string) =>
-  fc
-    .record({
-      steps: fc.array(stepArb, { maxLength: 14 }),
-      seed: fc.nat(),
-      newIds: fc.integer({ min: 1, max: 12 }),
-      completionIds: fc.integer({ min: 1, max: 8 }),
-      textChars: fc.integer({ min: 1, max: 40 }),
-      ended: fc.boolean(),
-    })
-    .map((s) => ({ ...s, id }));
-
-/** Two sessions' records interleaved as `order` says (true: the next record of session a). */
-const captureArb = fc
-  .record({
-    a: sessionArb('sess_a'),
-    b: sessionArb('sess_b'),
-    order: fc.array(fc.boolean(), { maxLength: 60 }),
-  })
-  .map(({ a, b, order }) => {
-    const lists = [a, b].map((s) => [
-      sessionRecord(s.id) as CaptureRecord,
-      ...syntheticCalls(s),
-      ...(s.ended ? [sessionEndRecord(s.id, s.steps.length + 1)] : []),
-    ]);
-    const records: CaptureRecord[] = [];
-    let i = 0;
-    while (lists[0]!.length > 0 || lists[1]!.length > 0) {
-      const pick =
-        lists[0]!.length === 0
-          ? 1
-          : lists[1]!.length === 0
-            ? 0
-            : order[i++ % Math.max(1, order.length)]
-              ? 0
-              : 1;
-      records.push(lists[pick]!.shift()!);
-    }
-    return records;
-  });
 
 /** Writes records as polar's writer does (calls through the format's encoder). */
 function writeCapture(records: readonly CaptureRecord[], format: CaptureFormat): string {
   const path = join(dir, `c${files++}.jsonl`);
   const writer = new CaptureWriter(path, { format });
   for (const r of records) {
-    if (r.type === 'call') writer.writeLine(JSON.stringify(writer.encodeCall(r)));
-    else writer.write(r);
+    if (r.type === 'call') {
+      const encoded = writer.encodeCall(r);
+      writer.writeLine(JSON.stringify(encoded.value), encoded);
+    } else writer.write(r);
   }
   writer.close();
   return path;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { redactHeaders, redactSecrets, redactUrl } from '../../../src/capture/redact.ts';
+import { redactHeaders, redactSecrets } from '../../../src/capture/redact.ts';
+import { redactUrl } from '../../../src/http/redact.ts';
 
 describe('redaction', () => {
   test('auth headers and key-like headers are redacted, others kept', () => {
@@ -40,6 +41,22 @@ describe('redaction', () => {
     );
     assert.equal(redactUrl('http://h:1/v1/responses'), 'http://h:1/v1/responses');
     assert.equal(redactUrl('/v1/messages?beta=true'), '/v1/messages?beta=true');
+  });
+
+  test('userinfo is redacted, in a URL and in a text quoting URLs (issue 22 item 3)', () => {
+    assert.equal(
+      redactUrl('http://user:PW@127.0.0.1:47001/v1?api_key=Q'),
+      'http://<redacted>@127.0.0.1:47001/v1?api_key=<redacted>',
+    );
+    assert.equal(redactUrl('https://tok@gw.example/v1'), 'https://<redacted>@gw.example/v1');
+    assert.equal(
+      redactUrl(
+        'backend http://u:p@h:1/v1/chat/completions unreachable: ECONNREFUSED; see https://h/x?token=t&a=b',
+      ),
+      'backend http://<redacted>@h:1/v1/chat/completions unreachable: ECONNREFUSED; see https://h/x?token=<redacted>&a=b',
+    );
+    // what is not a credential stays: an e-mail address, a path, other parameters
+    assert.equal(redactUrl('ask a@b.c about /v1/x?model=q'), 'ask a@b.c about /v1/x?model=q');
   });
 
   test('secrets are scrubbed anywhere in a record', () => {

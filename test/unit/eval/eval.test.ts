@@ -213,6 +213,9 @@ test('harness agent seam: runCapture runs in the instance env, the capture gets 
       status: 'completed',
       calls: 3,
       errors: 0,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
       output: o.output,
     };
   };

@@ -52,6 +52,9 @@ function fakeCapture(
       sessionId: session,
       exitCode: result.status === 'completed' ? 0 : 1,
       signal: null,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
       ...result,
       output: o.output,
     };
@@ -83,6 +86,16 @@ test('infraFailure: every call failed, or no call and no completion; a harness t
   assert.match(String(infraFailure({ status: 'error', calls: 0, error: 'spawn ENOENT' })), /no model call/);
   assert.equal(infraFailure({ status: 'error', calls: 3, failedCalls: 2, error: 'exit 1' }), null);
   assert.equal(infraFailure({ status: 'completed', calls: 0, error: null }), null);
+  // (issue 22, item 6) calls the harness hung up on are not backend failures, but no answer either
+  const hungUp = String(
+    infraFailure({ status: 'timeout', calls: 3, failedCalls: 1, hungUpCalls: 2, error: 'x' }),
+  );
+  assert.match(hungUp, /of 3 calls, 1 failed and 2 ended before an answer/);
+  assert.doesNotMatch(hungUp, /to the backend failed/);
+  assert.equal(
+    infraFailure({ status: 'timeout', calls: 3, failedCalls: 0, hungUpCalls: 2, error: 'x' }),
+    null,
+  );
 });
 
 test('a harness whose calls all failed is an error: no reward, no grading record, run again by --resume', async () => {

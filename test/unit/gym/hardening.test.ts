@@ -119,6 +119,22 @@ describe('polar gym: token, rows, bodies', () => {
     }
   });
 
+  test('a body nested 200k deep is 400 before any rollout runs, wherever the field sits (issue 22, item 8)', async () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const row = JSON.stringify(rowWith(instance())).replace(/}$/, `,"extra":${deep}}`);
+    for (const [path, body] of [
+      ['/run', row],
+      ['/v1/responses', `{"input":"fix it","metadata":${deep}}`],
+      ['/aggregate_metrics', `{"verify_responses":[{"x":${deep}}]}`],
+    ] as const) {
+      const r = await post(path, body);
+      assert.equal(r.status, 400, path);
+      assert.match(await message(r), /nests deeper than 256 levels/);
+    }
+    // nothing ran: no rollout folder
+    assert.deepEqual(existsSync(join(out, 'runs')) ? await readdir(join(out, 'runs')) : [], []);
+  });
+
   test('the default body limit is small: a 17 MiB body is 413', async () => {
     assert.ok(DEFAULTS.gymMaxBodyBytes.value <= 16 * 1024 * 1024);
     const big = JSON.stringify({ verify_responses: [{ pad: 'x'.repeat(17 * 1024 * 1024) }] });

@@ -44,6 +44,9 @@ test('eval hands --pass-env names to the container command and to runCapture', a
         status: 'completed',
         calls: 0,
         errors: 0,
+        clientClosed: 0,
+        cut: 0,
+        lost: 0,
         output: 'o',
       };
     },

@@ -10,6 +10,7 @@ import {
   summarize,
   traceMarkers,
   traceView,
+  trajectoryView,
   VocabTable,
 } from '../../../src/inspect/view.ts';
 import { qwenTokenizer } from '../../support/qwen-tokenizer.ts';
@@ -132,6 +133,16 @@ describe('markers and trace views', () => {
         (m) => m.kind === 'truncated' && m.at === branch.prompt_ids.length + branch.response_ids.length,
       ),
     );
+  });
+
+  test("the advantage shown is a v1 record's (an older build's); a v2 record has none: polar train computes it", async () => {
+    const trace = await makeTrace();
+    const vocab = new VocabTable(decoder);
+    const v1 = makeRecord('old', [trace]);
+    assert.equal(trajectoryView(v1, vocab, decoder).advantage, 0.5);
+    const { advantage: _a, ...rest } = v1 as typeof v1 & { advantage: number | null };
+    const v2 = { ...rest, v: 2 as const };
+    assert.equal(trajectoryView(v2, vocab, decoder).advantage, null);
   });
 
   test('a trace view keeps ids, mask and logprobs recoverable from the compact form', async () => {

@@ -4,26 +4,35 @@
  * defaults shown in --help as values.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { CommanderError } from 'commander';
 import { main, program, reportError } from '../../../src/cli.ts';
+import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { DEFAULTS } from '../../../src/options/defaults.ts';
 import {
   bytes,
   floatIn,
+  grader,
+  groupBy,
   int,
   intIn,
   jsonObject,
   keyValue,
   list,
+  listOf,
   nonNegativeInt,
   oneOf,
   port,
   positiveInt,
+  positiveIntOrAll,
+  repeatable,
   seconds,
   shard,
   url,
+  urlList,
 } from '../../../src/options/parsers.ts';
+import { flagsToOptions, TRAIN_DEFAULTS, TRAIN_FLAG_KEYS } from '../../../src/train/options.ts';
 import { parseArgv, usageError } from '../../support/argv.ts';
 
 describe('parsers', () => {
@@ -45,6 +54,11 @@ describe('parsers', () => {
     ['url', url, 'https://h:1/v1', 'https://h:1/v1'],
     ['list', list, 'a, b,,c', ['a', 'b', 'c']],
     ['shard', shard, '2/4', { index: 2, count: 4 }],
+    ['listOf', listOf(nonNegativeInt), '151645, 151643', [151645, 151643]],
+    ['groupBy', groupBy, 'meta:prompt_id', 'meta:prompt_id'],
+    ['positiveIntOrAll', positiveIntOrAll, 'all', 'all'],
+    ['positiveIntOrAll', positiveIntOrAll, '3', 3],
+    ['grader', grader, './verify.sh', { kind: 'verifier', command: './verify.sh' }],
   ];
   for (const [name, parse, value, expected] of ok) {
     test(`${name} ${value}`, () => assert.deepEqual(parse(value), expected));
@@ -67,6 +81,10 @@ describe('parsers', () => {
     ['jsonObject', jsonObject, '{', /not valid JSON/],
     ['url', url, 'ftp://h', /expected an http\(s\) URL/],
     ['shard', shard, '5/4', /expected i\/n with 1 <= i <= n/],
+    ['listOf', listOf(oneOf(['a', 'b'])), 'a,c', /^c is not one of a, b$/],
+    ['listOf', listOf(nonNegativeInt), ' , ', /^expected a comma-separated list$/],
+    ['groupBy', groupBy, 'meta:', /^is not task_id, none or meta:KEY$/],
+    ['positiveIntOrAll', positiveIntOrAll, '0', /expected a positive integer or "all"/],
   ];
   for (const [name, parse, value, message] of bad) {
     test(`${name} refuses ${JSON.stringify(value)}`, () =>
@@ -76,6 +94,16 @@ describe('parsers', () => {
           e instanceof CommanderError && e.code === 'commander.invalidArgument' && message.test(e.message),
       ));
   }
+  test('urlList and repeatable accumulate repeated uses; urlList takes comma-separated lists', () => {
+    const urls = urlList;
+    assert.deepEqual(repeatable('b', repeatable('a')), ['a', 'b']);
+    assert.deepEqual(urls('http://b/v1', urls('http://a/v1,http://c/v1')), [
+      'http://a/v1',
+      'http://c/v1',
+      'http://b/v1',
+    ]);
+    assert.throws(() => urls('http://a/v1,ftp://x'), /ftp:\/\/x: expected an http\(s\) URL/);
+  });
   test('keyValue accumulates', () => {
     assert.deepEqual(keyValue('b=2', keyValue('a=1')), { a: '1', b: '2' });
     assert.throws(() => keyValue('=x'), /expected key=value/);
@@ -94,7 +122,7 @@ describe('argv -> typed flags', () => {
         samples: 1,
         concurrency: 4,
         out: 'runs/eval',
-        grader: 'polar',
+        grader: { kind: 'polar' },
         runtime: 'sandbox',
         repos: 'fixtures/swe/repos',
         memoryLimit: 8 * 1024 ** 3,
@@ -199,7 +227,7 @@ describe('argv -> typed flags', () => {
         steps: 50,
         evalEvery: 0,
         concurrency: 4,
-        device: 'cuda',
+        device: undefined,
         lr: 0.05,
         agentTimeout: 1_800_000,
       },
@@ -258,6 +286,50 @@ describe('argv -> typed flags', () => {
     const { flags } = parseArgv(['train', 't.jsonl', '--out', 'o']);
     assert.equal(flags.lr, undefined);
     assert.equal(flags.device, undefined);
+  });
+  test('train: every option of the table has one flag, named after its key, parsed by its kind', () => {
+    const train = program().commands.find((c) => c.name() === 'train')!;
+    const names = new Set(train.options.map((o) => o.attributeName()));
+    for (const key of TRAIN_FLAG_KEYS) {
+      const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+      assert.ok(names.has(camel), `--${key.replaceAll('_', '-')}`);
+    }
+    // every flag with a value shows the default the worker falls back to (schema.json)
+    const help = train.helpInformation().replace(/\s+/g, ' ');
+    assert.match(help, /--advantage <kind> .*\(default: grpo\)/);
+    assert.match(help, /--batch-rollouts <n> rollouts per step \(default: 144\)/);
+    assert.equal(TRAIN_DEFAULTS.advantage, 'grpo');
+    const { flags } = parseArgv(['train', 't', '--out', 'o', '--batch-rollouts', '8', '--advantage', 'rloo']);
+    assert.deepEqual(
+      Object.entries(flagsToOptions(flags)).filter(([, v]) => v !== undefined),
+      [
+        ['batch_rollouts', 8],
+        ['advantage', 'rloo'],
+      ],
+    );
+  });
+  test("loop passes train's --device, --lora and --lr only when given (a --train-config then applies)", () => {
+    const base = [
+      'loop',
+      '--train-set',
+      't.jsonl',
+      '--out',
+      'run',
+      '--harness',
+      'pi',
+      '--train-config',
+      'c.json',
+    ];
+    const unset = loopOptions(parseArgv(base).flags as unknown as LoopFlags).trainFlags;
+    assert.deepEqual(
+      Object.entries(unset).filter(([, v]) => v !== undefined),
+      [],
+    );
+    const given = loopOptions(
+      parseArgv([...base, '--device', 'cpu', '--lora', '--lr', '0.5']).flags as unknown as LoopFlags,
+    ).trainFlags;
+    assert.deepEqual([given.device, given.lora, given.lr], ['cpu', true, 0.5]);
+    assert.match(usageError([...base, '--device', 'tpu']) ?? '', /^--device tpu is not one of cuda, cpu$/);
   });
 });
 
@@ -338,7 +410,7 @@ describe('main', () => {
     assert.equal(r.code, 2);
     assert.match(
       r.stderr,
-      /polar: error: give --harness <codex\|claude\|pi\|qwen\|gemini\|opencode\|generic> or --agent/,
+      /polar: error: give --agent: a harness \(codex\|claude\|pi\|qwen\|gemini\|opencode\|generic\) or gold\|empty\|predictions/,
     );
     assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
   });
@@ -365,5 +437,24 @@ describe('main', () => {
     assert.doesNotMatch(help('capture'), /67108864/);
     assert.match(root.helpInformation() + '', /Usage: polar/);
     assert.equal(DEFAULTS.agentTimeoutMs.value, 30 * 60_000);
+  });
+});
+
+describe('docs/cli.md tells the truth about the option layer', () => {
+  const doc = readFileSync(new URL('../../../docs/cli.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+  test('the parser list names every parser of src/options/parsers.ts, and nothing else', async () => {
+    const listed = /- The parsers: (.*?)\. Each throws/.exec(doc)?.[1] ?? '';
+    const names = [...listed.matchAll(/`([A-Za-z]+)(?:\([^`]*\))?`/g)].map((m) => m[1]!);
+    const parsers = await import('../../../src/options/parsers.ts');
+    const exported = Object.entries(parsers)
+      .filter(([, v]) => typeof v === 'function')
+      .map(([k]) => k);
+    assert.deepEqual([...new Set(names)].sort(), exported.sort());
+  });
+  test('the backend error example names every backend kind, as polar prints it', async () => {
+    const { BACKEND_KINDS } = await import('../../../src/backends/index.ts');
+    const example = `--backend nope is not one of ${BACKEND_KINDS.join(', ')}`;
+    assert.ok(doc.includes(example), example);
+    assert.equal(usageError(['eval', '--dataset', 'd', '--backend', 'nope']), example);
   });
 });

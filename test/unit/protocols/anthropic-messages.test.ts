@@ -463,6 +463,7 @@ describe('anthropic-messages renderError', () => {
       backend_timeout: 'timeout_error',
       backend_error: 'api_error',
       backend_no_token_ids: 'api_error',
+      overloaded: 'overloaded_error',
       internal: 'api_error',
     };
     for (const [kind, type] of Object.entries(types) as [ProxyFault['kind'], string][]) {

@@ -470,6 +470,7 @@ describe('openai-responses renderResponse and renderError', () => {
       backend_timeout: 'timeout_error',
       backend_error: 'server_error',
       backend_no_token_ids: 'server_error',
+      overloaded: 'server_error',
       internal: 'server_error',
     };
     for (const [kind, type] of Object.entries(types) as [ProxyFault['kind'], string][]) {

@@ -8,7 +8,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type CallCounters, recordCalls } from '../../../src/capture/call-record.ts';
+import { newCounters, recordCalls } from '../../../src/capture/call-record.ts';
 import { CaptureWriter } from '../../../src/capture/writer.ts';
 import type { CompletedCall } from '../../../src/proxy/call.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../../src/util/json-depth.ts';
@@ -114,7 +114,7 @@ describe('recording never throws into the call path', () => {
   test('a record too deep to serialise is written degraded, and session counters agree', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'polar-nested-'));
     const writer = new CaptureWriter(join(dir, 'c.jsonl'));
-    const counters: CallCounters = { seq: 0, calls: 0, errors: 0 };
+    const counters = newCounters();
     const key = 'polar-key-abc';
     const complete = recordCalls({ id: 's', key, harness: 'generic', tokenExact: false, writer }, counters);
     let deep: unknown = [];
@@ -158,6 +158,6 @@ describe('recording never throws into the call path', () => {
     assert.match(record.warnings.join(' '), /record degraded/);
     assert.equal(typeof record.request.body, 'string');
     assert.ok(!text.includes(key), 'the session key is scrubbed from the degraded record');
-    assert.deepEqual(counters, { seq: 1, calls: 1, errors: 0 });
+    assert.deepEqual(counters, { ...newCounters(), seq: 1, calls: 1 });
   });
 });

@@ -25,6 +25,9 @@ test('samples spread over --backend-url A,B: one server per sample, least loaded
       status: 'completed',
       calls: 1,
       errors: 0,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
       output: o.output,
     };
   };

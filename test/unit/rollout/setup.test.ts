@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { program } from '../../../src/cli.ts';
 import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
 import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
@@ -78,6 +79,9 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
       status: 'completed',
       calls: 0,
       errors: 0,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
       output: o.output,
     };
   };
@@ -162,4 +166,29 @@ describe('one evaluation setup for eval, loop and gym', () => {
       );
     }
   });
+});
+
+test('polar eval: --agent is the one flag; --harness, its old name, gives the same setup and warns once', () => {
+  const argv = (name: string) =>
+    parseArgv(['eval', '--dataset', MINI, ...SHARED.slice(2), name, 'pi']).flags as unknown as EvalFlags;
+  const warnings: string[] = [];
+  const viaAgent = evaluationSetup(argv('--agent'), (m) => warnings.push(m));
+  assert.equal(warnings.length, 0);
+  const viaHarness = evaluationSetup(argv('--harness'), (m) => warnings.push(m));
+  assert.deepEqual(viaHarness, viaAgent);
+  assert.deepEqual(warnings, [
+    '--harness of polar eval is now --agent (the old name goes in the next release)',
+  ]);
+  // both names, the same harness: one agent, still the one warning for the old name
+  const both = parseArgv(['eval', '--dataset', MINI, ...SHARED, '--agent', 'pi'])
+    .flags as unknown as EvalFlags;
+  assert.deepEqual(
+    evaluationSetup(both, () => {}),
+    viaAgent,
+  );
+  const help = program()
+    .commands.find((c) => c.name() === 'eval')!
+    .helpInformation();
+  assert.match(help, /--agent <name>/);
+  assert.doesNotMatch(help, /--harness/, 'the old name is hidden');
 });

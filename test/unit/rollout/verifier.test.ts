@@ -18,7 +18,7 @@ import { GoldAgent } from '../../../src/rollout/agents.ts';
 import { loadDataset, parseRow, type SweInstance } from '../../../src/rollout/dataset.ts';
 import {
   finalMessage,
-  graderFor,
+  type Grader,
   parseReward,
   runVerifier,
   type VerifierInput,
@@ -68,15 +68,23 @@ test('runVerifier: the reward the command prints, or an error naming the command
   assert.match(await errorOf('sleep', 1_000), /timed out after 1000 ms/);
 });
 
-test('--grader: polar, swebench or a command; a bare word is refused', () => {
-  assert.equal(grader('polar'), 'polar');
-  assert.equal(grader('swebench'), 'swebench');
-  assert.equal(grader('python3 verify.py'), 'python3 verify.py');
-  assert.equal(grader('./verify.sh'), './verify.sh');
+test('--grader: polar, swebench or a command, classified once into a tagged value; a bare word is refused', () => {
+  assert.deepEqual(grader('polar'), { kind: 'polar' });
+  assert.deepEqual(grader('swebench'), { kind: 'swebench' });
+  assert.deepEqual(grader('python3 verify.py'), { kind: 'verifier', command: 'python3 verify.py' });
+  assert.deepEqual(grader('./verify.sh'), { kind: 'verifier', command: './verify.sh' });
   assert.throws(() => grader('swebnch'), /not polar, swebench or a verifier command/);
-  assert.equal(graderFor({ grader: 'node v.mjs' }, 'python3 x.py'), 'node v.mjs');
-  assert.equal(graderFor({}, 'python3 x.py'), 'python3 x.py');
-  assert.equal(graderFor({ grader: 'polar' }, undefined), undefined);
+});
+
+test("a row's own grader: a command is kept, polar leaves the run's, swebench is refused naming the field", () => {
+  const row = { ...miniRows().find((r) => r.instance_id === 'polar-fixtures__jsutil-5')! };
+  assert.equal(parseRow('d.jsonl', 1, { ...row, grader: 'node v.mjs' }).grader, 'node v.mjs');
+  assert.equal(parseRow('d.jsonl', 1, { ...row, grader: 'polar' }).grader, undefined);
+  assert.equal(parseRow('d.jsonl', 1, { ...row, grader: ' ' }).grader, undefined);
+  assert.throws(
+    () => parseRow('d.jsonl', 1, { ...row, grader: 'swebench' }),
+    /d\.jsonl:1: grader: .*swebench grades a whole run/,
+  );
 });
 
 test('finalMessage: the content of the last call with an answer', async () => {
@@ -155,12 +163,12 @@ test('polar loop takes the same --grader: a command becomes the loop verifier; s
   assert.equal(loopOptions(flags([])).verifier, undefined);
   assert.throws(() => loopOptions(flags(['--grader', 'swebench'])), /polar loop grades each rollout itself/);
   const evalFlags = parseArgv(['eval', '--dataset', MINI, '--grader', VERIFIER]).flags;
-  assert.equal(evalFlags.grader, VERIFIER);
+  assert.deepEqual(evalFlags.grader, { kind: 'verifier', command: VERIFIER });
   // and polar gym
-  const gymFlags = parseArgv(['gym', '--grader', VERIFIER]).flags as { grader: string };
+  const gymFlags = parseArgv(['gym', '--grader', VERIFIER]).flags as { grader: Grader };
   assert.equal(gymVerifier(gymFlags.grader), VERIFIER);
-  assert.equal(gymVerifier((parseArgv(['gym']).flags as { grader: string }).grader), undefined);
-  assert.throws(() => gymVerifier('swebench'), /polar gym grades each rollout as it answers/);
+  assert.equal(gymVerifier((parseArgv(['gym']).flags as { grader: Grader }).grader), undefined);
+  assert.throws(() => gymVerifier({ kind: 'swebench' }), /polar gym grades each rollout as it answers/);
 });
 
 test("a verifier-graded dataset needs no FAIL_TO_PASS, and the row's own fields reach the verifier", async () => {
@@ -191,7 +199,15 @@ test("a verifier-graded dataset needs no FAIL_TO_PASS, and the row's own fields 
   const stdout = process.stdout.write;
   process.stdout.write = () => true;
   try {
-    assert.equal(await regradeCommand({ out, dataset: path, grader: VERIFIER, json: true }), 0);
+    assert.equal(
+      await regradeCommand({
+        out,
+        dataset: path,
+        grader: { kind: 'verifier', command: VERIFIER },
+        json: true,
+      }),
+      0,
+    );
   } finally {
     process.stdout.write = stdout;
   }

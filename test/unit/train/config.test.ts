@@ -3,12 +3,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { InputError, UsageError } from '../../../src/errors.ts';
-import {
-  flagsToOptions,
-  readUserConfig,
-  resolveTrainConfig,
-  TRAIN_DEFAULTS,
-} from '../../../src/train/config.ts';
+import { readUserConfig, resolveTrainConfig } from '../../../src/train/config.ts';
+import { flagsToOptions, TRAIN_DEFAULTS } from '../../../src/train/options.ts';
 import { tempDir } from './fixtures.ts';
 
 const base = { trajectories: '/d/t.jsonl', out: '/d/out' };
@@ -32,7 +28,7 @@ describe('train config', () => {
     const c = resolveTrainConfig({
       ...base,
       file: { lr: 3e-6, kl_coef: 0.001, model: 'from-file' },
-      flags: flagsToOptions({ out: '/d/out', lr: 5e-6, tis: undefined }),
+      flags: flagsToOptions({ lr: 5e-6, tis: undefined }),
     });
     assert.equal(c.lr, 5e-6);
     assert.equal(c.kl_coef, 0.001);

@@ -21,7 +21,7 @@ export function trajectory(
   group = 'g0',
 ): Record<string, unknown> {
   return {
-    v: 1,
+    v: 2,
     id,
     session: `s-${id}`,
     task_id: group,
@@ -31,7 +31,6 @@ export function trajectory(
     model: 'tiny',
     status: 'completed',
     reward,
-    advantage: null,
     traces: traces.map((t) => ({
       kind: 'root',
       prompt_ids: t.prompt,

@@ -6,9 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
-import { trainAdvantages } from '../../../src/train/config.ts';
 import { WORKER_DIR } from '../../../src/train/launch.ts';
-import { groupAdvantages } from '../../../src/trajectory/advantage.ts';
 import { NO_TORCH, pythonWithTorch } from './fixtures.ts';
 
 const probe = await pythonWithTorch();
@@ -64,40 +62,6 @@ describe('python worker (unittest)', { skip: probe ? false : NO_TORCH }, async (
       assert.equal(r.status, 'ok', r.detail);
     });
   }
-
-  test('the worker computes the same advantages as polar build (src/trajectory/advantage.ts)', async () => {
-    // groups of 1 to 5 rollouts with uneven rewards, plus two records without any group
-    const groups = [[1], [0, 1], [0.25, 1, 0], [1, 1, 0, 0.5], [0, 0, 0, 1, 0.75]];
-    const records: Record<string, unknown>[] = groups.flatMap((rewards, g) =>
-      rewards.map((reward, i) => ({
-        id: `g${g}-${i}`,
-        group_id: `g${g}`,
-        task_id: null,
-        reward,
-        advantage: null,
-      })),
-    );
-    records.push(
-      { id: 'lone-a', group_id: null, task_id: null, reward: 1, advantage: null },
-      { id: 'lone-b', group_id: null, task_id: null, reward: 0, advantage: null },
-    );
-    const script =
-      'import json, sys; from polar_train.data import compute_advantages as c; ' +
-      'recs = json.load(sys.stdin); print(json.dumps({m: c(recs, m) for m in sys.argv[1:]}))';
-    const py = await execa(probe.python, ['-c', script, ...trainAdvantages], {
-      input: JSON.stringify(records),
-      env: { PYTHONPATH: WORKER_DIR, PYTHONDONTWRITEBYTECODE: '1' },
-    });
-    const got = JSON.parse(py.stdout) as Record<string, number[]>;
-    for (const mode of trainAdvantages) {
-      // records without a group get no advantage in polar build (null) and 0 in the worker: no baseline
-      const want = [...groups.flatMap((rewards) => groupAdvantages(rewards, mode)), 0, 0];
-      assert.equal(got[mode]!.length, want.length);
-      got[mode]!.forEach((v, i) => {
-        assert.ok(Math.abs(v - want[i]!) < 1e-9, `${mode} record ${i}: worker ${v}, polar build ${want[i]}`);
-      });
-    }
-  });
 });
 
 test('parseUnittest reads ok, failures and their tracebacks', () => {

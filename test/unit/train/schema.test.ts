@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { SCHEMA_JSON } from '../../../scripts/gen-train-schema.ts';
-import { lossAggregations, TRAIN_DEFAULTS } from '../../../src/train/config.ts';
+import { lossAggregations, TRAIN_DEFAULTS } from '../../../src/train/options.ts';
 import { CHECKPOINT_FILES, workerEventSchema, workerSchemaText } from '../../../src/train/schema.ts';
 
 test('schema.json is up to date (regenerate: node --import tsx scripts/gen-train-schema.ts)', () => {

@@ -1,6 +1,7 @@
 /**
  * polar train refuses a batch with nothing to learn (issue 18): every advantage 0 (groups of one, or
- * uniform rewards) is refused before Python is even looked for; progress shows within a step.
+ * uniform rewards: the worker computes the advantages from them) is refused before Python is even looked
+ * for; progress shows within a step.
  */
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -40,23 +41,56 @@ describe('nothing to learn', () => {
     );
   });
 
-  test('advantages given as 0 by polar build: refused; one non-zero advantage or one mixed group is enough', async () => {
+  test("an older build's advantages (trajectory v1) are not what counts: the rewards of each group are", async () => {
     const dir = await tempDir();
-    const zero = (id: string, advantage: number) => ({ ...trajectory(id, [trace], 1, 'g'), advantage });
-    const file = await writeJsonl(join(dir, 'zero.jsonl'), [zero('a', 0), zero('b', 0)]);
+    // v1 records whose recorded advantages are non-zero, but whose group's rewards are all equal: the
+    // worker computes the advantages itself (0 here), so there is nothing to learn
+    const v1 = (id: string, reward: number, advantage: number | null) => ({
+      ...trajectory(id, [trace], reward, 'g'),
+      v: 1,
+      advantage,
+    });
+    const file = await writeJsonl(join(dir, 'v1.jsonl'), [v1('a', 1, 0.5), v1('b', 1, -0.5)]);
     await assert.rejects(
       runTrain(
         { trajectories: file, out: join(dir, 'out'), flags: { model: TINY, device: 'cpu' } },
         { probe: noPython },
       ),
-      /2 rollouts with advantage 0/,
+      /no trajectory has a non-zero advantage \(2 rollouts in 1 group whose rewards are all equal\)/,
     );
-    const one = await writeJsonl(join(dir, 'one.jsonl'), [zero('a', 0), zero('b', 0.5)]);
-    assert.equal((await checkTrajectories(one, { requireLogprobs: true, maxTraceTokens: 100 })).learnable, 1);
+    // one group whose rewards differ is enough, in v1 and v2 alike
+    const mixedV1 = await writeJsonl(join(dir, 'mixed-v1.jsonl'), [v1('a', 1, 0), v1('b', 0, 0)]);
+    assert.equal(
+      (await checkTrajectories(mixedV1, { requireLogprobs: true, maxTraceTokens: 100 })).learnable,
+      2,
+    );
     const mixed = await writeJsonl(join(dir, 'mixed.jsonl'), smallBatch());
     assert.equal(
       (await checkTrajectories(mixed, { requireLogprobs: true, maxTraceTokens: 100 })).learnable,
       8,
+    );
+    // rollouts without a group are groups of their own, even when they share a task
+    const loose = await writeJsonl(join(dir, 'loose.jsonl'), [
+      { ...trajectory('a', [trace], 1, 't'), group_id: null },
+      { ...trajectory('b', [trace], 0, 't'), group_id: null },
+    ]);
+    const summary = await checkTrajectories(loose, { requireLogprobs: true, maxTraceTokens: 100 });
+    assert.deepEqual([summary.learnable, summary.groups], [0, 2]);
+  });
+
+  test('a v1 record with an advantage but no reward is refused, naming the fix', async () => {
+    const dir = await tempDir();
+    const file = await writeJsonl(join(dir, 'old.jsonl'), [
+      { ...trajectory('a', [trace], null, 'g'), v: 1, advantage: 1 },
+    ]);
+    await assert.rejects(
+      checkTrajectories(file, { requireLogprobs: true, maxTraceTokens: 100 }),
+      (e: unknown) =>
+        e instanceof InputError &&
+        /old\.jsonl:1: reward: null, with an advantage from an older polar build \(trajectory v1\)/.test(
+          e.message,
+        ) &&
+        /rebuild the trajectories/.test(String(e.hint)),
     );
   });
 });

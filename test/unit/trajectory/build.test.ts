@@ -1,5 +1,6 @@
 /**
- * The streaming pipeline: rewards, groups and advantages, formats, bad input, irregular streams.
+ * The streaming pipeline: rewards and groups (advantages are polar train's), formats, bad input, irregular
+ * streams.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -45,13 +46,17 @@ function collect(): { stream: Writable; lines: () => Record<string, unknown>[] }
 }
 
 describe('polar build pipeline', () => {
-  it('writes records that validate against trajectory record v1', async () => {
+  it('writes records that validate against trajectory record v2, with no advantage (polar train computes it)', async () => {
     const { out } = await buildFrom([...oneCall('a', 't', 0, 1), ...oneCall('b', 't', 1, 0)]);
     assert.equal(out.length, 2);
     for (const [i, rec] of out.entries()) validateTrajectory('out', i + 1, rec);
+    for (const rec of out) {
+      assert.equal(rec.v, 2);
+      assert.equal('advantage' in rec, false);
+    }
   });
 
-  it('takes rewards from grading records, including one that follows session_end, and computes GRPO', async () => {
+  it('takes rewards from grading records, including one that follows session_end, and groups by task', async () => {
     const { out, stats } = await buildFrom([
       ...oneCall('a', 't', 0, 1),
       ...oneCall('b', 't', 1, 0),
@@ -62,13 +67,7 @@ describe('polar build pipeline', () => {
       out.map((o) => o.reward),
       [1, 0, 0, 1],
     );
-    // mean 0.5, unbiased std sqrt(1/3)
-    const sd = Math.sqrt(1 / 3);
-    for (const o of out) {
-      const expected = ((o.reward as number) - 0.5) / (sd + 1e-6);
-      assert.ok(Math.abs((o.advantage as number) - expected) < 1e-9);
-      assert.equal(o.group_id, 't');
-    }
+    for (const o of out) assert.equal(o.group_id, 't');
     assert.equal(stats.rewards.capture, 4);
     assert.equal(stats.groups, 1);
   });
@@ -106,7 +105,7 @@ describe('polar build pipeline', () => {
           ...oneCall('c', 't', 2, 1),
           ...oneCall('d', 't', 3),
         ],
-        { rewards, advantage: 'none' },
+        { rewards },
       );
       assert.deepEqual(
         out.map((o) => o.reward),
@@ -128,31 +127,27 @@ describe('polar build pipeline', () => {
     }
   });
 
-  it('rloo, dr-grpo and none advantages; --drop-uniform-groups drops and counts uniform groups', async () => {
+  it('counts uniform and single groups; --drop-uniform-groups drops and counts uniform groups', async () => {
     const records = [
       ...oneCall('a', 't1', 0, 1),
       ...oneCall('b', 't1', 1, 0),
       ...oneCall('c', 't1', 2, 0),
       ...oneCall('d', 't2', 0, 1),
       ...oneCall('e', 't2', 1, 1),
+      ...oneCall('f', 't3', 0, 1),
     ];
-    const rloo = await buildFrom(records, { advantage: 'rloo' });
-    assert.deepEqual(
-      rloo.out.map((o) => o.advantage),
-      [1, -0.5, -0.5, 0, 0],
-    );
-    const dr = await buildFrom(records, { advantage: 'dr-grpo' });
-    assert.ok(Math.abs((dr.out[0]!.advantage as number) - 2 / 3) < 1e-12);
-    const none = await buildFrom(records, { advantage: 'none' });
-    assert.ok(none.out.every((o) => o.advantage === null));
+    const kept = await buildFrom(records);
+    assert.equal(kept.stats.groups, 3);
+    assert.equal(kept.stats.groups_uniform, 2, 't2 (1, 1) and t3 (a group of one)');
+    assert.equal(kept.stats.groups_single, 1);
 
     const dropped = await buildFrom(records, { dropUniformGroups: true });
     assert.deepEqual(
       dropped.out.map((o) => o.session),
       ['a', 'b', 'c'],
     );
-    assert.equal(dropped.stats.groups_dropped_uniform, 1);
-    assert.equal(dropped.stats.sessions_skipped['group with uniform rewards (--drop-uniform-groups)'], 2);
+    assert.equal(dropped.stats.groups_dropped_uniform, 2);
+    assert.equal(dropped.stats.sessions_skipped['group with uniform rewards (--drop-uniform-groups)'], 3);
     assert.equal(dropped.stats.trajectories_written, 3);
   });
 
@@ -168,13 +163,13 @@ describe('polar build pipeline', () => {
         sessionEnd('b'),
         grading('b', 0),
       ],
-      { groupBy: 'meta:prompt_id', advantage: 'rloo' },
+      { groupBy: 'meta:prompt_id' },
     );
     assert.deepEqual(
-      out.map((o) => [o.group_id, o.advantage]),
+      out.map((o) => [o.group_id, o.reward]),
       [
         ['p1', 1],
-        ['p1', -1],
+        ['p1', 0],
       ],
     );
   });
@@ -202,7 +197,9 @@ describe('polar build pipeline', () => {
     assert.deepEqual(root!.loss_mask, [0, 0, 0, 0, 0, 0, 1, 1, 0, 1]);
     assert.deepEqual(root!.logprobs, [0, 0, 0, 0, 0, 0, -0.1, -0.2, 0, -0.1]);
     assert.equal(subRow!.kind, 'subagent');
-    assert.equal(root!.advantage, subRow!.advantage);
+    assert.equal(root!.reward, subRow!.reward);
+    assert.equal(root!.trajectory_id, subRow!.trajectory_id);
+    assert.equal('advantage' in root!, false, "verl's trainer computes its advantages from uid and reward");
   });
 
   it('fails on a malformed line with file:line, and on a schema-invalid line naming the field', async () => {

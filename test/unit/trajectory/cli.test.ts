@@ -33,17 +33,17 @@ describe('polar build (CLI)', () => {
   });
 
   it('reads files and directories, writes JSONL to stdout and the report to stderr', async () => {
-    const r = await polar(['build', dir, '--advantage', 'rloo']);
+    const r = await polar(['build', dir]);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
     assert.deepEqual(
-      lines.map((l) => [l.session, l.reward, l.advantage]),
+      lines.map((l) => [l.session, l.reward, l.group_id, l.v]),
       [
-        ['a', 1, 1],
-        ['b', 0, -1],
+        ['a', 1, 'task-1', 2],
+        ['b', 0, 'task-1', 2],
       ],
     );
     assert.match(r.stderr, /2 sessions, 4 calls -> 2 trajectories/);
@@ -71,7 +71,7 @@ describe('polar build (CLI)', () => {
     assert.equal(stats.tokens_trainable, 4);
   });
 
-  it('a bad line fails with exit code 3 and file:line; --skip-invalid counts it; a bad option exits 2', async () => {
+  it("a bad line fails with exit code 3 and file:line; --skip-invalid counts it; a bad option exits 2 in polar's format", async () => {
     const bad = join(dir, 'bad.jsonl');
     const good = jsonl(capture('c', 0, 1)).split('\n');
     good.splice(2, 0, '{"v":1,"type":"call"');
@@ -86,8 +86,8 @@ describe('polar build (CLI)', () => {
     assert.match(s.stderr, /skipped lines\s+invalid JSON 1/);
     assert.equal(s.stdout.trim().split('\n').length, 1);
 
-    const u = await polar(['build', bad, '--advantage', 'ppo']);
+    const u = await polar(['build', bad, '--overlong', 'skip']);
     assert.equal(u.code, 2);
-    assert.match(u.stderr, /--advantage: 'ppo' is not one of grpo, dr-grpo, rloo, none/);
+    assert.match(u.stderr, /polar: error: --overlong skip is not one of truncate, drop/);
   });
 });

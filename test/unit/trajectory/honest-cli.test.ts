@@ -90,7 +90,7 @@ describe('polar build (CLI): honest endings and warnings', () => {
     assert.match(both.stderr, /--json prints the report on stdout, where the trajectories go without -o/);
     const old = await polar(['build', input, '--max-tokens', '12', '-q']);
     assert.equal(old.code, 0, old.stderr);
-    assert.match(old.stderr, /--max-tokens of polar build is now --max-trace-tokens/);
+    assert.match(old.stderr, /warning: --max-tokens is now --max-trace-tokens/);
     const dirOut = await polar(['build', input, '-o', dir]);
     assert.equal(dirOut.code, 2);
     assert.match(dirOut.stderr, /--output .* is a directory, not a file/);

@@ -24,14 +24,20 @@ async function readAll(file: string, skipInvalid = false): Promise<string[]> {
   return out;
 }
 
+/** what polar build writes for one graded session */
+async function builtRecords(): Promise<Record<string, unknown>[]> {
+  const { out } = await buildFrom([
+    session('s'),
+    call('s', { prompt: ids(1, 4), completion: [9, EOT] }),
+    sessionEnd('s'),
+    grading('s', 1),
+  ]);
+  return out as Record<string, unknown>[];
+}
+
 describe('readTrajectories', () => {
   it('reads what polar build writes, and names file:line and field of a bad record', async () => {
-    const { out } = await buildFrom([
-      session('s'),
-      call('s', { prompt: ids(1, 4), completion: [9, EOT] }),
-      sessionEnd('s'),
-      grading('s', 1),
-    ]);
+    const out = await builtRecords();
     const good = JSON.stringify(out[0]);
     const broken = structuredClone(out[0]) as { traces: { loss_mask: number[] }[] };
     broken.traces[0]!.loss_mask.pop();
@@ -44,8 +50,17 @@ describe('readTrajectories', () => {
       });
       assert.deepEqual(await readAll(file, true), ['s']);
     });
-    await withFile(`${JSON.stringify({ ...out[0], v: 2 })}\n`, async (file) => {
-      await assert.rejects(readAll(file), /version 2 is not supported/);
+    await withFile(`${JSON.stringify({ ...out[0], v: 3 })}\n`, async (file) => {
+      await assert.rejects(readAll(file), /version 3 is not supported \(this polar reads versions 1 and 2\)/);
+    });
+  });
+
+  it('reads trajectory v1 records of older builds (with their advantage); v1 without it is refused', async () => {
+    const out = await builtRecords();
+    const v1 = { ...out[0], v: 1, advantage: 0.5 };
+    await withFile(`${JSON.stringify(v1)}\n${JSON.stringify({ ...out[0], v: 1 })}\n`, async (file) => {
+      assert.deepEqual(await readAll(file, true), ['s']);
+      await assert.rejects(readAll(file), (e: InputError) => e.line === 2 && e.field === 'advantage');
     });
   });
 });

@@ -1,7 +1,8 @@
 """Trajectory JSONL -> training samples -> packed micro-batches.
 
 One trajectory record is one rollout; each of its traces becomes one sample (prompt_ids + response_ids)
-that carries the rollout's advantage and the rollout's index, so a rollout rebuilt as several traces
+that carries the rollout's advantage (computed from the rewards of its group: advantage.py) and the
+rollout's index, so a rollout rebuilt as several traces
 counts once in group statistics and in per-rollout loss normalisation.
 
 Packing: samples are placed into micro-batches of at most `micro_batch_tokens` tokens (first-fit
@@ -13,7 +14,7 @@ model.py).
 import json
 import math
 import random
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -68,59 +69,8 @@ def read_records(path: str) -> List[dict]:
     return records
 
 
-def compute_advantages(records: Sequence[dict], mode: str = "rloo", eps: float = 1e-6) -> List[float]:
-    """Per-rollout advantages. A record's own `advantage` (from `polar build`) wins; otherwise it is
-    computed from rewards within its group (group_id, else task_id); a record with neither has no group
-    and no baseline: advantage 0, like a group of one (`polar build` leaves such records ungrouped too):
-      rloo     A_i = R_i - mean of the other G-1 rewards        (G = 1 -> 0)
-      grpo     A_i = (R_i - mean R) / (unbiased std R + eps)    (G = 1 -> 0)
-      dr-grpo  A_i = R_i - mean R
-    """
-    groups: Dict[str, List[int]] = {}
-    for i, rec in enumerate(records):
-        key = rec.get("group_id") or rec.get("task_id") or ("\0ungrouped-%d" % i)
-        groups.setdefault(key, []).append(i)
-    out: List[Optional[float]] = [None] * len(records)
-    for idx in groups.values():
-        need = [i for i in idx if records[i].get("advantage") is None]
-        if not need:
-            continue
-        rewards = []
-        for i in idx:
-            r = records[i].get("reward")
-            if r is None:
-                if records[i].get("advantage") is None:
-                    raise TrajectoryError(
-                        "line %d: reward and advantage are both null; nothing to train on" % records[i]["_line"]
-                    )
-                continue
-            rewards.append(float(r))
-        g = len(rewards)
-        mean = sum(rewards) / g if g else 0.0
-        std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (g - 1)) if g > 1 else 0.0
-        for i in need:
-            r = float(records[i]["reward"])
-            if g <= 1:
-                a = 0.0
-            elif mode == "rloo":
-                a = r - (sum(rewards) - r) / (g - 1)
-            elif mode == "grpo":
-                a = (r - mean) / (std + eps)
-            elif mode in ("dr-grpo", "dr_grpo"):
-                a = r - mean
-            else:
-                raise TrajectoryError("unknown advantage mode %r (rloo, grpo, dr-grpo)" % mode)
-            out[i] = a
-    return [float(records[i]["advantage"]) if out[i] is None else out[i] for i in range(len(records))]
-
-
-def ungrouped(records: Sequence[dict]) -> int:
-    """How many records have neither group_id nor task_id (and no advantage of their own)."""
-    return sum(1 for r in records if not (r.get("group_id") or r.get("task_id")) and r.get("advantage") is None)
-
-
-def build_rollouts(records: Sequence[dict], advantage_mode: str, need_logprobs: bool, vocab_size: int) -> List[Rollout]:
-    advantages = compute_advantages(records, advantage_mode)
+def build_rollouts(records: Sequence[dict], advantages: Sequence[float], need_logprobs: bool, vocab_size: int) -> List[Rollout]:
+    """The records as rollouts of samples, each rollout with its advantage (polar_train/advantage.py)."""
     rollouts = []
     for ri, (rec, adv) in enumerate(zip(records, advantages)):
         samples = []
@@ -154,7 +104,7 @@ def build_rollouts(records: Sequence[dict], advantage_mode: str, need_logprobs: 
                     if lps is not None:
                         slp.append(float(lps[j]))
             samples.append(Sample(ids, sel_pos, sel_tgt, slp if lps is not None else None, adv, ri))
-        rollouts.append(Rollout(ri, rec.get("id"), rec.get("group_id") or rec.get("task_id"), rec.get("reward"), adv, samples))
+        rollouts.append(Rollout(ri, rec.get("id"), rec.get("group_id"), rec.get("reward"), adv, samples))
     return rollouts
 
 

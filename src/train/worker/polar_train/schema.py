@@ -1,5 +1,5 @@
 """The worker's half of the one source of truth: schema.json beside this file, generated from the
-TypeScript launcher's schema (src/train/config.ts, src/train/schema.ts) by scripts/gen-train-schema.ts.
+TypeScript launcher's schema (src/train/options.ts, src/train/schema.ts) by scripts/gen-train-schema.ts.
 Defaults, enums and checkpoint file names come from there; nothing here repeats them.
 """
 import json

@@ -14,6 +14,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from . import advantage as A
 from . import checkpoint
 from . import data as D
 from .checkpoint import ConfigError, file_sha256, resolve_resume_dir
@@ -125,11 +126,13 @@ class Trainer:
 
         # data
         records = D.read_records(cfg["trajectories"])
-        self.rollouts = D.build_rollouts(records, cfg["advantage"], cfg["tis"], self.policy.vocab_size)
-        lone = D.ungrouped(records)
+        advantages, note = A.compute_advantages(records, cfg["advantage"])
+        if note:
+            self.log(note)
+        self.rollouts = D.build_rollouts(records, advantages, cfg["tis"], self.policy.vocab_size)
+        lone = sum(1 for r in records if r.get("group_id") is None)
         if lone:
-            self.log("%d rollouts have neither group_id nor task_id (and no advantage): advantage 0, no baseline"
-                     % lone)
+            self.log("%d rollouts have no group_id: each is a group of its own, advantage 0 (no baseline)" % lone)
         if cfg["loss_agg"] == "dr-grpo" and not cfg["loss_norm_tokens"]:
             cfg["loss_norm_tokens"] = max(1, D.max_trained_tokens_per_rollout(self.rollouts))
         self.data_sha = file_sha256(cfg["trajectories"])

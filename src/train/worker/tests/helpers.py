@@ -25,9 +25,10 @@ def trace(prompt, response, mask, logprobs=None, kind="root"):
     }
 
 
-def record(rid, traces, reward=None, advantage=None, group="g0"):
-    return {
-        "v": 1,
+def record(rid, traces, reward=None, advantage=None, group="g0", v=2):
+    """A trajectory record as polar build writes it (v2); v=1 (an older build's) carries `advantage`."""
+    rec = {
+        "v": v,
         "id": rid,
         "session": "s-" + rid,
         "task_id": group,
@@ -37,11 +38,13 @@ def record(rid, traces, reward=None, advantage=None, group="g0"):
         "model": "tiny",
         "status": "completed",
         "reward": reward,
-        "advantage": advantage,
         "traces": traces,
         "stats": {"calls": 1, "calls_merged": 1, "chains": len(traces), "truncations": 0, "spliced_turns": 0,
                   "tokens_trainable": 0, "tokens_total": 0},
     }
+    if v == 1:
+        rec["advantage"] = advantage
+    return rec
 
 
 def random_records(n_groups=2, group_size=4, vocab=32, seed=0, logprobs=True, prompt_len=6, resp_len=8):

@@ -11,6 +11,7 @@ import unittest
 import torch
 
 import helpers
+from polar_train import advantage as A
 from polar_train import data as D
 from polar_train.loss import policy_loss
 from polar_train.model import load_policy
@@ -22,7 +23,8 @@ QWEN3_5 = "tiny:arch=qwen3_5,vocab=64,dim=32,layers=2,heads=2,kv_heads=1,seed=2"
 
 
 def micro_batches(records, vocab, budget):
-    rollouts = D.build_rollouts([dict(r, _line=i + 1) for i, r in enumerate(records)], "rloo", False, vocab)
+    records = [dict(r, _line=i + 1) for i, r in enumerate(records)]
+    rollouts = D.build_rollouts(records, A.compute_advantages(records, "rloo")[0], False, vocab)
     return D.pack([s for r in rollouts for s in r.samples], budget)
 
 

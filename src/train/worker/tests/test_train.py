@@ -10,18 +10,32 @@ import torch
 import helpers
 from helpers import record, trace
 from polar_train import __main__ as entry
+from polar_train import advantage as A
 from polar_train import data as D
 from polar_train.model import load_policy
+from polar_train.schema import DEFAULTS
 from polar_train.trainer import NonFiniteError, Trainer
 
 
-def seq_logprob(policy, rec):
+def token_logprobs(policy, rec):
     recs = [dict(rec, _line=1)]
-    (r,) = D.build_rollouts(recs, "rloo", False, policy.vocab_size)
+    (r,) = D.build_rollouts(recs, [0.0], False, policy.vocab_size)
     mb = D.MicroBatch(r.samples)
     with torch.no_grad():
         lp, _ = policy(mb.input_ids, mb.position_ids, mb.seg_lens, mb.sel_pos, mb.sel_tgt, 8)
-    return float(lp.sum())
+    return lp
+
+
+def seq_logprob(policy, rec):
+    return float(token_logprobs(policy, rec).sum())
+
+
+def assert_same_logprobs(test, a, b):
+    """Two computations of the same tokens' log-probabilities agree token by token, to float32 accuracy:
+    a sum of ~100 float32 terms through different kernels (a merged LoRA checkpoint, adapters off) is
+    not equal to 5 decimal places on every run (issue 22: -92.29472351 against -92.29471588)."""
+    worst = float((a - b).abs().max())
+    test.assertTrue(torch.allclose(a, b, rtol=1e-5, atol=1e-5), f"token log-probs differ by up to {worst:.3g}")
 
 
 class Base(unittest.TestCase):
@@ -51,7 +65,7 @@ class Learning(Base):
         start = [seq_logprob(before, r) for r in recs]
         t = self.run_trainer(recs, epochs=4, tis=False, ppo_epochs=2, mini_batches=2)
         end = [seq_logprob(t.policy, r) for r in recs]
-        adv = D.compute_advantages([dict(r, _line=1) for r in recs], "rloo")
+        adv, _ = A.compute_advantages([dict(r, _line=1) for r in recs], DEFAULTS["advantage"])
         for a, s, e in zip(adv, start, end):
             if a > 0:
                 self.assertGreater(e, s)
@@ -82,7 +96,8 @@ class Learning(Base):
                 record("b", [trace([1, 2], [3, 9], [1, 1])], reward=0.0)]
         path = helpers.write_jsonl(os.path.join(self.dir, "t.jsonl"), recs)
         t = Trainer({"trajectories": path, "model": helpers.TINY, "out": os.path.join(self.dir, "o"), "device": "cpu",
-                     "tis": False, "loss_agg": "seq-mean-token-mean", "micro_batch_tokens": 6}, self.events.append)
+                     "tis": False, "loss_agg": "seq-mean-token-mean", "micro_batch_tokens": 6, "advantage": "rloo"},
+                    self.events.append)
         t.setup()
         (micros,) = t.prepare(t.rollouts)
         self.assertGreater(len(micros), 1)  # the traces are spread over micro-batches
@@ -153,10 +168,10 @@ class Checkpoints(Base):
             self.assertTrue(torch.allclose(a, b, atol=1e-6), n)
         merged = load_policy(os.path.join(ck, "step-2"), torch.device("cpu"), False)
         rec = recs[0]
-        self.assertAlmostEqual(seq_logprob(merged, rec), seq_logprob(resumed.policy, rec), places=4)
+        assert_same_logprobs(self, token_logprobs(merged, rec), token_logprobs(resumed.policy, rec))
         self.assertNotAlmostEqual(seq_logprob(merged, rec), seq_logprob(base, rec), places=4)
         with resumed.policy.reference():  # adapters off = the frozen base = the KL reference
-            self.assertAlmostEqual(seq_logprob(resumed.policy, rec), seq_logprob(base, rec), places=5)
+            assert_same_logprobs(self, token_logprobs(resumed.policy, rec), token_logprobs(base, rec))
         self.assertTrue(base_w)
 
     def test_nan_stops_the_step_and_keeps_the_last_good_checkpoint(self):
