@@ -179,20 +179,14 @@ function polarPython(src: string, out: string) {
   );
 }
 
-test('an agent that runs code gets the environment installed; its patch holds only its own change', async () => {
-  const [instance] = await loadDataset(ENVS);
-  assert.ok(instance);
-  const seen: string[] = [];
-  const agent: Agent = {
+/** an agent that runs `script` (its output into `seen`), then writes the fixture's fix */
+function fixingAgent(script: string, seen: string[]): Agent {
+  return {
     name: 'scripted',
     runsUntrustedCode: true,
     modelName: 'scripted',
     async run({ env }) {
-      // the tests run in the layer, against the tree: the base version fails the new case
-      const r = await env.exec(
-        'command -v minitest; command -v python; python -c "import minitest; print(minitest.__file__)"; git log --format=%s -1',
-      );
-      seen.push(r.output);
+      seen.push((await env.exec(script)).output);
       await env.writeFile(
         'src/minitest/skipping.py',
         readFileSync(join(ROOT, 'fixtures/swe/env-tasks', ID, 'fix/src/minitest/skipping.py'), 'utf8'),
@@ -200,6 +194,17 @@ test('an agent that runs code gets the environment installed; its patch holds on
       return { status: 'completed', capture: null, sessionId: null, calls: 1, error: null };
     },
   };
+}
+
+test('an agent that runs code gets the environment installed; its patch holds only its own change', async () => {
+  const [instance] = await loadDataset(ENVS);
+  assert.ok(instance);
+  const seen: string[] = [];
+  // the tests run in the layer, against the tree: the base version fails the new case
+  const agent = fixingAgent(
+    'command -v minitest; command -v python; python -c "import minitest; print(minitest.__file__)"; git log --format=%s -1',
+    seen,
+  );
   const environments = new Environments({ cacheDir: cache, reposDir: REPOS, env: offlinePip() });
   const runtime = new LocalRuntime({ reposDir: REPOS, environments, env: offlinePip() });
   const { results } = await runEval(localEvalOptions([instance], agent, join(tmp, 'agent'), { runtime }));
@@ -218,7 +223,7 @@ test('an agent that runs code gets the environment installed; its patch holds on
 const sandbox = await probeSandbox();
 
 test(
-  'sandbox runtime: the cached environment bound read-only, the layer in the sandbox; gold resolves and an agent cannot change the cache',
+  'sandbox runtime: the cached environment bound read-only, the layer in the sandbox; the fix resolves and the agent cannot change the cache',
   { skip: sandbox.ok ? false : `bubblewrap does not work here: ${sandbox.error}` },
   async () => {
     const [instance] = await loadDataset(ENVS);
@@ -227,26 +232,14 @@ test(
     const cached = await environments.forInstance(instance);
     assert.ok(cached);
     const seen: string[] = [];
-    const agent: Agent = {
-      name: 'scripted',
-      runsUntrustedCode: true,
-      modelName: 'scripted',
-      async run({ env }) {
-        const r = await env.exec(
-          [
-            'command -v minitest; command -v python',
-            'python -c "import minitest; print(minitest.__file__)"',
-            `touch ${cached.dir}/polar-agent-was-here 2>/dev/null && echo cache-writable || echo cache-read-only`,
-          ].join('; '),
-        );
-        seen.push(r.output);
-        await env.writeFile(
-          'src/minitest/skipping.py',
-          readFileSync(join(ROOT, 'fixtures/swe/env-tasks', ID, 'fix/src/minitest/skipping.py'), 'utf8'),
-        );
-        return { status: 'completed', capture: null, sessionId: null, calls: 1, error: null };
-      },
-    };
+    const agent = fixingAgent(
+      [
+        'command -v minitest; command -v python',
+        'python -c "import minitest; print(minitest.__file__)"',
+        `touch ${cached.dir}/polar-agent-was-here 2>/dev/null && echo cache-writable || echo cache-read-only`,
+      ].join('; '),
+      seen,
+    );
     const runtime = new SandboxRuntime({ reposDir: REPOS, environments });
     const { results } = await runEval(localEvalOptions([instance], agent, join(tmp, 'sandbox'), { runtime }));
     assert.equal(results[0]?.status, 'resolved', String(results[0]?.reason));
