@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import type { BuildFlags } from '../src/build/command.ts';
-import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
+import { DEFAULTS, UNPARSED_TOOL_CALL_MODES, withDefault } from '../src/options/defaults.ts';
 import { groupBy, listOf, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import { trainAdvantages } from '../src/train/options.ts';
 import { outputFormats } from '../src/trajectory/formats.ts';
@@ -70,6 +70,15 @@ export function defineBuild(program: Command, report: Report): void {
       ),
     )
     .option('--splice', 'also merge turns whose assistant part the chat template re-rendered')
+    .addOption(
+      withDefault(
+        new Option(
+          '--unparsed-tool-calls <mode>',
+          'a trajectory holding a tool call the server did not parse: zero (reward 0, tokens trained), mask (its tokens not trained) or keep',
+        ).argParser(oneOf(UNPARSED_TOOL_CALL_MODES)),
+        DEFAULTS.unparsedToolCalls,
+      ),
+    )
     .option('--stats', 'print the report on stdout and write no trajectories')
     .option('--json', 'the report as JSON on stdout (with -o or --stats)')
     .option('-q, --quiet', 'no report on stderr (warnings still show)')

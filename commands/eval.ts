@@ -2,7 +2,15 @@ import { type Command, Option } from 'commander';
 import type { EvalFlags } from '../src/eval/command.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { floatIn, list, nonNegativeInt, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
+import {
+  floatIn,
+  jsonObject,
+  list,
+  nonNegativeInt,
+  oneOf,
+  positiveInt,
+  shard,
+} from '../src/options/parsers.ts';
 import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
@@ -72,6 +80,10 @@ export function defineEval(program: Command, report: Report): void {
       ),
     )
     .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
+    .option(
+      '--reject-test-tampering',
+      'grade 0 a patch that changes how the tests run (conftest.py, pytest/tox settings, skip markers, ...; flagged suspicious either way)',
+    )
     .option('--keep-envs', "keep the environments' folders of the local and sandbox runtimes (debugging)")
     .addOption(
       new Option(
@@ -82,6 +94,11 @@ export function defineEval(program: Command, report: Report): void {
     .addOption(
       new Option('--sample-index <j>', "only sample j of each instance (a cluster node's share)")
         .argParser(nonNegativeInt)
+        .hideHelp(),
+    )
+    .addOption(
+      new Option('--cluster-tag <json>', "where a cluster node's share ran: each result line's `cluster`")
+        .argParser(jsonObject)
         .hideHelp(),
     )
     .addHelpText(

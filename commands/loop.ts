@@ -55,6 +55,11 @@ export function defineLoop(program: Command, report: Report): void {
   cmd
     .addOption(graderOption('polar, or a verifier command (see polar eval)'))
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
+    .option(
+      '--reject-test-tampering',
+      'reward 0 for a patch that changes how the tests run (see polar eval)',
+      false,
+    )
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
   cmd.addHelpText(

@@ -8,6 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { type InputError, UsageError } from '../errors.ts';
+import type { UnparsedToolCallMode } from '../options/defaults.ts';
 import { checkOutputFile, renamedFlag } from '../options/output.ts';
 import { type BuildOptions, buildTrajectories } from '../trajectory/build.ts';
 import type { OutputFormat } from '../trajectory/formats.ts';
@@ -34,6 +35,8 @@ export interface BuildFlags {
   skipInvalid?: boolean;
   eotId: readonly number[];
   splice?: boolean;
+  /** --unparsed-tool-calls, parsed by commander (src/options/parsers.ts oneOf) */
+  unparsedToolCalls?: UnparsedToolCallMode;
   stats?: boolean;
   json?: boolean;
   quiet?: boolean;
@@ -106,6 +109,7 @@ export function buildRun(
     skipInvalid: f.skipInvalid ?? false,
     eotIds: f.eotId,
     splice: f.splice ?? false,
+    unparsedToolCalls: f.unparsedToolCalls,
   };
 }
 

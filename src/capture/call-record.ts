@@ -7,6 +7,7 @@
 
 import { redactUrl } from '../http/redact.ts';
 import type { CompletedCall } from '../proxy/call.ts';
+import { hasUnparsedToolCall } from '../tokenizer/unparsed.ts';
 import { log } from '../util/log.ts';
 import type { EncodedCall } from './codec.ts';
 import type { CallRecord } from './record.ts';
@@ -113,6 +114,8 @@ export function toCallRecord(
     backend_info: call.backendInfo,
     // (a backend's message may quote its URL)
     error: call.error && { ...call.error, message: redactUrl(call.error.message) },
+    // only when true: older readers and records without it read as false
+    ...(hasUnparsedToolCall(final) ? { tool_call_unparsed: true } : {}),
   };
 }
 

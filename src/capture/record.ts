@@ -104,6 +104,8 @@ export const callRecordSchema = z.looseObject({
   /** backend-specific facts: splices, render mismatches, tool parse errors */
   backend_info: z.record(z.string(), z.unknown()).optional(),
   error: callErrorSchema.nullable(),
+  /** the completion's text holds a tool call in the model's format that the response does not return */
+  tool_call_unparsed: z.boolean().optional(),
 });
 
 export const gradingRecordSchema = z.looseObject({

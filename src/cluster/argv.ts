@@ -24,6 +24,7 @@ const DRIVER_ONLY: Record<string, boolean> = {
   '--limit': true,
   '--shard': true,
   '--sample-index': true,
+  '--cluster-tag': true,
   '--json': false,
   '--quiet': false,
   '-q': false,

@@ -1,186 +1,215 @@
 /**
- * `polar eval --cluster slurm`: one Slurm array task per shard (`sbatch --array=1-N`, each `polar eval
- * --shard i/N --resume` into its own folder under OUT/.cluster/shards), then a merge job
+ * `polar eval --cluster slurm` from a login node: one Slurm array task per shard (`sbatch --array=1-N`,
+ * each `polar eval --shard i/N --resume` into its own folder under OUT/.cluster/shards), then a merge job
  * (`--dependency=afterok`) running `polar eval --merge` into OUT. Array tasks are `--requeue`d: a task
  * whose node fails runs again elsewhere and --resume keeps the samples its shard had finished. polar
- * follows the jobs with squeue (and sacct when the accounting daemon is there) until the merge ends.
+ * follows the jobs with `squeue -t all` and the jobs' own exit files (src/cluster/slurm-scripts.ts) until
+ * the merge ends: no accounting daemon is needed. Run from inside an allocation (SLURM_JOB_ID set: salloc,
+ * an sbatch script), the shards are srun tasks of that allocation instead (src/cluster/slurm-steps.ts).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { EnvironmentError, EXIT, PolarError } from '../errors.ts';
 import { type EvalFlags, finish } from '../eval/command.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { prepareOut } from '../eval/out.ts';
 import type { Report } from '../eval/report.ts';
-import { backendUrls } from '../options/backend.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
-import { nodeArgv, wordsAfter } from './argv.ts';
-import { nodeEnv, polarCommand } from './eval.ts';
+import {
+  exitStatus,
+  finishedSamples,
+  logTail,
+  mergeScript,
+  resetWork,
+  type ShardPlan,
+  shardFailure,
+  shardPlan,
+  shardScript,
+} from './slurm-scripts.ts';
 
-const quote = (word: string): string =>
-  /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
-
-export interface SlurmPlan {
-  shards: number;
-  /** the array job's script and the merge job's */
-  array: string;
-  merge: string;
-  shardDir: (i: number | string) => string;
-  logs: string;
-}
-
-/** The two batch scripts of a sharded run (written under OUT/.cluster/slurm). */
-export function slurmScripts(f: EvalFlags, instances: SweInstance[], argv: string[]): SlurmPlan {
-  const out = resolve(f.out);
-  const work = join(out, '.cluster');
-  const shards = Math.min(f.clusterShards ?? Math.min(instances.length, 8), instances.length);
-  const polar = polarCommand(f.clusterPolar).map(quote).join(' ');
-  const words = nodeArgv(wordsAfter(argv, 'eval')).map(quote).join(' ');
-  const urls = backendUrls(f);
-  const server = urls.length ? ` --backend-url ${quote(urls.join(','))}` : '';
-  const selection = [
-    ...(f.instances ? ['--instances', f.instances.join(',')] : []),
-    ...(f.limit !== undefined ? ['--limit', String(f.limit)] : []),
-  ]
-    .map(quote)
-    .join(' ');
-  const shardDir = (i: number | string) => join(work, 'shards', `shard-${i}`);
-  const logs = join(work, 'slurm');
-  const env = Object.entries(nodeEnv())
-    .map(([k, v]) => `export ${k}=${quote(v)}\n`)
-    .join('');
-  const extra = (f.sbatchArg ?? []).map((a) => `#SBATCH ${a}\n`).join('');
-  const header = (name: string) =>
-    `#!/bin/bash\n#SBATCH --job-name=${name}\n${extra}set -euo pipefail\ncd ${quote(process.cwd())}\n${env}`;
-  const array =
-    `${header('polar-eval')}` +
-    `# one shard of ${shards}: --resume keeps what an earlier run of this task (a requeue) finished\n` +
-    `exec ${polar} eval ${words}${server} ${selection} --concurrency ${f.concurrency} --skip-backend-check --quiet ` +
-    `--shard "$SLURM_ARRAY_TASK_ID/${shards}" --out "${shardDir('$SLURM_ARRAY_TASK_ID')}" --resume\n`;
-  const dirs = Array.from({ length: shards }, (_, k) => quote(shardDir(k + 1))).join(' ');
-  const merge =
-    `${header('polar-merge')}` +
-    `exec ${polar} eval --merge ${dirs} --dataset ${quote(f.dataset)} --split ${quote(f.split)} ${selection} ` +
-    `--samples ${f.samples} --out ${quote(out)} --json\n`;
-  return { shards, array, merge, shardDir, logs };
-}
-
-async function run(file: string, args: string[]): Promise<string> {
+/** Runs a Slurm client; its stdout, or a PolarError with its stderr. */
+export async function slurmCommand(file: string, args: string[]): Promise<string> {
   const r = await execa(file, args, { reject: false });
   if ((r as { code?: string }).code === 'ENOENT')
     throw new EnvironmentError(
       `--cluster slurm: ${file} not found`,
-      'run polar on a Slurm login node (sbatch, squeue on PATH)',
+      'run polar on a Slurm login node or inside an allocation (sbatch, squeue, srun on PATH)',
     );
   if (r.exitCode !== 0) throw new PolarError(`${file} ${args.join(' ')} failed: ${String(r.stderr).trim()}`);
   return String(r.stdout).trim();
 }
 
-/** The jobs' states: squeue while queued or running; sacct (when there) for the ones that left. */
-async function states(ids: string[]): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  const q = await execa('squeue', ['-h', '-j', ids.join(','), '-o', '%i %T %r'], { reject: false });
-  for (const line of String(q.stdout).split('\n')) {
-    const [id, state, reason] = line.trim().split(/\s+/);
-    if (id && state) found.set(id, reason === 'DependencyNeverSatisfied' ? 'NEVER' : state);
-  }
-  const a = await execa('sacct', ['-n', '-P', '-X', '-j', ids.join(','), '-o', 'JobID,State'], {
-    reject: false,
-  });
-  if (a.exitCode === 0)
-    for (const line of String(a.stdout).split('\n')) {
-      const [id, state] = line.trim().split('|');
-      if (id && state && !found.has(id)) found.set(id, state.split(' ')[0]!);
-    }
-  return found;
+export interface JobStates {
+  /** array task index -> state */
+  tasks: Map<number, string>;
+  /** array tasks still pending as a range (A_[2-4]) */
+  pendingRange: boolean;
+  /** the merge job's state and reason */
+  merge?: { state: string; reason: string };
 }
 
-/** Samples finished so far, over the shard folders. */
-function finished(plan: SlurmPlan): number {
-  let n = 0;
-  for (let i = 1; i <= plan.shards; i++) {
-    const file = join(plan.shardDir(i), EVAL_FILES.results);
-    if (existsSync(file))
-      n += readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim()).length;
+/** `squeue -t all` lines (`%i|%T|%r`) of the array job and the merge job, read into states. */
+export function parseSqueue(text: string, arrayId: string, mergeId: string): JobStates {
+  const states: JobStates = { tasks: new Map(), pendingRange: false };
+  for (const line of text.split('\n')) {
+    const [id, state, reason] = line.trim().split('|');
+    if (!id || !state) continue;
+    if (id === mergeId) states.merge = { state, reason: reason ?? '' };
+    else if (id.startsWith(`${arrayId}_[`)) states.pendingRange = true;
+    else if (id.startsWith(`${arrayId}_`)) states.tasks.set(Number(id.slice(arrayId.length + 1)), state);
   }
-  return n;
+  return states;
+}
+
+const FAILED = new Set([
+  'FAILED',
+  'CANCELLED',
+  'TIMEOUT',
+  'NODE_FAIL',
+  'OUT_OF_MEMORY',
+  'BOOT_FAIL',
+  'DEADLINE',
+  'PREEMPTED',
+]);
+
+/** Shards that failed: a non-zero exit file, or a final failed state in squeue with no exit file. */
+function failedShards(plan: ShardPlan, states: JobStates): number[] {
+  const failed: number[] = [];
+  for (let i = 1; i <= plan.shards; i++) {
+    const code = exitStatus(plan.exitFile(i));
+    if (code !== undefined ? code !== 0 : FAILED.has(states.tasks.get(i) ?? '')) failed.push(i);
+  }
+  return failed;
+}
+
+/** One line of progress: samples finished, shards by state, the merge. */
+function progressLine(plan: ShardPlan, total: number, states: JobStates): string {
+  const count = new Map<string, number>();
+  for (let i = 1; i <= plan.shards; i++) {
+    const code = exitStatus(plan.exitFile(i));
+    const state =
+      code !== undefined
+        ? code === 0
+          ? 'done'
+          : 'failed'
+        : (states.tasks.get(i)?.toLowerCase() ?? (states.pendingRange ? 'pending' : 'gone'));
+    count.set(state, (count.get(state) ?? 0) + 1);
+  }
+  const shards = [...count].map(([s, n]) => `${n} ${s}`).join(', ');
+  return `slurm: ${finishedSamples(plan)}/${total} samples; shards ${shards}; merge ${states.merge?.state.toLowerCase() ?? 'gone'}`;
 }
 
 export async function slurmEval(f: EvalFlags, instances: SweInstance[], argv: string[]): Promise<number> {
-  const plan = slurmScripts(f, instances, argv);
-  await prepareOut(resolve(f.out), f);
+  if (process.env.SLURM_JOB_ID) return (await import('./slurm-steps.ts')).slurmStepsEval(f, instances, argv);
+  const plan = shardPlan(f, instances, argv);
+  await prepareOut(plan.out, f);
+  await resetWork(plan, Boolean(f.resume));
   await mkdirPrivate(plan.logs);
-  const arrayScript = join(plan.logs, 'array.sh');
-  const mergeScript = join(plan.logs, 'merge.sh');
   // the scripts hold the servers' URLs as given (credentials included): owner only
-  await writeFile(arrayScript, plan.array, { mode: PRIVATE_SCRIPT });
-  await writeFile(mergeScript, plan.merge, { mode: PRIVATE_SCRIPT });
+  const arrayScript = join(plan.logs, 'array.sh');
+  const mergeScriptPath = join(plan.logs, 'merge.sh');
+  const extra = f.sbatchArg ?? [];
+  await writeFile(arrayScript, shardScript(plan, '$SLURM_ARRAY_TASK_ID', { sbatch: extra }), {
+    mode: PRIVATE_SCRIPT,
+  });
+  await writeFile(mergeScriptPath, mergeScript(plan, f, extra), { mode: PRIVATE_SCRIPT });
+  // a task runs --concurrency samples at once, each asking --cluster-cpus and --cluster-memory
   const arrayId = (
-    await run('sbatch', [
+    await slurmCommand('sbatch', [
       '--parsable',
       `--array=1-${plan.shards}`,
       '--requeue',
-      `--cpus-per-task=${f.clusterCpus}`,
-      `--mem=${Math.ceil(f.clusterMemory / 1024 ** 2)}M`,
+      `--cpus-per-task=${f.clusterCpus * f.concurrency}`,
+      `--mem=${Math.ceil((f.clusterMemory * f.concurrency) / 1024 ** 2)}M`,
       `--output=${join(plan.logs, 'shard-%a.log')}`,
       arrayScript,
     ])
   ).split(';')[0]!;
   const mergeId = (
-    await run('sbatch', [
+    await slurmCommand('sbatch', [
       '--parsable',
       `--dependency=afterok:${arrayId}`,
       '--kill-on-invalid-dep=yes',
       `--output=${join(plan.logs, 'merge.log')}`,
-      mergeScript,
+      mergeScriptPath,
     ])
   ).split(';')[0]!;
   log.info(
     `slurm: array job ${arrayId} (${plural(plan.shards, 'shard')}) and merge job ${mergeId}; logs in ${plan.logs}`,
   );
-  const total = instances.length * f.samples;
+  const outcome = await follow(plan, instances.length * f.samples, arrayId, mergeId);
+  if (outcome === 'interrupted') {
+    log.warn(`the jobs go on in Slurm: follow them with squeue -j ${arrayId},${mergeId} or scancel them`);
+    return EXIT.interrupted;
+  }
+  const reportPath = join(plan.out, EVAL_FILES.report);
+  if (!existsSync(reportPath))
+    throw new PolarError(`slurm: the merge job ${mergeId} ended without ${reportPath}`, {
+      hint: `see ${join(plan.logs, 'merge.log')}`,
+    });
+  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+  return finish(f, { report, results: [], interrupted: false });
+}
+
+/** Follows the jobs until the merge ends; throws when a shard or the merge failed. */
+async function follow(
+  plan: ShardPlan,
+  total: number,
+  arrayId: string,
+  mergeId: string,
+): Promise<'merged' | 'interrupted'> {
   let interrupted = false;
   const onSigint = () => {
     interrupted = true;
   };
   process.once('SIGINT', onSigint);
   let last = '';
+  let completed = 0;
   try {
     for (;;) {
-      const s = await states([arrayId, mergeId]);
-      const merge = s.get(mergeId);
-      const line = `slurm: ${finished(plan)}/${total} samples; array ${s.get(arrayId) ?? 'done'}, merge ${merge ?? 'done'}`;
+      const q = await execa('squeue', ['-t', 'all', '-h', '-j', `${arrayId},${mergeId}`, '-o', '%i|%T|%r'], {
+        reject: false,
+      });
+      // squeue fails for a moment when the controller is busy: the next round asks again
+      const states = parseSqueue(q.exitCode === 0 ? String(q.stdout) : '', arrayId, mergeId);
+      if (q.exitCode !== 0) states.merge = { state: 'UNKNOWN', reason: '' };
+      const line = progressLine(plan, total, states);
       if (line !== last) log.info(line);
       last = line;
-      if (merge === 'NEVER' || merge === 'CANCELLED' || merge === 'FAILED') {
+      const merged = exitStatus(join(plan.logs, 'merge.exit'));
+      if (merged === 0) return 'merged';
+      if (merged !== undefined)
+        throw new PolarError(`slurm: the merge job ${mergeId} failed (exit ${merged})`, {
+          hint: `see ${join(plan.logs, 'merge.log')}:\n${logTail(join(plan.logs, 'merge.log'))}`,
+        });
+      const failed = failedShards(plan, states);
+      const merge = states.merge;
+      if (failed.length || merge?.reason === 'DependencyNeverSatisfied' || FAILED.has(merge?.state ?? '')) {
         await execa('scancel', [mergeId], { reject: false });
-        throw new PolarError(`slurm: a shard failed, the merge job ${mergeId} will not run`, {
-          hint: `see ${plan.logs}/shard-*.log; submit again with --resume to rerun the failed shards`,
+        if (failed.length) throw shardFailure(plan, failed, `the merge job ${mergeId} will not run`);
+        throw new PolarError(`slurm: the merge job ${mergeId} ended ${merge?.state} (${merge?.reason})`, {
+          hint: `see ${plan.logs}`,
         });
       }
-      if (merge === undefined || merge === 'COMPLETED') break;
-      if (interrupted) {
-        log.warn(`the jobs go on in Slurm: follow them with squeue -j ${arrayId},${mergeId} or scancel them`);
-        return EXIT.interrupted;
-      }
+      // COMPLETED before its exit file shows on this machine (a shared file system's delay): wait a little
+      if (merge?.state === 'COMPLETED' && ++completed > 15)
+        throw new PolarError(`slurm: the merge job ${mergeId} completed but wrote no exit status`, {
+          hint: `is ${plan.out} on a file system this machine and the nodes share? see ${plan.logs}`,
+        });
+      if (!merge && q.exitCode === 0)
+        throw new PolarError(
+          `slurm: the merge job ${mergeId} left the queue without an exit status (cancelled before it started?)`,
+          { hint: `see ${plan.logs}; submit again with --resume` },
+        );
+      if (interrupted) return 'interrupted';
       await new Promise((r) => setTimeout(r, 2000));
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
   }
-  const reportPath = join(resolve(f.out), EVAL_FILES.report);
-  if (!existsSync(reportPath))
-    throw new PolarError(`slurm: the merge job ${mergeId} ended without ${reportPath}`, {
-      hint: `see ${join(plan.logs, 'merge.log')}`,
-    });
-  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
-  log.debug(`shards: ${readdirSync(join(resolve(f.out), '.cluster', 'shards')).join(', ')}`);
-  return finish(f, { report, results: [], interrupted: false });
 }

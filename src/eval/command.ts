@@ -45,11 +45,14 @@ export interface EvalFlags extends BackendFlags, RolloutFlags {
   json?: boolean;
   failUnder?: number;
   gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
   keepEnvs?: boolean;
   quiet?: boolean;
   regrade?: boolean;
   /** hidden: only this sample index of each instance (a cluster node's share of a run) */
   sampleIndex?: number;
+  /** hidden: where this share of a cluster run runs (a Slurm shard's node and job): each result's `cluster` */
+  clusterTag?: Record<string, unknown>;
   /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/cluster/) */
   cluster?: ClusterChoice;
   /** per sample on the cluster */
@@ -121,12 +124,12 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   const { predictions } = await checkAgentSetup(setup.agent);
   if (predictions && f.predictions)
     checkPredictions(predictions, f.predictions, { all, selected: instances });
-  if (f.cluster?.engine === 'slurm')
-    return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
-  // a harness's servers are checked once per run, before any sample spends harness time
+  // a harness's servers are checked once per run, before any sample spends harness time (or a job is queued)
   if (setup.agent.backend)
     for (const url of setup.agent.backendUrls ?? [undefined])
       await ensureBackendReady(url ? { ...setup.agent.backend, url } : setup.agent.backend);
+  if (f.cluster?.engine === 'slurm')
+    return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
 
   const controller = new AbortController();
   const onSigint = () => {
@@ -176,6 +179,7 @@ async function localEval(
       out: f.out,
       samples: f.samples,
       ...(f.sampleIndex !== undefined ? { sampleIndex: f.sampleIndex } : {}),
+      ...(f.clusterTag ? { clusterTag: f.clusterTag } : {}),
       concurrency: f.concurrency,
       agentTimeoutMs: f.agentTimeout,
       testTimeoutMs: f.testTimeout,
@@ -185,6 +189,7 @@ async function localEval(
       grade: f.grader.kind === 'swebench' ? 'none' : 'polar',
       ...(f.grader.kind === 'verifier' ? { verifier: f.grader.command } : {}),
       gradeEmpty: Boolean(f.gradeEmptyPatches),
+      rejectTampering: Boolean(f.rejectTestTampering),
       progress: !f.quiet,
       signal,
     });

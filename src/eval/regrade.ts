@@ -40,6 +40,7 @@ export interface RegradeOutcome {
 
 function fromLog(r: ResultLine): boolean {
   if (r.status !== 'resolved' && r.status !== 'unresolved') return false;
+  if (r.tampering?.rejected) return false; // graded 0 without running the tests
   if (r.grader === 'swebench' || r.grader === 'verifier') return false; // no test log behind it
   return r.reason !== 'patch does not apply' && !String(r.reason ?? '').startsWith('tests timed out');
 }
@@ -93,7 +94,8 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
         resolved: g.resolved,
         reward: g.resolved ? 1 : 0,
         reason: g.reason,
-        suspicious: g.suspicious,
+        // the log says nothing of the patch: a tampering flag stays
+        suspicious: g.suspicious || Boolean(r.tampering),
         fail_to_pass: g.fail_to_pass,
         pass_to_pass: g.pass_to_pass,
         test_exit_code: g.test_exit_code,

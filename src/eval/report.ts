@@ -22,6 +22,11 @@ export const resultLineSchema = z.looseObject({
   reward: z.number().nullable(),
   reason: z.string().nullable(),
   suspicious: z.boolean(),
+  /** the patch's files that change how the tests run (src/rollout/tampering.ts); absent in older lines */
+  tampering: z
+    .object({ files: z.array(z.string()), reason: z.string(), rejected: z.boolean() })
+    .nullable()
+    .optional(),
   /** the official version whose rules graded the sample ('4.1', '5'); null when no test log graded it */
   official_version: z.string().nullable().optional(),
   durations_ms: z
@@ -49,6 +54,10 @@ export const reportSchema = z.looseObject({
     z.object({ instances: z.number(), samples: z.number(), resolved: z.number(), rate }),
   ),
   suspicious: z.number().int().nonnegative(),
+  /** of the suspicious samples, those whose patch changes how the tests run; `rejected`: graded 0 for it (absent in older reports) */
+  tampering: z
+    .object({ flagged: z.number().int().nonnegative(), rejected: z.number().int().nonnegative() })
+    .optional(),
   /** samples graded from a test log, by the official version whose rules applied ('4.1', '5') */
   official_versions: z.record(z.string(), z.number()),
   overhead_ms: z.object({ mean: z.number(), max: z.number() }),
@@ -154,6 +163,10 @@ export function buildReport(
     pass_at_k: passK,
     per_repo: Object.fromEntries(Object.entries(perRepo).sort(([a], [b]) => a.localeCompare(b))),
     suspicious: results.filter((r) => r.suspicious).length,
+    tampering: {
+      flagged: results.filter((r) => r.tampering).length,
+      rejected: results.filter((r) => r.tampering?.rejected).length,
+    },
     official_versions: versions,
     overhead_ms: {
       mean: overheads.length ? overheads.reduce((a, b) => a + b, 0) / overheads.length : 0,
@@ -182,6 +195,11 @@ export function formatReport(report: Report): string {
   out.push(
     `samples ${report.total} of ${report.instances * report.samples}: resolved ${c.resolved}, unresolved ${c.unresolved}, empty patch ${c.empty_patch}, error ${c.error}${report.suspicious ? `, suspicious ${report.suspicious}` : ''}`,
   );
+  const t = report.tampering;
+  if (t?.flagged)
+    out.push(
+      `test tampering: ${t.flagged} samples change how the tests run${t.rejected ? ` (${t.rejected} graded 0 by --reject-test-tampering)` : ' (--reject-test-tampering grades them 0)'}`,
+    );
   const versions = Object.entries(report.official_versions ?? {});
   if (versions.length > 0)
     out.push(`graded by official rules: ${versions.map(([v, n]) => `v${v} ${n}`).join(', ')} (docs/eval.md)`);

@@ -46,8 +46,12 @@ export interface EvalOptions extends EvalPlan {
   verifier?: string;
   /** grade empty patches like any other instead of scoring them 0 outright */
   gradeEmpty?: boolean;
+  /** grade a patch that changes how the tests run 0 (src/rollout/tampering.ts) */
+  rejectTampering?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
   meta?: Record<string, string>;
+  /** where this run's samples run (a Slurm shard's node and job): each result line's `cluster` */
+  clusterTag?: Record<string, unknown>;
 }
 
 export interface EvalOutcome {
@@ -135,6 +139,7 @@ async function runSample(
       grade = await gradePatch(options.runtime, instance, patch, {
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
+        ...(options.rejectTampering ? { rejectTampering: true } : {}),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
       if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);
@@ -161,6 +166,7 @@ async function runSample(
     reward: status === 'error' ? null : (verified ?? (status === 'resolved' ? 1 : 0)),
     reason: failure ?? grade?.reason ?? (options.grade === 'none' ? 'not graded' : null),
     suspicious: grade?.suspicious ?? false,
+    tampering: grade?.tampering ?? null,
     agent: {
       name: options.agent.name,
       status: agent.status,
@@ -192,6 +198,7 @@ async function runSample(
     model_name_or_path: options.agent.modelName,
     model_patch_bytes: Buffer.byteLength(patch),
     finished_at: new Date().toISOString(),
+    ...(options.clusterTag ? { cluster: options.clusterTag } : {}),
   };
   if (line.capture && status === 'error') {
     line.capture = await setAside(line.capture as string, 'error');

@@ -29,6 +29,7 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   lora?: TrainOptionFlags['lora'];
   lr?: TrainOptionFlags['lr'];
   gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
   grader: Grader;
   resume?: boolean;
@@ -62,6 +63,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     testTimeoutMs: f.testTimeout,
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
+    rejectTestTampering: Boolean(f.rejectTestTampering),
     ...verifierOf(f.grader),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),

@@ -55,6 +55,8 @@ export interface LoopOptions {
   resume: boolean;
   /** grade empty patches too (tests of the loop with a model that cannot edit files yet) */
   gradeEmptyPatches?: boolean;
+  /** reward 0 for a patch that changes how the tests run (src/rollout/tampering.ts) */
+  rejectTestTampering?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
   verifier?: string;
   reloadCmd?: string;
@@ -363,6 +365,7 @@ async function evaluate(
       progress: false,
       meta,
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
+      ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
       ...(o.verifier ? { verifier: o.verifier } : {}),
     });
   } finally {

@@ -19,7 +19,20 @@ export interface Default<T> {
 
 const d = <T>(value: T, shown = String(value)): Default<T> => ({ value, shown });
 
+/**
+ * polar build --unparsed-tool-calls: what a trajectory with a call whose tool call the server did not
+ * parse gets. zero: reward 0, tokens kept and trained; mask: that call's sampled ids get mask 0, reward
+ * kept; keep: nothing changes (the flags and the counts stay).
+ */
+export const UNPARSED_TOOL_CALL_MODES = ['zero', 'mask', 'keep'] as const;
+export type UnparsedToolCallMode = (typeof UNPARSED_TOOL_CALL_MODES)[number];
+
 export const DEFAULTS = {
+  /**
+   * polar build: a trajectory with a tool call the server did not parse gets reward 0 and keeps its
+   * tokens (NVIDIA Polar's training filter; docs/trajectory-format.md, "Unparsed tool calls")
+   */
+  unparsedToolCalls: d('zero' as UnparsedToolCallMode),
   /** harness and test time limits of one sample (eval, loop, gym) */
   agentTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
   testTimeoutMs: d(30 * 60_000, '1800 (30 min)'),

@@ -25,6 +25,7 @@ import {
 } from './resolve.ts';
 import type { InstanceEnv, Runtime } from './runtime/types.ts';
 import { diffFiles, specFor, testDirectives } from './specs.ts';
+import { detectTampering, type Tampering } from './tampering.ts';
 
 /** A graded sample's outcome (results.jsonl `status`, the report's `counts`). */
 export const GRADE_STATUSES = ['resolved', 'unresolved', 'empty_patch', 'error'] as const;
@@ -39,8 +40,10 @@ export interface GradeResult {
   fail_to_pass: TestOutcome;
   pass_to_pass: TestOutcome;
   test_exit_code: number | null;
-  /** non-zero test exit with no failing test in the log */
+  /** non-zero test exit with no failing test in the log, or a patch that changes how the tests run */
   suspicious: boolean;
+  /** the patch's files that change how the tests run (src/rollout/tampering.ts), or null */
+  tampering: Tampering | null;
   /** the official version whose rules graded the row */
   official_version: ParserVersion | null;
   /** install: the per-sample install of a polar-built environment (src/env/) */
@@ -57,6 +60,8 @@ export interface GradeOptions {
   testTimeoutMs: number;
   /** run the tests for an empty patch too, instead of scoring it 0 outright (--grade-empty-patches) */
   gradeEmpty?: boolean;
+  /** grade a patch that changes how the tests run 0 without running them (--reject-test-tampering) */
+  rejectTampering?: boolean;
 }
 
 const emptyOutcome = (): TestOutcome => ({ passed: [], failed: [], uncounted: [] });
@@ -69,6 +74,7 @@ function result(partial: Partial<GradeResult> & { status: GradeStatus; reason: s
     pass_to_pass: emptyOutcome(),
     test_exit_code: null,
     suspicious: false,
+    tampering: null,
     official_version: null,
     durations_ms: { setup: 0, apply: 0, install: 0, tests: 0, parse: 0 },
     log: '',
@@ -278,8 +284,31 @@ async function installSample(
   });
 }
 
-/** Grades a patch for an instance in a fresh environment from `runtime`. */
+/**
+ * Grades a patch for an instance in a fresh environment from `runtime`. A patch that changes how the
+ * tests run is flagged `suspicious` with its `tampering` files, and with `rejectTampering` graded 0
+ * (unresolved) without running the tests.
+ */
 export async function gradePatch(
+  runtime: Runtime,
+  instance: SweInstance,
+  patch: string,
+  options: GradeOptions,
+): Promise<GradeResult> {
+  const tampering = detectTampering(patch, instance.test_patch);
+  if (tampering && options.rejectTampering) {
+    return result({
+      status: 'unresolved',
+      reason: `rejected (--reject-test-tampering): ${tampering.reason} (${tampering.files.join(', ')})`,
+      suspicious: true,
+      tampering: { ...tampering, rejected: true },
+    });
+  }
+  const graded = await gradeTests(runtime, instance, patch, options);
+  return tampering ? { ...graded, suspicious: true, tampering } : graded;
+}
+
+async function gradeTests(
   runtime: Runtime,
   instance: SweInstance,
   patch: string,

@@ -221,7 +221,10 @@ function environmentRecord(
 }
 
 /** Maps a worker outcome to success or one clear error. */
-export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: string }): PolarError | undefined {
+export function workerError(
+  o: WorkerOutcome,
+  ctx: { logPath: string; out: string; follower?: boolean },
+): PolarError | undefined {
   if (o.protocolError) {
     return new PolarError(`training worker broke its protocol: ${o.protocolError}`, {
       hint: `the worker (src/train/worker) and src/train/schema.ts disagree; worker log: ${ctx.logPath}`,
@@ -249,7 +252,8 @@ export function workerError(o: WorkerOutcome, ctx: { logPath: string; out: strin
       hint: `full worker log: ${ctx.logPath}`,
     });
   }
-  if (!o.done)
+  // only global rank 0 reports `done`: on a node without it (a run across nodes), exit 0 is success
+  if (!o.done && !ctx.follower)
     return new PolarError('training worker exited without finishing', { hint: `worker log: ${ctx.logPath}` });
   return undefined;
 }
@@ -365,7 +369,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     pythonPath: process.env.PYTHONPATH,
     nodes: req.nodes,
   });
-  const logPath = join(config.out, 'worker.log');
+  const logPath = workerLogPath(config.out, req.nodes);
   const progress = deps.progress ?? new TrainProgress({ json: req.json ?? false });
   progress.start(
     `training ${config.model} on ${plural(data.rollouts, 'rollout')} (${plural(data.traces, 'trace')}, ${plural(data.trainedTokens, 'trained token')}), ` +
@@ -398,7 +402,9 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     if (madeOut) await rm(config.out, { recursive: true, force: true });
     throw refused;
   }
-  const error = workerError(outcome, { logPath, out: config.out });
+  // c10d gives global rank 0 (the `done` event) to any node (torchrun ignores --node-rank with it)
+  const follower = Boolean(req.nodes && req.nodes.nnodes > 1 && !outcome.done);
+  const error = workerError(outcome, { logPath, out: config.out, follower });
   if (error) {
     progress.stop(false);
     if (outcome.error?.traceback) log.debug(String(outcome.error.traceback));
@@ -406,7 +412,10 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   }
   const checkpoint = (outcome.done?.checkpoint as string | null | undefined) ?? null;
   const steps = Number(outcome.done?.steps ?? 0);
-  progress.stop(true, `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`);
+  progress.stop(
+    true,
+    follower ? FOLLOWER_DONE : `done: ${plural(steps, 'step')}, checkpoint ${checkpoint ?? '(none)'}`,
+  );
   return {
     config,
     configPath,
@@ -415,6 +424,15 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     steps,
     data,
   };
+}
+
+const FOLLOWER_DONE =
+  "done: this node's processes finished; the node that holds global rank 0 wrote the checkpoints";
+
+/** Each node's launcher writes its own log: on a shared --out they would otherwise overwrite each other. */
+function workerLogPath(out: string, nodes: NodeRole | undefined): string {
+  const rank = nodes && nodes.nnodes > 1 ? nodes.nodeRank : 0;
+  return join(out, rank > 0 ? `worker-node${rank}.log` : 'worker.log');
 }
 
 /** No group has rewards that differ: every advantage is 0, GRPO would run at loss 0 and learn nothing. */

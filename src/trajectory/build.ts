@@ -18,7 +18,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { SessionEndRecord, SessionRecord } from '../capture/record.ts';
 import type { InputError } from '../errors.ts';
-import { DEFAULTS } from '../options/defaults.ts';
+import { DEFAULTS, type UnparsedToolCallMode } from '../options/defaults.ts';
 import { collectSessions, type OpenSession } from './collect.ts';
 import { encodeTails, type OutputFormat } from './formats.ts';
 import { type GroupBy, resolveHeads, type Summary } from './heads.ts';
@@ -53,6 +53,8 @@ export interface BuildOptions {
   skipInvalid?: boolean;
   eotIds?: readonly number[];
   splice?: boolean;
+  /** a trajectory with a tool call the server did not parse: zero (default), mask or keep (heads.ts) */
+  unparsedToolCalls?: UnparsedToolCallMode;
   /** where the temporary file goes (default: the OS temp dir) */
   tmpDir?: string;
   /** called for each skipped invalid line (the first few are worth showing) */
@@ -74,6 +76,7 @@ function summaryOf(header: SessionRecord, state: OpenSession, metaKey: string | 
     traces: 0,
     tokensTrainable: 0,
     tokensTotal: 0,
+    unparsedCalls: 0,
   };
 }
 
@@ -85,6 +88,7 @@ function sessionConfig(options: BuildOptions): SessionConfig {
     exclude: new Set(options.excludeKinds ?? []),
     maxTokens: options.maxTokens ?? null,
     maxMode: options.maxTokensMode ?? DEFAULTS.overlong.value,
+    maskUnparsed: options.unparsedToolCalls === 'mask',
   };
 }
 
@@ -125,6 +129,8 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
     summary.traces = result.traces.length;
     summary.tokensTrainable = result.tstats.tokens_trainable;
     summary.tokensTotal = result.tstats.tokens_total;
+    for (const t of result.traces) summary.unparsedCalls += t.tool_call_unparsed ?? 0;
+    if (summary.unparsedCalls > 0) stats.trajectories_tool_unparsed++;
     if (spool !== null)
       summary.rowBytes = await spool.append(encodeTails(format, result.traces, result.tstats));
     summaries.push(summary);
@@ -138,6 +144,7 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
       rewardTable,
       groupBy,
       dropUniform: options.dropUniformGroups ?? false,
+      unparsed: options.unparsedToolCalls ?? DEFAULTS.unparsedToolCalls.value,
       stats,
     });
     countWritten(stats, summaries, heads);

@@ -57,6 +57,7 @@ function toMergeCall(call: CallRecord): MergeCall {
     logprobs: call.completion_logprobs,
     tokenExact: call.token_exact,
     finishReason: call.finish_reason,
+    ...(call.tool_call_unparsed ? { unparsed: true } : {}),
     requestKind: typeof meta.request_kind === 'string' ? meta.request_kind : null,
     traceKind: typeof meta.trace_kind === 'string' ? meta.trace_kind : null,
   };
@@ -134,6 +135,7 @@ class SessionCollector {
     }
     state.callIds.add(record.id);
     state.seenCalls++;
+    if (record.tool_call_unparsed) stats.calls_tool_unparsed++;
     if (record.seq < state.maxSeq) count(stats.notes, 'out-of-order seq (sorted)');
     if (state.seqs.has(record.seq)) count(stats.notes, 'duplicate seq (arrival order kept)');
     state.seqs.add(record.seq);

@@ -4,6 +4,7 @@
  * docs/train.md): the build counts the groups from which no estimator learns anything (uniform rewards).
  */
 import type { GradingRecord } from '../capture/record.ts';
+import type { UnparsedToolCallMode } from '../options/defaults.ts';
 import type { TrajectoryHead } from './formats.ts';
 import type { TrajectoryRecord } from './record.ts';
 import { isUniform, lookupReward, type RewardTable } from './rewards.ts';
@@ -24,6 +25,8 @@ export interface Summary {
   traces: number;
   tokensTrainable: number;
   tokensTotal: number;
+  /** calls in its traces whose tool call the server did not parse */
+  unparsedCalls: number;
 }
 
 /** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
@@ -33,6 +36,8 @@ export interface ResolveContext {
   rewardTable: RewardTable | null;
   groupBy: GroupBy;
   dropUniform: boolean;
+  /** zero: a trajectory with an unparsed tool call gets reward 0 (before groups and advantages) */
+  unparsed: UnparsedToolCallMode;
   stats: BuildStats;
 }
 
@@ -58,6 +63,10 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     reward = fromFile;
     stats.rewards.file++;
   } else stats.rewards.missing++;
+  if (s.unparsedCalls > 0 && ctx.unparsed === 'zero' && reward !== null) {
+    reward = 0;
+    stats.rewards_zeroed_unparsed++;
+  }
   return {
     id: s.session,
     session: s.session,

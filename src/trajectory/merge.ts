@@ -17,6 +17,8 @@ export interface MergeCall {
   logprobs: readonly number[] | null;
   tokenExact: boolean;
   finishReason: string | null;
+  /** the call's text holds a tool call the server did not parse (record's tool_call_unparsed) */
+  unparsed?: boolean;
   /** harness_meta.request_kind (Codex: turn | compaction | prewarm), or null */
   requestKind: string | null;
   /** harness_meta.trace_kind when the capture names the kind itself, or null */
@@ -32,6 +34,8 @@ export interface MergeOptions {
    * ids. Off by default: exact matching only.
    */
   splice: boolean;
+  /** sampled ids of a call with an unparsed tool call get mask 0 (--unparsed-tool-calls mask) */
+  maskUnparsed?: boolean;
 }
 
 export interface MergedTrace {
@@ -53,6 +57,8 @@ export interface MergedTrace {
   after_compaction?: true;
   /** number of turns of this trace joined by splicing (only with MergeOptions.splice) */
   spliced_turns: number;
+  /** calls of this trace whose tool call the server did not parse, when any */
+  tool_call_unparsed?: number;
 }
 
 export interface MergeStats {
@@ -151,11 +157,13 @@ function appendGlue(chain: Chain, ids: readonly number[], from: number): void {
   chain.length += ids.length - from;
 }
 
-function appendSampled(chain: Chain, call: MergeCall): void {
+function appendSampled(state: MergeState, chain: Chain, call: MergeCall): void {
   const t = chain.trace;
   delete t.cut;
   pushAll(t.response_ids, call.completion);
-  for (let i = 0; i < call.completion.length; i++) t.loss_mask.push(1);
+  const mask = call.unparsed && state.maskUnparsed ? 0 : 1;
+  for (let i = 0; i < call.completion.length; i++) t.loss_mask.push(mask);
+  if (call.unparsed) t.tool_call_unparsed = (t.tool_call_unparsed ?? 0) + 1;
   if (call.logprobs === null) t.response_logprobs = null;
   else if (t.response_logprobs !== null) pushAll(t.response_logprobs, call.logprobs);
   chain.length += call.completion.length;
@@ -172,6 +180,7 @@ function emptyKinds(): Record<TraceKind, number> {
 
 interface MergeState {
   eot: ReadonlySet<number>;
+  maskUnparsed: boolean;
   chains: Chain[];
   stats: MergeStats;
 }
@@ -201,7 +210,7 @@ function startChain(
     lastPrompt: call.prompt,
     lastCompletion: [],
   };
-  appendSampled(chain, call);
+  appendSampled(state, chain, call);
   state.chains.push(chain);
   state.stats.chains++;
   state.stats.kinds[kind]++;
@@ -221,7 +230,7 @@ function extendExact(state: MergeState, call: MergeCall): boolean {
   if (first !== undefined && state.eot.has(first) && (last === undefined || !state.eot.has(last)))
     state.stats.eot_from_prompt++;
   appendGlue(best, call.prompt, best.length);
-  appendSampled(best, call);
+  appendSampled(state, best, call);
   state.stats.calls_merged++;
   return true;
 }
@@ -245,7 +254,7 @@ function extendSplicedChain(state: MergeState, call: MergeCall): boolean {
   }
   if (extended === null) return false;
   appendGlue(extended, call.prompt, extended.lastPrompt.length + extended.lastCompletion.length);
-  appendSampled(extended, call);
+  appendSampled(state, extended, call);
   state.stats.calls_merged++;
   return true;
 }
@@ -270,7 +279,7 @@ function extendBySplice(state: MergeState, call: MergeCall): boolean {
   }
   if (spliced === null) return false;
   appendGlue(spliced.chain, call.prompt, spliced.from);
-  appendSampled(spliced.chain, call);
+  appendSampled(state, spliced.chain, call);
   spliced.chain.trace.spliced_turns++;
   state.stats.spliced_turns++;
   state.stats.calls_merged++;
@@ -319,6 +328,7 @@ function startNewTrace(state: MergeState, call: MergeCall, forcedRoot: boolean, 
 export function mergeCalls(calls: readonly MergeCall[], options: MergeOptions): MergeResult {
   const state: MergeState = {
     eot: new Set(options.eotIds),
+    maskUnparsed: options.maskUnparsed ?? false,
     chains: [],
     stats: {
       calls: 0,

@@ -47,6 +47,8 @@ export const traceSchema = z
     after_compaction: z.literal(true).optional(),
     /** turns joined by splicing (build --splice), when any */
     spliced_turns: z.number().int().nonnegative().optional(),
+    /** calls of this trace whose text holds a tool call the server did not parse, when any */
+    tool_call_unparsed: z.number().int().positive().optional(),
   })
   .superRefine((trace, ctx) => {
     if (trace.loss_mask.length !== trace.response_ids.length) {

@@ -16,6 +16,8 @@ export interface SessionConfig {
   exclude: ReadonlySet<TraceKind>;
   maxTokens: number | null;
   maxMode: 'truncate' | 'drop';
+  /** --unparsed-tool-calls mask: the sampled ids of such calls get mask 0 */
+  maskUnparsed: boolean;
 }
 
 export interface SessionInput {
@@ -54,6 +56,7 @@ function toTrace(t: MergedTrace, parent: number | undefined): Trace {
   if (t.cut !== undefined) trace.cut = t.cut;
   if (t.after_compaction) trace.after_compaction = true;
   if (t.spliced_turns > 0) trace.spliced_turns = t.spliced_turns;
+  if (t.tool_call_unparsed) trace.tool_call_unparsed = t.tool_call_unparsed;
   return trace;
 }
 
@@ -148,7 +151,11 @@ export function buildSession(
     if (input.textOnly > 0) return skip('no token ids (text-only capture)');
     return skip(input.seenCalls > 0 ? 'no usable calls' : 'no calls');
   }
-  const merged = mergeCalls(calls, { eotIds: config.eotIds, splice: config.splice });
+  const merged = mergeCalls(calls, {
+    eotIds: config.eotIds,
+    splice: config.splice,
+    maskUnparsed: config.maskUnparsed,
+  });
   countMerge(stats, merged);
   if (config.requireTokenExact && (input.textOnly > 0 || merged.traces.some((t) => !t.token_exact))) {
     return skip('not token-exact (--require-token-exact)');

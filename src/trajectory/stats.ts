@@ -46,6 +46,12 @@ export interface BuildStats {
   groups_uniform: number;
   /** groups kept of one sample (uniform too) */
   groups_single: number;
+  /** call records whose text holds a tool call the server did not parse (`tool_call_unparsed`) */
+  calls_tool_unparsed: number;
+  /** built trajectories with such a call in their traces */
+  trajectories_tool_unparsed: number;
+  /** of those, the ones whose reward --unparsed-tool-calls zero set to 0 */
+  rewards_zeroed_unparsed: number;
   /** written trajectories only */
   tokens_trainable: number;
   tokens_total: number;
@@ -79,6 +85,9 @@ export function emptyStats(): BuildStats {
     groups_without_reward: 0,
     groups_uniform: 0,
     groups_single: 0,
+    calls_tool_unparsed: 0,
+    trajectories_tool_unparsed: 0,
+    rewards_zeroed_unparsed: 0,
     tokens_trainable: 0,
     tokens_total: 0,
   };
@@ -120,6 +129,7 @@ export function formatStats(s: BuildStats): string {
     `  skipped files              ${list(s.files_skipped)}`,
     `  skipped calls              ${list(s.calls_skipped)}`,
     `  calls not token-exact      ${list(s.calls_inexact)}`,
+    `  tool calls not parsed      ${num(s.calls_tool_unparsed)} calls in ${num(s.trajectories_tool_unparsed)} trajectories (reward set to 0: ${num(s.rewards_zeroed_unparsed)})`,
     `  skipped sessions           ${list(s.sessions_skipped)}`,
     `  dropped traces             ${list(s.traces_dropped)}`,
     `  notes                      ${list(s.notes)}`,
@@ -156,6 +166,9 @@ export function addStats(into: BuildStats, from: BuildStats): void {
     'groups_without_reward',
     'groups_uniform',
     'groups_single',
+    'calls_tool_unparsed',
+    'trajectories_tool_unparsed',
+    'rewards_zeroed_unparsed',
     'tokens_trainable',
     'tokens_total',
   ] as const;
@@ -182,6 +195,11 @@ export function statsWarnings(s: BuildStats): string[] {
       `no sessions found: ${plural(s.inputs, 'input file')} read, ${plural(s.lines, 'line')}${skipped ? `, ${plural(skipped, 'file')} skipped (${list(s.files_skipped)})` : ''}; nothing was built`,
     );
     return warnings;
+  }
+  if (s.calls_tool_unparsed > 0) {
+    warnings.push(
+      `${plural(s.calls_tool_unparsed, 'call')} hold a tool call the server did not parse (tool_call_unparsed): the harness saw text and the turn ended; check the server's tool-call parser (vLLM: --enable-auto-tool-choice --tool-call-parser hermes)`,
+    );
   }
   const scored = s.groups - s.groups_without_reward - s.groups_dropped_uniform;
   if (scored > 0 && s.groups_uniform === scored) {

@@ -19,6 +19,12 @@
  * - `dropToolParserIds` reproduces vllm-project/vllm#27482 (0.10.2 until PR #29074): the chunks the
  *   tool parser swallows are never sent, so their `token_ids` and logprobs are missing while
  *   `usage.completion_tokens` stays the true count;
+ * - `skipToolParser` is a server whose tool-call parser does not read the model's format (a Qwen3
+ *   model served with `--tool-call-parser mistral`, whose start token is `[TOOL_CALLS]`): each of
+ *   vLLM's parsers (vllm/entrypoints/openai/tool_parsers/*_tool_parser.py, extract_tool_calls) returns
+ *   `ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)` when its
+ *   start token is not in the output, so the `<tool_call>` text comes back as `content`, `tool_calls`
+ *   empty, finish_reason `stop` (streamed: as content deltas);
  * - `finish_reason: "abort"` for a cancelled request (fault `abort`);
  * - `--api-key`: every /v1 route answers 401 without `Authorization: Bearer <key>`.
  */
@@ -89,6 +95,8 @@ export interface StandinOptions {
   maxModelLen?: number;
   /** started with --enable-auto-tool-choice --tool-call-parser hermes (default true) */
   toolParser?: boolean;
+  /** a tool-call parser that does not match the model: `<tool_call>` text comes back as content */
+  skipToolParser?: boolean;
   /** reproduce vLLM #27482: streamed tool-call chunks lose their token_ids and logprobs */
   dropToolParserIds?: boolean;
   /** the reasoning field of messages and deltas (default 'reasoning', current vLLM) */
@@ -328,13 +336,17 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     }
     const reply = policy(body);
     const reasoningText = reply.reasoning ? `<think>\n${reply.reasoning}\n</think>\n\n` : '';
-    const content = reply.content ?? '';
+    const said = reply.content ?? '';
     // the model writes tool calls the way the template renders them (Python-style tojson), as a
     // model trained on that template does
     const calls_ = (reply.toolCalls ?? []).map(
       (c) => `<tool_call>\n${pyJson({ name: c.name, arguments: c.arguments })}\n</tool_call>`,
     );
-    const toolText = calls_.length ? (content ? '\n' : '') + calls_.join('\n') : '';
+    const written = calls_.length ? (said ? '\n' : '') + calls_.join('\n') : '';
+    // a parser that does not read the model's format: the calls stay in the content
+    const unparsed = options.skipToolParser === true;
+    const content = unparsed ? said + written : said;
+    const toolText = unparsed ? '' : written;
     const reasoningIds = tok.encode(reasoningText, { add_special_tokens: false });
     const contentIds = tok.encode(content, { add_special_tokens: false });
     const toolIds = tok.encode(toolText, { add_special_tokens: false });
@@ -344,8 +356,8 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     calls.push({ body, promptText, promptIds, completionIds, logprobs });
     const giveIds = body.return_token_ids === true && !fault?.noTokenIds;
     const giveLogprobs = body.logprobs === true;
-    const finish = fault?.abort ? 'abort' : reply.toolCalls?.length ? 'tool_calls' : 'stop';
-    const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
+    const finish = fault?.abort ? 'abort' : toolText ? 'tool_calls' : 'stop';
+    const toolCalls = (unparsed ? [] : (reply.toolCalls ?? [])).map((c, i) => ({
       id: `chatcmpl-tool-${calls.length}-${i}`,
       type: 'function',
       function: { name: c.name, arguments: JSON.stringify(c.arguments) },

@@ -82,8 +82,8 @@ export class TestNet {
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout?.pipe(log);
-    child.stderr?.pipe(log);
+    child.stdout?.pipe(log, { end: false });
+    child.stderr?.pipe(log, { end: false });
     this.children.push(child);
     return child;
   }

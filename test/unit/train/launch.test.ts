@@ -111,6 +111,12 @@ describe('worker outcome', () => {
     assert.match(workerError(killed, { logPath, out: dir })?.message ?? '', /killed by SIGKILL/);
     const quiet = await runWorker(fake(`process.exit(0)`), () => {}, logPath);
     assert.match(workerError(quiet, { logPath, out: dir })?.message ?? '', /without finishing/);
+    // a node of rank > 0 (--nnodes): only global rank 0 reports done, so exit 0 is its success
+    assert.equal(workerError(quiet, { logPath, out: dir, follower: true }), undefined);
+    assert.match(
+      workerError(killed, { logPath, out: dir, follower: true })?.message ?? '',
+      /killed by SIGKILL/,
+    );
     const ok = await runWorker(
       fake(`console.log(JSON.stringify({event:'done',steps:1}))`),
       () => {},

@@ -13,6 +13,7 @@ const config: SessionConfig = {
   exclude: new Set(),
   maxTokens: null,
   maxMode: 'truncate',
+  maskUnparsed: false,
 };
 
 function call(id: string, seq: number, prompt: number[], completion: number[]): MergeCall {

@@ -1,0 +1,100 @@
+/**
+ * `polar eval --cluster slurm` inside an allocation (SLURM_JOB_ID set: under salloc, or in an sbatch
+ * script of the user's): the shards run as the tasks of one `srun` step on the allocation's nodes (no
+ * new job waits in the queue), then this process merges the shard folders into OUT as `polar eval
+ * --merge` does. The same shard script as the array job's (src/cluster/slurm-scripts.ts), its index
+ * from SLURM_PROCID. Shards: --cluster-shards, else the allocation's tasks (SLURM_NTASKS), else its nodes.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { EnvironmentError, EXIT } from '../errors.ts';
+import type { EvalFlags } from '../eval/command.ts';
+import { prepareOut } from '../eval/out.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import { log } from '../util/log.ts';
+import { plural } from '../util/plural.ts';
+import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
+import { mergeCommand } from './merge.ts';
+import {
+  exitStatus,
+  finishedSamples,
+  resetWork,
+  shardFailure,
+  shardPlan,
+  shardScript,
+} from './slurm-scripts.ts';
+
+export async function slurmStepsEval(
+  f: EvalFlags,
+  instances: SweInstance[],
+  argv: string[],
+): Promise<number> {
+  const job = process.env.SLURM_JOB_ID;
+  const nodes = Number(process.env.SLURM_JOB_NUM_NODES ?? 1);
+  const tasks = Number(process.env.SLURM_NTASKS ?? 0);
+  const plan = shardPlan(f, instances, argv, tasks > 0 ? tasks : nodes);
+  await prepareOut(plan.out, f);
+  await resetWork(plan, Boolean(f.resume));
+  await mkdirPrivate(plan.logs);
+  const script = join(plan.logs, 'steps.sh');
+  await writeFile(script, shardScript(plan, '$((SLURM_PROCID + 1))', { ownLog: true }), {
+    mode: PRIVATE_SCRIPT,
+  });
+  log.info(
+    `slurm: inside job ${job} (${plural(nodes, 'node')}): ${plural(plan.shards, 'shard')} as the tasks of one srun step; logs in ${plan.logs}`,
+  );
+  const child = execa(
+    'srun',
+    [
+      `--ntasks=${plan.shards}`,
+      `--cpus-per-task=${f.clusterCpus * f.concurrency}`,
+      '--kill-on-bad-exit=0',
+      `--job-name=polar-eval`,
+      script,
+    ],
+    { reject: false, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', all: true },
+  );
+  let interrupted = false;
+  const onSigint = () => {
+    interrupted = true;
+    child.kill('SIGTERM'); // srun passes it to its tasks; --resume continues their shards
+  };
+  process.once('SIGINT', onSigint);
+  const total = instances.length * f.samples;
+  let last = -1;
+  const timer = setInterval(() => {
+    const n = finishedSamples(plan);
+    if (n !== last) log.info(`slurm: ${n}/${total} samples`);
+    last = n;
+  }, 2000);
+  let r: Awaited<typeof child>;
+  try {
+    r = await child;
+  } finally {
+    clearInterval(timer);
+    process.removeListener('SIGINT', onSigint);
+  }
+  if ((r as { code?: string }).code === 'ENOENT')
+    throw new EnvironmentError(
+      '--cluster slurm: srun not found',
+      'run polar inside the allocation of a Slurm job',
+    );
+  if (interrupted) {
+    log.warn(
+      'interrupted: finished samples are kept in the shard folders; the same command with --resume runs the rest',
+    );
+    return EXIT.interrupted;
+  }
+  const failed: number[] = [];
+  for (let i = 1; i <= plan.shards; i++) if (exitStatus(plan.exitFile(i)) !== 0) failed.push(i);
+  if (failed.length)
+    throw shardFailure(
+      plan,
+      failed,
+      `srun exit ${r.exitCode}${String(r.all ?? '').trim() ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`,
+    );
+  const dirs = Array.from({ length: plan.shards }, (_, k) => plan.shardDir(k + 1));
+  const { cluster: _c, shard: _s, ...rest } = f;
+  return mergeCommand({ ...rest, merge: dirs, resume: false, overwrite: false });
+}

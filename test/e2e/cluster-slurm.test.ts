@@ -1,0 +1,152 @@
+/**
+ * `polar eval --cluster slurm` on a real Slurm (Debian's slurm-wlm 22.05 and munge, installed by
+ * .ci/run): slurmctld on one test host, a slurmd on each of two more (network namespaces), munged, all
+ * started by the test in its own temporary folder and killed by pid in `after`. The gold agent (fixed
+ * cost) on fixture rows: from a login node (sbatch --array + a merge job), and from inside an allocation
+ * (salloc: the shards are the tasks of one srun step). Each run's folder equals a one-machine run's but
+ * for timings and node names.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
+import { readResultLines, runView } from '../support/cluster/compare.ts';
+import { TestNet } from '../support/cluster/netns.ts';
+import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
+import { localEval, MINI, ROOT, runnableIds } from '../unit/eval/helpers.ts';
+
+const SKIP = slurmUnavailable();
+
+/** Runs argv (a polar eval, or salloc around one) with the cluster's SLURM_CONF; killed after `limitMs`. */
+function run(
+  net: TestNet,
+  c: SlurmCluster,
+  argv: string[],
+  limitMs = 300_000,
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: ROOT,
+      env: c.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    net.children.push(child);
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d;
+    });
+    child.stdout.resume();
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+describe('polar eval --cluster slurm', { skip: SKIP ?? false, timeout: 590_000 }, () => {
+  const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
+  before(async () => {
+    ensureFixtureRepos();
+    state.tmp = mkdtempSync(join(tmpdir(), 'polar-slurm-'));
+    state.net = TestNet.create(3);
+    state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
+  });
+  after(async () => {
+    await state.net?.destroy();
+    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true });
+  });
+  const ids = () => runnableIds().slice(0, 2);
+  const polar = [process.execPath, join(ROOT, 'bin/polar'), 'eval'];
+  // two shards, each asking a whole node (2 CPUs): one shard per node
+  const common = () => [
+    '--dataset',
+    MINI,
+    '--agent',
+    'gold',
+    '--runtime',
+    'local',
+    '--instances',
+    ids().join(','),
+    '--samples',
+    '2',
+    '--cluster',
+    'slurm',
+    '--cluster-shards',
+    '2',
+    '--cluster-cpus',
+    '2',
+    '--cluster-memory',
+    '256MiB',
+    '--concurrency',
+    '1',
+  ];
+  let local = '';
+  const localRun = () => {
+    if (local) return local;
+    local = join(state.tmp, 'local');
+    const r = localEval('gold', local, ['--instances', ids().join(','), '--samples', '2']);
+    assert.equal(r.code, 0, r.stderr);
+    return local;
+  };
+  const checkRun = (out: string, stderr: string) => {
+    const lines = readResultLines(out);
+    assert.equal(lines.length, ids().length * 2);
+    const tags = lines.map(
+      (l) => l.cluster as { engine: string; node: string; job_id: string; shard: number },
+    );
+    for (const t of tags) assert.equal(t.engine, 'slurm');
+    const nodes = new Set(tags.map((t) => t.node));
+    assert.deepEqual([...nodes].sort(), ['n1', 'n2'], stderr);
+    assert.deepEqual(new Set(tags.map((t) => t.shard)), new Set([1, 2]));
+    assert.deepEqual(runView(out), runView(localRun()));
+  };
+
+  test('from a login node: an array job per shard and a merge job; the folder is a one-machine run', async () => {
+    const out = join(state.tmp, 'array-run');
+    const r = await run(state.net, state.slurm, [...polar, ...common(), '--out', out]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /array job \d+ \(2 shards\) and merge job \d+/);
+    checkRun(out, r.stderr);
+    assert.ok(existsSync(join(out, '.cluster', 'slurm', 'merge.log')));
+    assert.equal(readFileSync(join(out, '.cluster', 'slurm', 'merge.exit'), 'utf8').trim(), '0');
+  });
+
+  test('shards that fail: the merge job is cancelled, the error names the shards and their log', async () => {
+    const out = join(state.tmp, 'failed-run');
+    // every shard's polar is `false`: it exits 1 at once, on its node
+    const r = await run(state.net, state.slurm, [
+      ...polar,
+      ...common(),
+      '--cluster-polar',
+      'false',
+      '--out',
+      out,
+    ]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /2 shards failed \(shard 1, shard 2\), the merge job \d+ will not run/);
+    assert.match(r.stderr, /--resume/);
+    assert.equal(existsSync(join(out, 'report.json')), false);
+    assert.equal(readFileSync(join(out, '.cluster', 'slurm', 'shard-1.exit'), 'utf8').trim(), '1');
+  });
+
+  test('inside an allocation (salloc -N2): the shards are the tasks of one srun step', async () => {
+    const out = join(state.tmp, 'steps-run');
+    const r = await run(state.net, state.slurm, [
+      'salloc',
+      '-N2',
+      '--ntasks-per-node=1',
+      '--cpus-per-task=2',
+      ...polar,
+      ...common(),
+      '--out',
+      out,
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /inside job \d+ \(2 nodes\)/);
+    checkRun(out, r.stderr);
+  });
+});
