@@ -5,6 +5,7 @@ const benches: Record<string, () => Promise<void>> = {
   capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
   env: async () => (await import('./env.ts')).benchEnv(),
+  sandbox: async () => (await import('./sandbox.ts')).benchSandbox(),
   // Ray on network-namespace nodes of this machine (needs root, .venv with ray): samples/s on 1-3 nodes
   cluster: async () => (await import('./cluster.ts')).benchCluster(),
   tokens: async () => (await import('./tokens.ts')).benchTokens(),

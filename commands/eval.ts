@@ -84,7 +84,7 @@ export function defineEval(program: Command, report: Report): void {
       '--reject-test-tampering',
       'grade 0 a patch that changes how the tests run (conftest.py, pytest/tox settings, skip markers, ...; flagged suspicious either way)',
     )
-    .option('--keep-envs', 'keep the local runtime temp dirs (debugging)')
+    .option('--keep-envs', "keep the environments' folders of the local and sandbox runtimes (debugging)")
     .addOption(
       new Option(
         '--merge <dirs...>',
@@ -105,7 +105,7 @@ export function defineEval(program: Command, report: Report): void {
       'after',
       `
 Examples:
-  polar eval --dataset fixtures/swe/mini.jsonl --agent gold --runtime local --out runs/gold
+  polar eval --dataset fixtures/swe/mini.jsonl --agent gold --out runs/gold
   polar eval --dataset princeton-nlp/SWE-bench_Verified --agent codex --backend vllm \\
     --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --samples 4 --out runs/eval-1
   polar eval ... --out runs/eval-1 --resume      # after Ctrl-C: graded samples are kept, the rest run

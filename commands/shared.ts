@@ -8,8 +8,10 @@ import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
   bytes,
   cluster,
+  collect,
   floatIn,
   grader,
+  hostAndPort,
   jsonObject,
   keyValue,
   nonNegativeInt,
@@ -125,27 +127,71 @@ export function addRolloutFlags(cmd: Command): Command {
     )
     .addOption(
       withDefault(
-        new Option('--runtime <kind>', RUNTIME_KINDS.join(', ')).argParser(oneOf(RUNTIME_KINDS)),
+        new Option(
+          '--runtime <kind>',
+          'sandbox (bubblewrap), local (unsandboxed: your rights), docker, podman or apptainer',
+        ).argParser(oneOf(RUNTIME_KINDS)),
         DEFAULTS.runtime,
       ),
     )
     .addOption(
       withDefault(
-        new Option('--repos <dir>', 'local runtime: DIR/<owner>/<name> git repositories'),
+        new Option('--repos <dir>', 'sandbox and local runtimes: DIR/<owner>/<name> git repositories'),
         DEFAULTS.repos,
       ),
     )
-    .option('--image <template>', 'container image override ({instance_id} is replaced)')
+    .option(
+      '--image <template>',
+      'container image override ({instance_id} is replaced; apptainer: also a .sif)',
+    )
     .option(
       '--network <name>',
-      `container network (default: ${DEFAULTS.containerNetwork.shown}, so the capture proxy is reachable)`,
+      `${DEFAULTS.containerNetwork.shown} (default: loopback only, the capture proxy through a socket); host (unsafe: every port and the internet); containers: also a network name`,
+    )
+    .addOption(
+      new Option(
+        '--network-allow <host:port>',
+        'sandbox: also reach this host address, at 127.0.0.1:PORT inside (repeatable; unsafe: a way out)',
+      ).argParser(collect(hostAndPort)),
     )
     .option('--allow-unsandboxed', 'allow a harness to run on this machine with --runtime local')
     .addOption(envCacheOption())
     .addOption(envPythonOption())
     .option(
       '--no-envs',
-      "local runtime: run the tests in polar's own environment (no environment from the spec)",
+      "sandbox and local runtimes: run the tests in polar's own environment (no environment from the spec)",
+    )
+    .addOption(
+      withDefault(
+        new Option('--memory-limit <size>', 'memory of one environment (e.g. 8GiB)').argParser(bytes),
+        DEFAULTS.memoryLimit,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--pids-limit <n>', 'processes and threads of one environment at once').argParser(
+          positiveInt,
+        ),
+        DEFAULTS.pidsLimit,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--disk-limit <size>', 'largest file written, and the size of the private /tmp').argParser(
+          bytes,
+        ),
+        DEFAULTS.diskLimit,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--env-dir <dir>',
+        'a host environment (venv or prefix) read-only at the same path inside, DIR/bin first on PATH (repeatable)',
+      ).argParser(collect((v: string) => v)),
+    )
+    .option(
+      '--cgroup-parent <dir>',
+      'sandbox: a delegated cgroup v2 directory; limits then hold for the whole process tree (polar doctor --runtime sandbox)',
     )
     .addOption(
       withDefault(

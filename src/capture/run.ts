@@ -49,7 +49,26 @@ export interface CaptureRunOptions {
   keepRunDir?: boolean;
   /** where the private harness config dir is made (default: the OS temp dir); a container mounts it */
   runDirBase?: string;
+  /**
+   * How the harness is started once the proxy listens (polar eval: inside a sandbox or container, which
+   * reaches the proxy at the same URL): the command, host cwd and environment to spawn, and what to
+   * close after. Default: the command as prepared, here.
+   */
+  launch?: (request: HarnessLaunchInput) => Promise<{
+    command: string[];
+    cwd: string;
+    env: Record<string, string>;
+    close(): Promise<void>;
+  }>;
   onCall?: (record: CallRecord) => void;
+}
+
+/** What a `launch` hook gets: the prepared harness, its environment, the proxy and its config dir. */
+export interface HarnessLaunchInput {
+  argv: string[];
+  env: Record<string, string>;
+  proxyUrl: string;
+  runDir: string;
 }
 
 export interface CaptureRunResult {
@@ -76,8 +95,9 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       'usage: polar capture [options] -- <command> [args...]',
     );
   const profile = resolveHarness(options.harness, options.command);
-  // a harness that cannot start leaves no session (and no capture file) behind
-  checkHarnessCommand(options.command, profile.name, options.cwd, options.env?.PATH);
+  // a harness that cannot start leaves no session (and no capture file) behind; a launched one (a
+  // sandbox) resolves its command where it runs
+  if (!options.launch) checkHarnessCommand(options.command, profile.name, options.cwd, options.env?.PATH);
   const output = resolve(options.output);
   // the server's set-up checked once before any harness time is spent (an injected backend was checked
   // by its owner: polar eval probes once per run)
@@ -112,6 +132,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     ...(options.onCall ? { onCall: options.onCall } : {}),
   });
   const session = capture.proxy;
+  let closeLaunch: (() => Promise<void>) | null = null;
   try {
     proxy.addSession(session);
     const prepared = await profile.prepare({
@@ -131,22 +152,17 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       extra: { ...options.env, PWD: cwd },
       profile: prepared.env,
     });
-    const [file, ...args] = prepared.argv as [string, ...string[]];
+    const launched = options.launch
+      ? await options.launch({ argv: prepared.argv, env, proxyUrl: url, runDir })
+      : null;
+    closeLaunch = launched ? () => launched.close() : null;
     const stdio = options.stdio ?? 'inherit';
-    const { result, interrupted } = await runHarnessProcess(file, args, {
-      ...(options.cwd ? { cwd: options.cwd } : {}),
-      env,
-      stdio,
-      stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
-      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
-      runDir: options.keepRunDir ? null : runDir,
-    });
-    if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
-      const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
-      throw code === 'ENOENT'
-        ? harnessNotFound(file, profile.name)
-        : new EnvironmentError(`could not start the harness \`${file}\`: ${errorMessage(result.cause)}`);
-    }
+    const { result, interrupted } = await startHarness(
+      launched ?? { command: prepared.argv, cwd: options.cwd, env },
+      options,
+      runDir,
+      profile.name,
+    );
     exitCode = result.exitCode ?? null;
     signal = result.signal ?? null;
     status = result.timedOut
@@ -161,6 +177,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
       stderr = String(result.stderr ?? '');
     }
   } finally {
+    await closeLaunch?.().catch(() => {});
     await proxy.close(2000);
     proxy.removeSession(session.key);
     try {
@@ -204,6 +221,33 @@ function harnessNotFound(file: string, harness: string): EnvironmentError {
     `could not start the harness \`${file}\`: command not found`,
     `install it (for example \`npm i -g ${installHint(harness)}\`) so that it is on PATH, or give its path`,
   );
+}
+
+/** Spawns the harness (as launched, or as prepared) and says when it could not start at all. */
+async function startHarness(
+  launch: { command: string[]; cwd?: string | undefined; env: Record<string, string> },
+  options: CaptureRunOptions,
+  runDir: string,
+  profileName: string,
+) {
+  const [file, ...args] = launch.command as [string, ...string[]];
+  const stdio = options.stdio ?? 'inherit';
+  const run = await runHarnessProcess(file, args, {
+    ...(launch.cwd ? { cwd: launch.cwd } : {}),
+    env: launch.env,
+    stdio,
+    stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
+    ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    runDir: options.keepRunDir ? null : runDir,
+  });
+  const { result } = run;
+  if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {
+    const code = (result.cause as NodeJS.ErrnoException | undefined)?.code;
+    throw code === 'ENOENT'
+      ? harnessNotFound(file, profileName)
+      : new EnvironmentError(`could not start the harness \`${file}\`: ${errorMessage(result.cause)}`);
+  }
+  return run;
 }
 
 function installHint(harness: string): string {

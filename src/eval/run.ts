@@ -174,6 +174,7 @@ async function runSample(
       error: agent.error,
       calls: agent.calls,
       failed_calls: agent.failedCalls ?? 0,
+      limit: agent.limit ?? null,
       hung_up_calls: agent.hungUpCalls ?? 0,
     },
     apply_method: grade?.apply_method ?? null,

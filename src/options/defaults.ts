@@ -87,11 +87,18 @@ export const DEFAULTS = {
   gymOut: d('runs/gym'),
   serveCaptures: d('polar-captures'),
   inspectOutput: d('report.html'),
-  /** the SWE-bench-style runtime */
-  runtime: d('docker' as 'local' | 'docker' | 'podman'),
+  /** the SWE-bench-style runtime: bubblewrap (docs/eval.md, "Runtimes") */
+  runtime: d('sandbox' as 'sandbox' | 'local' | 'docker' | 'podman' | 'apptainer'),
+  /** limits of one environment (sandbox: cgroup v2 or rlimits; containers: the engine's flags) */
+  memoryLimit: d(8 * 1024 ** 3, '8GiB'),
+  pidsLimit: d(1024),
+  diskLimit: d(4 * 1024 ** 3, '4GiB'),
   repos: d('fixtures/swe/repos'),
-  /** the container runtimes' network: the host's, so the capture proxy on loopback is reachable */
-  containerNetwork: d('host'),
+  /**
+   * the sandbox's and the containers' network: a loopback only, the capture proxy reached through a
+   * socket and forward.mjs (--network host is the unsafe opt-in)
+   */
+  containerNetwork: d('none'),
   /** where the environments built from the specs are kept (src/env/) */
   envCache: d(
     join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),

@@ -90,6 +90,17 @@ export const bytes: Parser<number> = (v) => {
   return n;
 };
 
+/** a repeatable flag (commas also separate, as NeMo Gym's launcher joins a list): every value parsed, in order */
+export function collect<T>(parse: Parser<T>): (value: string, previous: T[] | undefined) => T[] {
+  return (value, previous) => [
+    ...(previous ?? []),
+    ...value
+      .split(',')
+      .filter((v) => v.trim() !== '')
+      .map((v) => parse(v.trim())),
+  ];
+}
+
 /** one of a fixed set of words */
 export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
   return (v) => {
@@ -220,10 +231,20 @@ export const urlList = (value: string, previous: string[] = []): string[] => [
   ...listOf(url)(value),
 ];
 
-/** HOST:PORT (a rendezvous endpoint) */
+/** HOST:PORT (a rendezvous endpoint, an address to forward) */
 export const hostPort: Parser<string> = (v) => {
   const m = /^(\[[^\]]+\]|[^:\s]+):(\d+)$/.exec(v.trim());
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
     throw new InvalidArgumentError('expected HOST:PORT (for example 10.0.0.1:29400)');
   return v.trim();
+};
+
+/** HOST:PORT split into its host and port (an address the sandbox forwards: --network-allow) */
+export const hostAndPort: Parser<{ host: string; port: number }> = (v) => {
+  const endpoint = hostPort(v);
+  const colon = endpoint.lastIndexOf(':');
+  return {
+    host: endpoint.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
+    port: Number(endpoint.slice(colon + 1)),
+  };
 };

@@ -10,7 +10,17 @@ export interface RolloutFlags {
   repos: string;
   image?: string;
   network?: string;
+  /** --network-allow HOST:PORT, repeatable */
+  networkAllow?: Array<{ host: string; port: number }>;
   allowUnsandboxed?: boolean;
+  /** bytes */
+  memoryLimit: number;
+  pidsLimit: number;
+  /** bytes */
+  diskLimit: number;
+  /** --env-dir DIR, repeatable */
+  envDir?: string[];
+  cgroupParent?: string;
   /** milliseconds */
   agentTimeout: number;
   /** milliseconds */
@@ -30,8 +40,12 @@ export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }): Runt
     repos: flags.repos,
     ...(flags.image ? { image: flags.image } : {}),
     ...(flags.network ? { network: flags.network } : {}),
+    ...(flags.networkAllow?.length ? { networkAllow: flags.networkAllow } : {}),
     ...(flags.allowUnsandboxed ? { allowUnsandboxed: true } : {}),
     ...(flags.keepEnvs ? { keepEnvs: true } : {}),
+    limits: { memoryBytes: flags.memoryLimit, pids: flags.pidsLimit, diskBytes: flags.diskLimit },
+    ...(flags.envDir?.length ? { envDirs: flags.envDir } : {}),
+    ...(flags.cgroupParent ? { cgroupParent: flags.cgroupParent } : {}),
     environments: flags.envs === false ? null : { cacheDir: flags.envCache, pythons: flags.envPython ?? {} },
   };
 }

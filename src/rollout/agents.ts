@@ -17,7 +17,8 @@ import { HARNESSES as HARNESS_PROFILES } from '../harnesses/index.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import type { SweInstance } from './dataset.ts';
 import { applyPatch } from './patch.ts';
-import type { InstanceEnv } from './runtime/types.ts';
+import { CONTAINER_MODULES, CONTAINER_NODE } from './runtime/docker.ts';
+import type { InstanceEnv, LimitHit } from './runtime/types.ts';
 
 export interface AgentContext {
   instance: SweInstance;
@@ -43,6 +44,8 @@ export interface AgentOutcome {
   error: string | null;
   /** the patch to grade as it is, instead of taking the diff of the environment (predictions) */
   patch?: string;
+  /** the limit that ended the run (memory, processes, disk, time), when one did */
+  limit?: LimitHit | null;
 }
 
 export interface Agent {
@@ -162,10 +165,6 @@ export function renderPrompt(template: string, instance: SweInstance, workdir: s
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NODE_MODULES = resolve(HERE, '../../node_modules');
 
-/** Where polar mounts node and its node_modules inside containers. */
-export const CONTAINER_NODE = '/polar/bin/node';
-export const CONTAINER_MODULES = '/polar/node_modules';
-
 /** The non-interactive command line for a harness with the prompt. */
 export function harnessArgv(
   harness: HarnessName,
@@ -243,13 +242,9 @@ export class HarnessAgent implements Agent {
       this.options.placement,
       this.options.genericCommand,
     );
-    const {
-      command,
-      cwd,
-      env: hostEnv,
-    } = env.hostCommand(argv, containerEnvNames(Object.values(HARNESS_PROFILES), this.options.passEnv));
+    const passEnv = containerEnvNames(Object.values(HARNESS_PROFILES), this.options.passEnv);
     const runCapture = this.options.runCapture ?? (await loadRunCapture());
-    // a harness in a container reads its private config from a dir the runtime mounts at the same path
+    // a harness in a sandbox or container reads its private config from a dir mounted at the same path
     const runDirBase = this.options.runDirBase ?? env.harnessDirBase;
     let server: Awaited<ReturnType<HarnessAgent['server']>> | undefined;
     try {
@@ -258,13 +253,14 @@ export class HarnessAgent implements Agent {
         backendInstance: server.backend,
         ...(this.options.harnessOptions ? { harnessOptions: this.options.harnessOptions } : {}),
         ...(runDirBase ? { runDirBase } : {}),
-        command,
+        command: argv,
+        launch: (request) => env.launchHarness({ ...request, passEnv }),
         harness: this.options.harness,
         backend: server.options,
         model: this.options.model,
         output: context.capturePath,
-        cwd,
-        env: { ...this.options.env, ...hostEnv, POLAR_PROMPT: prompt },
+        cwd: env.workdir,
+        env: { ...this.options.env, POLAR_PROMPT: prompt },
         ...(this.options.passEnv ? { passEnv: this.options.passEnv } : {}),
         taskId: instance.instance_id,
         sample: context.sample,
@@ -273,6 +269,13 @@ export class HarnessAgent implements Agent {
         stdio: 'pipe',
         quiet: true,
       });
+      const limit =
+        (await env.limitHit?.({
+          status: r.status,
+          exitCode: r.exitCode,
+          signal: r.signal,
+          output: `${r.stdout ?? ''}\n${r.stderr ?? ''}`,
+        })) ?? null;
       return {
         status: r.status,
         capture: r.output,
@@ -280,7 +283,11 @@ export class HarnessAgent implements Agent {
         calls: r.calls,
         failedCalls: r.errors,
         hungUpCalls: r.clientClosed + r.cut,
-        error: r.status === 'completed' ? null : `harness ${r.status} (exit ${r.exitCode ?? r.signal})`,
+        error:
+          r.status === 'completed'
+            ? null
+            : `harness ${r.status} (exit ${r.exitCode ?? r.signal})${limit ? `: ${limit}` : ''}`,
+        limit,
       };
     } catch (error) {
       return { status: 'error', capture: null, sessionId: null, calls: 0, error: (error as Error).message };

@@ -3,6 +3,8 @@
  * (the harness never got a model answer: the backend is down, every call failed, the harness could not
  * start) is an `error` with no reward, never a graded 0 that GRPO would train on. `polar eval --resume`
  * runs errored samples again; polar gym answers them as a failed rollout (`_ng_failure_class`, reward null).
+ * A limit the sandbox enforces (memory, processes, disk, time) that ends a harness which had got model
+ * answers is the model's doing: graded like any other end, with `agent.limit` saying which one.
  */
 import { plural } from '../util/plural.ts';
 
@@ -16,6 +18,8 @@ export interface AgentRunFacts {
   /** of those, the ones the harness hung up on or polar cut (no model answer, but no backend failure) */
   hungUpCalls?: number;
   error: string | null;
+  /** the limit that ended the run, when one did */
+  limit?: string | null;
 }
 
 /**
@@ -35,7 +39,11 @@ export function infraFailure(agent: AgentRunFacts): string | null {
     return `no model answer: of ${plural(agent.calls, 'call')}, ${failed} failed and ${hungUp} ended before an answer (the harness hung up, or polar cut it)${why}`;
   }
   if (agent.calls === 0 && agent.status !== 'completed') {
-    return `no model answer: the harness made no model call and ended ${agent.status}${agent.error ? ` (${agent.error})` : ''}`;
+    // a limit hit before the first call is the set-up's (a limit too small for the harness), not the model's
+    const limit = agent.limit
+      ? `; it hit ${agent.limit} before its first call: raise the limit (--memory-limit, --pids-limit, --disk-limit, --agent-timeout)`
+      : '';
+    return `no model answer: the harness made no model call and ended ${agent.status}${agent.error ? ` (${agent.error})` : ''}${limit}`;
   }
   return null;
 }

@@ -75,7 +75,7 @@ export async function harnessSetup(
     harness: setup.agent,
     backend: setup.backend,
     model: setup.backend.model,
-    placement: runtime.isolated ? 'container' : 'host',
+    placement: runtime.placement ?? 'host',
     ...(setup.agentCmd
       ? { genericCommand: ['bash', '-c', setup.agentCmd.replaceAll('{prompt}', '"$POLAR_PROMPT"')] }
       : {}),

@@ -1,17 +1,39 @@
 /**
- * The container runtime (docker, or podman through the same commands): one container per prepare from
- * the instance image (the row's `image`, else the official `swebench/sweb.eval.x86_64.<id with __ ->
- * _1776_>:latest`), workdir /testbed, the conda env `testbed` activated for every command, the harness
- * mounted read-only, host networking so the capture proxy on 127.0.0.1 is reachable from inside.
- * Every command line is built by a pure function, so they are unit-tested without an engine.
+ * The container runtimes: docker and podman (these commands), and apptainer (apptainer.ts, the same
+ * runtime through another dialect). One container per prepare from the instance image (the row's
+ * `image`, else the official `swebench/sweb.eval.x86_64.<id with __ -> _1776_>:latest`), workdir
+ * /testbed, the conda env `testbed` activated for every command. Each container gets a private folder
+ * on the host (never shared between samples) mounted at the same path: the harness's config dir and
+ * the Unix socket that leads to the capture proxy. No host network: `--network none` by default, the
+ * proxy reached through that socket and forward.mjs on the container's 127.0.0.1 (a named network of
+ * the user's, or `host`, is an opt-in). The image's /testbed is stripped of history after HEAD at start
+ * (history.ts). Every command line is built by a pure function, so they are unit-tested without an engine.
  */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { EnvironmentError } from '../../errors.ts';
 import { DEFAULTS } from '../../options/defaults.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
-import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
+import { apptainerDialect } from './apptainer.ts';
+import { type Bridge, hostPort, openBridge } from './bridge.ts';
+import { scrubLines } from './history.ts';
+import { classifyEnd } from './limits.ts';
+import {
+  type EnvExecOptions,
+  type EnvironmentResolver,
+  type HarnessLaunch,
+  type HarnessLaunchRequest,
+  type HostEnvironment,
+  type InstanceEnv,
+  type LimitHit,
+  type Limits,
+  type RunEnd,
+  type Runtime,
+  RuntimeError,
+} from './types.ts';
 
 export interface Mount {
   host: string;
@@ -19,28 +41,36 @@ export interface Mount {
   readonly?: boolean;
 }
 
+export type ContainerEngine = 'docker' | 'podman' | 'apptainer';
+export type Runner = (argv: string[], options: { input?: string; timeoutMs?: number }) => Promise<ExecResult>;
+
 export interface ContainerRuntimeOptions {
-  engine?: 'docker' | 'podman';
+  engine?: ContainerEngine;
   /** image for an instance; default: the row's image, else the official SWE-bench name */
   image?: (instance: SweInstance) => string;
-  /** 'host' (default: the proxy on 127.0.0.1 is reachable as is) or a network name */
+  /** 'none' (default: loopback only, the proxy through the socket), a network name, or 'host' (unsafe) */
   network?: string;
   platform?: string;
   mounts?: Mount[];
-  /**
-   * a host dir mounted writable at the same path: where harness config dirs are made so a harness in the
-   * container reads them (InstanceEnv.harnessDirBase)
-   */
-  harnessDirBase?: string;
+  /** a harness runs in the container: its private folder holds the config dir and the proxy's socket */
+  harness?: boolean;
+  limits?: Limits;
+  hostEnvironments?: EnvironmentResolver;
+  /** parent of the containers' private folders (default os.tmpdir()) */
+  tmpRoot?: string;
   env?: Record<string, string>;
   /** runs engine commands; injected in tests */
-  runner?: (argv: string[], options: { input?: string; timeoutMs?: number }) => Promise<ExecResult>;
+  runner?: Runner;
 }
 
 export const TESTBED = '/testbed';
+/** where node, polar's node_modules and the forwarder are mounted (harnessArgv's container launcher) */
+export const CONTAINER_NODE = '/polar/bin/node';
+export const CONTAINER_MODULES = '/polar/node_modules';
+export const CONTAINER_FORWARDER = '/polar/forward.mjs';
 /** `run` may pull a multi-GB SWE-bench image first */
 const START_TIMEOUT_MS = 30 * 60_000;
-const ACTIVATE =
+export const ACTIVATE =
   'if [ -f /opt/miniconda3/bin/activate ]; then . /opt/miniconda3/bin/activate && conda activate testbed; fi';
 
 /** The official prebuilt image for an instance (lower case; `__` becomes `_1776_`). */
@@ -60,15 +90,29 @@ export function containerName(instanceId: string, purpose: string, nonce: string
   );
 }
 
-export function buildRunArgs(
-  engine: string,
-  name: string,
-  image: string,
-  options: Pick<ContainerRuntimeOptions, 'network' | 'platform' | 'mounts' | 'env'>,
-): string[] {
+export interface StartOptions {
+  network?: string;
+  platform?: string;
+  mounts?: Mount[];
+  env?: Record<string, string>;
+  limits?: Limits;
+}
+
+/** The docker/podman limit flags: memory (no swap on top), processes, largest file. */
+export function limitFlags(limits: Limits = {}): string[] {
+  const flags: string[] = [];
+  if (limits.memoryBytes)
+    flags.push('--memory', `${limits.memoryBytes}b`, '--memory-swap', `${limits.memoryBytes}b`);
+  if (limits.pids) flags.push('--pids-limit', String(limits.pids));
+  if (limits.diskBytes) flags.push('--ulimit', `fsize=${limits.diskBytes}:${limits.diskBytes}`);
+  return flags;
+}
+
+export function buildRunArgs(engine: string, name: string, image: string, options: StartOptions): string[] {
   const args = [engine, 'run', '-d', '--rm', '--name', name, '-w', TESTBED];
   args.push('--network', options.network ?? DEFAULTS.containerNetwork.value);
   args.push('--platform', options.platform ?? 'linux/amd64');
+  args.push(...limitFlags(options.limits));
   for (const m of options.mounts ?? [])
     args.push('-v', `${m.host}:${m.container}${m.readonly === false ? '' : ':ro'}`);
   for (const [k, v] of Object.entries(options.env ?? {})) args.push('-e', `${k}=${v}`);
@@ -76,27 +120,38 @@ export function buildRunArgs(
   return args;
 }
 
+export interface ExecOptions {
+  timeoutMs?: number;
+  env?: Record<string, string>;
+  interactive?: boolean;
+  /** directories put first on PATH after the conda env is activated (host environments) */
+  path?: string[];
+}
+
+/** The script a container runs: the conda env activated, host environments first on PATH, then `script`. */
+export function containerScript(script: string, path: string[] = []): string {
+  const prefix = path.length ? `\nexport PATH=${path.map((p) => `'${p}'`).join(':')}:"$PATH"` : '';
+  return `${ACTIVATE}${prefix}\n${script}`;
+}
+
+/** `timeout` inside the container too, so a hung engine is not the only backstop */
+export function timeoutPrefix(timeoutMs: number | undefined): string[] {
+  if (timeoutMs === undefined) return [];
+  return ['timeout', '--signal=TERM', '--kill-after=5', `${Math.max(1, Math.ceil(timeoutMs / 1000))}`];
+}
+
 /** `exec` of a bash script inside the container, with the conda env active and a timeout inside too. */
 export function buildExecArgs(
   engine: string,
   name: string,
   script: string,
-  options: { timeoutMs?: number; env?: Record<string, string>; interactive?: boolean } = {},
+  options: ExecOptions = {},
 ): string[] {
   const args = [engine, 'exec'];
   if (options.interactive) args.push('-i');
   args.push('-w', TESTBED);
   for (const [k, v] of Object.entries(options.env ?? {})) args.push('-e', `${k}=${v}`);
-  args.push(name);
-  if (options.timeoutMs !== undefined) {
-    args.push(
-      'timeout',
-      '--signal=TERM',
-      '--kill-after=5',
-      `${Math.max(1, Math.ceil(options.timeoutMs / 1000))}`,
-    );
-  }
-  args.push('bash', '-c', `${ACTIVATE}\n${script}`);
+  args.push(name, ...timeoutPrefix(options.timeoutMs), 'bash', '-c', containerScript(script, options.path));
   return args;
 }
 
@@ -118,18 +173,10 @@ export function envSetupLines(setup: EnvSetup): string[] {
   ];
 }
 
+export const WRITE_SCRIPT = 'mkdir -p "$(dirname "$1")" && cat > "$1"';
+
 export function buildWriteArgs(engine: string, name: string, path: string): string[] {
-  return [
-    engine,
-    'exec',
-    '-i',
-    name,
-    'bash',
-    '-c',
-    'mkdir -p "$(dirname "$1")" && cat > "$1"',
-    'write',
-    path,
-  ];
+  return [engine, 'exec', '-i', name, 'bash', '-c', WRITE_SCRIPT, 'write', path];
 }
 
 /** A harness started on the host but running inside: `exec -i` with the named variables passed through. */
@@ -141,80 +188,129 @@ export function buildRemoveArgs(engine: string, name: string): string[] {
   return [engine, 'rm', '-f', name];
 }
 
-const defaultRunner: NonNullable<ContainerRuntimeOptions['runner']> = (argv, options) =>
-  execTree(argv[0]!, argv.slice(1), options);
+/** The command lines of one container engine. */
+export interface ContainerDialect {
+  engine: string;
+  info(): string[];
+  start(name: string, image: string, options: StartOptions): string[];
+  exec(name: string, script: string, options: ExecOptions): string[];
+  write(name: string, path: string): string[];
+  /** the harness command line, and the environment of the engine's client that carries its variables */
+  launch(
+    name: string,
+    argv: string[],
+    passEnv: string[],
+    env: Record<string, string>,
+  ): { command: string[]; env: Record<string, string> };
+  remove(name: string): string[];
+  /** the image when none is given */
+  defaultImage(instance: SweInstance): string;
+}
+
+export function dockerDialect(engine: 'docker' | 'podman'): ContainerDialect {
+  return {
+    engine,
+    info: () => [engine, 'info', '--format', '{{.ServerVersion}}'],
+    start: (name, image, o) => buildRunArgs(engine, name, image, o),
+    exec: (name, script, o) => buildExecArgs(engine, name, script, o),
+    write: (name, path) => buildWriteArgs(engine, name, path),
+    // `-e NAME` copies the value from the client's environment: the command line carries names only
+    launch: (name, argv, passEnv, env) => ({ command: buildHostCommand(engine, name, argv, passEnv), env }),
+    remove: (name) => buildRemoveArgs(engine, name),
+    defaultImage: (i) => i.image ?? officialImage(i.instance_id),
+  };
+}
+
+const defaultRunner: Runner = (argv, options) => execTree(argv[0]!, argv.slice(1), options);
 
 export class ContainerRuntime implements Runtime {
   readonly kind: string;
   readonly isolated = true;
-  readonly engine: 'docker' | 'podman';
-  private readonly runner: NonNullable<ContainerRuntimeOptions['runner']>;
+  readonly placement = 'container';
+  readonly engine: ContainerEngine;
+  readonly dialect: ContainerDialect;
+  private readonly runner: Runner;
 
   constructor(readonly options: ContainerRuntimeOptions = {}) {
     this.engine = options.engine ?? 'docker';
     this.kind = this.engine;
+    this.dialect = this.engine === 'apptainer' ? apptainerDialect() : dockerDialect(this.engine);
     this.runner = options.runner ?? defaultRunner;
   }
 
-  /** the mounts of every container: the configured ones, then the harness dir base (writable) */
-  get mounts(): Mount[] {
-    const base = this.options.harnessDirBase;
-    return [
-      ...(this.options.mounts ?? []),
-      ...(base ? [{ host: base, container: base, readonly: false }] : []),
-    ];
-  }
-
   imageFor(instance: SweInstance): string {
-    return this.options.image?.(instance) ?? instance.image ?? officialImage(instance.instance_id);
+    return this.options.image?.(instance) ?? this.dialect.defaultImage(instance);
   }
 
   async check(): Promise<void> {
-    const result = await this.runner([this.engine, 'info', '--format', '{{.ServerVersion}}'], {
-      timeoutMs: 30_000,
-    });
+    const result = await this.runner(this.dialect.info(), { timeoutMs: 30_000 });
     if (result.exitCode !== 0) {
       throw new EnvironmentError(
         `${this.engine} is not usable: ${result.spawnError ?? result.output.trim().split('\n').pop() ?? 'no engine'}`,
-        `start the ${this.engine} engine (\`${this.engine} info\` must work), or use --runtime local`,
+        `start the ${this.engine} engine (\`${this.dialect.info().join(' ')}\` must work), or use --runtime sandbox`,
       );
     }
   }
 
   async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
     const name = containerName(instance.instance_id, purpose, Math.random().toString(36).slice(2, 8));
-    const argv = buildRunArgs(this.engine, name, this.imageFor(instance), {
+    const host = (await this.options.hostEnvironments?.(instance, purpose)) ?? null;
+    // the container's own folder on the host: harness config and the proxy's socket, never shared
+    const folder = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-container-'));
+    await mkdir(join(folder, 'harness'));
+    await mkdir(join(folder, 'sock'));
+    const mounts: Mount[] = [
+      ...(this.options.mounts ?? []),
+      ...(host?.mounts ?? []).map((m) => ({ host: m, container: m })),
+      ...(this.options.harness ? [{ host: folder, container: folder, readonly: false }] : []),
+    ];
+    const argv = this.dialect.start(name, this.imageFor(instance), {
       ...this.options,
-      mounts: this.mounts,
+      network: this.options.network ?? 'none',
+      mounts,
     });
-    const run = await this.runner(argv, {
-      timeoutMs: START_TIMEOUT_MS,
-    });
+    const run = await this.runner(argv, { timeoutMs: START_TIMEOUT_MS });
     if (run.exitCode !== 0) {
+      await rm(folder, { recursive: true, force: true });
       throw new RuntimeError(
         `cannot start ${this.imageFor(instance)}: ${run.output.trim().split('\n').pop() ?? ''}`,
       );
     }
-    return new ContainerEnv(this.engine, name, this.runner, this.options.harnessDirBase);
+    const env = new ContainerEnv(this.dialect, name, this.runner, folder, host, this.options);
+    // the image's repository loses every ref, reflog and object HEAD does not reach
+    const scrub = await env.exec(scrubLines(TESTBED).join(' && '), { timeoutMs: 15 * 60_000 });
+    if (scrub.exitCode !== 0) {
+      await env.dispose();
+      throw new RuntimeError(
+        `cannot strip the history of ${TESTBED} in ${this.imageFor(instance)}: ${scrub.output.trim().split('\n').pop() ?? ''}`,
+      );
+    }
+    return env;
   }
 }
 
 class ContainerEnv implements InstanceEnv {
   readonly workdir = TESTBED;
   readonly scratch = '/tmp';
+  readonly harnessDirBase?: string;
 
   constructor(
-    private readonly engine: string,
+    private readonly dialect: ContainerDialect,
     readonly name: string,
-    private readonly runner: NonNullable<ContainerRuntimeOptions['runner']>,
-    readonly harnessDirBase?: string,
-  ) {}
+    private readonly runner: Runner,
+    private readonly folder: string,
+    private readonly host: HostEnvironment | null,
+    private readonly options: ContainerRuntimeOptions,
+  ) {
+    if (options.harness) this.harnessDirBase = join(folder, 'harness');
+  }
 
   exec(script: string, options: EnvExecOptions = {}) {
-    const argv = buildExecArgs(this.engine, this.name, script, {
-      timeoutMs: options.timeoutMs,
-      env: options.env,
+    const argv = this.dialect.exec(this.name, script, {
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      env: { ...this.host?.env, ...options.env },
       interactive: options.input !== undefined,
+      path: this.host?.path ?? [],
     });
     // the host-side limit is a backstop for a hung engine; the in-container `timeout` kills the tree
     const backstop = options.timeoutMs === undefined ? undefined : options.timeoutMs + 15_000;
@@ -225,26 +321,33 @@ class ContainerEnv implements InstanceEnv {
 
   async writeFile(path: string, content: string): Promise<void> {
     const target = path.startsWith('/') ? path : `${TESTBED}/${path}`;
-    const r = await this.runner(buildWriteArgs(this.engine, this.name, target), {
-      input: content,
-      timeoutMs: 60_000,
-    });
+    const r = await this.runner(this.dialect.write(this.name, target), { input: content, timeoutMs: 60_000 });
     if (r.exitCode !== 0) throw new RuntimeError(`cannot write ${target}: ${r.output.trim()}`);
   }
 
-  hostCommand(argv: string[], passEnv: string[]): { command: string[]; cwd: string } {
-    return { command: buildHostCommand(this.engine, this.name, argv, passEnv), cwd: tmpdir() };
-  }
-
-  reachHost(url: string): string {
-    return url; // host networking
+  async launchHarness(request: HarnessLaunchRequest): Promise<HarnessLaunch> {
+    let bridge: Bridge | null = null;
+    let argv = request.argv;
+    if (this.options.network !== 'host') {
+      // the container's root (or, rootless, the user) connects; the folder itself is the user's, 0700
+      const target = hostPort(request.proxyUrl);
+      bridge = await openBridge(join(this.folder, 'sock', 'port-0.sock'), target, undefined, 0o666);
+      argv = [CONTAINER_NODE, CONTAINER_FORWARDER, `${target.port}=${bridge.socket}`, '--', ...argv];
+    }
+    const launched = this.dialect.launch(this.name, argv, request.passEnv, request.env);
+    return { ...launched, cwd: tmpdir(), close: async () => bridge?.close() };
   }
 
   envSetup(setup: EnvSetup): string[] {
     return envSetupLines(setup);
   }
 
+  async limitHit(end: RunEnd): Promise<LimitHit | null> {
+    return classifyEnd(end);
+  }
+
   async dispose(): Promise<void> {
-    await this.runner(buildRemoveArgs(this.engine, this.name), { timeoutMs: 60_000 });
+    await this.runner(this.dialect.remove(this.name), { timeoutMs: 60_000 });
+    await rm(this.folder, { recursive: true, force: true });
   }
 }

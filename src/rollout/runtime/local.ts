@@ -1,27 +1,34 @@
 /**
- * The local runtime: a fresh copy of DIR/<owner>/<name> at base_commit in a temp dir, commands run on
- * this machine with no isolation. The copy shares objects with the source (`git clone --shared`), so
- * it costs a checkout, not a copy of history; branches, the remote and the tags of commits that are not
- * ancestors of base_commit are removed so the agent does not see later commits through refs (the
- * objects stay reachable by hash: this is a convenience runtime for trusted agents, not a sandbox).
+ * The local runtime: a fresh checkout of base_commit in a temp dir, commands run on this machine with
+ * no isolation (a convenience runtime for trusted agents, not a sandbox). The checkout is a
+ * `clone --shared` of the history repository of (DIR/<owner>/<name>, base_commit) (history.ts), so it
+ * holds base_commit's ancestors and the tags that point at them, nothing later.
  * With `environments` (src/env/), an instance whose spec or row asks for a Python environment gets the
  * cached one (built on demand) and a per-sample layer in the temp dir: every command runs with the
- * layer and the environment first on PATH.
+ * layer and the environment first on PATH, then the host environments (--env-dir).
  */
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Environments } from '../../env/build.ts';
 import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
 import { isSystemStep } from '../../env/recipe.ts';
-import type { EnvironmentView, SampleEnvironment } from '../../env/types.ts';
-import { EnvironmentError } from '../../errors.ts';
-import { insideDir } from '../../util/safe-path.ts';
+import type { SampleEnvironment } from '../../env/types.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
-import { type EnvExecOptions, type InstanceEnv, type Runtime, RuntimeError } from './types.ts';
+import { CHECKOUT_SCRIPT, checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';
+import {
+  type EnvExecOptions,
+  type EnvironmentResolver,
+  type HarnessLaunchRequest,
+  type HostEnvironment,
+  hostLaunch,
+  type InstanceEnv,
+  joinHostEnvironments,
+  type Runtime,
+  RuntimeError,
+} from './types.ts';
 
 export interface LocalRuntimeOptions {
   /** where DIR/<owner>/<name> git repositories live */
@@ -34,6 +41,10 @@ export interface LocalRuntimeOptions {
   env?: Record<string, string>;
   /** builds and caches the instances' Python environments (absent: tests run in polar's own environment) */
   environments?: Environments;
+  /** host environments (types.ts, --env-dir): their bin dirs go first on PATH */
+  hostEnvironments?: EnvironmentResolver;
+  /** the history repositories (default: the process's store) */
+  history?: HistoryStore;
 }
 
 export class LocalRuntime implements Runtime {
@@ -46,57 +57,47 @@ export class LocalRuntime implements Runtime {
   }
 
   repoPath(repo: string): string {
-    // (a row's repo is owner/name of safe names; the resolved path is checked anyway)
-    return insideDir(this.options.reposDir, ...repo.split('/'));
+    return sourceRepo(this.options.reposDir, repo);
   }
 
   async check(instances: SweInstance[]): Promise<void> {
-    const missing = [...new Set(instances.map((i) => i.repo))].filter((r) => !existsSync(this.repoPath(r)));
-    if (missing.length > 0) {
-      throw new EnvironmentError(
-        `local runtime: no repository for ${missing.slice(0, 3).join(', ')} under ${this.options.reposDir}`,
-        'pass --repos DIR with DIR/<owner>/<name> git repositories (for the fixtures: node --import tsx scripts/swe-fixtures.ts)',
-      );
-    }
+    checkSourceRepos('local', this.options.reposDir, instances);
   }
 
-  async prepare(instance: SweInstance, _purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
+  async prepare(instance: SweInstance, purpose: 'agent' | 'grade'): Promise<InstanceEnv> {
     // the environment first: a build that fails costs no checkout
     const cached = (await this.options.environments?.forInstance(instance)) ?? null;
+    const lease = await (this.options.history ?? historyStore()).acquire(
+      this.repoPath(instance.repo),
+      instance.base_commit,
+    );
     const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-eval-'));
     const workdir = join(root, 'repo');
-    const source = this.repoPath(instance.repo);
     const gitconfig = join(root, 'gitconfig');
     await writeFile(gitconfig, '');
-    const script = [
-      'set -e',
-      'git clone -q --shared --no-checkout "$1" "$2"',
-      'cd "$2"',
-      'git checkout -q --detach "$3"',
-      'git remote remove origin',
-      'git for-each-ref --format="delete %(refname)" refs/heads | git update-ref --stdin',
-      // tags of later commits go; tags of ancestors stay, as the official image keeps the tags older than
-      // base_commit: setuptools-scm reads the version from them (pytest, astropy, matplotlib, xarray)
-      'git for-each-ref --no-merged HEAD --format="delete %(refname)" refs/tags | git update-ref --stdin',
-    ].join('\n');
-    const result = await execTree('bash', ['-c', script, 'prepare', source, workdir, instance.base_commit], {
-      env: gitEnv(gitconfig),
-      timeoutMs: 120_000,
-    });
-    if (result.exitCode !== 0) {
-      await rm(root, { recursive: true, force: true });
-      throw new RuntimeError(
-        `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
+    try {
+      const result = await execTree(
+        'bash',
+        ['-c', CHECKOUT_SCRIPT, 'prepare', lease.path, workdir, instance.base_commit],
+        { env: gitEnv(gitconfig), timeoutMs: 120_000 },
       );
+      if (result.exitCode !== 0) {
+        throw new RuntimeError(
+          `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,
+        );
+      }
+      const host = joinHostEnvironments(
+        cached ? environmentView(cached, layerDir(root)) : null,
+        (await this.options.hostEnvironments?.(instance, purpose)) ?? null,
+      );
+      const env = new LocalEnv(root, workdir, this.options, host, cached !== null, () => lease.release());
+      if (cached) env.environment = sampleEnvironment(cached, env);
+      return env;
+    } catch (error) {
+      lease.release();
+      await rm(root, { recursive: true, force: true });
+      throw error;
     }
-    const env = new LocalEnv(
-      root,
-      workdir,
-      this.options,
-      cached ? environmentView(cached, layerDir(root)) : null,
-    );
-    if (cached) env.environment = sampleEnvironment(cached, env);
-    return env;
   }
 }
 
@@ -109,15 +110,21 @@ class LocalEnv implements InstanceEnv {
     private readonly root: string,
     readonly workdir: string,
     private readonly options: LocalRuntimeOptions,
-    private readonly view: EnvironmentView | null,
+    private readonly host: HostEnvironment | null,
+    private readonly built: boolean,
+    private readonly release: () => void,
   ) {
     this.scratch = root;
   }
 
-  /** the view's PATH and variables; PYTHONPATH and PYTHONHOME of polar's own process are not passed on */
-  private viewEnv(): Record<string, string | undefined> {
-    if (!this.view) return {};
-    return { ...this.hostCommand([]).env, PYTHONPATH: undefined, PYTHONHOME: undefined };
+  /** the host environments' PATH and variables; PYTHONPATH and PYTHONHOME of polar's own process are not passed on */
+  private hostEnv(path: string): Record<string, string | undefined> {
+    if (!this.host) return {};
+    return {
+      ...this.host.env,
+      ...(this.host.path.length ? { PATH: [...this.host.path, path].join(':') } : {}),
+      ...(this.built ? { PYTHONPATH: undefined, PYTHONHOME: undefined } : {}),
+    };
   }
 
   exec(script: string, options: EnvExecOptions = {}) {
@@ -126,7 +133,7 @@ class LocalEnv implements InstanceEnv {
       env: {
         ...gitEnv(join(this.root, 'gitconfig')),
         PYTHONDONTWRITEBYTECODE: '1',
-        ...this.viewEnv(),
+        ...this.hostEnv(process.env.PATH ?? ''),
         ...this.options.env,
         ...options.env,
       },
@@ -147,20 +154,23 @@ class LocalEnv implements InstanceEnv {
    * (locale-gen) do not, and the install is the environment's per-sample step. Without one: nothing.
    */
   envSetup(setup: EnvSetup): string[] {
-    return this.view ? setup.evalCommands.filter((c) => !isSystemStep(c)) : [];
+    return this.built ? setup.evalCommands.filter((c) => !isSystemStep(c)) : [];
   }
 
-  hostCommand(argv: string[]): { command: string[]; cwd: string; env?: Record<string, string> } {
-    if (!this.view) return { command: argv, cwd: this.workdir };
-    const env = { ...this.view.env, PATH: [...this.view.path, process.env.PATH ?? ''].join(':') };
-    return { command: argv, cwd: this.workdir, env };
-  }
-
-  reachHost(url: string): string {
-    return url;
+  async launchHarness(request: HarnessLaunchRequest) {
+    const launch = hostLaunch(request, this.workdir);
+    const extra = this.hostEnv(launch.env.PATH ?? '');
+    const env: Record<string, string> = { ...launch.env };
+    for (const [k, v] of Object.entries(extra)) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+    launch.env = env;
+    return launch;
   }
 
   async dispose(): Promise<void> {
+    this.release();
     if (!this.options.keep) await rm(this.root, { recursive: true, force: true });
   }
 }

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execTree } from '../exec.ts';
-import type { InstanceEnv } from './types.ts';
+import { hostLaunch, type InstanceEnv } from './types.ts';
 
 export async function scratchEnv(prefix = 'polar-gym-'): Promise<InstanceEnv> {
   const root = await mkdtemp(join(tmpdir(), prefix));
@@ -20,8 +20,7 @@ export async function scratchEnv(prefix = 'polar-gym-'): Promise<InstanceEnv> {
     async writeFile(path, content) {
       await writeFile(resolve(workdir, path), content);
     },
-    hostCommand: (argv) => ({ command: argv, cwd: workdir }),
-    reachHost: (url) => url,
+    launchHarness: async (request) => hostLaunch(request, workdir),
     dispose: () => rm(root, { recursive: true, force: true }),
   };
 }

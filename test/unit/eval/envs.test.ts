@@ -25,6 +25,8 @@ import { runEval } from '../../../src/eval/run.ts';
 import type { Agent } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
+import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
 import { ENVS, envFixtures, localEvalOptions, offlinePip, polar, REPOS, ROOT } from './helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'polar-envs-'));
@@ -177,20 +179,14 @@ function polarPython(src: string, out: string) {
   );
 }
 
-test('an agent that runs code gets the environment installed; its patch holds only its own change', async () => {
-  const [instance] = await loadDataset(ENVS);
-  assert.ok(instance);
-  const seen: string[] = [];
-  const agent: Agent = {
+/** an agent that runs `script` (its output into `seen`), then writes the fixture's fix */
+function fixingAgent(script: string, seen: string[]): Agent {
+  return {
     name: 'scripted',
     runsUntrustedCode: true,
     modelName: 'scripted',
     async run({ env }) {
-      // the tests run in the layer, against the tree: the base version fails the new case
-      const r = await env.exec(
-        'command -v minitest; command -v python; python -c "import minitest; print(minitest.__file__)"; git log --format=%s -1',
-      );
-      seen.push(r.output);
+      seen.push((await env.exec(script)).output);
       await env.writeFile(
         'src/minitest/skipping.py',
         readFileSync(join(ROOT, 'fixtures/swe/env-tasks', ID, 'fix/src/minitest/skipping.py'), 'utf8'),
@@ -198,6 +194,17 @@ test('an agent that runs code gets the environment installed; its patch holds on
       return { status: 'completed', capture: null, sessionId: null, calls: 1, error: null };
     },
   };
+}
+
+test('an agent that runs code gets the environment installed; its patch holds only its own change', async () => {
+  const [instance] = await loadDataset(ENVS);
+  assert.ok(instance);
+  const seen: string[] = [];
+  // the tests run in the layer, against the tree: the base version fails the new case
+  const agent = fixingAgent(
+    'command -v minitest; command -v python; python -c "import minitest; print(minitest.__file__)"; git log --format=%s -1',
+    seen,
+  );
   const environments = new Environments({ cacheDir: cache, reposDir: REPOS, env: offlinePip() });
   const runtime = new LocalRuntime({ reposDir: REPOS, environments, env: offlinePip() });
   const { results } = await runEval(localEvalOptions([instance], agent, join(tmp, 'agent'), { runtime }));
@@ -212,3 +219,41 @@ test('an agent that runs code gets the environment installed; its patch holds on
     ['src/minitest/skipping.py'],
   );
 });
+
+const sandbox = await probeSandbox();
+
+test(
+  'sandbox runtime: the cached environment bound read-only, the layer in the sandbox; the fix resolves and the agent cannot change the cache',
+  { skip: sandbox.ok ? false : `bubblewrap does not work here: ${sandbox.error}` },
+  async () => {
+    const [instance] = await loadDataset(ENVS);
+    assert.ok(instance);
+    const environments = new Environments({ cacheDir: cache, reposDir: REPOS, env: offlinePip() });
+    const cached = await environments.forInstance(instance);
+    assert.ok(cached);
+    const seen: string[] = [];
+    const agent = fixingAgent(
+      [
+        'command -v minitest; command -v python',
+        'python -c "import minitest; print(minitest.__file__)"',
+        `touch ${cached.dir}/polar-agent-was-here 2>/dev/null && echo cache-writable || echo cache-read-only`,
+      ].join('; '),
+      seen,
+    );
+    const runtime = new SandboxRuntime({ reposDir: REPOS, environments });
+    const { results } = await runEval(localEvalOptions([instance], agent, join(tmp, 'sandbox'), { runtime }));
+    assert.equal(results[0]?.status, 'resolved', String(results[0]?.reason));
+    assert.equal(results[0]?.environment, cached.name);
+    const [minitest, python, file, cacheWrite] = (seen[0] ?? '').trim().split('\n');
+    assert.equal(minitest, '/polar/scratch/polar-env/bin/minitest');
+    assert.equal(python, '/polar/scratch/polar-env/bin/python');
+    assert.equal(file, '/testbed/src/minitest/__init__.py');
+    assert.equal(cacheWrite, 'cache-read-only');
+    assert.equal(existsSync(join(cached.dir, 'polar-agent-was-here')), false);
+    const patch = readFileSync(String(results[0]?.patch_file), 'utf8');
+    assert.deepEqual(
+      [...patch.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]),
+      ['src/minitest/skipping.py'],
+    );
+  },
+);

@@ -52,7 +52,7 @@ test('--agent gold resolves 100% (exit 0, official predictions format)', () => {
   const report = JSON.parse(r.stdout);
   assert.equal(report.pass_at_1.mean, 1);
   assert.equal(report.counts.resolved, runnableIds().length);
-  assert.match(r.stderr, /without isolation/);
+  assert.match(r.stderr, /unsandboxed, with your rights/);
   const preds = readJsonl(join(out, 'predictions.jsonl'));
   assert.deepEqual(Object.keys(preds[0]).sort(), ['instance_id', 'model_name_or_path', 'model_patch']);
   assert.ok(preds.every((p) => p.model_patch.startsWith('diff --git')));

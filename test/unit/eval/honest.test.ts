@@ -260,5 +260,5 @@ test('eval flag errors: two agents, an empty dataset, and errors before the runt
   ]);
   assert.equal(generic.code, 2);
   assert.match(generic.stderr, /--harness generic needs --agent-cmd/);
-  assert.doesNotMatch(generic.stderr, /without isolation/);
+  assert.doesNotMatch(generic.stderr, /unsandboxed, with your rights/);
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { CaptureRunOptions } from '../../../src/capture/run.ts';
 import { HarnessAgent } from '../../../src/rollout/agents.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
-import type { InstanceEnv } from '../../../src/rollout/runtime/types.ts';
+import type { HarnessLaunchRequest, InstanceEnv } from '../../../src/rollout/runtime/types.ts';
 
 test('eval hands --pass-env names to the container command and to runCapture', async () => {
   let passed: string[] = [];
@@ -12,9 +12,14 @@ test('eval hands --pass-env names to the container command and to runCapture', a
   const env = {
     workdir: '/testbed',
     scratch: '/tmp',
-    hostCommand: (argv: string[], passEnv: string[]) => {
-      passed = passEnv;
-      return { command: ['docker', 'exec', ...passEnv.flatMap((n) => ['-e', n]), 'ctr', ...argv], cwd: '/' };
+    launchHarness: async (request: HarnessLaunchRequest) => {
+      passed = request.passEnv;
+      return {
+        command: ['docker', 'exec', ...request.passEnv.flatMap((n) => ['-e', n]), 'ctr', ...request.argv],
+        cwd: '/',
+        env: request.env,
+        close: async () => {},
+      };
     },
   } as unknown as InstanceEnv;
   const agent = new HarnessAgent({
@@ -26,6 +31,12 @@ test('eval hands --pass-env names to the container command and to runCapture', a
     backendInstance: {} as never,
     runCapture: async (options) => {
       captureOptions = options;
+      await options.launch?.({
+        argv: options.command,
+        env: {},
+        proxyUrl: 'http://127.0.0.1:1',
+        runDir: '/r',
+      });
       return {
         sessionId: 's',
         exitCode: 0,

@@ -11,6 +11,7 @@ import { describe, test } from 'node:test';
 import { execa } from 'execa';
 import { UsageError } from '../../../src/errors.ts';
 import { checkLoopTrainer, type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
+import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { findPython, probeDevices } from '../../../src/train/env.ts';
 import { modelVocabSize } from '../../../src/train/model-info.ts';
 
@@ -39,6 +40,9 @@ const flags = (extra: Partial<LoopFlags>): LoopFlags => ({
   envCache: join(tmp, 'envs'),
   envs: false,
   grader: { kind: 'polar' },
+  memoryLimit: DEFAULTS.memoryLimit.value,
+  pidsLimit: DEFAULTS.pidsLimit.value,
+  diskLimit: DEFAULTS.diskLimit.value,
   ...extra,
 });
 

@@ -4,7 +4,11 @@ import { test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
-import type { InstanceEnv } from '../../../src/rollout/runtime/types.ts';
+import {
+  type HarnessLaunchRequest,
+  hostLaunch,
+  type InstanceEnv,
+} from '../../../src/rollout/runtime/types.ts';
 
 test('samples spread over --backend-url A,B: one server per sample, least loaded first, each backend made once', async () => {
   const made: string[] = [];
@@ -42,7 +46,7 @@ test('samples spread over --backend-url A,B: one server per sample, least loaded
   });
   const env = {
     workdir: '/w',
-    hostCommand: (argv: string[]) => ({ command: argv, cwd: '/w' }),
+    launchHarness: async (request: HarnessLaunchRequest) => hostLaunch(request, '/w'),
   } as unknown as InstanceEnv;
   const instance = { instance_id: 'i', repo: 'r', problem_statement: 'p' } as SweInstance;
   const run = (sample: number) =>

@@ -26,7 +26,7 @@ test('official image names use _1776_ and lower case', () => {
   assert.equal(sweGymImage('getmoto__moto-5752'), 'xingyaoww/sweb.eval.x86_64.getmoto_s_moto-5752:latest');
 });
 
-test('container command lines', () => {
+test('container command lines: no host network by default, limits as engine flags', () => {
   const run = buildRunArgs('podman', 'c1', 'img:latest', {
     mounts: [{ host: '/h/node', container: '/polar/bin/node' }],
   });
@@ -40,7 +40,7 @@ test('container command lines', () => {
     '-w',
     '/testbed',
     '--network',
-    'host',
+    'none',
     '--platform',
     'linux/amd64',
     '-v',
@@ -50,6 +50,24 @@ test('container command lines', () => {
     'img:latest',
     '-f',
     '/dev/null',
+  ]);
+  const limited = buildRunArgs('docker', 'c1', 'img', {
+    network: 'polar-net',
+    limits: { memoryBytes: 2 ** 30, pids: 64, diskBytes: 2 ** 20 },
+  });
+  assert.deepEqual(limited.slice(8, 20), [
+    '--network',
+    'polar-net',
+    '--platform',
+    'linux/amd64',
+    '--memory',
+    '1073741824b',
+    '--memory-swap',
+    '1073741824b',
+    '--pids-limit',
+    '64',
+    '--ulimit',
+    'fsize=1048576:1048576',
   ]);
   const exec = buildExecArgs('docker', 'c1', 'pytest -rA', { timeoutMs: 1500 });
   assert.deepEqual(exec.slice(0, 9), [
@@ -64,6 +82,11 @@ test('container command lines', () => {
     '2',
   ]);
   assert.match(exec.at(-1)!, /conda activate testbed; fi\npytest -rA$/);
+  // host environments (types.ts): first on PATH after the conda env
+  assert.match(
+    buildExecArgs('docker', 'c1', 'pytest', { path: ['/envs/a/bin'] }).at(-1)!,
+    /conda activate testbed; fi\nexport PATH='\/envs\/a\/bin':"\$PATH"\npytest$/,
+  );
   assert.deepEqual(buildHostCommand('docker', 'c1', ['pi', '-p', 'x'], ['OPENAI_BASE_URL']), [
     'docker',
     'exec',
@@ -95,10 +118,16 @@ test('ContainerRuntime drives the engine through its runner (fake engine)', asyn
   assert.deepEqual(calls[0], ['docker', 'info', '--format', '{{.ServerVersion}}']);
   assert.equal(calls[1]![1], 'run');
   assert.ok(calls[1]!.includes(officialImage(instance!.instance_id)));
-  assert.deepEqual(calls[2]!.slice(0, 4), ['docker', 'exec', '-i', calls[1]![5]]);
-  assert.equal(calls[2]!.at(-2), '/testbed/a.diff');
-  assert.equal(calls[2]!.at(-1), '<stdin:3>');
-  assert.deepEqual(calls[4], ['docker', 'rm', '-f', calls[1]![5]]);
+  // the image's repository is stripped of history after HEAD before anything else runs
+  assert.deepEqual(calls[2]!.slice(0, 2), ['docker', 'exec']);
+  assert.match(
+    calls[2]!.at(-1)!,
+    /git checkout -q --detach HEAD.*update-ref --stdin.*repack -a -d -q && git prune --expire=now/s,
+  );
+  assert.deepEqual(calls[3]!.slice(0, 4), ['docker', 'exec', '-i', calls[1]![5]]);
+  assert.equal(calls[3]!.at(-2), '/testbed/a.diff');
+  assert.equal(calls[3]!.at(-1), '<stdin:3>');
+  assert.deepEqual(calls[5], ['docker', 'rm', '-f', calls[1]![5]]);
 });
 
 const row = (over: Partial<SweInstance>): SweInstance => ({

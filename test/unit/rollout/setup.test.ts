@@ -63,7 +63,15 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
   const [instance] = await loadDataset(MINI);
   const env = await runtime.prepare(instance!, 'agent');
   const fake: RunCapture = async (o) => {
-    lines.push(o.command, [`runDirBase=${o.runDirBase}`], [`api=${o.harnessOptions?.api}`]);
+    // as runCapture does once its proxy listens: the runtime says how the harness starts inside
+    const launched = await o.launch!({
+      argv: o.command,
+      env: { PATH: '/usr/bin' },
+      proxyUrl: 'http://127.0.0.1:4567',
+      runDir: `${o.runDirBase}/polar-run-x`,
+    });
+    await launched.close();
+    lines.push(launched.command, [`runDirBase=${o.runDirBase}`], [`api=${o.harnessOptions?.api}`]);
     return {
       sessionId: 's',
       exitCode: 0,
@@ -88,7 +96,7 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
   const name = lines[0]![lines[0]!.indexOf('--name') + 1]!;
   return lines.map((l) =>
     l.map((a) =>
-      a.replaceAll(name, '<name>').replace(/\/[^ :]*polar-setup-test-[^/]+\/polar-harness-\w+/g, '<dir>'),
+      a.replaceAll(name, '<name>').replace(/\/[^ :=]*polar-setup-test-[^/]+\/polar-container-\w+/g, '<dir>'),
     ),
   );
 }
@@ -103,7 +111,8 @@ describe('one evaluation setup for eval, loop and gym', () => {
       repos: 'fixtures/swe/repos',
       image: 'registry.example/{instance_id}:v1',
       network: 'polar-net',
-      // the runtime factory decides whether its kind builds environments (src/env/): the local runtime does
+      limits: { memoryBytes: 8 * 1024 ** 3, pids: 1024, diskBytes: 4 * 1024 ** 3 },
+      // the runtime factory decides whether its kind builds environments (src/env/): local and sandbox do
       environments: { cacheDir: DEFAULTS.envCache.value, pythons: {} },
     });
   });
@@ -125,11 +134,27 @@ describe('one evaluation setup for eval, loop and gym', () => {
       run.some((a) => /node_modules:\/polar\/node_modules:ro$/.test(a)),
       'node_modules mounted',
     );
-    assert.ok(run.includes('<dir>:<dir>'), 'the harness config dir mounted writable at the same path');
-    assert.deepEqual(lines[1]!.slice(0, 3), ['podman', 'exec', '-i']);
-    assert.ok(lines[1]!.includes('/polar/bin/node'), 'the harness starts with the mounted node');
-    assert.deepEqual(lines[2], ['runDirBase=<dir>']);
-    assert.deepEqual(lines[3], ['api=openai-responses']);
+    assert.ok(
+      run.includes('<dir>:<dir>'),
+      "the container's private folder mounted writable at the same path",
+    );
+    assert.ok(
+      run.some((a) => a.endsWith(':/polar/forward.mjs:ro')),
+      'the proxy forwarder mounted',
+    );
+    assert.deepEqual(lines[1]!.slice(0, 2), ['podman', 'exec'], 'the history scrub at start');
+    assert.match(lines[1]!.at(-1)!, /repack -a -d/);
+    const harness = lines[2]!;
+    assert.deepEqual(harness.slice(0, 3), ['podman', 'exec', '-i']);
+    const node = harness.indexOf('/polar/bin/node');
+    assert.deepEqual(
+      harness.slice(node, node + 4),
+      ['/polar/bin/node', '/polar/forward.mjs', '4567=<dir>/sock/port-0.sock', '--'],
+      'the harness starts behind the forwarder, on the proxy port, with the mounted node',
+    );
+    assert.ok(harness.slice(node + 4).includes('/polar/bin/node'), 'the harness itself on the mounted node');
+    assert.deepEqual(lines[3], ['runDirBase=<dir>/harness']);
+    assert.deepEqual(lines[4], ['api=openai-responses']);
   });
 
   test('the local runtime refuses a harness without --allow-unsandboxed, for all three', async () => {
