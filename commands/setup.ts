@@ -18,8 +18,8 @@ export function defineSetup(program: Command, report: Report): void {
       'after',
       `
 Examples:
-  npx polar setup                     # then polar train and polar export use it
-  npx polar setup --python python3.12`,
+  polar setup                     # then polar train and polar export use it
+  polar setup --python python3.12`,
     )
     .action(async (flags) => {
       const { setupCommand } = await import('../src/setup/command.ts');

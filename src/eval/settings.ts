@@ -7,10 +7,10 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { InputError, UsageError } from '../errors.ts';
 import { log } from '../util/log.ts';
+import { writeAtomic } from '../util/private-files.ts';
 import type { EvalFlags } from './command.ts';
 import { EVAL_FILES } from './files.ts';
 
@@ -87,5 +87,5 @@ export async function recordSettings(out: string, settings: RunSettings, resume:
   if (resume && existsSync(file)) return;
   if (resume && existsSync(join(out, EVAL_FILES.results)))
     log.warn(`${out} has no ${EVAL_FILES.run} (a run from an older polar): its settings cannot be checked`);
-  await writeFile(file, `${JSON.stringify({ settings }, null, 2)}\n`);
+  await writeAtomic(file, `${JSON.stringify({ settings }, null, 2)}\n`);
 }

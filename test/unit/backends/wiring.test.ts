@@ -48,7 +48,8 @@ describe('the set-up probe in eval and loop', () => {
     assert.equal(r.exitCode, 4, String(r.stderr));
     assert.match(
       String(r.stderr),
-      new RegExp(`polar: error: the vllm server at ${url}/models did not answer`),
+      // a refused loopback port fails at once (nothing to wait for), naming the server's root
+      new RegExp(`polar: error: nothing listens at ${url.replace(/\/v1$/, '')} \\(connection refused\\)`),
     );
     assert.ok(!existsSync(join(out, 'results.jsonl')), 'no sample ran');
   });
@@ -100,13 +101,17 @@ describe('the set-up probe in eval and loop', () => {
       '1',
       '--reload-cmd',
       'true',
+      // the trainer's check comes first: on this CPU-only machine it would stop the loop before the probe
+      '--device',
+      'cpu',
       '--out',
       out,
     ]);
     assert.equal(r.exitCode, 4, String(r.stderr));
     assert.match(
       String(r.stderr),
-      new RegExp(`polar: error: the vllm server at ${url}/models did not answer`),
+      // a refused loopback port fails at once (nothing to wait for), naming the server's root
+      new RegExp(`polar: error: nothing listens at ${url.replace(/\/v1$/, '')} \\(connection refused\\)`),
     );
     assert.ok(!existsSync(join(out, 'loop.json')), 'no loop run was started');
   });

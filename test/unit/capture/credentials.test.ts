@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -94,8 +95,17 @@ describe('backend credentials are redacted wherever a URL is stored or printed',
     assertClean(String(r.stderr), 'stderr');
   });
 
-  test('polar capture waiting for the server: its countdown and its error', async () => {
+  test('polar capture waiting for the server: its countdown and its error', async (t) => {
     const { home, workdir, out } = await privateDirs();
+    // a server that takes connections and never answers (a refused port fails at once, with no wait)
+    const held: Socket[] = [];
+    const silent = createServer((socket) => held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    t.after(() => {
+      for (const socket of held) socket.destroy();
+      silent.close();
+    });
     const r = await execa(
       process.execPath,
       [
@@ -108,7 +118,7 @@ describe('backend credentials are redacted wherever a URL is stored or printed',
         '--backend',
         'vllm',
         '--backend-url',
-        withCredentials('http://127.0.0.1:9/v1'),
+        withCredentials(`http://127.0.0.1:${port}/v1`),
         '--model',
         'Qwen/Qwen3-4B',
         '--',
