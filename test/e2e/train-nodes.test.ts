@@ -12,7 +12,15 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { NO_TORCH, pythonWithTorch, smallBatch, TINY, tempDir, writeJsonl } from '../unit/train/fixtures.ts';
+import {
+  madeUpLogprobs,
+  NO_TORCH,
+  pythonWithTorch,
+  smallBatch,
+  TINY,
+  tempDir,
+  writeJsonl,
+} from '../unit/train/fixtures.ts';
 
 const probe = await pythonWithTorch();
 const BIN = fileURLToPath(new URL('../../bin/polar', import.meta.url));
@@ -50,7 +58,21 @@ describe(
     test('two nodes give one process its update; one of them checkpoints', async () => {
       const dir = await tempDir();
       const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
-      const common = [traj, '--model', TINY, '--device', 'cpu', '--batch-rollouts', '4', '--lr', '0.01'];
+      // smallBatch's logprobs are made up: the sampling check is off (train.json)
+      const config = await madeUpLogprobs(dir);
+      const common = [
+        traj,
+        '--config',
+        config,
+        '--model',
+        TINY,
+        '--device',
+        'cpu',
+        '--batch-rollouts',
+        '4',
+        '--lr',
+        '0.01',
+      ];
       const one = join(dir, 'one');
       const single = await train([...common, '--out', one]);
       assert.equal(single.exitCode, 0, single.stderr);
