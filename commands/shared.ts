@@ -16,6 +16,7 @@ import {
   keyValue,
   nonNegativeInt,
   oneOf,
+  overlongMode,
   positiveInt,
   repeatable,
   seconds,
@@ -27,6 +28,29 @@ import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 /** --grader (polar, swebench or a verifier command; src/options/parsers.ts `grader`) with its default. */
 export const graderOption = (description: string): Option =>
   withDefault(new Option('--grader <kind>', description).argParser(grader), DEFAULTS.grader);
+
+/**
+ * --overlong (build and loop: recorded in the trajectories, which polar train applies) with its default;
+ * `old`: build's old values of the flag (now --over-max-trace-tokens), accepted with a warning.
+ */
+export const overlongOption = (old: readonly string[] = []): Option =>
+  withDefault(
+    new Option(
+      '--overlong <mode>',
+      'a trace a length limit cut (a call at max tokens, --max-trace-tokens): mask (no loss), penalty (DAPO soft length penalty on the reward, over --overlong-buffer) or keep',
+    ).argParser(overlongMode(old)),
+    DEFAULTS.overlong,
+  );
+
+/** --overlong-buffer: DAPO's L_cache, in tokens below a limit in force */
+export const overlongBufferOption = (): Option =>
+  withDefault(
+    new Option(
+      '--overlong-buffer <n>',
+      'with --overlong penalty: the tokens below a limit where the penalty starts (DAPO L_cache)',
+    ).argParser(positiveInt),
+    DEFAULTS.overlongBuffer,
+  );
 
 /** --harness, its help naming every harness profile (src/harnesses/types.ts) between `lead` and `tail`. */
 export const harnessOption = (lead = '', tail = ''): Option =>

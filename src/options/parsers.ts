@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from 'commander';
 import type { Grader } from '../rollout/verifier.ts';
 import type { GroupBy } from '../trajectory/heads.ts';
+import { OVERLONG_MODES, type OverlongMode } from './defaults.ts';
 
 export type Parser<T> = (value: string) => T;
 
@@ -108,6 +109,16 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
       throw new InvalidArgumentError(`is not one of ${values.join(', ')}`);
     return v as T;
   };
+}
+
+/**
+ * --overlong: mask, penalty or keep (OVERLONG_MODES); for polar build, also its old values truncate and
+ * drop (now --over-max-trace-tokens), which the build turns into the new flag with a warning. The error
+ * names the current values only.
+ */
+export function overlongMode<const Old extends string>(old: readonly Old[] = []): Parser<OverlongMode | Old> {
+  const modes = oneOf(OVERLONG_MODES);
+  return (v) => ((old as readonly string[]).includes(v) ? (v as Old) : modes(v));
 }
 
 /**

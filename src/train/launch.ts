@@ -215,6 +215,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   const data = await checkTrajectories(config.trajectories, {
     requireLogprobs: config.tis,
     maxTraceTokens: config.micro_batch_tokens,
+    overlong: { mode: config.overlong, buffer: config.overlong_buffer },
     ...(vocab !== null ? { vocab: { size: vocab, model: trained } } : {}),
   });
   if (data.learnable === 0 && !req.allowZeroAdvantage) throw zeroAdvantage(config.trajectories, data);

@@ -52,6 +52,16 @@ export interface BuildStats {
   trajectories_tool_unparsed: number;
   /** of those, the ones whose reward --unparsed-tool-calls zero set to 0 */
   rewards_zeroed_unparsed: number;
+  /** call records that ended at their max tokens (finish reason length, any API's name for it) */
+  calls_length: number;
+  /** written traces a length limit cut: a call ended at max tokens, or --max-trace-tokens cut it */
+  traces_overlong: number;
+  /** written trajectories with such a trace */
+  trajectories_overlong: number;
+  /** of those traces, the ones --overlong mask takes out of the loss (polar train applies it; verl rows here) */
+  overlong_masked: number;
+  /** written trajectories whose reward --overlong penalty lowers (DAPO's soft overlong punishment) */
+  overlong_penalised: number;
   /** written trajectories only */
   tokens_trainable: number;
   tokens_total: number;
@@ -88,6 +98,11 @@ export function emptyStats(): BuildStats {
     calls_tool_unparsed: 0,
     trajectories_tool_unparsed: 0,
     rewards_zeroed_unparsed: 0,
+    calls_length: 0,
+    traces_overlong: 0,
+    trajectories_overlong: 0,
+    overlong_masked: 0,
+    overlong_penalised: 0,
     tokens_trainable: 0,
     tokens_total: 0,
   };
@@ -130,6 +145,7 @@ export function formatStats(s: BuildStats): string {
     `  skipped calls              ${list(s.calls_skipped)}`,
     `  calls not token-exact      ${list(s.calls_inexact)}`,
     `  tool calls not parsed      ${num(s.calls_tool_unparsed)} calls in ${num(s.trajectories_tool_unparsed)} trajectories (reward set to 0: ${num(s.rewards_zeroed_unparsed)})`,
+    `  overlong                   ${num(s.calls_length)} calls at max tokens; ${num(s.traces_overlong)} traces in ${num(s.trajectories_overlong)} trajectories (masked: ${num(s.overlong_masked)}, penalised: ${num(s.overlong_penalised)})`,
     `  skipped sessions           ${list(s.sessions_skipped)}`,
     `  dropped traces             ${list(s.traces_dropped)}`,
     `  notes                      ${list(s.notes)}`,
@@ -169,6 +185,11 @@ export function addStats(into: BuildStats, from: BuildStats): void {
     'calls_tool_unparsed',
     'trajectories_tool_unparsed',
     'rewards_zeroed_unparsed',
+    'calls_length',
+    'traces_overlong',
+    'trajectories_overlong',
+    'overlong_masked',
+    'overlong_penalised',
     'tokens_trainable',
     'tokens_total',
   ] as const;
