@@ -3,7 +3,15 @@ import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
-import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
+import {
+  addBackendFlags,
+  addRolloutFlags,
+  graderOption,
+  harnessOption,
+  overlongBufferOption,
+  overlongOption,
+  type Report,
+} from './shared.ts';
 
 export function defineLoop(program: Command, report: Report): void {
   const cmd = program
@@ -59,6 +67,17 @@ export function defineLoop(program: Command, report: Report): void {
       '--reject-test-tampering',
       'reward 0 for a patch that changes how the tests run (see polar eval)',
       false,
+    )
+    .addOption(overlongOption())
+    .addOption(overlongBufferOption())
+    .addOption(
+      withDefault(
+        new Option(
+          '--dynamic-sampling <n>',
+          "up to n extra rounds of the training set's next tasks while fewer groups than --tasks-per-step have rewards that differ (DAPO); uniform groups are then not trained on",
+        ).argParser(nonNegativeInt),
+        DEFAULTS.dynamicSampling,
+      ),
     )
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
@@ -34,6 +35,11 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   lr?: TrainOptionFlags['lr'];
   gradeEmptyPatches?: boolean;
   rejectTestTampering?: boolean;
+  /** --overlong and --overlong-buffer, for the steps' builds (recorded in the trajectories, applied in training) */
+  overlong?: OverlongMode;
+  overlongBuffer?: number;
+  /** --dynamic-sampling N: extra rounds of tasks while groups are uniform (0: off) */
+  dynamicSampling?: number;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
   grader: Grader;
   resume?: boolean;
@@ -68,6 +74,11 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
     rejectTestTampering: Boolean(f.rejectTestTampering),
+    overlong: {
+      mode: f.overlong ?? DEFAULTS.overlong.value,
+      buffer: f.overlongBuffer ?? DEFAULTS.overlongBuffer.value,
+    },
+    ...(f.dynamicSampling ? { dynamicSampling: f.dynamicSampling } : {}),
     ...verifierOf(f.grader),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),

@@ -146,6 +146,8 @@ export const DEFAULTS = {
   tasksPerStep: d(9),
   steps: d(50),
   evalEvery: d(10),
+  /** polar loop --dynamic-sampling: extra rounds of tasks for uniform groups (0: off, the loop as before) */
+  dynamicSampling: d(0, '0 (off)'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;
