@@ -93,7 +93,7 @@ export async function recordedDraws(stepDir: string): Promise<Round[]> {
   }
 }
 
-export interface SampleStepInput {
+export interface SampleStepInput<R> {
   stepDir: string;
   step: number;
   trainSet: readonly SweInstance[];
@@ -108,10 +108,18 @@ export interface SampleStepInput {
   /** what polar build counts as the reward (the loop's build options) */
   overlong?: { mode: OverlongMode; buffer: number };
   /** runs one round's rollouts into `dir` (the loop's evaluate) */
-  rollout: (tasks: SweInstance[], dir: string, round: number) => Promise<void>;
+  rollout: (tasks: SweInstance[], dir: string) => Promise<R>;
+  /** after each round (the loop: a stop signal ends the step there) */
+  afterRound?: () => void;
 }
 
-export interface SampledStep {
+export interface SampledStep<R> {
+  /** what round 0's rollout returned (the loop: its evaluation, whose report step.json shows) */
+  rollouts: R;
+  sampled: Sampled;
+}
+
+export interface Sampled {
   /** every round's folder, round 0 first: the inputs of the step's build */
   inputs: string[];
   /** every task rolled out, in order */
@@ -124,7 +132,7 @@ export interface SampledStep {
 /** Informative groups of one round's rollouts: graded, rewards not all equal (polar build's judgement). */
 async function informativeGroups(
   dir: string,
-  overlong: SampleStepInput['overlong'],
+  overlong: SampleStepInput<unknown>['overlong'],
 ): Promise<{ informative: number; uniform: number }> {
   const stats = await buildTrajectories({
     inputs: [dir],
@@ -143,14 +151,15 @@ async function writeDraws(stepDir: string, rounds: readonly Round[]): Promise<vo
 }
 
 /** Round 0, then extra rounds until the quota of informative groups or N extra rounds. */
-export async function sampleStep(input: SampleStepInput): Promise<SampledStep> {
+export async function sampleStep<R>(input: SampleStepInput<R>): Promise<SampledStep<R>> {
   const { stepDir, trainSet, quota } = input;
   const rounds: Round[] = [
     { round: 0, rows: input.first.rows, tasks: input.first.tasks.map((t) => t.instance_id) },
   ];
   await writeDraws(stepDir, rounds);
   const inputs = [join(stepDir, roundDirName(0))];
-  await input.rollout(input.first.tasks, inputs[0]!, 0);
+  const rollouts = await input.rollout(input.first.tasks, inputs[0]!);
+  input.afterRound?.();
   const tasks = [...input.first.tasks];
   let { informative, uniform } = await informativeGroups(inputs[0]!, input.overlong);
   let row = input.first.rows[1];
@@ -165,7 +174,8 @@ export async function sampleStep(input: SampleStepInput): Promise<SampledStep> {
     await writeDraws(stepDir, rounds); // before the round runs: --resume redoes the same draws
     const dir = join(stepDir, roundDirName(r));
     inputs.push(dir);
-    await input.rollout(drawn.tasks, dir, r);
+    await input.rollout(drawn.tasks, dir);
+    input.afterRound?.();
     tasks.push(...drawn.tasks);
     row = drawn.to;
     const counted = await informativeGroups(dir, input.overlong);
@@ -183,5 +193,5 @@ export async function sampleStep(input: SampleStepInput): Promise<SampledStep> {
   log.info(
     `step ${input.step}: dynamic sampling: ${plural(summary.rounds, 'extra round')} drew ${plural(summary.drawn, 'task')}; ${plural(summary.dropped, 'uniform group')} dropped; ${summary.informative} of ${quota} informative`,
   );
-  return { inputs, tasks, dropUniform: informative > 0, summary };
+  return { rollouts, sampled: { inputs, tasks, dropUniform: informative > 0, summary } };
 }

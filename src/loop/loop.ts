@@ -33,7 +33,7 @@ import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { firstIssue } from '../util/zod.ts';
-import { firstDraw, nextRow, recordedDraws, sampleStep } from './dynamic-sampling.ts';
+import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
@@ -230,25 +230,9 @@ async function runStep(
   const meta = { policy, loop_step: String(n) };
   const rollOut = (t: SweInstance[], to: string) =>
     evaluate(o, backend, t, o.groupSize, to, o.trainSet, meta);
-  let rollouts: EvalOutcome | undefined;
-  const sampled = first
-    ? await sampleStep({
-        stepDir: dir,
-        step: n,
-        trainSet: ctx.trainSet,
-        first,
-        quota: o.tasksPerStep,
-        extraRounds: o.dynamicSampling!,
-        recorded,
-        ...(o.overlong ? { overlong: o.overlong } : {}),
-        rollout: async (t, to, round) => {
-          const r = await rollOut(t, to);
-          if (round === 0) rollouts = r;
-          stopped(o, `step ${n} stopped during its rollouts`);
-        },
-      })
-    : null;
-  if (!sampled) rollouts = await rollOut(tasks, join(dir, LOOP_FILES.rollouts));
+  const { rollouts, sampled } = first
+    ? await sampleStep({ ...sampling(o, dir, n, recorded), trainSet: ctx.trainSet, first, rollout: rollOut })
+    : { rollouts: await rollOut(tasks, join(dir, LOOP_FILES.rollouts)), sampled: null };
   crash('eval');
 
   const traj = join(dir, LOOP_FILES.trajectories);
@@ -317,7 +301,7 @@ async function runStep(
     policy: `step-${n - 1}`,
     checkpoint: trained.checkpoint,
     tasks: (sampled?.tasks ?? tasks).map((t) => t.instance_id),
-    rollouts: { pass_at_1: rollouts!.report.pass_at_1.mean, samples: rollouts!.report.total },
+    rollouts: { pass_at_1: rollouts.report.pass_at_1.mean, samples: rollouts.report.total },
     heldout,
     trajectories,
     trainable_tokens: stats.tokens_trainable,
@@ -369,6 +353,19 @@ async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Pr
   await rm(onnxDir, { recursive: true, force: true });
   await o.exportOnnx(checkpoint, onnxDir, o.signal);
   stopped(o, `the export of ${checkpoint} was cut short`);
+}
+
+/** The loop's side of a step's dynamic sampling (dynamic-sampling.ts). */
+function sampling(o: LoopOptions, stepDir: string, step: number, recorded: Round[]) {
+  return {
+    stepDir,
+    step,
+    quota: o.tasksPerStep,
+    extraRounds: o.dynamicSampling ?? 0,
+    recorded,
+    ...(o.overlong ? { overlong: o.overlong } : {}),
+    afterRound: () => stopped(o, `step ${step} stopped during its rollouts`),
+  };
 }
 
 /** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */

@@ -11,6 +11,7 @@ import { isOverlong, overlongPenalty, rolloutHeadroom } from '../trajectory/over
 import { readTrajectories } from '../trajectory/reader.ts';
 import type { TrajectoryRecord } from '../trajectory/record.ts';
 import { isUniform } from '../trajectory/rewards.ts';
+import type { TrainOptions } from './options.ts';
 
 export interface TrajectoryCheck {
   /** fail on the first trace without sampling logprobs (TIS on) */
@@ -58,6 +59,20 @@ function outsideVocab(
       'train the model that sampled them (--model), or capture again with this model',
     );
   }
+}
+
+/** The checks of a resolved config: TIS's logprobs, the micro-batch budget, --overlong, the vocabulary when known. */
+export function trajectoryCheck(
+  config: Pick<TrainOptions, 'tis' | 'micro_batch_tokens' | 'overlong' | 'overlong_buffer'>,
+  vocab: number | null,
+  model: string,
+): TrajectoryCheck {
+  return {
+    requireLogprobs: config.tis,
+    maxTraceTokens: config.micro_batch_tokens,
+    overlong: { mode: config.overlong, buffer: config.overlong_buffer },
+    ...(vocab !== null ? { vocab: { size: vocab, model } } : {}),
+  };
 }
 
 /** The record's overlong mode and buffer as the worker resolves them: train's, else the record's, else the defaults. */

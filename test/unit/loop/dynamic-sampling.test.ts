@@ -29,7 +29,8 @@ function standIn(
   rewardsOf: (task: string) => number[],
   log: { round: number; tasks: string[]; draws: string[] }[],
 ) {
-  return async (tasks: SweInstance[], dir: string, round: number): Promise<void> => {
+  return async (tasks: SweInstance[], dir: string): Promise<void> => {
+    const round = Number(/eval(?:-(\d+))?$/.exec(dir)![1] ?? 0);
     const stepDir = join(dir, '..');
     const draws = JSON.parse(await readFile(join(stepDir, LOOP_FILES.draws), 'utf8')) as {
       rounds: { tasks: string[] }[];
@@ -96,10 +97,10 @@ test('uniform groups trigger extra rounds of the shortfall until the quota; coun
     ],
   );
   for (const l of log) assert.deepEqual(l.draws, l.tasks, 'each round written to draws.json before it ran');
-  assert.deepEqual(got.summary, { rounds: 1, drawn: 3, dropped: 3, informative: 4, rows: 7 });
-  assert.equal(got.dropUniform, true);
-  assert.deepEqual(got.inputs, [join(stepDir, 'eval'), join(stepDir, 'eval-1')]);
-  assert.equal(got.tasks.length, 7);
+  assert.deepEqual(got.sampled.summary, { rounds: 1, drawn: 3, dropped: 3, informative: 4, rows: 7 });
+  assert.equal(got.sampled.dropUniform, true);
+  assert.deepEqual(got.sampled.inputs, [join(stepDir, 'eval'), join(stepDir, 'eval-1')]);
+  assert.equal(got.sampled.tasks.length, 7);
 
   // a step whose groups are all uniform: N extra rounds, then it trains on everything
   const dull = await mkdtemp(join(tmpdir(), 'polar-ds-'));
@@ -113,8 +114,8 @@ test('uniform groups trigger extra rounds of the shortfall until the quota; coun
     recorded: [],
     rollout: standIn(() => [0, 0], []),
   });
-  assert.deepEqual(none.summary, { rounds: 2, drawn: 4, dropped: 0, informative: 0, rows: 6 });
-  assert.equal(none.dropUniform, false, 'nothing informative: nothing dropped');
+  assert.deepEqual(none.sampled.summary, { rounds: 2, drawn: 4, dropped: 0, informative: 0, rows: 6 });
+  assert.equal(none.sampled.dropUniform, false, 'nothing informative: nothing dropped');
 });
 
 test('a step redone after a stop rolls out the draws it recorded, not new ones', async () => {
@@ -157,5 +158,5 @@ test('a step redone after a stop rolls out the draws it recorded, not new ones',
     again.map((l) => l.tasks),
     log.map((l) => l.tasks),
   );
-  assert.equal(redo.summary.rows, 4);
+  assert.equal(redo.sampled.summary.rows, 4);
 });
