@@ -13,6 +13,8 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { EnvBuildError } from '../env/types.ts';
+import { rewardFinisher } from '../judge/finish.ts';
+import type { RewardSetup } from '../options/judge.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
@@ -127,7 +129,11 @@ async function runSample(
     if (options.signal?.aborted) return null;
     // a row's own grader wins (the dataset reader keeps only a command there)
     const verifier = instance.grader ?? options.verifier;
-    if (failure === null && options.grade !== 'none' && verifier !== undefined) {
+    // --grader judge: the judge alone grades, when the sample is recorded (src/judge/finish.ts)
+    const judgeOnly = options.rewards?.primary === 'judge';
+    if (failure === null && options.grade !== 'none' && judgeOnly) {
+      // nothing to run here
+    } else if (failure === null && options.grade !== 'none' && verifier !== undefined) {
       const v = await verify(
         options,
         verifier,
@@ -203,7 +209,8 @@ async function runSample(
   };
   if (line.capture && status === 'error') {
     line.capture = await setAside(line.capture as string, 'error');
-  } else if (line.capture && agent.sessionId) {
+  } else if (line.capture && agent.sessionId && !options.rewards) {
+    // (with --reward or a judge, the grading record is appended once the reward is final: runEvalWith)
     await appendGrading(line.capture as string, agent.sessionId, line).catch((error) =>
       log.warn(`${key}: cannot append the grading record to ${line.capture}: ${(error as Error).message}`),
     );
@@ -282,6 +289,10 @@ export interface EvalPlan {
   sampleIndex?: number;
   /** the settings that decide the results (polar eval): recorded, and checked on --resume */
   settings?: RunSettings;
+  /** stops the judge's calls too */
+  signal?: AbortSignal;
+  /** the judge and the --reward expression (src/options/judge.ts): each line's reward made final as it is recorded */
+  rewards?: RewardSetup;
 }
 
 /** The samples of one run on this machine: a bounded pool of runSample. */
@@ -376,7 +387,10 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
     await writeChain;
     progress.tick(line);
   };
-  const { interrupted } = await execute(jobs, { dirs, record });
+  const { interrupted } = await execute(jobs, {
+    dirs,
+    record: plan.rewards ? await finishRewards(plan, plan.rewards, out, jobs, record) : record,
+  });
   await writeChain;
 
   const ordered: ResultLine[] = [];
@@ -389,6 +403,46 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
   await writePredictions(out, plan, results);
   const report = await writeReport(out, ordered, plan);
   return { report, results: ordered, interrupted };
+}
+
+/**
+ * `record` behind the reward's finisher (src/judge/finish.ts): the judge asked, the components
+ * combined, then the grading record appended to the capture (or, for a judge failure, the capture set
+ * aside as any errored sample's) and the line recorded.
+ */
+async function finishRewards(
+  plan: EvalPlan,
+  setup: RewardSetup,
+  out: string,
+  jobs: SampleJob[],
+  record: (line: ResultLine) => Promise<void>,
+): Promise<(line: ResultLine) => Promise<void>> {
+  const expected = new Map<string, number>();
+  for (const job of jobs)
+    expected.set(job.instance.instance_id, (expected.get(job.instance.instance_id) ?? 0) + 1);
+  const statements = new Map(plan.instances.map((i) => [i.instance_id, i.problem_statement]));
+  const finisher = await rewardFinisher(
+    setup,
+    out,
+    expected,
+    statements,
+    async (line, session) => {
+      const capture = typeof line.capture === 'string' ? line.capture : null;
+      if (capture && line.status === 'error') {
+        // (one set aside by runSample already is not moved again)
+        if (capture.endsWith('.jsonl')) line.capture = await setAside(capture, 'error');
+      } else if (capture && session) {
+        await appendGrading(capture, session, line).catch((error) =>
+          log.warn(
+            `${line.instance_id} s${line.sample}: cannot append the grading record to ${capture}: ${(error as Error).message}`,
+          ),
+        );
+      }
+      await record(line);
+    },
+    plan.signal,
+  );
+  return (line) => finisher.add(line);
 }
 
 /** Builds the report of a run's results and writes report.json (atomically). */
