@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { EnvBuildError } from '../env/types.ts';
-import { rewardFinisher } from '../judge/finish.ts';
+import { recordFinished } from '../judge/finish.ts';
 import type { RewardSetup } from '../options/judge.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
@@ -63,7 +63,7 @@ export interface EvalOutcome {
   interrupted: boolean;
 }
 
-async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
+export async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
   const record: GradingRecord & Record<string, unknown> = {
     v: CAPTURE_VERSION,
     type: 'grading',
@@ -389,7 +389,16 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
   };
   const { interrupted } = await execute(jobs, {
     dirs,
-    record: plan.rewards ? await finishRewards(plan, plan.rewards, out, jobs, record) : record,
+    record: plan.rewards
+      ? await recordFinished(plan.rewards, {
+          out,
+          jobs,
+          instances: plan.instances,
+          record,
+          appendGrading,
+          signal: plan.signal,
+        })
+      : record,
   });
   await writeChain;
 
@@ -403,46 +412,6 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
   await writePredictions(out, plan, results);
   const report = await writeReport(out, ordered, plan);
   return { report, results: ordered, interrupted };
-}
-
-/**
- * `record` behind the reward's finisher (src/judge/finish.ts): the judge asked, the components
- * combined, then the grading record appended to the capture (or, for a judge failure, the capture set
- * aside as any errored sample's) and the line recorded.
- */
-async function finishRewards(
-  plan: EvalPlan,
-  setup: RewardSetup,
-  out: string,
-  jobs: SampleJob[],
-  record: (line: ResultLine) => Promise<void>,
-): Promise<(line: ResultLine) => Promise<void>> {
-  const expected = new Map<string, number>();
-  for (const job of jobs)
-    expected.set(job.instance.instance_id, (expected.get(job.instance.instance_id) ?? 0) + 1);
-  const statements = new Map(plan.instances.map((i) => [i.instance_id, i.problem_statement]));
-  const finisher = await rewardFinisher(
-    setup,
-    out,
-    expected,
-    statements,
-    async (line, session) => {
-      const capture = typeof line.capture === 'string' ? line.capture : null;
-      if (capture && line.status === 'error') {
-        // (one set aside by runSample already is not moved again)
-        if (capture.endsWith('.jsonl')) line.capture = await setAside(capture, 'error');
-      } else if (capture && session) {
-        await appendGrading(capture, session, line).catch((error) =>
-          log.warn(
-            `${line.instance_id} s${line.sample}: cannot append the grading record to ${capture}: ${(error as Error).message}`,
-          ),
-        );
-      }
-      await record(line);
-    },
-    plan.signal,
-  );
-  return (line) => finisher.add(line);
 }
 
 /** Builds the report of a run's results and writes report.json (atomically). */

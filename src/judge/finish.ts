@@ -9,9 +9,12 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { setAside } from '../eval/out.ts';
 import type { ResultLine } from '../eval/report.ts';
 import type { RewardSetup } from '../options/judge.ts';
 import { combineReward, type RewardName } from '../options/reward.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import { log } from '../util/log.ts';
 import { Judge } from './judge.ts';
 import { readTranscript } from './transcript.ts';
 import { JudgeFailure, type JudgeSample, type JudgeScore } from './types.ts';
@@ -160,4 +163,50 @@ export async function rewardFinisher(
 function failure(error: unknown): JudgeFailure {
   if (error instanceof JudgeFailure) return error;
   return new JudgeFailure((error as Error).message);
+}
+
+/**
+ * A run's `record` behind the finisher (src/eval/run.ts runEvalWith): the judge asked, the components
+ * combined, then the grading record appended to the capture (or, for a judge failure, the capture set
+ * aside as any errored sample's: `polar build DIR` does not read it) and the line recorded.
+ */
+export async function recordFinished(
+  setup: RewardSetup,
+  run: {
+    out: string;
+    jobs: Array<{ instance: SweInstance; sample: number }>;
+    instances: SweInstance[];
+    record: (line: ResultLine) => Promise<void>;
+    appendGrading: (capture: string, session: string, line: ResultLine) => Promise<void>;
+    signal?: AbortSignal | undefined;
+  },
+): Promise<(line: ResultLine) => Promise<void>> {
+  const expected = new Map<string, number>();
+  for (const { instance } of run.jobs)
+    expected.set(instance.instance_id, (expected.get(instance.instance_id) ?? 0) + 1);
+  const statements = new Map(run.instances.map((i) => [i.instance_id, i.problem_statement]));
+  const finisher = await rewardFinisher(
+    setup,
+    run.out,
+    expected,
+    statements,
+    async (line, session) => {
+      const capture = typeof line.capture === 'string' ? line.capture : null;
+      if (capture && line.status === 'error') {
+        // (one set aside by the sample's own run already is not moved again)
+        if (capture.endsWith('.jsonl')) line.capture = await setAside(capture, 'error');
+      } else if (capture && session) {
+        await run
+          .appendGrading(capture, session, line)
+          .catch((error) =>
+            log.warn(
+              `${line.instance_id} s${line.sample}: cannot append the grading record to ${capture}: ${(error as Error).message}`,
+            ),
+          );
+      }
+      await run.record(line);
+    },
+    run.signal,
+  );
+  return (line) => finisher.add(line);
 }
