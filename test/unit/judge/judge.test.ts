@@ -23,6 +23,7 @@ import { CAPTURE_VERSION } from '../../../src/capture/record.ts';
 import { UsageError } from '../../../src/errors.ts';
 import { runEval } from '../../../src/eval/run.ts';
 import { JUDGE_FILE } from '../../../src/judge/records.ts';
+import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { type JudgeFlags, rewardSetup } from '../../../src/options/judge.ts';
 import { parseReward } from '../../../src/options/reward.ts';
 import { type Agent, type AgentContext, type AgentOutcome, GoldAgent } from '../../../src/rollout/agents.ts';
@@ -287,6 +288,39 @@ test('the judge and the reward from the flags: what the run has, what it needs, 
     /--judge-mode group: polar gym sees one rollout per request/,
   );
   assert.deepEqual(parseArgv(['gym', '--grader', 'judge']).flags.grader, { kind: 'judge' });
+  // polar loop: the same flags reach every evaluation of the loop
+  const loopFlags = parseArgv([
+    'loop',
+    '--train-set',
+    'd.jsonl',
+    '--out',
+    join(tmp, 'loop'),
+    '--harness',
+    'pi',
+    '--rubric',
+    RUBRIC,
+    '--judge-url',
+    'http://127.0.0.1:9/v1',
+    '--judge-model',
+    'j',
+    '--judge-mode',
+    'group',
+    '--reward',
+    'swebench + 0.2*judge',
+  ]).flags as unknown as LoopFlags;
+  const rewards = loopOptions(loopFlags).rewards!;
+  assert.equal(rewards.judge?.mode, 'group');
+  assert.equal(rewards.reward.text, 'swebench + 0.2*judge');
+  assert.equal(
+    loopOptions({
+      ...loopFlags,
+      rubric: undefined,
+      judgeUrl: undefined,
+      judgeModel: undefined,
+      reward: undefined,
+    }).rewards,
+    undefined,
+  );
   assert.equal(parseArgv(['eval', '--dataset', 'd.jsonl']).flags.judgeMode, 'single');
   assert.equal(parseArgv(['eval', '--dataset', 'd.jsonl', '--judge-timeout', '5']).flags.judgeTimeout, 5000);
 });
