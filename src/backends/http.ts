@@ -6,7 +6,7 @@
 import { type Deadline, type HttpResponse, request, timeLimit } from '../http/client.ts';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
 import { SseDecoder, type SseEvent, SseEventTooLarge } from '../protocols/sse.ts';
-import { stringifyJson } from '../util/json-text.ts';
+import { stringifyJsonPieces } from '../util/json-text.ts';
 import { CallDeadline } from './deadline.ts';
 
 /** A backend's response (the client's): status and headers, the body as it arrives. */
@@ -44,8 +44,8 @@ export async function postJson(
   try {
     const response = await request(url, {
       method: 'POST',
-      // (a conversation's long texts were escaped for the call before: stringifyJson remembers them)
-      body: stringifyJson(body),
+      // (a conversation's long texts were escaped and encoded for the call before: remembered)
+      body: stringifyJsonPieces(body),
       headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',

@@ -12,17 +12,23 @@ const LONG = 1024;
 /** Below this depth the value is written here; deeper, JSON.stringify writes the rest (and reports cycles). */
 const MAX_DEPTH = 64;
 
+/** A long string's JSON text, and its UTF-8 bytes once a writer asked for them. */
+interface Entry {
+  text: string;
+  bytes: Buffer | null;
+}
+
 /**
- * The JSON text of long strings, least recently used first; bounded by the characters it holds (keys and
- * texts), so it keeps a few conversations' worth of text, not the process's memory.
+ * The JSON text of long strings, least recently used first; bounded by the characters and bytes it
+ * holds (keys, texts, bytes), so it keeps a few conversations' worth of text, not the process's memory.
  */
 class TextCache {
-  private readonly map = new Map<string, string>();
-  private chars = 0;
+  private readonly map = new Map<string, Entry>();
+  private size = 0;
 
-  constructor(private readonly maxChars: number) {}
+  constructor(private readonly maxSize: number) {}
 
-  text(value: string): string {
+  entry(value: string): Entry {
     const hit = this.map.get(value);
     if (hit !== undefined) {
       // most recently used: to the end of the order
@@ -30,17 +36,30 @@ class TextCache {
       this.map.set(value, hit);
       return hit;
     }
-    const text = JSON.stringify(value);
-    const size = value.length + text.length;
-    if (size > this.maxChars) return text;
-    this.map.set(value, text);
-    this.chars += size;
-    for (const [k, v] of this.map) {
-      if (this.chars <= this.maxChars) break;
-      this.map.delete(k);
-      this.chars -= k.length + v.length;
+    const entry: Entry = { text: JSON.stringify(value), bytes: null };
+    const size = value.length + entry.text.length;
+    if (size > this.maxSize) return entry;
+    this.map.set(value, entry);
+    this.add(size);
+    return entry;
+  }
+
+  /** the entry's bytes (made once, counted against the bound) */
+  bytes(entry: Entry): Buffer {
+    if (entry.bytes === null) {
+      entry.bytes = Buffer.from(entry.text, 'utf8');
+      this.add(entry.bytes.length);
     }
-    return text;
+    return entry.bytes;
+  }
+
+  private add(size: number): void {
+    this.size += size;
+    for (const [k, v] of this.map) {
+      if (this.size <= this.maxSize) break;
+      this.map.delete(k);
+      this.size -= k.length + v.text.length + (v.bytes?.length ?? 0);
+    }
   }
 }
 
@@ -56,35 +75,65 @@ function skipped(value: unknown): boolean {
   return value === undefined || typeof value === 'function' || typeof value === 'symbol';
 }
 
-function write(value: unknown, depth: number): string {
-  if (typeof value === 'string') return value.length < LONG ? JSON.stringify(value) : cache.text(value);
-  if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) {
-    return JSON.stringify(value) as string;
+/** Writes one value's text: into one string, or (with pieces) as buffers, long strings' cached bytes among them. */
+class Writer {
+  out = '';
+
+  constructor(private readonly pieces: Buffer[] | null) {}
+
+  /** the text written since the last piece, as a piece */
+  cut(): void {
+    if (this.pieces === null || this.out === '') return;
+    this.pieces.push(Buffer.from(this.out, 'utf8'));
+    this.out = '';
   }
-  if (Array.isArray(value)) {
-    // (a token-id array and the like: all of it at once, natively)
-    if (value.length === 0 || typeof value[0] === 'number') return JSON.stringify(value);
-    let out = '[';
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) out += ',';
-      const item: unknown = value[i];
-      out += skipped(item) ? 'null' : write(item, depth + 1);
+
+  value(value: unknown, depth: number): void {
+    if (typeof value === 'string') {
+      if (value.length < LONG) this.out += JSON.stringify(value);
+      else if (this.pieces === null) this.out += cache.entry(value).text;
+      else {
+        this.cut();
+        this.pieces.push(cache.bytes(cache.entry(value)));
+      }
+      return;
     }
-    return `${out}]`;
+    if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) {
+      this.out += JSON.stringify(value) as string;
+      return;
+    }
+    if (Array.isArray(value)) {
+      // (a token-id array and the like: all of it at once, natively)
+      if (value.length === 0 || typeof value[0] === 'number') {
+        this.out += JSON.stringify(value);
+        return;
+      }
+      this.out += '[';
+      for (let i = 0; i < value.length; i++) {
+        if (i > 0) this.out += ',';
+        const item: unknown = value[i];
+        if (skipped(item)) this.out += 'null';
+        else this.value(item, depth + 1);
+      }
+      this.out += ']';
+      return;
+    }
+    // a toJSON (Date), a class instance, a boxed primitive: JSON.stringify's own rules, for the whole of it
+    if (!isPlain(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+      this.out += JSON.stringify(value) as string;
+      return;
+    }
+    this.out += '{';
+    let first = true;
+    for (const key of Object.keys(value)) {
+      const item = (value as Record<string, unknown>)[key];
+      if (skipped(item)) continue;
+      this.out += `${first ? '' : ','}${JSON.stringify(key)}:`;
+      first = false;
+      this.value(item, depth + 1);
+    }
+    this.out += '}';
   }
-  // a toJSON (Date), a class instance, a boxed primitive: JSON.stringify's own rules, for the whole of it
-  if (!isPlain(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    return JSON.stringify(value) as string;
-  }
-  let out = '{';
-  let first = true;
-  for (const key of Object.keys(value)) {
-    const item = (value as Record<string, unknown>)[key];
-    if (skipped(item)) continue;
-    out += `${first ? '' : ','}${JSON.stringify(key)}:${write(item, depth + 1)}`;
-    first = false;
-  }
-  return `${out}}`;
 }
 
 /**
@@ -92,5 +141,19 @@ function write(value: unknown, depth: number): string {
  * a function or a symbol at the top. Throws what JSON.stringify throws (a cycle, a BigInt).
  */
 export function stringifyJson(value: unknown): string {
-  return write(value, 0);
+  const writer = new Writer(null);
+  writer.value(value, 0);
+  return writer.out;
+}
+
+/**
+ * The same text as UTF-8 buffers to write one after the other (a request body): a long string seen
+ * before is its cached bytes, neither escaped nor encoded again.
+ */
+export function stringifyJsonPieces(value: unknown): Buffer[] {
+  const pieces: Buffer[] = [];
+  const writer = new Writer(pieces);
+  writer.value(value, 0);
+  writer.cut();
+  return pieces;
 }

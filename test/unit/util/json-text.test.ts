@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { stringifyJson } from '../../../src/util/json-text.ts';
+import { stringifyJson, stringifyJsonPieces } from '../../../src/util/json-text.ts';
 import { seededRandom } from '../../../src/util/random.ts';
 
 // the characters JSON.stringify escapes or leaves, lone surrogates among them
@@ -76,4 +76,12 @@ test('deep values, toJSON and class instances follow JSON.stringify; a cycle thr
   cycle.self = cycle;
   assert.throws(() => stringifyJson(cycle), TypeError);
   assert.throws(() => stringifyJson({ n: 1n }), TypeError);
+});
+
+test('stringifyJsonPieces gives the same text as UTF-8 buffers', () => {
+  const rand = seededRandom(5);
+  for (let i = 0; i < 2000; i++) {
+    const value = { a: randomValue(rand, 0), b: [randomValue(rand, 0), `é${'"'.repeat(1500)}😀`] };
+    assert.equal(Buffer.concat(stringifyJsonPieces(value)).toString('utf8'), JSON.stringify(value));
+  }
 });
