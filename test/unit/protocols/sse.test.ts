@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type SseEvent, SseDecoder } from '../../../src/protocols/sse.ts';
+import { SseDecoder, type SseEvent } from '../../../src/protocols/sse.ts';
 import { seededRandom } from '../../../src/util/random.ts';
 
 /** A stream's text, with \n or \r\n line ends, and the events it holds. */

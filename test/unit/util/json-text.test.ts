@@ -70,7 +70,12 @@ test('deep values, toJSON and class instances follow JSON.stringify; a cycle thr
     deep = next;
   }
   assert.equal(stringifyJson(root), JSON.stringify(root));
-  const odd = { when: new Date(86_400_000), map: new Map([[1, 2]]), boxed: Object('s'), buf: Buffer.from('ab') };
+  const odd = {
+    when: new Date(86_400_000),
+    map: new Map([[1, 2]]),
+    boxed: Object('s'),
+    buf: Buffer.from('ab'),
+  };
   assert.equal(stringifyJson(odd), JSON.stringify(odd));
   const cycle: Record<string, unknown> = { text: 'z'.repeat(2000) };
   cycle.self = cycle;
