@@ -5,6 +5,7 @@ import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
+import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
@@ -15,7 +16,7 @@ import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
-export interface LoopFlags extends BackendFlags, RolloutFlags {
+export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
@@ -51,6 +52,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
   // with the embedded engine the loop exports every checkpoint it serves, the starting one too
   const backend = backendOptions(f, { exportsCheckpoints: true });
   const trainModel = f.trainModel ?? backend.model;
+  const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
@@ -80,6 +82,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     },
     ...(f.dynamicSampling ? { dynamicSampling: f.dynamicSampling } : {}),
     ...verifierOf(f.grader),
+    ...(rewards.judge || f.reward ? { rewards } : {}),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
