@@ -19,6 +19,7 @@ import type { SweInstance } from '../rollout/dataset.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
+import { readRunReport } from './report.ts';
 import {
   exitStatus,
   finishedSamples,
@@ -30,7 +31,6 @@ import {
   shardPlan,
   shardScript,
 } from './slurm-scripts.ts';
-import { readRunReport } from './report.ts';
 
 /** Runs a Slurm client; its stdout, or a PolarError with its stderr. */
 export async function slurmCommand(file: string, args: string[]): Promise<string> {
