@@ -2,7 +2,7 @@
 never two on one node), each bundle running `polar train ... --nnodes N --node-rank R` (polar train starts
 torchrun, src/train/launch.ts), the rendezvous hosted by bundle 0's node.
 
-    python -m polar_train.cluster.ray_torchrun --address HOST:PORT --nnodes 2 [--cpus 1] -- TRAIN ARGS
+    python -m polar_train.cluster.ray_torchrun --address HOST:PORT --nnodes 2 [--cpus 1] [--gpus 8] -- TRAIN ARGS
 
 First one small task per bundle says where it landed (the node's address, the interface that holds it,
 and on bundle 0 a free port for the c10d store); then one task per bundle runs its node of the run. Ray's
@@ -66,7 +66,8 @@ def drive(args, train) -> int:
     except Exception as exc:
         emit({"event": "error", "kind": "connect", "message": f"{type(exc).__name__}: {exc}"})
         return 4
-    bundle = {"CPU": args.cpus, **({"memory": args.memory} if args.memory else {})}
+    bundle = {"CPU": args.cpus, **({"GPU": args.gpus} if args.gpus else {}),
+              **({"memory": args.memory} if args.memory else {})}
     pg = placement_group([dict(bundle) for _ in range(args.nnodes)], strategy="STRICT_SPREAD")
     ready, _ = ray.wait([pg.ready()], timeout=args.placement_timeout)
     if not ready:
@@ -79,7 +80,7 @@ def drive(args, train) -> int:
     def on(rank: int):
         return PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=rank)
 
-    locate = ray.remote(where).options(num_cpus=args.cpus, max_retries=0)
+    locate = ray.remote(where).options(num_cpus=args.cpus, num_gpus=args.gpus, max_retries=0)
     places = ray.get([locate.options(scheduling_strategy=on(r)).remote(r == 0) for r in range(args.nnodes)])
     port = args.port or places[0]["port"]
     endpoint = f"{places[0]['ip']}:{port}"
@@ -87,7 +88,7 @@ def drive(args, train) -> int:
           "nodes": [{"rank": r, "ip": p["ip"], "ifname": p["ifname"]} for r, p in enumerate(places)]})
     run_id = f"ray-{uuid.uuid4().hex[:12]}"
     polar = shlex.split(args.polar) if args.polar else default_polar()
-    task = ray.remote(run_node).options(num_cpus=args.cpus, max_retries=0)
+    task = ray.remote(run_node).options(num_cpus=args.cpus, num_gpus=args.gpus, max_retries=0)
     refs = {task.options(scheduling_strategy=on(r)).remote(
         train_argv(polar, train, args.nnodes, r, endpoint, p["ip"], p["ifname"], run_id), args.cwd): r
         for r, p in enumerate(places)}
@@ -115,6 +116,7 @@ def main(argv=None) -> int:
     parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS", "auto"), help="HOST:PORT or auto")
     parser.add_argument("--nnodes", type=int, required=True, help="nodes, one bundle each")
     parser.add_argument("--cpus", type=float, default=1, help="CPUs of each bundle")
+    parser.add_argument("--gpus", type=float, default=0, help="GPUs of each bundle (polar train's --gpus on that node)")
     parser.add_argument("--memory", type=int, default=0, help="bytes of each bundle (0: not asked)")
     parser.add_argument("--port", type=int, default=0, help="the rendezvous port (0: a free one on node 0)")
     parser.add_argument("--placement-timeout", type=float, default=120, help="seconds to wait for the bundles")
