@@ -77,19 +77,21 @@ def drive(args, train) -> int:
                          f"{args.placement_timeout:g} s ({len(alive)} nodes alive)"})
         return 4
 
-    def on(rank: int):
-        return PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=rank)
+    def on(rank: int) -> dict:
+        """A task's options: the bundle's resources, in bundle `rank`, no retry by Ray."""
+        return dict(num_cpus=args.cpus, num_gpus=args.gpus, max_retries=0,
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(
+                        placement_group=pg, placement_group_bundle_index=rank))
 
-    locate = ray.remote(where).options(num_cpus=args.cpus, num_gpus=args.gpus, max_retries=0)
-    places = ray.get([locate.options(scheduling_strategy=on(r)).remote(r == 0) for r in range(args.nnodes)])
+    locate, task = ray.remote(where), ray.remote(run_node)
+    places = ray.get([locate.options(**on(r)).remote(r == 0) for r in range(args.nnodes)])
     port = args.port or places[0]["port"]
     endpoint = f"{places[0]['ip']}:{port}"
     emit({"event": "nodes", "endpoint": endpoint,
           "nodes": [{"rank": r, "ip": p["ip"], "ifname": p["ifname"]} for r, p in enumerate(places)]})
     run_id = f"ray-{uuid.uuid4().hex[:12]}"
     polar = shlex.split(args.polar) if args.polar else default_polar()
-    task = ray.remote(run_node).options(num_cpus=args.cpus, num_gpus=args.gpus, max_retries=0)
-    refs = {task.options(scheduling_strategy=on(r)).remote(
+    refs = {task.options(**on(r)).remote(
         train_argv(polar, train, args.nnodes, r, endpoint, p["ip"], p["ifname"], run_id), args.cwd): r
         for r, p in enumerate(places)}
     ok = True
