@@ -22,7 +22,7 @@ import signal
 import sys
 import uuid
 
-from .nodes import free_port, interface_of, tail, train_argv
+from .nodes import tail, train_argv
 from .srun_torchrun import default_polar
 
 
@@ -31,18 +31,35 @@ def emit(event: dict) -> None:
     sys.stdout.flush()
 
 
-def where(want_port: bool) -> dict:
+# src/train/worker, which holds polar_train: at the same path on every node (docs/cluster.md), put on a
+# Ray worker's sys.path by the tasks themselves (a task run as `python -m` is pickled by value, but what it
+# imports from polar_train is imported on the node)
+WORKER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _on_path(worker_dir: str) -> None:
+    if worker_dir not in sys.path:
+        sys.path.insert(0, worker_dir)
+
+
+def where(want_port: bool, worker_dir: str) -> dict:
     import ray
+
+    _on_path(worker_dir)
+    from polar_train.cluster.nodes import free_port, interface_of
 
     ip = ray.util.get_node_ip_address()
     return {"ip": ip, "ifname": interface_of(ip), **({"port": free_port(ip)} if want_port else {})}
 
 
-def run_node(argv, cwd) -> dict:
+def run_node(argv, cwd, worker_dir: str) -> dict:
     import ctypes
     import subprocess
 
     import ray
+
+    _on_path(worker_dir)
+    from polar_train.cluster.nodes import tail as tail_of
 
     def die_with_parent():  # polar train stops when its Ray worker does
         try:
@@ -52,7 +69,8 @@ def run_node(argv, cwd) -> dict:
 
     proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           preexec_fn=die_with_parent, check=False)
-    return {"ip": ray.util.get_node_ip_address(), "exit_code": proc.returncode, "stderr_tail": tail(proc.stderr)}
+    return {"ip": ray.util.get_node_ip_address(), "exit_code": proc.returncode,
+            "stderr_tail": tail_of(proc.stderr)}
 
 
 def drive(args, train) -> int:
@@ -84,7 +102,7 @@ def drive(args, train) -> int:
                         placement_group=pg, placement_group_bundle_index=rank))
 
     locate, task = ray.remote(where), ray.remote(run_node)
-    places = ray.get([locate.options(**on(r)).remote(r == 0) for r in range(args.nnodes)])
+    places = ray.get([locate.options(**on(r)).remote(r == 0, WORKER_DIR) for r in range(args.nnodes)])
     port = args.port or places[0]["port"]
     endpoint = f"{places[0]['ip']}:{port}"
     emit({"event": "nodes", "endpoint": endpoint,
@@ -92,7 +110,7 @@ def drive(args, train) -> int:
     run_id = f"ray-{uuid.uuid4().hex[:12]}"
     polar = shlex.split(args.polar) if args.polar else default_polar()
     refs = {task.options(**on(r)).remote(
-        train_argv(polar, train, args.nnodes, r, endpoint, p["ip"], p["ifname"], run_id), args.cwd): r
+        train_argv(polar, train, args.nnodes, r, endpoint, p["ip"], p["ifname"], run_id), args.cwd, WORKER_DIR): r
         for r, p in enumerate(places)}
     ok = True
     while refs:
