@@ -146,3 +146,20 @@ test('polar loop --cluster with the embedded engine is refused, naming both flag
     (e: unknown) => e instanceof UsageError && /--cluster slurm with --backend embedded/.test(e.message),
   );
 });
+
+test("every flag of polar loop is polar eval's too, or one the step's eval does not get", async () => {
+  const { program } = await import('../../../src/cli.ts');
+  const root = program();
+  const flags = (name: string) =>
+    new Set(root.commands.find((c) => c.name() === name)!.options.flatMap((o) => [o.long, o.short]));
+  const evalFlags = flags('eval');
+  const words: string[] = [];
+  for (const flag of flags('loop')) {
+    if (!flag || evalFlags.has(flag) || flag === '--harness') continue;
+    words.push(flag);
+  }
+  assert.ok(words.includes('--train-set') && words.includes('--group-size'), words.join(' '));
+  // what loopEvalWords drops of them (a value after each: a switch's value stays as a stray word)
+  const kept = loopEvalWords(['node', 'polar', 'loop', ...words.flatMap((w) => [`${w}=x`])]);
+  assert.deepEqual(kept, [], `loop flags polar eval would refuse: ${kept.join(' ')}`);
+});
