@@ -40,7 +40,7 @@ const lines = (file: string) =>
     .split('\n')
     .filter((l) => l.trim());
 
-describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 900_000 }, () => {
+describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, () => {
   const c = useRayCluster('polar-loopray-');
 
   test('a step whose rollouts ran on both workers writes the records a local loop writes', async () => {
@@ -102,17 +102,19 @@ describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 900_000 }, 
         POLAR_PYTHON: python!.executable,
       } as Record<string, string>;
 
+      // the local loop (the reference) and the cluster's at once: the stand-in serves both
       const localRun = join(c.tmp, 'local-loop');
-      const local = await runPolar(args(localRun), { cwd: ROOT, env, extendEnv: false, timeoutMs: 300_000 });
-      assert.equal(local.exitCode, 0, String(local.stderr));
-
       const clusterRun = join(c.tmp, 'ray-loop');
-      const r = await polarOnHead(
-        c.net,
-        c.ray,
-        [...args(clusterRun), '--cluster', `ray=${c.ray.address}`, '--cluster-memory', '256MiB'],
-        { limitMs: 420_000, env },
-      );
+      const [local, r] = await Promise.all([
+        runPolar(args(localRun), { cwd: ROOT, env, extendEnv: false, timeoutMs: 500_000 }),
+        polarOnHead(
+          c.net,
+          c.ray,
+          [...args(clusterRun), '--cluster', `ray=${c.ray.address}`, '--cluster-memory', '256MiB'],
+          { limitMs: 500_000, env },
+        ),
+      ]);
+      assert.equal(local.exitCode, 0, String(local.stderr));
       assert.equal(r.code, 0, r.stderr);
 
       // the samples ran on both workers, one Ray task each

@@ -1,25 +1,21 @@
 /**
- * The launchers of a training run across nodes, on test hosts (network namespaces) with the real
- * engines: `srun -N2 --ntasks-per-node=1 python -m polar_train.cluster.srun_torchrun -- ARGS` on a Slurm
- * cluster of two compute nodes, and `python -m polar_train.cluster.ray_torchrun --nnodes 2 -- ARGS`
- * (a STRICT_SPREAD placement group, one bundle per node) on a Ray cluster of two workers. Each node runs
+ * The Ray launcher of a training run across nodes, on test hosts (network namespaces) with the real
+ * engine: `python -m polar_train.cluster.ray_torchrun --nnodes 2 -- ARGS` (a STRICT_SPREAD placement
+ * group, one bundle per node) on a Ray cluster of two workers (the srun launcher: train-srun.test.ts). Each node runs
  * `polar train` with its node rank (torchrun, gloo over the veth pair, the rendezvous at the first node);
  * for the same global batch the 2-node update equals the 1-node update within float tolerance, the
- * checkpoint is written once, and each node ran on its own host; the srun run's checkpoint resumes on one
- * node with the update the 1-node checkpoint resumes with. A small learning rate: the tiny model
+ * checkpoint is written once, and each node ran on its own host. A small learning rate: the tiny model
  * stays finite. Bounded: every process has a time limit, the clusters are stopped by pid and the
  * namespaces removed in `after`.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { execa } from 'execa';
-import { TestNet } from '../support/cluster/netns.ts';
+import type { TestNet } from '../support/cluster/netns.ts';
 import { RAY_ENV, RAY_SKIP, ROOT, useRayCluster, VENV_PYTHON } from '../support/cluster/ray.ts';
-import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
 import { assertSameUpdate } from '../support/cluster/train-compare.ts';
 import {
   madeUpLogprobs,
@@ -53,16 +49,6 @@ async function trainArgs(dir: string): Promise<string[]> {
     '--lr',
     '0.001',
   ];
-}
-
-/** The last step-N checkpoint folder of a run. */
-function latestCheckpoint(out: string): string {
-  const steps = readdirSync(out)
-    .map((n) => /^step-(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => Number(m[1]));
-  assert.ok(steps.length > 0, `no checkpoint in ${out}`);
-  return `step-${Math.max(...steps)}`;
 }
 
 /** The same run on one node (this machine), the reference. */
@@ -102,72 +88,6 @@ function run(
     });
   });
 }
-
-describe(
-  'polar train across 2 Slurm nodes: srun, one task per node',
-  { skip: probe ? (slurmUnavailable() ?? false) : NO_TORCH, timeout: 590_000 },
-  () => {
-    const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
-    before(async () => {
-      state.tmp = mkdtempSync(join(tmpdir(), 'polar-srun-train-'));
-      state.net = TestNet.create(3);
-      state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
-    });
-    after(async () => {
-      await state.net?.destroy();
-      if (state.tmp) rmSync(state.tmp, { recursive: true, force: true });
-    });
-
-    test('the 2-node step equals the 1-node step; each node ran on its own host', async () => {
-      const args = await trainArgs(state.tmp);
-      const one = join(state.tmp, 'one');
-      await oneNode(args, one);
-      const two = join(state.tmp, 'two');
-      const r = await run(
-        state.net,
-        null,
-        [
-          'srun',
-          '-N2',
-          '--ntasks-per-node=1',
-          '--cpus-per-task=2',
-          `--chdir=${ROOT}`,
-          probe!.python,
-          '-m',
-          'polar_train.cluster.srun_torchrun',
-          '--polar',
-          POLAR,
-          '--',
-          ...args,
-          '--out',
-          two,
-        ],
-        { ...state.slurm.env, PYTHONPATH: WORKER, NO_COLOR: '1', POLAR_PYTHON: probe!.python },
-      );
-      assert.equal(r.code, 0, r.stderr);
-      for (const [k, n] of state.slurm.nodes.entries())
-        assert.match(
-          r.stderr,
-          new RegExp(`srun_torchrun: node ${k} of 2 \\(${n.name}, ${n.host.ip.replaceAll('.', '\\.')}\\)`),
-        );
-      assert.match(r.stderr, /node 0 of 2/);
-      assert.match(r.stderr, /node 1 of 2/);
-      assert.ok(existsSync(join(two, 'worker.log')) && existsSync(join(two, 'worker-node1.log')));
-      await assertSameUpdate(probe!.python, one, two, 'step-2');
-
-      // the 2-node checkpoint resumes on one node: the next update is the one the 1-node checkpoint gives
-      // (a new trajectory file, as the loop's next step has: the same file would resume at its end; one
-      // step: the tiny model on made-up logprobs goes non-finite by its fourth)
-      const next = await writeJsonl(join(state.tmp, 'traj-next.jsonl'), smallBatch().reverse());
-      const resumedArgs = [next, ...args.slice(1), '--max-steps', '1'];
-      const more = (from: string) => join(state.tmp, `${from.split('/').at(-1)}-resumed`);
-      await oneNode([...resumedArgs, '--resume-from', one], more(one));
-      await oneNode([...resumedArgs, '--resume-from', two], more(two));
-      assert.equal(latestCheckpoint(more(one)), 'step-3', 'the resumed run made its step');
-      await assertSameUpdate(probe!.python, more(one), more(two), 'step-3');
-    });
-  },
-);
 
 describe(
   'polar train across 2 Ray nodes: a STRICT_SPREAD placement group, one bundle per node',
