@@ -102,6 +102,11 @@ export function defineEval(program: Command, report: Report): void {
         .argParser(jsonObject)
         .hideHelp(),
     )
+    .addOption(
+      new Option('--session-meta <json>', "more session meta for every capture (polar loop's policy step)")
+        .argParser(jsonObject)
+        .hideHelp(),
+    )
     .addHelpText(
       'after',
       `

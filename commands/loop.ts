@@ -5,6 +5,7 @@ import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
 import {
   addBackendFlags,
+  addClusterFlags,
   addJudgeFlags,
   addRolloutFlags,
   graderOption,
@@ -89,9 +90,10 @@ Examples:
   polar loop --train-set train.jsonl --eval-set heldout.jsonl --harness pi --backend vllm \\
     --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --reload-cmd './restart-vllm {checkpoint}' \\
     --runtime docker --out runs/loop-1
-  polar loop ... --out runs/loop-1 --resume   # continue after the last finished step`,
+  polar loop ... --out runs/loop-1 --resume   # continue after the last finished step
+  polar loop ... --cluster ray=10.0.0.1:6379 --out runs/loop-1   # each step's rollouts on Ray (docs/cluster.md)`,
   );
-  addJudgeFlags(addBackendFlags(addRolloutFlags(cmd))).action(async (flags: LoopFlags) => {
+  addClusterFlags(addJudgeFlags(addBackendFlags(addRolloutFlags(cmd)))).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');
     report(await loopCommand(flags));
   });

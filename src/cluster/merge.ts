@@ -4,9 +4,9 @@
  * with the instance ids named, when two folders hold the same sample, when a sample of the dataset's
  * selection is in none of them, or when a folder holds a sample the selection does not have.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { InputError, UsageError } from '../errors.ts';
+import { UsageError } from '../errors.ts';
 import { type EvalFlags, finish, selectedInstances } from '../eval/command.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import type { Report } from '../eval/report.ts';
@@ -15,6 +15,7 @@ import { runEvalWith } from '../eval/run.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { adoptSample } from './adopt.ts';
+import { readRunReport } from './report.ts';
 
 interface Shard {
   dir: string;
@@ -30,12 +31,10 @@ function readShard(dir: string): Shard {
       `--merge ${dir}: not a finished run folder (no ${EVAL_FILES.results} or ${EVAL_FILES.report})`,
       'give the --out folders of finished `polar eval --shard i/n` runs',
     );
-  let report: Report;
-  try {
-    report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
-  } catch (error) {
-    throw new InputError(reportPath, undefined, undefined, `not valid JSON (${(error as Error).message})`);
-  }
+  const report = readRunReport(
+    reportPath,
+    'give the --out folders of finished `polar eval --shard i/n` runs of this polar',
+  );
   return { dir, keys: new Set(), report };
 }
 

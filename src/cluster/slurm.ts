@@ -7,7 +7,7 @@
  * the merge ends: no accounting daemon is needed. Run from inside an allocation (SLURM_JOB_ID set: salloc,
  * an sbatch script), the shards are srun tasks of that allocation instead (src/cluster/slurm-steps.ts).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -15,11 +15,11 @@ import { EnvironmentError, EXIT, PolarError } from '../errors.ts';
 import { type EvalFlags, finish } from '../eval/command.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { prepareOut } from '../eval/out.ts';
-import type { Report } from '../eval/report.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
+import { readRunReport } from './report.ts';
 import {
   exitStatus,
   finishedSamples,
@@ -152,7 +152,7 @@ export async function slurmEval(f: EvalFlags, instances: SweInstance[], argv: st
     throw new PolarError(`slurm: the merge job ${mergeId} ended without ${reportPath}`, {
       hint: `see ${join(plan.logs, 'merge.log')}`,
     });
-  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+  const report = readRunReport(reportPath, `see ${join(plan.logs, 'merge.log')}`);
   return finish(f, { report, results: [], interrupted: false });
 }
 

@@ -56,6 +56,8 @@ export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags {
   sampleIndex?: number;
   /** hidden: where this share of a cluster run runs (a Slurm shard's node and job): each result's `cluster` */
   clusterTag?: Record<string, unknown>;
+  /** hidden: more session meta for every capture (polar loop --cluster: the policy's step, as a local loop records it) */
+  sessionMeta?: Record<string, unknown>;
   /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/cluster/) */
   cluster?: ClusterChoice;
   /** per sample on the cluster */
@@ -200,6 +202,9 @@ async function localEval(
       samples: f.samples,
       ...(f.sampleIndex !== undefined ? { sampleIndex: f.sampleIndex } : {}),
       ...(f.clusterTag ? { clusterTag: f.clusterTag } : {}),
+      ...(f.sessionMeta
+        ? { meta: Object.fromEntries(Object.entries(f.sessionMeta).map(([k, v]) => [k, String(v)])) }
+        : {}),
       concurrency: f.concurrency,
       agentTimeoutMs: f.agentTimeout,
       testTimeoutMs: f.testTimeout,

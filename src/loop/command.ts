@@ -1,11 +1,14 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { loopCluster } from '../cluster/loop.ts';
+import { UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
 import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
+import type { ClusterChoice } from '../options/parsers.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
@@ -45,12 +48,19 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags {
   grader: Grader;
   resume?: boolean;
   quiet?: boolean;
+  /** --cluster ray[=ADDRESS]|slurm: each evaluation a `polar eval --cluster` (its other --cluster-* flags pass with it) */
+  cluster?: ClusterChoice;
 }
 
 /** The loop's options from its flags (the evaluation part is the setup polar eval makes). */
-export function loopOptions(f: LoopFlags): LoopOptions {
+export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv): LoopOptions {
   // with the embedded engine the loop exports every checkpoint it serves, the starting one too
   const backend = backendOptions(f, { exportsCheckpoints: true });
+  if (f.cluster && backend.kind === 'embedded')
+    throw new UsageError(
+      `--cluster ${f.cluster.engine} with --backend embedded: the cluster's nodes cannot reach a model inside this process`,
+      'serve the policy (vLLM, SGLang) where the nodes reach it and give --backend and --backend-url (docs/cluster.md)',
+    );
   const trainModel = f.trainModel ?? backend.model;
   const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
@@ -85,6 +95,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     ...(rewards.judge || f.reward ? { rewards } : {}),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
+    ...(f.cluster ? { cluster: loopCluster(f.cluster, argv) } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
     exportOnnx: async (checkpoint, dir, signal) => {
       const { runExport } = await import('../export/export.ts');

@@ -18,6 +18,7 @@ import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
+import { clusterRollouts, type LoopCluster } from '../cluster/loop.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
@@ -79,6 +80,8 @@ export interface LoopOptions {
   signal?: AbortSignal;
   /** the backend to use (tests); default: created from `backend` */
   backendInstance?: Backend;
+  /** --cluster: every evaluation is a `polar eval --cluster` of its tasks (src/cluster/loop.ts) */
+  cluster?: LoopCluster;
   /** stop after this phase of this step (tests of --resume after a crash) */
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
 }
@@ -414,6 +417,17 @@ async function evaluate(
   dataset: string,
   meta: Record<string, string>,
 ): Promise<EvalOutcome> {
+  if (o.cluster)
+    return clusterRollouts(o.cluster, {
+      instanceIds: instances.map((i) => i.instance_id),
+      samples,
+      out,
+      dataset,
+      concurrency: o.concurrency,
+      meta,
+      quiet: log.quiet,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
   const { agent, runtime } = await setupEvaluation(loopEvaluation(o), { backendInstance: backend });
   await runtime.check(instances);
   try {

@@ -109,6 +109,8 @@ export interface StandinOptions {
   apiKey?: string;
   /** list the model without max_model_len, as a gateway in front of vLLM (LiteLLM) does */
   hideMaxModelLen?: boolean;
+  /** the address to listen on (default 127.0.0.1; the cluster tests: the test network's bridge) */
+  host?: string;
 }
 
 export interface Standin {
@@ -518,10 +520,11 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     next();
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `http://${host}:${port}/v1`,
     calls,
     faults,
     close: () =>

@@ -130,11 +130,25 @@ export function evalOnHead(
   limitMs = 420_000,
   onLine?: (line: string) => void,
 ): Promise<{ code: number | null; stderr: string }> {
+  return polarOnHead(net, ray, ['eval', ...args], { limitMs, ...(onLine ? { onLine } : {}) });
+}
+
+/** `polar WORDS` on the head node (env: RAY_ENV unless given); its exit code and output (killed after `limitMs`). */
+export function polarOnHead(
+  net: TestNet,
+  ray: RayCluster,
+  words: string[],
+  {
+    limitMs = 420_000,
+    onLine,
+    env = RAY_ENV,
+  }: { limitMs?: number; onLine?: (line: string) => void; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(
       'ip',
-      ['netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), 'eval', ...args],
-      { cwd: ROOT, env: RAY_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+      ['netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), ...words],
+      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     net.children.push(child);
     let stderr = '';

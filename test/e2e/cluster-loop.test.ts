@@ -1,0 +1,168 @@
+/**
+ * `polar loop --cluster ray` on a real Ray cluster of three test hosts (network namespaces: a head and two
+ * workers with 2 polar_slot each): one step of real Pi against the vLLM stand-in (listening on the test
+ * network's bridge, where every node reaches it), the step's rollouts one Ray task per sample, then build,
+ * train (the transformers worker of .venv, CPU, a tiny model with the Qwen3 vocabulary) and publish
+ * (--reload-cmd). The same loop on this machine alone is the reference: the step's records (step.json's
+ * fields, the eval folder's files, the session meta that names the policy, the trajectories) are the same
+ * but for timings, rewards (the coin-flip tasks) and where the samples ran; the cluster's samples ran on
+ * both workers. Bounded: each polar run has a time limit, the cluster is stopped by pid and the
+ * namespaces removed in `after`, whatever happened.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { tinyLlamaSpec } from '../../src/export/export.ts';
+import { findPython } from '../../src/train/env.ts';
+import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { runPolar } from '../support/cli.ts';
+import { readResultLines, runView } from '../support/cluster/compare.ts';
+import { polarOnHead, RAY_ENV, RAY_SKIP, ROOT, useRayCluster } from '../support/cluster/ray.ts';
+import { startStandin } from '../support/vllm-standin.ts';
+
+const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
+const SKIP =
+  RAY_SKIP ?? (python?.transformers ? null : 'no Python with torch and transformers (npm run setup:python)');
+
+/** The session records of a step's captures (first line of each file). */
+function sessions(evalDir: string): Array<Record<string, unknown>> {
+  const dir = join(evalDir, 'captures');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8').split('\n')[0]!) as Record<string, unknown>);
+}
+
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
+
+describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, () => {
+  const c = useRayCluster('polar-loopray-');
+
+  test('a step whose rollouts ran on both workers writes the records a local loop writes', async () => {
+    const standin = await startStandin({ host: c.net.bridgeIp });
+    try {
+      const { home } = await privateDirs();
+      // the stand-in's logprobs are made up: the trainer's check against its own is off
+      const config = join(c.tmp, 'train.json');
+      await writeFile(config, `${JSON.stringify({ sampling_gap_limit: 0 })}\n`);
+      const args = (out: string) => [
+        'loop',
+        '--train-set',
+        join(ROOT, 'fixtures/loop/coin.jsonl'),
+        '--harness',
+        'pi',
+        '--backend',
+        'vllm',
+        '--backend-url',
+        standin.url,
+        '--model',
+        'Qwen/Qwen3-4B',
+        '--train-model',
+        tinyLlamaSpec({ seed: 1 }),
+        '--train-config',
+        config,
+        '--reload-cmd',
+        'true',
+        '--group-size',
+        '2',
+        '--tasks-per-step',
+        '2',
+        '--steps',
+        '1',
+        '--eval-every',
+        '0',
+        '--runtime',
+        'local',
+        '--allow-unsandboxed',
+        '--repos',
+        join(ROOT, 'fixtures/swe/repos'),
+        '--grade-empty-patches',
+        '--device',
+        'cpu',
+        '--lr',
+        '0.001',
+        '--concurrency',
+        '2',
+        '--agent-timeout',
+        '120',
+        '--test-timeout',
+        '60',
+        '--out',
+        out,
+      ];
+      const env = {
+        ...privateEnv(home),
+        ...Object.fromEntries(Object.entries(RAY_ENV).filter(([k]) => k.startsWith('RAY_'))),
+        POLAR_OFFLINE: '1',
+        POLAR_PYTHON: python!.executable,
+      } as Record<string, string>;
+
+      // the local loop (the reference) and the cluster's at once: the stand-in serves both
+      const localRun = join(c.tmp, 'local-loop');
+      const clusterRun = join(c.tmp, 'ray-loop');
+      const [local, r] = await Promise.all([
+        runPolar(args(localRun), { cwd: ROOT, env, extendEnv: false, timeoutMs: 500_000 }),
+        polarOnHead(
+          c.net,
+          c.ray,
+          [...args(clusterRun), '--cluster', `ray=${c.ray.address}`, '--cluster-memory', '256MiB'],
+          { limitMs: 500_000, env },
+        ),
+      ]);
+      assert.equal(local.exitCode, 0, String(local.stderr));
+      assert.equal(r.code, 0, r.stderr);
+
+      // the samples ran on both workers, one Ray task each
+      const evalDir = join(clusterRun, 'step-1', 'eval');
+      const results = readResultLines(evalDir);
+      assert.equal(results.length, 4, 'two tasks x two samples');
+      const nodes = new Set(results.map((l) => (l.cluster as { node: string }).node));
+      assert.equal(nodes.size, 2, `samples ran on ${[...nodes].join(', ')}`);
+      for (const node of nodes)
+        assert.ok(
+          c.ray.workers.some((w) => w.ip === node),
+          `${node} is a worker`,
+        );
+
+      // the step's records are the local loop's
+      const step = (run: string) =>
+        JSON.parse(readFileSync(join(run, 'step-1', 'step.json'), 'utf8')) as Record<string, unknown>;
+      const [ls, cs] = [step(localRun), step(clusterRun)];
+      assert.deepEqual(Object.keys(cs).sort(), Object.keys(ls).sort());
+      for (const k of ['status', 'policy', 'tasks', 'trajectories'] as const)
+        assert.deepEqual(cs[k], ls[k], k);
+      assert.deepEqual(
+        (cs.rollouts as { samples: number }).samples,
+        (ls.rollouts as { samples: number }).samples,
+      );
+      assert.ok(Number(cs.trainable_tokens) > 0);
+      assert.ok(String(cs.checkpoint).startsWith(join(clusterRun, 'step-1', 'train')), String(cs.checkpoint));
+      const [lv, cv] = [runView(join(localRun, 'step-1', 'eval')), runView(evalDir)];
+      assert.deepEqual(cv.files, lv.files);
+      const keys = (v: typeof lv) => v.results.map((x) => `${x.instance_id}/${x.sample}`);
+      assert.deepEqual(keys(cv), keys(lv));
+      // the session meta names the policy and the step, as the local loop records it
+      for (const run of [localRun, clusterRun])
+        for (const s of sessions(join(run, 'step-1', 'eval'))) {
+          const meta = s.meta as Record<string, string>;
+          assert.equal(meta.policy, 'step-0');
+          assert.equal(meta.loop_step, '1');
+        }
+      assert.equal(
+        lines(join(clusterRun, 'step-1', 'traj.jsonl')).length,
+        lines(join(localRun, 'step-1', 'traj.jsonl')).length,
+      );
+      assert.ok(lines(join(clusterRun, 'step-1', 'train', 'metrics.jsonl')).length >= 1);
+      // the loop's record of its flags names the cluster, not the words it passes on
+      const recorded = JSON.parse(readFileSync(join(clusterRun, 'loop.json'), 'utf8'));
+      assert.deepEqual(recorded.cluster, { engine: 'ray', address: c.ray.address });
+    } finally {
+      await standin.close();
+    }
+  });
+});
