@@ -15,6 +15,7 @@ import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
   addClusterFlags,
+  addReportFlags,
   addRolloutFlags,
   graderOption,
   harnessOption,
@@ -113,6 +114,7 @@ Examples:
     )
     .option('-q, --quiet', 'no progress output');
   addClusterFlags(addBackendFlags(addRolloutFlags(cmd)));
+  addReportFlags(cmd, "the report's figures (pass@1, pass@k, outcomes, rewards, time per sample)");
   severalBackendUrls(
     cmd,
     'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',

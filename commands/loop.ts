@@ -3,7 +3,14 @@ import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
-import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
+import {
+  addBackendFlags,
+  addReportFlags,
+  addRolloutFlags,
+  graderOption,
+  harnessOption,
+  type Report,
+} from './shared.ts';
 
 export function defineLoop(program: Command, report: Report): void {
   const cmd = program
@@ -62,6 +69,7 @@ export function defineLoop(program: Command, report: Report): void {
     )
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
+  addReportFlags(cmd, "the trainer's steps, each step's rollout figures and rollout health");
   cmd.addHelpText(
     'after',
     `

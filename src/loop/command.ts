@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { type ReportFlags, reportSetup } from '../options/report.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
@@ -14,7 +15,7 @@ import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
-export interface LoopFlags extends BackendFlags, RolloutFlags {
+export interface LoopFlags extends BackendFlags, RolloutFlags, ReportFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
@@ -72,6 +73,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
+    report: reportSetup(f, f.out),
     exportOnnx: async (checkpoint, dir, signal) => {
       const { runExport } = await import('../export/export.ts');
       await runExport({ checkpoint, onnx: dir, ...(signal ? { signal } : {}) });

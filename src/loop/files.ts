@@ -3,6 +3,7 @@
  * `polar inspect`, and the schema of step.json. docs/loop.md, "The run folder", describes each entry.
  */
 import { z } from 'zod';
+import { stepHealthSchema } from './health.ts';
 
 export const LOOP_FILES = {
   /** the resolved options of the run, checked again by --resume */
@@ -44,5 +45,7 @@ export const stepSummarySchema = z.object({
   heldout: z.object({ pass_at_1: z.number().nullable() }).nullable(),
   trajectories: z.number().int().nonnegative(),
   trainable_tokens: z.number().int().nonnegative(),
+  /** the step's rollout health (src/loop/health.ts); absent in steps written before polar 0.1.0's round 4 */
+  health: stepHealthSchema.optional(),
 });
 export type StepSummary = z.infer<typeof stepSummarySchema>;

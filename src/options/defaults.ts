@@ -130,6 +130,12 @@ export const DEFAULTS = {
   tasksPerStep: d(9),
   steps: d(50),
   evalEvery: d(10),
+  /**
+   * --report-to of train, loop and eval: the experiment trackers a run writes to while it runs (none:
+   * neither package is imported); --project: the W&B project (src/tracking/, docs/train.md)
+   */
+  reportTo: d<readonly ('tensorboard' | 'wandb')[]>([], 'none'),
+  wandbProject: d('polar'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

@@ -147,6 +147,8 @@ export interface TrainRequest {
   sampledBy?: string[];
   /** this machine's part of a run across nodes (torchrun's rendezvous) */
   nodes?: NodeRole;
+  /** each `step` event of the worker (one line of metrics.jsonl): --report-to's tracking writer */
+  onStep?: (event: Record<string, unknown>) => void;
 }
 
 export interface TrainResult {
@@ -267,6 +269,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     signal: req.signal,
     check: (devices) => checkDevice({ python: probe.python, torch: probe.torch, ...devices }, needs),
     record: writeConfig,
+    ...(req.onStep ? { onStep: req.onStep } : {}),
   });
   if (refused) {
     // the worker stopped at its first event, before writing anything: a refused run leaves nothing behind
@@ -315,11 +318,13 @@ async function superviseWorker(o: {
   signal: AbortSignal | undefined;
   check: (devices: PythonDevices) => void;
   record: (devices: PythonDevices) => Promise<void>;
+  onStep?: (event: Record<string, unknown>) => void;
 }): Promise<{ outcome: WorkerOutcome; refused: unknown }> {
   const stop = new AbortController();
   let refused: unknown;
   let recorded: Promise<void> = Promise.resolve();
   const onEvent = (event: Record<string, unknown>) => {
+    if (event.event === 'step') o.onStep?.(event);
     if (event.event !== 'environment') return o.progress.event(event);
     const devices = event as unknown as PythonDevices;
     try {
