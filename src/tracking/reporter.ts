@@ -139,7 +139,12 @@ export async function openReporter(setup: ReportSetup | null, o: OpenOptions): P
   await writeFile(join(o.out, TRACKING_FILE), `${JSON.stringify(record, null, 2)}\n`, { mode: PRIVATE_FILE });
   const python = (await findPython(o.python ?? process.env.POLAR_PYTHON)).python;
   const child = execa(python, ['-m', 'polar_train.report'], {
-    env: { PYTHONPATH: WORKER_DIR, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
+    // the caller's PYTHONPATH after the worker's package, as the training worker gets it (launch.ts)
+    env: {
+      PYTHONPATH: process.env.PYTHONPATH ? `${WORKER_DIR}:${process.env.PYTHONPATH}` : WORKER_DIR,
+      PYTHONUNBUFFERED: '1',
+      PYTHONDONTWRITEBYTECODE: '1',
+    },
     reject: false,
     stdin: 'pipe',
     stdout: 'pipe',
