@@ -15,6 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
 import { z } from 'zod';
 import { EnvironmentError, InputError, PolarError } from '../errors.ts';
@@ -27,6 +28,8 @@ import { firstIssue } from '../util/zod.ts';
 
 /** tracking.json in the run folder (docs/train.md, "Watching a run") */
 export const TRACKING_FILE = 'tracking.json';
+/** the writer's own output (wandb's messages, a Python traceback), beside it */
+export const TRACKING_LOG = 'tracking.log';
 
 export const trackingSchema = z.object({
   v: z.literal(1),
@@ -138,7 +141,10 @@ export async function openReporter(setup: ReportSetup | null, o: OpenOptions): P
   };
   await writeFile(join(o.out, TRACKING_FILE), `${JSON.stringify(record, null, 2)}\n`, { mode: PRIVATE_FILE });
   const python = (await findPython(o.python ?? process.env.POLAR_PYTHON)).python;
-  const child = execa(python, ['-m', 'polar_train.report'], {
+  // events come on fd 3: wandb's service process inherits stdout and stderr (which go to tracking.log)
+  // and may outlive the writer, so a pipe it holds would never end
+  const logFile = join(o.out, TRACKING_LOG);
+  const child = execa(python, ['-m', 'polar_train.report', '--events-fd', '3'], {
     // the caller's PYTHONPATH after the worker's package, as the training worker gets it (launch.ts)
     env: {
       PYTHONPATH: process.env.PYTHONPATH ? `${WORKER_DIR}:${process.env.PYTHONPATH}` : WORKER_DIR,
@@ -146,12 +152,11 @@ export async function openReporter(setup: ReportSetup | null, o: OpenOptions): P
       PYTHONDONTWRITEBYTECODE: '1',
     },
     reject: false,
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'pipe',
-    buffer: { stdout: false, stderr: true },
+    stdio: ['pipe', { file: logFile, append: true }, { file: logFile, append: true }, 'pipe'],
+    buffer: false,
   });
-  const reporter = new ProcessReporter(child, python);
+  const events = child.stdio[3] as Readable | undefined;
+  const reporter = new ProcessReporter(child as unknown as ResultPromise, events, python, logFile);
   const open = {
     type: 'open',
     tensorboard: setup.tensorboard
@@ -187,12 +192,14 @@ class ProcessReporter implements Reporter {
 
   constructor(
     private readonly child: ResultPromise,
+    events: Readable | undefined,
     private readonly python: string,
+    private readonly logFile: string,
   ) {
     this.reading = (async () => {
-      if (!child.stdout) return;
+      if (!events) return;
       for await (const line of createInterface({
-        input: child.stdout,
+        input: events,
         crlfDelay: Number.POSITIVE_INFINITY,
       })) {
         if (!line.startsWith('{')) continue;
@@ -224,7 +231,7 @@ class ProcessReporter implements Reporter {
     if (first?.event === 'ready') {
       if (first.wandb)
         log.info(
-          `W&B run ${first.wandb.id} (${first.wandb.mode}${first.wandb.mode === 'offline' ? `: wandb sync ${first.wandb.dir}/.. uploads it` : ''})`,
+          `W&B run ${first.wandb.id} (${first.wandb.mode}${first.wandb.mode === 'offline' ? `: wandb sync ${first.wandb.dir} uploads it` : ''})`,
         );
       return;
     }
@@ -239,14 +246,10 @@ class ProcessReporter implements Reporter {
       throw new PolarError(`--report-to wandb: ${first.message}`, {
         hint: 'log in with `wandb login` (or set WANDB_API_KEY), or write the run offline with WANDB_MODE=offline and upload it later with `wandb sync`',
       });
-    const why =
-      first?.message ??
-      String(result.stderr ?? '')
-        .trim()
-        .split('\n')
-        .at(-1) ??
-      'no output';
-    throw new PolarError(`--report-to: the tracking writer (python -m polar_train.report) failed: ${why}`);
+    const why = first?.message ?? `exit code ${result.exitCode ?? result.signal}`;
+    throw new PolarError(`--report-to: the tracking writer (python -m polar_train.report) failed: ${why}`, {
+      hint: `its log: ${this.logFile}`,
+    });
   }
 
   log(axis: Axis, step: number, values: Record<string, number | null | undefined>): void {
@@ -268,14 +271,8 @@ class ProcessReporter implements Reporter {
     await this.reading;
     const error = this.events.find((e) => e.event === 'error');
     if (error || result.exitCode !== 0) {
-      const why =
-        error?.message ??
-        String(result.stderr ?? '')
-          .trim()
-          .split('\n')
-          .at(-1) ??
-        `exit ${result.exitCode}`;
-      log.warn(`--report-to: the tracking writer failed: ${why}`);
+      const why = error?.message ?? `exit code ${result.exitCode ?? result.signal}`;
+      log.warn(`--report-to: the tracking writer failed: ${why} (its log: ${this.logFile})`);
     }
   }
 }

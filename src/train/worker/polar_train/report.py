@@ -6,7 +6,9 @@ writes JSON lines to its stdin; it writes them with the real libraries and nothi
                    "wandb": {"project": P, "name": R, "id": I, "dir": D, "config": {...}} | null}
   {"type": "log", "axis": "train"|"loop"|"eval", "step": N, "values": {"train/loss": 0.1, ...}}
 and closes stdin at the end of the run (the writers are flushed and closed, then it exits 0).
-On stdout, one JSON line per event: {"event": "ready", "wandb": {"id", "mode", "dir"} | null} once both
+On its events stream (stdout, or the file descriptor `--events-fd N` names: wandb's service process
+inherits stdout and stderr and may outlive this process, so the launcher reads events from a descriptor
+nothing else holds), one JSON line per event: {"event": "ready", "wandb": {"id", "mode", "dir"} | null} once both
 writers are open, {"event": "error", "kind": "missing_package" | "wandb" | ..., "message": M} when one
 cannot be.
 
@@ -19,14 +21,19 @@ under DIR/wandb/ for `wandb sync`; online needs `wandb login`.
 
 Neither package is imported unless the open line asks for it: a run without --report-to never starts this.
 """
+import argparse
 import json
 import math
+import os
 import sys
+
+_events = None
 
 
 def _say(event: dict) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
+    out = _events or sys.stdout
+    out.write(json.dumps(event) + "\n")
+    out.flush()
 
 
 class MissingPackage(RuntimeError):
@@ -79,7 +86,7 @@ class Writers:
         if self.run is None:
             return {"event": "ready", "wandb": None}
         return {"event": "ready", "wandb": {"id": self.run.id, "mode": str(self.run.settings.mode),
-                                            "dir": str(self.run.dir)}}
+                                            "dir": os.path.dirname(str(self.run.dir))}}
 
     def log(self, axis: str, step: int, values: dict) -> None:
         scalars = {k: float(v) for k, v in values.items()
@@ -144,5 +151,16 @@ def main(stdin=None) -> int:
         return 1
 
 
+def cli(argv=None) -> int:
+    global _events
+    parser = argparse.ArgumentParser(prog="polar_train.report")
+    parser.add_argument("--events-fd", type=int, default=None, help="write events to this descriptor")
+    args = parser.parse_args(argv)
+    if args.events_fd is not None:
+        os.set_inheritable(args.events_fd, False)  # not passed on to wandb's service process
+        _events = os.fdopen(args.events_fd, "w")
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())
