@@ -266,10 +266,9 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     cmd,
     logPath,
     progress,
-    signal: req.signal,
+    req,
     check: (devices) => checkDevice({ python: probe.python, torch: probe.torch, ...devices }, needs),
     record: writeConfig,
-    ...(req.onStep ? { onStep: req.onStep } : {}),
   });
   if (refused) {
     // the worker stopped at its first event, before writing anything: a refused run leaves nothing behind
@@ -315,16 +314,16 @@ async function superviseWorker(o: {
   cmd: WorkerCommand;
   logPath: string;
   progress: TrainProgress;
-  signal: AbortSignal | undefined;
+  /** its stop signal, and who gets each step event (--report-to) */
+  req: Pick<TrainRequest, 'signal' | 'onStep'>;
   check: (devices: PythonDevices) => void;
   record: (devices: PythonDevices) => Promise<void>;
-  onStep?: (event: Record<string, unknown>) => void;
 }): Promise<{ outcome: WorkerOutcome; refused: unknown }> {
   const stop = new AbortController();
   let refused: unknown;
   let recorded: Promise<void> = Promise.resolve();
   const onEvent = (event: Record<string, unknown>) => {
-    if (event.event === 'step') o.onStep?.(event);
+    if (event.event === 'step') o.req.onStep?.(event);
     if (event.event !== 'environment') return o.progress.event(event);
     const devices = event as unknown as PythonDevices;
     try {
@@ -337,7 +336,7 @@ async function superviseWorker(o: {
     recorded = o.record(devices);
     o.progress.event(event);
   };
-  const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
+  const signal = o.req.signal ? AbortSignal.any([o.req.signal, stop.signal]) : stop.signal;
   const outcome = await runWorker(o.cmd, onEvent, o.logPath, signal);
   await recorded;
   return { outcome, refused };
