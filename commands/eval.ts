@@ -15,6 +15,7 @@ import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
   addClusterFlags,
+  addJudgeFlags,
   addReportFlags,
   addRolloutFlags,
   graderOption,
@@ -71,7 +72,7 @@ export function defineEval(program: Command, report: Report): void {
     .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .addOption(
       graderOption(
-        "polar, swebench (the official harness, when installed), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
+        "polar, swebench (the official harness, when installed), judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
       ),
     )
     .option('--json', 'print the report as JSON on stdout')
@@ -113,7 +114,7 @@ Examples:
   polar eval ... --cluster ray=10.0.0.1:6379 --out runs/eval-1   # one Ray task per sample (docs/cluster.md)`,
     )
     .option('-q, --quiet', 'no progress output');
-  addClusterFlags(addBackendFlags(addRolloutFlags(cmd)));
+  addJudgeFlags(addClusterFlags(addBackendFlags(addRolloutFlags(cmd))));
   addReportFlags(cmd, "the report's figures (pass@1, pass@k, outcomes, rewards, time per sample)");
   severalBackendUrls(
     cmd,

@@ -54,7 +54,7 @@ async function train(dir: string, extra: string[], env: Record<string, string> =
     ],
     {
       env: { POLAR_PYTHON: python, WANDB_MODE: 'offline', WANDB_SILENT: 'true', ...env },
-      timeoutMs: 240_000,
+      timeoutMs: 480_000,
     },
   );
 }
