@@ -16,6 +16,7 @@ import {
   addBackendFlags,
   addClusterFlags,
   addJudgeFlags,
+  addReportFlags,
   addRolloutFlags,
   graderOption,
   harnessOption,
@@ -119,6 +120,7 @@ Examples:
     )
     .option('-q, --quiet', 'no progress output');
   addJudgeFlags(addClusterFlags(addBackendFlags(addRolloutFlags(cmd))));
+  addReportFlags(cmd, "the report's figures (pass@1, pass@k, outcomes, rewards, time per sample)");
   severalBackendUrls(
     cmd,
     'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',

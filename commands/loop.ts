@@ -7,6 +7,7 @@ import {
   addBackendFlags,
   addClusterFlags,
   addJudgeFlags,
+  addReportFlags,
   addRolloutFlags,
   graderOption,
   harnessOption,
@@ -83,6 +84,7 @@ export function defineLoop(program: Command, report: Report): void {
     )
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
+  addReportFlags(cmd, "the trainer's steps, each step's rollout figures and rollout health");
   cmd.addHelpText(
     'after',
     `

@@ -13,6 +13,8 @@ export function defineSetup(program: Command, report: Report): void {
       "where to make it (default: polar's cache, $POLAR_CACHE_DIR/python or ~/.cache/polar/python)",
     )
     .option('--cluster', 'also the optional cluster group (Ray, for --cluster ray; docs/cluster.md)')
+    .option('--report', 'also the optional tracking group (tensorboard, for --report-to tensorboard)')
+    .option('--wandb', 'also Weights & Biases (for --report-to wandb)')
     .option('-q, --quiet', "no progress on stderr (pip's included)")
     .addHelpText(
       'after',

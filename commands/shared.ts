@@ -20,6 +20,7 @@ import {
   overlongMode,
   positiveInt,
   repeatable,
+  reportTargets,
   seconds,
   url,
   urlList,
@@ -142,6 +143,23 @@ export function addBackendFlags(cmd: Command): Command {
         DEFAULTS.skipBackendCheck,
       ),
     );
+}
+
+/** --report-to and its companions (train, loop, eval): typed as ReportFlags (src/options/report.ts). */
+export function addReportFlags(cmd: Command, what: string): Command {
+  return cmd
+    .addOption(
+      withDefault(
+        new Option(
+          '--report-to <trackers>',
+          `write ${what} to tensorboard, wandb or both (comma-separated) while the run goes; none: neither`,
+        ).argParser(reportTargets),
+        DEFAULTS.reportTo,
+      ),
+    )
+    .option('--run-name <name>', "the W&B run's name (default: the --out folder's name)")
+    .addOption(new Option('--project <name>', `the W&B project (default: ${DEFAULTS.wandbProject.shown})`))
+    .option('--tensorboard-dir <dir>', 'where TensorBoard event files go (default: <out>/tensorboard)');
 }
 
 /** The flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym): RolloutFlags. */

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { hostPort, nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
 import { trainFlagOptions, trainOption } from '../src/train/options.ts';
-import type { Report } from './shared.ts';
+import { addReportFlags, type Report } from './shared.ts';
 
 /** the training options shown first, beside the flags of where the run happens */
 const PLACEMENT = ['device', 'gpus', 'nproc'] as const;
@@ -50,6 +50,7 @@ export function defineTrain(program: Command, report: Report): void {
       'Python with torch (default: $POLAR_PYTHON, .venv of npm run setup:python, python3, /usr/bin/python3)',
     );
   for (const option of trainFlagOptions(['model', ...PLACEMENT])) cmd.addOption(option);
+  addReportFlags(cmd, "every step's metrics (loss, KL, clip fraction, entropy, grad norm, lr, tokens/s)");
   cmd
     .option('--json', 'write the worker events as JSON lines to stdout')
     .option('-q, --quiet', 'no progress on stderr (warnings and errors still show)')

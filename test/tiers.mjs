@@ -28,6 +28,7 @@ export const TIERS = {
       'test/unit/train/cli.test.ts',
       'test/unit/train/probe.test.ts',
       'test/unit/train/python-worker.test.ts',
+      'test/unit/train/report-to.test.ts',
     ],
   },
   e2e: {

@@ -6,6 +6,7 @@ import { HARNESS_NAMES, type HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
 import { type JudgeFlags, type RewardSetup, rewardSetup } from '../options/judge.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
+import { type ReportFlags, type ReportSetup, reportSetup } from '../options/report.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
@@ -26,7 +27,7 @@ import { type EvalOutcome, runEval } from './run.ts';
 import { checkSettings, type RunSettings, runSettings } from './settings.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
-export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags {
+export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags, ReportFlags {
   dataset: string;
   split: string;
   agent?: AgentName;
@@ -136,8 +137,17 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   if (setup.agent.backend)
     for (const url of setup.agent.backendUrls ?? [undefined])
       await ensureBackendReady(url ? { ...setup.agent.backend, url } : setup.agent.backend);
+  const tracking = reportSetup(f, f.out);
+  if (tracking && f.cluster?.engine === 'slurm')
+    throw new UsageError(
+      '--report-to is not supported with --cluster slurm yet',
+      'drop --report-to; the merged report.json holds the figures',
+    );
   if (f.cluster?.engine === 'slurm')
     return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
+  // the tracking packages are checked before any sample runs; the writer opens once the report is made
+  // (the run's folder must be empty or --resume'd until then)
+  if (tracking) await (await import('../tracking/reporter.ts')).checkReporting(tracking);
 
   // SIGINT, SIGTERM and SIGHUP alike: no new sample starts, the running ones are set aside for --resume
   const interrupt = onStopSignals('stopping the running samples (run again with --resume to continue)');
@@ -154,7 +164,25 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   } finally {
     interrupt.dispose();
   }
+  if (tracking && !outcome.interrupted) await reportEval(f, tracking, outcome);
   return finish(f, outcome, interrupt.exitCode);
+}
+
+/** --report-to: the report's figures, at step 0 of the eval axis, into the run's one writer. */
+async function reportEval(f: EvalFlags, tracking: ReportSetup, outcome: EvalOutcome): Promise<void> {
+  const { openReporter } = await import('../tracking/reporter.ts');
+  const { evalFigures } = await import('../tracking/figures.ts');
+  const reporter = await openReporter(tracking, {
+    out: resolve(f.out),
+    resume: Boolean(f.resume),
+    purgeStep: 0,
+    config: { command: 'eval', dataset: f.dataset, samples: f.samples, model: f.model ?? null },
+  });
+  try {
+    reporter.log('eval', 0, evalFigures('eval', outcome.report, outcome.results));
+  } finally {
+    await reporter.close();
+  }
 }
 
 /**

@@ -247,6 +247,13 @@ function stepsTable(rows: StepRow[]): string {
     'tokens/s',
     'calls merged',
     'trained tokens',
+    'equal-reward groups',
+    'token drift',
+    'failed calls',
+    'truncated',
+    'infra errors',
+    'unparsed tool calls',
+    'health',
   ];
   const p = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(1)}%`);
   const dur = (s: number | null) =>
@@ -254,7 +261,7 @@ function stepsTable(rows: StepRow[]): string {
   const body = rows
     .map(
       (r) =>
-        `<tr data-step="${r.step}"><td>${r.step}</td><td class="l">${esc(r.status)}</td><td>${dur(r.duration_s)}</td><td>${num(r.trajectories)}</td><td>${fixed(r.reward_mean)}</td><td>${p(r.pass_at_1)}</td><td>${p(r.heldout_pass_at_1)}</td><td>${fixed(r.loss, 4)}</td><td>${fixed(r.kl, 4)}</td><td>${fixed(r.clip_frac, 4)}</td><td>${num(r.tokens_per_s === null ? null : Math.round(r.tokens_per_s))}</td><td>${esc(r.calls_merged ?? '–')}</td><td>${num(r.tokens_trainable)}</td></tr>`,
+        `<tr data-step="${r.step}"><td>${r.step}</td><td class="l">${esc(r.status)}</td><td>${dur(r.duration_s)}</td><td>${num(r.trajectories)}</td><td>${fixed(r.reward_mean)}</td><td>${p(r.pass_at_1)}</td><td>${p(r.heldout_pass_at_1)}</td><td>${fixed(r.loss, 4)}</td><td>${fixed(r.kl, 4)}</td><td>${fixed(r.clip_frac, 4)}</td><td>${num(r.tokens_per_s === null ? null : Math.round(r.tokens_per_s))}</td><td>${esc(r.calls_merged ?? '–')}</td><td>${num(r.tokens_trainable)}</td><td>${p(r.no_signal_share)}</td><td>${p(r.drift_rate)}</td><td>${p(r.failed_call_rate)}</td><td>${num(r.truncated_traces)}</td><td>${num(r.infra_errors)}</td><td>${num(r.tool_calls_unparsed)}</td><td class="l">${r.health_warnings.map((w) => esc(w)).join('<br>') || '–'}</td></tr>`,
     )
     .join('');
   return `<div class="scroll"><table class="steps"><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>${body}</table></div>`;

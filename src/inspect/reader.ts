@@ -3,7 +3,7 @@
  * directory:
  *
  *   run/loop.json                    the resolved loop config
- *   run/step-N/step.json             {step, started_at, ended_at, status}
+ *   run/step-N/step.json             {step, started_at, ended_at, status, health}
  *   run/step-N/traj.jsonl            trajectories (docs/trajectory-format.md)
  *   run/step-N/build-stats.json      BuildStats (src/trajectory/stats.ts)
  *   run/step-N/train/metrics.jsonl   train worker step events (docs/train.md, "Step metrics")
@@ -24,6 +24,7 @@ import { InputError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { reportSchema } from '../eval/report.ts';
 import { LOOP_FILES, stepDirName, stepSummarySchema } from '../loop/files.ts';
+import type { StepHealth } from '../loop/health.ts';
 import { CHECKPOINT_FILES, type StepEvent, stepEventSchema } from '../train/schema.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
 import type { TrajectoryRecord } from '../trajectory/record.ts';
@@ -64,6 +65,8 @@ export interface StepInfo {
   eval: EvalSummary | null;
   heldout: EvalSummary | null;
   captures: number;
+  /** step.json's rollout health (src/loop/health.ts); null for a step without it */
+  health: Lenient<StepHealth> | null;
 }
 
 export interface RunInfo {
@@ -249,6 +252,7 @@ export function readStep(dir: string, step: number, warnings: string[]): StepInf
     captures:
       countCaptures(join(dir, EVAL_FILES.captures)) +
       countCaptures(join(dir, LOOP_FILES.rollouts, EVAL_FILES.captures)),
+    health: (m.health as Lenient<StepHealth> | undefined) ?? null,
   };
 }
 

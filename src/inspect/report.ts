@@ -49,6 +49,14 @@ export interface StepRow {
   tokens_per_s: number | null;
   calls_merged: string | null;
   tokens_trainable: number | null;
+  /** rollout health (step.json's `health`, src/loop/health.ts): shares and counts, and its warnings */
+  no_signal_share: number | null;
+  drift_rate: number | null;
+  failed_call_rate: number | null;
+  truncated_traces: number | null;
+  infra_errors: number | null;
+  tool_calls_unparsed: number | null;
+  health_warnings: string[];
 }
 
 export interface Chart {
@@ -167,6 +175,13 @@ export function stepRow(step: StepInfo, summary: TrajectorySummary | null): Step
     tokens_per_s: mean(step.metrics.map((m) => m.tokens_per_s)),
     calls_merged: b && typeof b.calls_used === 'number' ? `${b.calls_merged}/${b.calls_used}` : null,
     tokens_trainable: typeof b?.tokens_trainable === 'number' ? b.tokens_trainable : null,
+    no_signal_share: step.health?.no_signal_share ?? null,
+    drift_rate: step.health?.drift_rate ?? null,
+    failed_call_rate: step.health?.failed_call_rate ?? null,
+    truncated_traces: step.health?.truncated_traces ?? null,
+    infra_errors: step.health?.infra_errors ?? null,
+    tool_calls_unparsed: step.health?.tool_calls_unparsed ?? null,
+    health_warnings: step.health?.warnings ?? [],
   };
 }
 
@@ -187,6 +202,15 @@ export function runCharts(rows: StepRow[]): Chart[] {
     { title: 'KL (k3, per token)', series: [s('kl', 'kl')] },
     { title: 'clip fraction', series: [s('clip_frac', 'clip_frac')] },
     { title: 'tokens/s (train)', series: [s('tokens/s', 'tokens_per_s')] },
+    {
+      title: 'rollout health',
+      series: [
+        s('equal-reward groups', 'no_signal_share'),
+        s('token drift', 'drift_rate'),
+        s('failed calls', 'failed_call_rate'),
+      ],
+      percent: true,
+    },
   ];
 }
 

@@ -9,6 +9,7 @@ import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
 import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
+import { type ReportFlags, reportSetup } from '../options/report.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
@@ -19,7 +20,7 @@ import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
-export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags {
+export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, ReportFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
@@ -97,6 +98,7 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     ...(f.cluster ? { cluster: loopCluster(f.cluster, argv) } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
+    report: reportSetup(f, f.out),
     exportOnnx: async (checkpoint, dir, signal) => {
       const { runExport } = await import('../export/export.ts');
       await runExport({ checkpoint, onnx: dir, ...(signal ? { signal } : {}) });

@@ -3,6 +3,7 @@
  * `polar inspect`, and the schema of step.json. docs/loop.md, "The run folder", describes each entry.
  */
 import { z } from 'zod';
+import { stepHealthSchema } from './health.ts';
 
 export const LOOP_FILES = {
   /** the resolved options of the run, checked again by --resume */
@@ -74,5 +75,7 @@ export const stepSummarySchema = z.object({
       rows: z.number().int().nonnegative(),
     })
     .optional(),
+  /** the step's rollout health (src/loop/health.ts); absent in steps written before polar 0.1.0's round 4 */
+  health: stepHealthSchema.optional(),
 });
 export type StepSummary = z.infer<typeof stepSummarySchema>;

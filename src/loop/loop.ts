@@ -25,9 +25,11 @@ import { type EvalOutcome, runEval } from '../eval/run.ts';
 import { redactUrl } from '../http/redact.ts';
 import type { OverlongMode } from '../options/defaults.ts';
 import type { RewardSetup } from '../options/judge.ts';
+import type { ReportSetup } from '../options/report.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
+import type { Reporter } from '../tracking/reporter.ts';
 import { runTrain } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
@@ -37,6 +39,7 @@ import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { firstIssue } from '../util/zod.ts';
 import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
+import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -84,6 +87,8 @@ export interface LoopOptions {
   cluster?: LoopCluster;
   /** stop after this phase of this step (tests of --resume after a crash) */
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
+  /** --report-to: the run's tracking writer (src/tracking/); null or absent: none */
+  report?: ReportSetup | null;
 }
 
 const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
@@ -183,22 +188,21 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     backendOptions: o.backend,
     ...(o.reloadCmd ? { reloadCmd: o.reloadCmd } : {}),
   });
+  let reporter: Reporter | undefined;
   try {
+    reporter = await openLoopReporter(o.report, { out, resume: o.resume, first, config: recordable });
     if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
-    if (first === 1) await baselineHeldout(o, backend, evalSet, out);
+    if (first === 1) await baselineHeldout(o, backend, evalSet, out, reporter);
     for (let n = first; n <= o.steps; n++) {
       stopped(o, `step ${n} was not started`);
       const firstRow = nextRow(summaries, o.tasksPerStep);
-      const summary = await runStep(
-        o,
-        { out, backend, publisher, trainSet, evalSet, firstRow },
-        n,
-        checkpoint,
-      );
+      const ctx = { out, backend, publisher, trainSet, evalSet, firstRow, reporter };
+      const summary = await runStep(o, ctx, n, checkpoint);
       summaries.push(summary);
       checkpoint = summary.checkpoint;
     }
   } finally {
+    await reporter?.close();
     if (!o.backendInstance) await backend.close();
   }
   return summaries;
@@ -212,6 +216,7 @@ interface StepContext {
   evalSet: SweInstance[];
   /** the training-set row this step starts at (dynamic sampling) */
   firstRow: number;
+  reporter: Reporter;
 }
 
 /** Step n: rollouts from the current policy, build, train from it, publish the new weights, held-out eval. */
@@ -281,6 +286,7 @@ async function runStep(
     configFile: o.trainConfig,
     ...(resume ? { resume } : {}),
     ...(o.signal ? { signal: o.signal } : {}),
+    onStep: trainSteps(ctx.reporter),
     // the served name (vLLM --served-model-name) is the policy the rollouts came from
     sampledBy: [o.backend.model],
     flags: {
@@ -297,6 +303,7 @@ async function runStep(
   await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o);
 
   let heldout: StepSummary['heldout'] = null;
+  let heldoutRun: EvalOutcome | null = null;
   if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
     const r = await evaluate(o, backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, {
       policy,
@@ -305,6 +312,7 @@ async function runStep(
     });
     stopped(o, `step ${n} stopped during its held-out evaluation`);
     heldout = { pass_at_1: r.report.pass_at_1.mean };
+    heldoutRun = r;
   }
   const summary: StepSummary = {
     step: n,
@@ -326,6 +334,7 @@ async function runStep(
     },
     ...(sampled ? { dynamic_sampling: sampled.summary } : {}),
   };
+  summary.health = observeStep(ctx.reporter, n, { record: summary, rollouts, stats, heldout: heldoutRun });
   await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`, {
     mode: PRIVATE_FILE,
   });
@@ -344,6 +353,7 @@ async function baselineHeldout(
   backend: Backend,
   evalSet: SweInstance[],
   out: string,
+  reporter: Reporter,
 ): Promise<void> {
   if (!o.evalSet || evalSet.length === 0 || o.evalEvery === 0) return;
   const dir = join(out, stepDirName(0), LOOP_FILES.heldout);
@@ -355,6 +365,7 @@ async function baselineHeldout(
     heldout: '1',
   });
   stopped(o, 'the held-out evaluation of the starting policy was cut short');
+  observeBaseline(reporter, r);
   log.info(`held-out pass@1 of the starting policy: ${rate(r.report.pass_at_1.mean)}`);
 }
 

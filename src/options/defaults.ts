@@ -151,6 +151,12 @@ export const DEFAULTS = {
   evalEvery: d(10),
   /** polar loop --dynamic-sampling: extra rounds of tasks for uniform groups (0: off, the loop as before) */
   dynamicSampling: d(0, '0 (off)'),
+  /**
+   * --report-to of train, loop and eval: the experiment trackers a run writes to while it runs (none:
+   * neither package is imported); --project: the W&B project (src/tracking/, docs/train.md)
+   */
+  reportTo: d<readonly ('tensorboard' | 'wandb')[]>([], 'none'),
+  wandbProject: d('polar'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

@@ -142,6 +142,21 @@ export const groupBy: Parser<GroupBy> = (v) => {
   throw new InvalidArgumentError('is not task_id, none or meta:KEY');
 };
 
+/** the experiment trackers --report-to names (src/tracking/) */
+export const REPORT_TARGETS = ['tensorboard', 'wandb'] as const;
+export type ReportTarget = (typeof REPORT_TARGETS)[number];
+
+/** --report-to: tensorboard, wandb, both (comma-separated) or none */
+export const reportTargets: Parser<ReportTarget[]> = (v) => {
+  const items = list(v);
+  if (items.length === 1 && items[0] === 'none') return [];
+  if (items.length === 0) throw new InvalidArgumentError('expected tensorboard, wandb, both or none');
+  for (const item of items)
+    if (!(REPORT_TARGETS as readonly string[]).includes(item))
+      throw new InvalidArgumentError(`${item} is not one of ${REPORT_TARGETS.join(', ')}, none`);
+  return [...new Set(items)] as ReportTarget[];
+};
+
 /** a capture format version: v1 | v2 (or 1 | 2) */
 export const captureFormat: Parser<1 | 2> = (v) => {
   const m = /^v?([12])$/.exec(v.trim());

@@ -16,7 +16,9 @@ import {
   polarVenv,
   probeDevices,
   probePython,
+  REPORT_REQUIREMENTS,
   REQUIREMENTS,
+  WANDB_REQUIREMENTS,
 } from '../train/env.ts';
 import { log } from '../util/log.ts';
 
@@ -27,6 +29,10 @@ export interface SetupFlags {
   venv?: string;
   /** the optional cluster group too (Ray, src/train/worker/requirements-cluster.txt) */
   cluster?: boolean;
+  /** the optional tracking group too (tensorboard, src/train/worker/requirements-report.txt) */
+  report?: boolean;
+  /** W&B too (src/train/worker/requirements-wandb.txt) */
+  wandb?: boolean;
   quiet?: boolean;
 }
 
@@ -41,7 +47,13 @@ export async function setupCommand(f: SetupFlags): Promise<number> {
     await mkdir(dirname(dir), { recursive: true });
     await run(base, ['-m', 'venv', dir], `${base} -m venv ${dir} failed`);
   }
-  for (const requirements of [REQUIREMENTS, ...(f.cluster ? [CLUSTER_REQUIREMENTS] : [])]) {
+  const groups = [
+    REQUIREMENTS,
+    ...(f.cluster ? [CLUSTER_REQUIREMENTS] : []),
+    ...(f.report ? [REPORT_REQUIREMENTS] : []),
+    ...(f.wandb ? [WANDB_REQUIREMENTS] : []),
+  ];
+  for (const requirements of groups) {
     log.info(
       `installing ${requirements} into ${dir}${requirements === REQUIREMENTS ? ' (torch alone is a few hundred MB)' : ''}`,
     );

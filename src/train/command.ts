@@ -1,11 +1,17 @@
 /** `polar train`: typed flags in, the training run (src/train/launch.ts), exit code out. */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
+import { reportSetup } from '../options/report.ts';
+import { trainFigures } from '../tracking/figures.ts';
+import { openReporter } from '../tracking/reporter.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { resumeDirectory, type TrainFlags } from './config.ts';
 import type { NodeRole } from './launch.ts';
 import { runTrain } from './launch.ts';
 import { flagsToOptions } from './options.ts';
+import { CHECKPOINT_FILES } from './schema.ts';
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
 export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {
@@ -21,17 +27,46 @@ export async function trainCommand(trajectories: string, flags: TrainFlags): Pro
 }
 
 async function train(trajectories: string, flags: TrainFlags, signal: AbortSignal): Promise<void> {
-  await runTrain({
-    signal,
-    trajectories,
-    out: flags.out,
-    resume: resumeDirectory(flags, (m) => log.warn(m)),
-    configFile: flags.config,
-    flags: flagsToOptions(flags),
+  const resume = resumeDirectory(flags, (m) => log.warn(m));
+  const nodes = nodeRole(flags);
+  const setup = reportSetup(flags, flags.out);
+  if (setup && nodes.nodes)
+    throw new UsageError(
+      '--report-to with --nnodes > 1 is not supported: the node that runs global rank 0 is chosen by torchrun',
+      'drop --report-to (metrics.jsonl holds every step), or train on one node',
+    );
+  // --resume in the same --out continues its W&B run; TensorBoard drops what came after the checkpoint
+  const continuing = resume !== undefined && resolve(resume) === resolve(flags.out);
+  const reporter = await openReporter(setup, {
+    out: resolve(flags.out),
+    resume: continuing,
+    purgeStep: continuing ? checkpointStep(flags.out) + 1 : null,
     python: flags.python,
-    json: flags.json ?? false,
-    ...nodeRole(flags),
+    config: { command: 'train', ...flagsToOptions(flags) },
   });
+  try {
+    await runTrain({
+      signal,
+      trajectories,
+      out: flags.out,
+      resume,
+      configFile: flags.config,
+      flags: flagsToOptions(flags),
+      python: flags.python,
+      json: flags.json ?? false,
+      ...nodes,
+      ...(setup ? { onStep: (e) => reporter.log('train', Number(e.step), trainFigures(e)) } : {}),
+    });
+  } finally {
+    await reporter.close();
+  }
+}
+
+/** The step of a run's latest checkpoint (`latest` names step-N); 0 when it names none. */
+function checkpointStep(out: string): number {
+  const latest = join(out, CHECKPOINT_FILES.latest);
+  const m = existsSync(latest) ? /step-(\d+)/.exec(readFileSync(latest, 'utf8')) : null;
+  return m ? Number(m[1]) : 0;
 }
 
 /** --nnodes, --node-rank, --rdzv-endpoint, --local-addr, --socket-ifname: this machine's part of the run. */

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
+import type { ReportFlags } from '../options/report.ts';
 import { firstIssue } from '../util/zod.ts';
 import { TRAIN_DEFAULTS, type TrainOptionFlags, type TrainOptions, trainOptionsSchema } from './options.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
@@ -101,7 +102,7 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
 }
 
 /** `polar train` flags after parsing (commands/train.ts); undefined = not given (train.json or the default applies). */
-export interface TrainFlags extends TrainOptionFlags {
+export interface TrainFlags extends TrainOptionFlags, ReportFlags {
   /** -q: no progress on stderr */
   quiet?: boolean;
   out: string;

@@ -110,6 +110,12 @@ export const REQUIREMENTS = fileURLToPath(new URL('./worker/requirements.txt', i
 export const CLUSTER_REQUIREMENTS = fileURLToPath(
   new URL('./worker/requirements-cluster.txt', import.meta.url),
 );
+/** the optional experiment-tracking group (--report-to tensorboard): `polar setup --report` */
+export const REPORT_REQUIREMENTS = fileURLToPath(
+  new URL('./worker/requirements-report.txt', import.meta.url),
+);
+/** W&B (--report-to wandb): `polar setup --wandb` */
+export const WANDB_REQUIREMENTS = fileURLToPath(new URL('./worker/requirements-wandb.txt', import.meta.url));
 export const SETUP_COMMAND = 'polar setup';
 
 /** polar's own cache (the one the environments and datasets use): $POLAR_CACHE_DIR, else $XDG_CACHE_HOME/polar, else ~/.cache/polar. */

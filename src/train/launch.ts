@@ -147,6 +147,8 @@ export interface TrainRequest {
   sampledBy?: string[];
   /** this machine's part of a run across nodes (torchrun's rendezvous) */
   nodes?: NodeRole;
+  /** each `step` event of the worker (one line of metrics.jsonl): --report-to's tracking writer */
+  onStep?: (event: Record<string, unknown>) => void;
 }
 
 export interface TrainResult {
@@ -260,7 +262,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     cmd,
     logPath,
     progress,
-    signal: req.signal,
+    req,
     check: (devices) => checkDevice({ python: probe.python, torch: probe.torch, ...devices }, needs),
     record: writeConfig,
   });
@@ -308,7 +310,8 @@ async function superviseWorker(o: {
   cmd: WorkerCommand;
   logPath: string;
   progress: TrainProgress;
-  signal: AbortSignal | undefined;
+  /** its stop signal, and who gets each step event (--report-to) */
+  req: Pick<TrainRequest, 'signal' | 'onStep'>;
   check: (devices: PythonDevices) => void;
   record: (devices: PythonDevices) => Promise<void>;
 }): Promise<{ outcome: WorkerOutcome; refused: unknown }> {
@@ -316,6 +319,7 @@ async function superviseWorker(o: {
   let refused: unknown;
   let recorded: Promise<void> = Promise.resolve();
   const onEvent = (event: Record<string, unknown>) => {
+    if (event.event === 'step') o.req.onStep?.(event);
     if (event.event !== 'environment') return o.progress.event(event);
     const devices = event as unknown as PythonDevices;
     try {
@@ -328,7 +332,7 @@ async function superviseWorker(o: {
     recorded = o.record(devices);
     o.progress.event(event);
   };
-  const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
+  const signal = o.req.signal ? AbortSignal.any([o.req.signal, stop.signal]) : stop.signal;
   const outcome = await runWorker(o.cmd, onEvent, o.logPath, signal);
   await recorded;
   return { outcome, refused };

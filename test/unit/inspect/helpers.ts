@@ -195,6 +195,24 @@ export async function makeRunDir(dir: string, options: RunDirOptions = {}): Prom
         started_at: `2025-01-01T00:0${s.n}:00.000Z`,
         ended_at: `2025-01-01T00:0${s.n}:30.000Z`,
         status: 'done',
+        // the rollout health polar loop writes (src/loop/health.ts), on the first step
+        ...(s.n === 1
+          ? {
+              health: {
+                groups: 4,
+                groups_no_signal: 3,
+                no_signal_share: 0.75,
+                drift_rate: 0,
+                failed_call_rate: 0.125,
+                truncated_traces: 2,
+                infra_errors: 1,
+                tool_calls_unparsed: 0,
+                warnings: [
+                  '75% of groups have equal rewards (3 all solved, 0 all failed): raise --group-size or pick harder tasks',
+                ],
+              },
+            }
+          : {}),
       }),
     );
   }

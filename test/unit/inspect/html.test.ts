@@ -145,8 +145,15 @@ describe('the page', () => {
     const dir = join(root, 'run');
     await makeRunDir(dir, { running: true });
     const html = renderHtml(await reportForRun(dir, decoder, { ...OPTS, maxTrajectories: 1 }));
-    assert.equal(html.match(/<svg class="chart"/g)?.length, 6);
+    assert.equal(html.match(/<svg class="chart"/g)?.length, 7);
     assert.equal(html.match(/<tr data-step=/g)?.length, 3);
+    // step 1's rollout health (step.json): its shares and its warning in words
+    assert.ok(html.includes('<td>75.0%</td><td>0.0%</td><td>12.5%</td><td>2</td><td>1</td><td>0</td>'));
+    assert.ok(
+      html.includes(
+        '75% of groups have equal rewards (3 all solved, 0 all failed): raise --group-size or pick harder tasks',
+      ),
+    );
     assert.ok(html.includes('<tr data-step="3"><td>3</td><td class="l">running</td>'));
     assert.ok(html.includes('<td>25.0%</td>') && html.includes('<td>40.0%</td>'));
     // sections newest first, the newest open, one trajectory each (the cap), noted

@@ -113,6 +113,7 @@ describe('run directories', () => {
         'KL (k3, per token)',
         'clip fraction',
         'tokens/s (train)',
+        'rollout health',
       ],
     );
     assert.deepEqual(charts[2]?.series[0]?.points, [
