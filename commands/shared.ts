@@ -4,6 +4,7 @@ import { BACKEND_KINDS } from '../src/backends/kinds.ts';
 import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
+import { JUDGE_MODES } from '../src/judge/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
   bytes,
@@ -22,6 +23,7 @@ import {
   url,
   urlList,
 } from '../src/options/parsers.ts';
+import { parseReward } from '../src/options/reward.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 
 /**
@@ -296,4 +298,44 @@ export function addClusterFlags(cmd: Command): Command {
 }
 
 /** Hands a command's exit code to `main` (src/cli.ts), which returns it: no command sets process.exitCode. */
+/** The judge's flags (eval, loop, gym; typed as JudgeFlags, resolved by src/options/judge.ts). docs/judge.md. */
+export function addJudgeFlags(cmd: Command): Command {
+  return cmd
+    .option(
+      '--rubric <file>',
+      'the rubric a judge model grades each rollout against (with --grader judge, or beside another grader for --reward)',
+    )
+    .addOption(
+      new Option(
+        '--judge-url <url>',
+        "an OpenAI-compatible chat completions server for the judge (default: the run's --backend-url)",
+      ).argParser(url),
+    )
+    .option(
+      '--judge-model <name>',
+      "the model the judge server serves (default: --model when the run's server judges)",
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--judge-mode <mode>',
+          "single: each rollout alone; group: a task's samples ranked together (RULER)",
+        ).argParser(oneOf(JUDGE_MODES)),
+        DEFAULTS.judgeMode,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--judge-timeout <seconds>', 'time limit of one judge call').argParser(seconds),
+        DEFAULTS.judgeTimeoutMs,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--reward <expr>',
+        "the reward as a weighted sum of the run's graders, e.g. 'swebench + 0.2*judge' (default: the --grader's alone)",
+      ).argParser(parseReward),
+    );
+}
+
 export type Report = (code: number) => void;

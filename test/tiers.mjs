@@ -12,6 +12,7 @@ export const TIERS = {
       'test/unit/eval/',
       'test/unit/backends/wiring.test.ts',
       'test/unit/cluster/merge.test.ts',
+      'test/unit/judge/judge.test.ts',
       'test/unit/rollout/setup.test.ts',
       'test/unit/rollout/swebench.test.ts',
       'test/unit/rollout/verifier.test.ts',

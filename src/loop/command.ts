@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { checkDatasetSpec } from '../rollout/dataset.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
@@ -15,7 +16,7 @@ import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
-export interface LoopFlags extends BackendFlags, RolloutFlags {
+export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
@@ -46,6 +47,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
   // with the embedded engine the loop exports every checkpoint it serves, the starting one too
   const backend = backendOptions(f, { exportsCheckpoints: true });
   const trainModel = f.trainModel ?? backend.model;
+  const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
@@ -70,6 +72,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
     rejectTestTampering: Boolean(f.rejectTestTampering),
     ...verifierOf(f.grader),
+    ...(rewards.judge || f.reward ? { rewards } : {}),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),

@@ -22,6 +22,7 @@ import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
 import { redactUrl } from '../http/redact.ts';
+import type { RewardSetup } from '../options/judge.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
@@ -60,6 +61,8 @@ export interface LoopOptions {
   rejectTestTampering?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
   verifier?: string;
+  /** the judge and the --reward expression (src/options/judge.ts, docs/judge.md) */
+  rewards?: RewardSetup;
   reloadCmd?: string;
   /** train flags (device, lora, lr, ...) and an optional train.json */
   trainFlags: Record<string, unknown>;
@@ -128,11 +131,18 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   // (a record of the run: the backend's key and a URL's credentials stay out of it)
   const { apiKey: _k, ...shown } = o.backend;
   if (shown.url) shown.url = redactUrl(shown.url);
+  if (recordable.rewards?.judge) {
+    const { apiKey: _j, rubric: _r, ...judge } = recordable.rewards.judge;
+    recordable.rewards = {
+      ...recordable.rewards,
+      judge: { ...judge, url: redactUrl(judge.url) } as typeof judge & { rubric: string },
+    };
+  }
   await writeFile(configPath, `${JSON.stringify({ ...recordable, backend: shown, out }, null, 2)}\n`, {
     mode: PRIVATE_FILE,
   });
 
-  const rows = { verifier: Boolean(o.verifier) };
+  const rows = { verifier: Boolean(o.verifier) || o.rewards?.primary === 'judge' };
   const trainSet = await loadDataset(o.trainSet, rows);
   const evalSet = o.evalSet ? await loadDataset(o.evalSet, rows) : [];
   const summaries: StepSummary[] = [];
@@ -390,6 +400,7 @@ async function evaluate(
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
       ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
       ...(o.verifier ? { verifier: o.verifier } : {}),
+      ...(o.rewards ? { rewards: o.rewards } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
     });
   } finally {

@@ -107,6 +107,9 @@ export const DEFAULTS = {
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d<Grader>({ kind: 'polar' }, 'polar'),
+  /** the judge (docs/judge.md): each rollout alone, and one call's time limit */
+  judgeMode: d<'single' | 'group'>('single'),
+  judgeTimeoutMs: d(120_000, '120 (2 min)'),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),

@@ -112,16 +112,16 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
 }
 
 /**
- * --grader: polar (the SWE grader), swebench (the official harness) or a verifier command
- * (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
+ * --grader: polar (the SWE grader), swebench (the official harness), judge (a model with --rubric,
+ * src/judge/) or a verifier command (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
  * command on PATH.
  */
 export const grader: Parser<Grader> = (v) => {
   const text = v.trim();
-  if (text === 'polar' || text === 'swebench') return { kind: text };
+  if (text === 'polar' || text === 'swebench' || text === 'judge') return { kind: text };
   if (text === '' || /^[A-Za-z_-]+$/.test(text))
     throw new InvalidArgumentError(
-      "is not polar, swebench or a verifier command (a command with arguments or a path: 'python3 verify.py', './verify.sh')",
+      "is not polar, swebench, judge or a verifier command (a command with arguments or a path: 'python3 verify.py', './verify.sh')",
     );
   return { kind: 'verifier', command: text };
 };
