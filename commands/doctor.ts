@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import type { DoctorFlags } from '../src/doctor/command.ts';
 import { oneOf } from '../src/options/parsers.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
-import { addBackendFlags, type Report } from './shared.ts';
+import { addBackendFlags, PROBE_BACKEND_FLAGS, type Report } from './shared.ts';
 
 export function defineDoctor(program: Command, report: Report): void {
   const cmd = program
@@ -33,7 +33,8 @@ Examples:
   polar doctor --backend sglang --backend-url http://127.0.0.1:30000/v1 --wait --json
   polar doctor --runtime sandbox`,
     );
-  addBackendFlags(cmd).action(async (flags: DoctorFlags) => {
+  // only the backend flags that mean something for a probe (no --max-tokens, --seed, --skip-backend-check)
+  addBackendFlags(cmd, PROBE_BACKEND_FLAGS).action(async (flags: DoctorFlags) => {
     const { doctorCommand } = await import('../src/doctor/command.ts');
     report(await doctorCommand(flags));
   });

@@ -40,7 +40,7 @@ export function defineEval(program: Command, report: Report): void {
       ).argParser(oneOf(AGENT_NAMES)),
     )
     // polar eval's old name of --agent for a harness: still works for a release, with a warning
-    .addOption(harnessOption().hideHelp())
+    .addOption(harnessOption('deprecated: --agent; ').hideHelp())
     .option('--agent-cmd <cmd>', 'command for --agent generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
     .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')

@@ -28,6 +28,16 @@ import {
 import { parseReward } from '../src/options/reward.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 
+/**
+ * --python of `polar train` and `polar export`: the candidates in the order findPython (src/train/env.ts)
+ * tries them.
+ */
+export const pythonOption = (): Option =>
+  new Option(
+    '--python <path>',
+    "Python with torch (default: $POLAR_PYTHON, the clone's .venv of npm run setup:python, polar setup's environment, python3, /usr/bin/python3)",
+  );
+
 /** --grader (polar, swebench or a verifier command; src/options/parsers.ts `grader`) with its default. */
 export const graderOption = (description: string): Option =>
   withDefault(new Option('--grader <kind>', description).argParser(grader), DEFAULTS.grader);
@@ -61,88 +71,89 @@ export const harnessOption = (lead = '', tail = ''): Option =>
     oneOf(HARNESS_NAMES),
   );
 
-/** The backend flags every subcommand that talks to a model shares (typed as BackendFlags). */
-export function addBackendFlags(cmd: Command): Command {
-  return cmd
-    .addOption(
-      new Option(
-        '--backend <kind>',
-        `${BACKEND_KINDS.join(' | ')} (default: embedded, or vllm with --backend-url)`,
-      ).argParser(oneOf(BACKEND_KINDS)),
-    )
-    .addOption(
-      new Option('--backend-url <url>', 'inference server base URL, e.g. http://127.0.0.1:8000/v1').argParser(
-        url,
-      ),
-    )
-    .option(
+/** The backend flags every subcommand that talks to a model shares (typed as BackendFlags), in order. */
+function backendFlagOptions(): Option[] {
+  return [
+    new Option(
+      '--backend <kind>',
+      `${BACKEND_KINDS.join(' | ')} (default: embedded, or vllm with --backend-url)`,
+    ).argParser(oneOf(BACKEND_KINDS)),
+    new Option('--backend-url <url>', 'inference server base URL, e.g. http://127.0.0.1:8000/v1').argParser(
+      url,
+    ),
+    new Option(
       '--model <name>',
       `model the backend serves (harness model names all map to it; embedded default: ${DEFAULTS.embeddedModel.shown})`,
-    )
-    .option('--api-key <key>', 'key for the backend (default: $POLAR_BACKEND_API_KEY)')
-    .option('--tokenizer <dir|hub-id>', 'tokenizer for --backend tokens/embedded (default: the model)')
-    .addOption(
+    ),
+    new Option('--api-key <key>', 'key for the backend (default: $POLAR_BACKEND_API_KEY)'),
+    new Option('--tokenizer <dir|hub-id>', 'tokenizer for --backend tokens/embedded (default: the model)'),
+    new Option(
+      '--chat-template-kwargs <json>',
+      'passed to the chat template, e.g. \'{"enable_thinking":false}\'',
+    ).argParser(jsonObject),
+    new Option('--temperature <t>', 'sampling temperature when the harness sets none').argParser(
+      floatIn(0, Number.POSITIVE_INFINITY),
+    ),
+    new Option('--top-p <p>', 'top-p when the harness sets none').argParser(floatIn(0, 1, { open: 'min' })),
+    new Option('--max-tokens <n>', 'max completion tokens when the harness sets none').argParser(positiveInt),
+    new Option(
+      '--seed <n>',
+      'sampling seed (tokens, embedded): call k samples with n + k, so a run at concurrency 1 repeats',
+    ).argParser(nonNegativeInt),
+    new Option(
+      '--max-tokens-cap <n>',
+      'hard cap on completion tokens of every call, whatever the harness asks',
+    ).argParser(positiveInt),
+    withDefault(
       new Option(
-        '--chat-template-kwargs <json>',
-        'passed to the chat template, e.g. \'{"enable_thinking":false}\'',
-      ).argParser(jsonObject),
-    )
-    .addOption(
-      new Option('--temperature <t>', 'sampling temperature when the harness sets none').argParser(
-        floatIn(0, Number.POSITIVE_INFINITY),
-      ),
-    )
-    .addOption(
-      new Option('--top-p <p>', 'top-p when the harness sets none').argParser(floatIn(0, 1, { open: 'min' })),
-    )
-    .addOption(
-      new Option('--max-tokens <n>', 'max completion tokens when the harness sets none').argParser(
-        positiveInt,
-      ),
-    )
-    .addOption(
+        '--backend-timeout <seconds>',
+        'abandon a backend call after this long, streaming or not',
+      ).argParser(seconds),
+      DEFAULTS.backendTimeoutMs,
+    ),
+    withDefault(
       new Option(
-        '--seed <n>',
-        'sampling seed (tokens, embedded): call k samples with n + k, so a run at concurrency 1 repeats',
-      ).argParser(nonNegativeInt),
-    )
-    .addOption(
-      new Option(
-        '--max-tokens-cap <n>',
-        'hard cap on completion tokens of every call, whatever the harness asks',
-      ).argParser(positiveInt),
-    )
-    .addOption(
-      withDefault(
-        new Option(
-          '--backend-timeout <seconds>',
-          'abandon a backend call after this long, streaming or not',
-        ).argParser(seconds),
-        DEFAULTS.backendTimeoutMs,
-      ),
-    )
-    .addOption(
-      withDefault(
-        new Option(
-          '--backend-idle-timeout <seconds>',
-          'abandon a backend call whose started answer sends nothing for this long',
-        ).argParser(seconds),
-        DEFAULTS.backendIdleTimeoutMs,
-      ),
-    )
-    .option(
+        '--backend-idle-timeout <seconds>',
+        'abandon a backend call whose started answer sends nothing for this long',
+      ).argParser(seconds),
+      DEFAULTS.backendIdleTimeoutMs,
+    ),
+    new Option(
       '--no-require-token-ids',
       'accept backend answers without token ids (records say token_exact: false)',
-    )
-    .addOption(
-      withDefault(
-        new Option(
-          '--skip-backend-check',
-          'start without probing the server set-up first (model served, token ids, tool calling)',
-        ),
-        DEFAULTS.skipBackendCheck,
+    ),
+    withDefault(
+      new Option(
+        '--skip-backend-check',
+        'start without probing the server set-up first (model served, token ids, tool calling)',
       ),
-    );
+      DEFAULTS.skipBackendCheck,
+    ),
+  ];
+}
+
+/**
+ * The backend flags a set-up probe reads (`polar doctor`: src/backends/probe.ts and wait.ts): which server
+ * and model, the key, the sampling settings a NeMo RL server asserts, how long --wait waits, and whether
+ * token ids are required. What only a harness's calls use (max tokens, seed, the chat template, the
+ * tokenizer, the idle timeout, skipping the probe) means nothing there.
+ */
+export const PROBE_BACKEND_FLAGS = [
+  '--backend',
+  '--backend-url',
+  '--model',
+  '--api-key',
+  '--temperature',
+  '--top-p',
+  '--backend-timeout',
+  '--no-require-token-ids',
+] as const;
+
+/** Adds the backend flags (typed as BackendFlags): all of them, or only those named in `only`. */
+export function addBackendFlags(cmd: Command, only?: readonly string[]): Command {
+  for (const option of backendFlagOptions())
+    if (!only || only.includes(option.long ?? '')) cmd.addOption(option);
+  return cmd;
 }
 
 /** --report-to and its companions (train, loop, eval): typed as ReportFlags (src/options/report.ts). */

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { hostPort, nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
 import { trainFlagOptions, trainOption } from '../src/train/options.ts';
-import { addReportFlags, type Report } from './shared.ts';
+import { addReportFlags, pythonOption, type Report } from './shared.ts';
 
 /** the training options shown first, beside the flags of where the run happens */
 const PLACEMENT = ['device', 'gpus', 'nproc'] as const;
@@ -45,10 +45,7 @@ export function defineTrain(program: Command, report: Report): void {
       'the network interface gloo/NCCL use (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME)',
     )
     .option('--rdzv-id <id>', 'the run id, the same on every node (default: from --rdzv-endpoint)')
-    .option(
-      '--python <path>',
-      'Python with torch (default: $POLAR_PYTHON, .venv of npm run setup:python, python3, /usr/bin/python3)',
-    );
+    .addOption(pythonOption());
   for (const option of trainFlagOptions(['model', ...PLACEMENT])) cmd.addOption(option);
   addReportFlags(cmd, "every step's metrics (loss, KL, clip fraction, entropy, grad norm, lr, tokens/s)");
   cmd

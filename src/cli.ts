@@ -19,14 +19,29 @@ import { defineServe } from '../commands/serve.ts';
 import { defineSetup } from '../commands/setup.ts';
 import type { Report } from '../commands/shared.ts';
 import { defineTrain } from '../commands/train.ts';
-import { EXIT, type ExitCode, PolarError } from './errors.ts';
+import { EXIT, EXIT_TABLE, type ExitCode, PolarError } from './errors.ts';
+import { splitSuggestion } from './options/suggest.ts';
 import { log } from './util/log.ts';
 import { POLAR_VERSION } from './version.ts';
 
-/** Said at the end of every --help: the exit codes of docs/cli.md. */
-export const EXIT_CODES_HELP = `
-Exit codes: 0 ok, 1 failure, 2 usage error, 3 bad input data, 4 environment (missing tool or engine),
-5 below --fail-under (eval), 130 interrupted. Conventions: docs/cli.md`;
+/** Said at the end of every --help: the exit codes of docs/cli.md, from the one table (EXIT_TABLE). */
+export const EXIT_CODES_HELP = `\n${wrap(
+  `Exit codes: ${EXIT_TABLE.map((row) => `${row.code} ${row.short}`).join(', ')}. Conventions: docs/cli.md`,
+  100,
+)}`;
+
+/** `text` in lines of at most `width` characters, broken at spaces. */
+function wrap(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return [...lines, line].join('\n');
+}
 
 /** commander's help, with "(required)" after every option that must be given. */
 function optionDescription(this: Help, option: Option): string {
@@ -69,7 +84,7 @@ export function program(report: Report = () => {}): Command {
  * expected ...` becomes `--output x: expected ...` (a parser's "is not one of ..." reads on from the value).
  */
 export function commanderMessage(error: CommanderError): string {
-  const text = error.message.replace(/^error: /, '');
+  const text = splitSuggestion(error.message.replace(/^error: /, '')).message;
   const invalid = /^option '([^']+)' argument '([\s\S]*)' is invalid\. ([\s\S]*)$/.exec(text);
   if (!invalid) return text;
   const [, flags = '', value = '', problem = ''] = invalid;
@@ -109,8 +124,10 @@ export function reportError(error: unknown, debug: boolean): ExitCode {
     // help and version print themselves and exit 0; `polar` alone prints the help and is a usage error
     if (error.exitCode === 0) return EXIT.ok;
     if (error.code === 'commander.help' || error.code === 'commander.helpDisplayed') return EXIT.usage;
+    // commander's "(Did you mean capture?)" line (and a value parser's, src/options/suggest.ts) is the hint
+    const { suggestion } = splitSuggestion(error.message);
     log.error(commanderMessage(error));
-    log.hint('run with --help for usage');
+    log.hint(suggestion ? `${suggestion} (run with --help for usage)` : 'run with --help for usage');
     return EXIT.usage;
   }
   // stdout closed by its reader (`| head`): the output ends there, quietly, with success

@@ -6,16 +6,68 @@ const BRAND = Symbol.for('polar.error');
 
 export type ExitCode = number;
 
-export const EXIT = {
-  ok: 0,
-  failure: 1,
-  usage: 2,
-  badInput: 3,
-  environment: 4,
-  /** evaluation ran but fell below --fail-under */
-  belowThreshold: 5,
-  interrupted: 130,
-} as const;
+/**
+ * polar's exit codes, the one table every command returns from (docs/cli.md, "Exit codes", shows the same
+ * rows; `--help` says them through EXIT_CODES_HELP in src/cli.ts; test/unit/cli/exit-codes.test.ts runs
+ * every command against it). `short` is the words `--help` uses, `meaning` the docs' column.
+ */
+export const EXIT_TABLE = [
+  { name: 'ok', code: 0, short: 'ok', meaning: 'success (also `--help`, `--version`)' },
+  { name: 'failure', code: 1, short: 'failure', meaning: 'failure (a run failed; an internal error)' },
+  {
+    name: 'usage',
+    code: 2,
+    short: 'usage error',
+    meaning:
+      'usage error: an unknown or bad flag or value, a missing option, an unknown command; `polar` alone',
+  },
+  {
+    name: 'badInput',
+    code: 3,
+    short: 'bad or missing input',
+    meaning:
+      "bad input data: an input file or directory (an argument or a flag's) that is missing, unreadable or malformed, named with the line and field; an empty result (`build` that writes no trajectory)",
+  },
+  {
+    name: 'environment',
+    code: 4,
+    short: 'environment (missing tool or engine)',
+    meaning:
+      'environment: a tool, engine or GPU is missing (a harness or a Python with torch that is not installed); an inference server that is down or set up wrong',
+  },
+  {
+    name: 'belowThreshold',
+    code: 5,
+    short: 'below --fail-under (eval)',
+    meaning: '`polar eval --fail-under`: pass@1 below the threshold',
+  },
+  {
+    name: 'hangup',
+    code: 129,
+    short: 'SIGHUP',
+    meaning: 'stopped by SIGHUP (a closed terminal): 128 + 1',
+  },
+  {
+    name: 'interrupted',
+    code: 130,
+    short: 'Ctrl-C (SIGINT)',
+    meaning: 'stopped by SIGINT (Ctrl-C): 128 + 2',
+  },
+  {
+    name: 'terminated',
+    code: 143,
+    short: 'SIGTERM',
+    meaning:
+      'stopped by SIGTERM (`timeout`, Slurm, Kubernetes): 128 + 15; `serve` and `gym` exit 0 (a server asked to stop)',
+  },
+] as const;
+
+type ExitName = (typeof EXIT_TABLE)[number]['name'];
+
+/** The exit codes by name: `EXIT.badInput` is 3. */
+export const EXIT = Object.fromEntries(EXIT_TABLE.map((row) => [row.name, row.code])) as {
+  readonly [K in ExitName]: Extract<(typeof EXIT_TABLE)[number], { name: K }>['code'];
+};
 
 export class PolarError extends Error {
   readonly [BRAND] = true;
@@ -60,6 +112,30 @@ export class InputError extends PolarError {
     this.line = line;
     this.field = field;
   }
+}
+
+/**
+ * An input file or directory polar cannot read (missing, a directory where a file belongs, no permission):
+ * bad input, exit 3, in every command alike. `what` names where the path came from (`--instance`,
+ * `checkpoint`); the message reads `--instance row.json: no such file or directory`.
+ */
+export function unreadableInput(
+  path: string,
+  error: unknown,
+  options: { what?: string; hint?: string } = {},
+): InputError {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  const problem =
+    code === 'ENOENT'
+      ? 'no such file or directory'
+      : code === 'EISDIR'
+        ? 'is a directory, not a file'
+        : code === 'EACCES'
+          ? 'permission denied'
+          : `cannot be read (${errorMessage(error)})`;
+  const e = new InputError(path, undefined, undefined, problem, options.hint);
+  if (options.what) e.message = `${options.what} ${e.message}`;
+  return e;
 }
 
 /** Something missing from the machine (python, torch, a harness binary). */

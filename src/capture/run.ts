@@ -8,12 +8,13 @@ import { resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
-import { EnvironmentError, errorMessage } from '../errors.ts';
+import { EnvironmentError, EXIT, errorMessage } from '../errors.ts';
 import { harnessEnv } from '../harnesses/env.ts';
 import { type HarnessName, resolveHarness } from '../harnesses/index.ts';
 import { harnessSearchPath, resolveCommand, runHarnessProcess } from '../harnesses/process.ts';
 import { makeRunDir } from '../harnesses/rundir.ts';
 import { ProxyServer } from '../proxy/server.ts';
+import { signalExitCode } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import type { CallRecord, SessionEndRecord } from './record.ts';
 import { openSession } from './session.ts';
@@ -269,11 +270,9 @@ function installHint(harness: string): string {
   }
 }
 
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
-
 /** The exit code polar itself exits with: the harness's, or 128 + signal number like a shell. */
 export function exitCodeOf(result: CaptureRunResult): number {
   if (result.exitCode !== null) return result.exitCode;
-  if (result.signal) return 128 + (SIGNALS[result.signal] ?? 1);
-  return 1;
+  if (result.signal) return signalExitCode(result.signal as NodeJS.Signals);
+  return EXIT.failure;
 }

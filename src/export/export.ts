@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
-import { PolarError, UsageError } from '../errors.ts';
+import { InputError, PolarError, UsageError } from '../errors.ts';
 import { findPython, type Prober, probePython } from '../train/env.ts';
 import { WORKER_DIR } from '../train/launch.ts';
 import { formatSeconds } from '../util/eta.ts';
@@ -144,14 +144,21 @@ export async function runExport(req: ExportRequest, deps: ExportDeps = {}): Prom
   const spec = req.checkpoint.startsWith('tiny:');
   const checkpoint = spec ? req.checkpoint : resolve(req.checkpoint);
   if (!spec && !existsSync(checkpoint)) {
-    throw new UsageError(
-      `checkpoint ${req.checkpoint}: no such directory`,
+    const e = new InputError(
+      req.checkpoint,
+      undefined,
+      undefined,
+      'no such directory',
       'pass a step-N directory or the --out directory of polar train (or tiny:arch=llama,...)',
     );
+    e.message = `checkpoint ${e.message}`;
+    throw e;
   }
   const tokenizer = req.tokenizer ? resolve(req.tokenizer) : undefined;
   if (tokenizer && !existsSync(join(tokenizer, 'tokenizer.json'))) {
-    throw new UsageError(`--tokenizer ${req.tokenizer}: no tokenizer.json there`);
+    const e = new InputError(req.tokenizer ?? tokenizer, undefined, undefined, 'no tokenizer.json there');
+    e.message = `--tokenizer ${e.message}`;
+    throw e;
   }
   if (req.opset !== undefined && !(Number.isInteger(req.opset) && req.opset >= 14 && req.opset <= 20)) {
     throw new UsageError(`--opset ${req.opset}: expected an integer from 14 to 20`);

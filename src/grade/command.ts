@@ -3,7 +3,7 @@
  * evaluation and, with a dataset row, its resolution rules), printed as a status map or JSON.
  */
 import { readFile } from 'node:fs/promises';
-import { InputError, UsageError } from '../errors.ts';
+import { InputError, UsageError, unreadableInput } from '../errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { parseRow, type SweInstance } from '../rollout/dataset.ts';
 import { type GradeLogInstance, gradeLog, parserFor } from '../rollout/grade.ts';
@@ -47,8 +47,8 @@ async function readInstance(path: string): Promise<SweInstance> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
-  } catch {
-    throw new UsageError(`--instance ${path}: cannot be read`);
+  } catch (error) {
+    throw unreadableInput(path, error, { what: '--instance' });
   }
   let rows: unknown[];
   try {
@@ -77,8 +77,10 @@ export async function gradeLogFile(path: string, o: GradeCliOptions): Promise<Gr
   let content: string;
   try {
     content = await readFile(path, 'utf8');
-  } catch {
-    throw new UsageError(`${path}: cannot be read`);
+  } catch (error) {
+    throw unreadableInput(path, error, {
+      hint: 'give a test log: an eval log (logs/<instance>.log) or a bare runner output',
+    });
   }
   const instance = o.instance ? await readInstance(o.instance) : null;
   const repo = o.repo ?? instance?.repo;

@@ -120,6 +120,12 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     ...(judged ? { rewards } : {}),
     token: f.auth ? given : null,
   });
+  // listening for the stop signals before the line that says the server is up: a caller that stops it
+  // as soon as it reads the line must not find another listener (a runtime's) swallowing the signal
+  const stopped = untilSignal((received) => {
+    log.info(`${received}: closing`);
+    return gym.close();
+  });
   // one machine-readable line on stdout: the token too when polar made it (the caller must learn it)
   const made = f.auth && given === undefined;
   const line = { url: gym.url, out: resolve(f.out), ...(made ? { token: gym.token } : {}) };
@@ -130,9 +136,5 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   log.info(
     `NeMo Gym agent server (${f.harness}, ${runtime.kind}, ${backend.kind}${servers}) on ${gym.url}: POST /run`,
   );
-  const signal = await untilSignal((received) => {
-    log.info(`${received}: closing`);
-    return gym.close();
-  });
-  return serverExitCode(signal);
+  return serverExitCode(await stopped);
 }

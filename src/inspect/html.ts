@@ -115,11 +115,19 @@ function summaryCards(s: TrajectorySummary): string {
       num(s.tokens_trainable),
       `of ${num(s.tokens_total)} (${pct(s.tokens_trainable, s.tokens_total)})`,
     ),
-    card('status', Object.keys(s.status).length ? list(s.status) : '–'),
+    // a trajectory's status (truncated: its last answer hit the token limit, or a trace was cut) and the
+    // traces' own marks (cut to --max-trace-tokens; a chain a later call diverged from) count different things
+    card(
+      'trajectory status',
+      Object.keys(s.status).length ? list(s.status) : '–',
+      s.status.truncated
+        ? "truncated: the model's last answer hit its token limit, or a trace was cut to --max-trace-tokens"
+        : undefined,
+    ),
     card(
       'token-exact traces',
       `${num(s.token_exact_traces)}/${num(s.traces)}`,
-      `truncated or cut ${num(s.truncated_traces)} · spliced turns ${num(s.spliced_turns)}`,
+      `traces cut to --max-trace-tokens ${num(s.traces_truncated)} · chains ended by a divergence ${num(s.traces_chain_cut)} · spliced turns ${num(s.spliced_turns)}`,
     ),
   ].join('')}</div>`;
 }
@@ -215,7 +223,7 @@ const LEGEND = `<div class="legend-row">legend:
 <span class="sample" style="color:#1e40af;background:#e8f0fe">&lt;tool_response&gt;</span>
 <span class="sample" style="color:#6d28d9;font-style:italic">&lt;think&gt;</span>
 <span class="sample" style="text-decoration:underline wavy #dc2626">sampled with p &lt; 0.1</span>
-<span class="mark mark-call">call</span><span class="mark mark-diverged">divergence</span><span class="mark mark-cut">cut / truncated</span>
+<span class="mark mark-call">call</span><span class="mark mark-diverged">divergence</span><span class="mark mark-cut">chain cut / truncated</span>
 <span>hover a token for its id and logprob</span></div>`;
 
 function sectionHtml(s: Section, sec: number, single: boolean): string {
@@ -272,6 +280,10 @@ function chartHtml(c: Chart): string {
     title: c.title,
     xLabel: 'loop step',
     format: c.percent ? (v) => `${Number((v * 100).toFixed(1))}%` : undefined,
+    // a rate or a quantity that cannot be negative never gets an axis below 0 (a pass@1 of 0 everywhere
+    // drew -100% to 100%)
+    ...(c.percent || c.nonNegative ? { yMin: 0 } : {}),
+    ...(c.percent ? { yMax: 1 } : {}),
   });
 }
 

@@ -62,7 +62,10 @@ export interface StepRow {
 export interface Chart {
   title: string;
   series: Series[];
+  /** a rate from 0 to 1, shown as a percentage on an axis from 0% to at most 100% */
   percent?: boolean;
+  /** a series that is never negative (KL, a fraction, a throughput): its axis starts at 0 at the lowest */
+  nonNegative?: boolean;
 }
 
 export interface PageData {
@@ -199,9 +202,9 @@ export function runCharts(rows: StepRow[]): Chart[] {
       percent: true,
     },
     { title: 'loss', series: [s('loss', 'loss')] },
-    { title: 'KL (k3, per token)', series: [s('kl', 'kl')] },
-    { title: 'clip fraction', series: [s('clip_frac', 'clip_frac')] },
-    { title: 'tokens/s (train)', series: [s('tokens/s', 'tokens_per_s')] },
+    { title: 'KL (k3, per token)', series: [s('kl', 'kl')], nonNegative: true },
+    { title: 'clip fraction', series: [s('clip_frac', 'clip_frac')], nonNegative: true },
+    { title: 'tokens/s (train)', series: [s('tokens/s', 'tokens_per_s')], nonNegative: true },
     {
       title: 'rollout health',
       series: [

@@ -14,6 +14,10 @@ export interface ChartOptions {
   height?: number;
   /** format of y tick labels */
   format?: (v: number) => string;
+  /** the y axis never goes below this (a series that cannot be negative: a rate, a count) */
+  yMin?: number;
+  /** the y axis never goes above this (a rate: 1) */
+  yMax?: number;
 }
 
 const PALETTE = ['#2563eb', '#d97706', '#059669', '#db2777', '#7c3aed'];
@@ -24,13 +28,25 @@ export const esc = (s: string): string =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
   );
 
-/** About `count` round tick values covering [lo, hi]. */
-export function niceTicks(lo: number, hi: number, count = 5): number[] {
+/**
+ * About `count` round tick values covering [lo, hi]; `bounds` keeps the axis within what the series can
+ * be (a rate of 0 is drawn on an axis from 0 up, not from -100%).
+ */
+export function niceTicks(
+  lo: number,
+  hi: number,
+  count = 5,
+  bounds: { min?: number; max?: number } = {},
+): number[] {
   if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [];
   if (lo === hi) {
     const d = Math.abs(lo) > 0 ? Math.abs(lo) * 0.1 : 1;
     lo -= d;
     hi += d;
+    // widened away from a bound the value sits on: 0% is drawn on 0% to 100%, not -100% to 100%
+    if (bounds.min !== undefined && lo < bounds.min) [lo, hi] = [bounds.min, hi + (bounds.min - lo)];
+    if (bounds.max !== undefined && hi > bounds.max) [lo, hi] = [lo - (hi - bounds.max), bounds.max];
+    if (bounds.min !== undefined) lo = Math.max(lo, bounds.min);
   }
   const raw = (hi - lo) / Math.max(1, count);
   const mag = 10 ** Math.floor(Math.log10(raw));
@@ -42,7 +58,9 @@ export function niceTicks(lo: number, hi: number, count = 5): number[] {
     ticks.push(v);
     if (v >= hi - step * 1e-9) break;
   }
-  return ticks;
+  const clamp = (v: number) =>
+    Math.min(bounds.max ?? Number.POSITIVE_INFINITY, Math.max(bounds.min ?? Number.NEGATIVE_INFINITY, v));
+  return [...new Set(ticks.map(clamp))];
 }
 
 export function defaultFormat(v: number): string {
@@ -76,7 +94,10 @@ export function lineChart(series: Series[], options: ChartOptions): string {
     x0 -= 1;
     x1 += 1;
   }
-  const yt = niceTicks(Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1])), 4);
+  const yt = niceTicks(Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1])), 4, {
+    ...(options.yMin !== undefined ? { min: options.yMin } : {}),
+    ...(options.yMax !== undefined ? { max: options.yMax } : {}),
+  });
   const y0 = yt[0] as number;
   const y1 = yt[yt.length - 1] as number;
   const sx = (x: number) => m.l + ((x - x0) / (x1 - x0)) * pw;

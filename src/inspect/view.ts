@@ -232,7 +232,7 @@ export function traceMarkers(trace: Trace): Marker[] {
     prev = m;
   });
   const end = p + trace.response_ids.length;
-  if (trace.truncated) markers.push({ at: end, kind: 'truncated', label: 'truncated (--max-tokens)' });
+  if (trace.truncated) markers.push({ at: end, kind: 'truncated', label: 'truncated (--max-trace-tokens)' });
   if (trace.cut === 'divergence') {
     markers.push({
       at: end,
@@ -327,7 +327,10 @@ export interface TrajectorySummary {
   tokens_trainable: number;
   tokens_total: number;
   token_exact_traces: number;
-  truncated_traces: number;
+  /** traces cut to --max-trace-tokens (`truncated: true`) */
+  traces_truncated: number;
+  /** traces whose chain a later call diverged from (`cut: "divergence"`): they end early, nothing is cut */
+  traces_chain_cut: number;
   spliced_turns: number;
 }
 
@@ -345,7 +348,8 @@ export function summarize(records: TrajectoryRecord[]): TrajectorySummary {
     tokens_trainable: 0,
     tokens_total: 0,
     token_exact_traces: 0,
-    truncated_traces: 0,
+    traces_truncated: 0,
+    traces_chain_cut: 0,
     spliced_turns: 0,
   };
   const groups = new Set<string>();
@@ -365,7 +369,8 @@ export function summarize(records: TrajectoryRecord[]): TrajectorySummary {
       s.traces++;
       s.kinds[t.kind] = (s.kinds[t.kind] ?? 0) + 1;
       if (t.token_exact) s.token_exact_traces++;
-      if (t.truncated || t.cut) s.truncated_traces++;
+      if (t.truncated) s.traces_truncated++;
+      if (t.cut) s.traces_chain_cut++;
       s.spliced_turns += t.spliced_turns ?? 0;
     }
   }

@@ -11,6 +11,7 @@ import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
 import { type ReportFlags, reportSetup } from '../options/report.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
+import { checkDatasetSpec } from '../rollout/dataset.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
 import { checkTrainer } from '../train/model-info.ts';
@@ -154,6 +155,8 @@ function verifierOf(grader: Grader): { verifier?: string } {
 export async function loopCommand(f: LoopFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
   const options = loopOptions(f);
+  // a missing task file is said before the slow checks (exit 3, as every command's missing input)
+  for (const set of [options.trainSet, options.evalSet]) if (set) checkDatasetSpec(set);
   // the trainer's set-up (Python, device, model, vocabulary) before the first rollout, not after it
   await checkLoopTrainer(options);
   // SIGINT, SIGTERM and SIGHUP alike: the running phase stops, no new one starts (InterruptedError)

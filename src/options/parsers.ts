@@ -8,6 +8,7 @@ import { InvalidArgumentError } from 'commander';
 import type { Grader } from '../rollout/verifier.ts';
 import type { GroupBy } from '../trajectory/heads.ts';
 import { OVERLONG_MODES, type OverlongMode } from './defaults.ts';
+import { didYouMean } from './suggest.ts';
 
 export type Parser<T> = (value: string) => T;
 
@@ -102,11 +103,11 @@ export function collect<T>(parse: Parser<T>): (value: string, previous: T[] | un
   ];
 }
 
-/** one of a fixed set of words */
+/** one of a fixed set of words; a near miss gets "did you mean" (src/options/suggest.ts) */
 export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
   return (v) => {
     if (!(values as readonly string[]).includes(v))
-      throw new InvalidArgumentError(`is not one of ${values.join(', ')}`);
+      throw new InvalidArgumentError(`is not one of ${values.join(', ')}${didYouMean(v, values)}`);
     return v as T;
   };
 }

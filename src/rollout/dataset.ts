@@ -388,17 +388,21 @@ export async function loadHubDataset(id: string, options: HubOptions = {}): Prom
   return all;
 }
 
+/** Neither a hub id nor a file here: missing input (exit 3), said before slow checks (polar loop). */
+export function checkDatasetSpec(spec: string): void {
+  if (isHubId(spec) || existsSync(spec)) return;
+  throw new InputError(
+    spec,
+    undefined,
+    undefined,
+    'no such file',
+    'give a .jsonl/.json/.parquet path or a hub id (owner/name)',
+  );
+}
+
 export async function loadDataset(spec: string, options: HubOptions = {}): Promise<SweInstance[]> {
   if (isHubId(spec)) return loadHubDataset(spec, options);
-  if (!existsSync(spec)) {
-    throw new InputError(
-      spec,
-      undefined,
-      undefined,
-      'no such file',
-      'give a .jsonl/.json/.parquet path or a hub id (owner/name)',
-    );
-  }
+  checkDatasetSpec(spec);
   return loadLocalDataset(spec, options);
 }
 

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Backend, BackendOptions } from '../backends/types.ts';
-import { InputError, UsageError } from '../errors.ts';
+import { InputError, UsageError, unreadableInput } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
@@ -145,8 +145,8 @@ export async function setupEvaluation(
 async function readTemplate(path: string): Promise<string> {
   try {
     return await readFile(path, 'utf8');
-  } catch {
-    throw new UsageError(`--prompt-template ${path}: cannot be read`);
+  } catch (error) {
+    throw unreadableInput(path, error, { what: '--prompt-template' });
   }
 }
 
@@ -166,8 +166,8 @@ export async function readPredictions(path: string): Promise<Predictions> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
-  } catch {
-    throw new UsageError(`--predictions ${path}: cannot be read`);
+  } catch (error) {
+    throw unreadableInput(path, error, { what: '--predictions' });
   }
   const rows = parseRows(path, text);
   for (const { row, line } of rows) {

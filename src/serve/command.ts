@@ -34,6 +34,12 @@ export async function serveCommand(f: ServeFlags): Promise<number> {
     sessionIdleTimeoutMs: f.sessionIdleTimeout,
     ...(adminToken ? { adminToken } : {}),
   });
+  // listening for the stop signals before the line that says the server is up: a caller that stops it
+  // as soon as it reads the line must not find another listener swallowing the signal
+  const stopped = untilSignal((received) => {
+    log.info(`${received}: finishing calls in flight, then exiting`);
+    return served.close();
+  });
   // one machine-readable line on stdout for scripts (with the admin token when polar made it); the
   // human line on stderr
   const line = {
@@ -47,9 +53,5 @@ export async function serveCommand(f: ServeFlags): Promise<number> {
   log.info(
     `serving ${backend.kind} (${backend.model}) on ${served.url}; POST ${served.url}/sessions to start a rollout`,
   );
-  const signal = await untilSignal((received) => {
-    log.info(`${received}: finishing calls in flight, then exiting`);
-    return served.close();
-  });
-  return serverExitCode(signal);
+  return serverExitCode(await stopped);
 }

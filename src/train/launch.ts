@@ -8,7 +8,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { InputError, UsageError } from '../errors.ts';
+import { InputError, UsageError, unreadableInput } from '../errors.ts';
 import { InterruptedError, stopSignalOf } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
@@ -169,7 +169,8 @@ export interface TrainDeps {
 
 /** The checkpoint a --resume directory points at (its own step dir, or the one named by its latest file). */
 async function checkpointMeta(dir: string): Promise<{ base_model?: string; dir: string }> {
-  if (!existsSync(dir)) throw new UsageError(`--resume ${dir}: no such directory`);
+  // a checkpoint that is not there is missing input, as a missing trajectory file is (exit 3)
+  if (!existsSync(dir)) throw unreadableInput(dir, { code: 'ENOENT' }, { what: '--resume' });
   let step = dir;
   if (!existsSync(join(dir, CHECKPOINT_FILES.state)) && existsSync(join(dir, CHECKPOINT_FILES.latest))) {
     step = join(dir, (await readFile(join(dir, CHECKPOINT_FILES.latest), 'utf8')).trim());
@@ -184,14 +185,31 @@ async function checkpointMeta(dir: string): Promise<{ base_model?: string; dir: 
   return { ...JSON.parse(await readFile(metaPath, 'utf8')), dir: step };
 }
 
-export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise<TrainResult> {
-  if (req.trajectories === '-') {
-    // `polar build ... | polar train -`: the worker reads a file, so stdin is kept in the run directory
-    await mkdir(resolve(req.out), { recursive: true });
-    const spooled = join(resolve(req.out), 'trajectories.jsonl');
-    await pipeline(deps.stdin ?? process.stdin, createWriteStream(spooled));
-    req = { ...req, trajectories: spooled };
+/** `polar build ... | polar train -`: the worker reads a file, so stdin is kept in the run directory. */
+async function spoolStdin(req: TrainRequest, deps: TrainDeps): Promise<string> {
+  await mkdir(resolve(req.out), { recursive: true });
+  const spooled = join(resolve(req.out), 'trajectories.jsonl');
+  // a stop signal while the writer upstream is still going ends the wait (nothing has trained yet)
+  try {
+    await pipeline(
+      deps.stdin ?? process.stdin,
+      createWriteStream(spooled),
+      ...(req.signal ? [{ signal: req.signal }] : []),
+    );
+  } catch (error) {
+    if (req.signal?.aborted)
+      throw new InterruptedError(
+        stopSignalOf(req.signal),
+        'stopped while reading the trajectories from stdin; nothing was trained',
+        'run the same command again',
+      );
+    throw error;
   }
+  return spooled;
+}
+
+export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise<TrainResult> {
+  if (req.trajectories === '-') req = { ...req, trajectories: await spoolStdin(req, deps) };
   const file = req.configFile ? await readUserConfig(req.configFile) : undefined;
   const resume = req.resume ? resolve(req.resume) : undefined;
   // one run per --out: a new run would overwrite its checkpoints and append to its metrics

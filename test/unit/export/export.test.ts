@@ -337,7 +337,7 @@ describe('polar export: transformers -> ONNX -> embedded backend', { skip: probe
       /export failed: .*qwen3_5(_text)? model: polar export writes attention-only decoders/,
     );
     assert.ok(!existsSync(join(work, 'hybrid')), 'nothing left behind');
-    assert.equal(missing.exitCode, 2);
+    assert.equal(missing.exitCode, 3);
     assert.match(missing.stderr, /no such directory/);
   });
 

@@ -192,7 +192,7 @@ describe('selection and summary', () => {
     assert.equal(s.reward_mean, 0.5);
     assert.equal(s.reward_min, 0);
     assert.equal(s.groups, 1);
-    assert.equal(s.truncated_traces, 2);
+    assert.equal(s.traces_truncated + s.traces_chain_cut, 2);
     assert.equal(s.spliced_turns, 1);
   });
 });

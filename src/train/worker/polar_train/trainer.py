@@ -113,7 +113,11 @@ class Trainer:
             # the launcher sets model to the resume directory when none was given: nothing to say then
             given = cfg.get("model")
             if given and os.path.abspath(given) not in (os.path.abspath(spec), os.path.abspath(cfg["resume"])):
-                self.log("resume: loading the model from %s (not %s)" % (spec, cfg["model"]))
+                if resume_meta.get("lora"):
+                    self.log("resuming from the checkpoint %s: its base model %s and saved adapter are loaded, not --model %s"
+                             % (self.resume_dir, spec, given))
+                else:
+                    self.log("resuming from the checkpoint %s: its weights are loaded, not --model %s" % (spec, given))
         self.base_model = resume_meta["base_model"] if resume_meta else cfg["model"]
         # the start's slow part (imports and weights): said before it, so a long silence has a reason
         self.log("loading the model %s on %s" % (spec, self.device))
