@@ -5,7 +5,7 @@ import { groupBy, listOf, nonNegativeInt, oneOf, positiveInt } from '../src/opti
 import { trainAdvantages } from '../src/train/options.ts';
 import { outputFormats } from '../src/trajectory/formats.ts';
 import { traceKinds } from '../src/trajectory/record.ts';
-import type { Report } from './shared.ts';
+import { overlongBufferOption, overlongOption, type Report } from './shared.ts';
 
 export function defineBuild(program: Command, report: Report): void {
   program
@@ -48,12 +48,14 @@ export function defineBuild(program: Command, report: Report): void {
     .addOption(
       withDefault(
         new Option(
-          '--overlong <mode>',
+          '--over-max-trace-tokens <mode>',
           'over --max-trace-tokens: truncate the trace, or drop the trajectory',
         ).argParser(oneOf(['truncate', 'drop'] as const)),
-        DEFAULTS.overlong,
+        DEFAULTS.overMaxTraceTokens,
       ),
     )
+    .addOption(overlongOption(['truncate', 'drop']))
+    .addOption(overlongBufferOption())
     .addOption(
       new Option('--exclude-kind <kinds>', `drop traces of these kinds (${traceKinds.join(',')})`).argParser(
         listOf(oneOf(traceKinds)),

@@ -15,6 +15,7 @@ import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
   addClusterFlags,
+  addJudgeFlags,
   addRolloutFlags,
   graderOption,
   harnessOption,
@@ -70,7 +71,7 @@ export function defineEval(program: Command, report: Report): void {
     .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
     .addOption(
       graderOption(
-        "polar, swebench (the official harness, when installed), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
+        "polar, swebench (the official harness, when installed), judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
       ),
     )
     .option('--json', 'print the report as JSON on stdout')
@@ -112,7 +113,7 @@ Examples:
   polar eval ... --cluster ray=10.0.0.1:6379 --out runs/eval-1   # one Ray task per sample (docs/cluster.md)`,
     )
     .option('-q, --quiet', 'no progress output');
-  addClusterFlags(addBackendFlags(addRolloutFlags(cmd)));
+  addJudgeFlags(addClusterFlags(addBackendFlags(addRolloutFlags(cmd))));
   severalBackendUrls(
     cmd,
     'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',

@@ -4,6 +4,7 @@ import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { bytes, port, positiveInt } from '../src/options/parsers.ts';
 import {
   addBackendFlags,
+  addJudgeFlags,
   addRolloutFlags,
   graderOption,
   harnessOption,
@@ -26,7 +27,7 @@ export function defineGym(program: Command, report: Report): void {
     .option('--dataset <path|hub-id>', 'SWE-bench rows that task rows may name by instance_id only')
     .addOption(
       graderOption(
-        "polar, or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
+        "polar, judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
       ),
     )
     .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
@@ -93,7 +94,7 @@ Examples:
     --backend-url http://10.0.0.5:41231/v1,http://10.0.0.6:41231/v1
   curl -s localhost:8200/run -d '{"responses_create_params":{"input":"..."},"verifier_metadata":{"instance_id":"..."}}'`,
   );
-  addBackendFlags(addRolloutFlags(cmd));
+  addJudgeFlags(addBackendFlags(addRolloutFlags(cmd)));
   // polar gym takes several inference servers (NeMo RL's policy_base_url list): rollouts are spread over them
   severalBackendUrls(
     cmd,

@@ -3,7 +3,16 @@ import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
-import { addBackendFlags, addRolloutFlags, graderOption, harnessOption, type Report } from './shared.ts';
+import {
+  addBackendFlags,
+  addJudgeFlags,
+  addRolloutFlags,
+  graderOption,
+  harnessOption,
+  overlongBufferOption,
+  overlongOption,
+  type Report,
+} from './shared.ts';
 
 export function defineLoop(program: Command, report: Report): void {
   const cmd = program
@@ -53,12 +62,23 @@ export function defineLoop(program: Command, report: Report): void {
   ])
     cmd.addOption(option);
   cmd
-    .addOption(graderOption('polar, or a verifier command (see polar eval)'))
+    .addOption(graderOption('polar, judge (with --rubric), or a verifier command (see polar eval)'))
     .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
     .option(
       '--reject-test-tampering',
       'reward 0 for a patch that changes how the tests run (see polar eval)',
       false,
+    )
+    .addOption(overlongOption())
+    .addOption(overlongBufferOption())
+    .addOption(
+      withDefault(
+        new Option(
+          '--dynamic-sampling <n>',
+          "up to n extra rounds of the training set's next tasks while fewer groups than --tasks-per-step have rewards that differ (DAPO); uniform groups are then not trained on",
+        ).argParser(nonNegativeInt),
+        DEFAULTS.dynamicSampling,
+      ),
     )
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
@@ -71,7 +91,7 @@ Examples:
     --runtime docker --out runs/loop-1
   polar loop ... --out runs/loop-1 --resume   # continue after the last finished step`,
   );
-  addBackendFlags(addRolloutFlags(cmd)).action(async (flags: LoopFlags) => {
+  addJudgeFlags(addBackendFlags(addRolloutFlags(cmd))).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');
     report(await loopCommand(flags));
   });

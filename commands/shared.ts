@@ -4,6 +4,7 @@ import { BACKEND_KINDS } from '../src/backends/kinds.ts';
 import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
+import { JUDGE_MODES } from '../src/judge/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
   bytes,
@@ -16,17 +17,42 @@ import {
   keyValue,
   nonNegativeInt,
   oneOf,
+  overlongMode,
   positiveInt,
   repeatable,
   seconds,
   url,
   urlList,
 } from '../src/options/parsers.ts';
+import { parseReward } from '../src/options/reward.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 
 /** --grader (polar, swebench or a verifier command; src/options/parsers.ts `grader`) with its default. */
 export const graderOption = (description: string): Option =>
   withDefault(new Option('--grader <kind>', description).argParser(grader), DEFAULTS.grader);
+
+/**
+ * --overlong (build and loop: recorded in the trajectories, which polar train applies) with its default;
+ * `old`: build's old values of the flag (now --over-max-trace-tokens), accepted with a warning.
+ */
+export const overlongOption = (old: readonly string[] = []): Option =>
+  withDefault(
+    new Option(
+      '--overlong <mode>',
+      'a trace a length limit cut (a call at max tokens, --max-trace-tokens): mask (no loss), penalty (DAPO soft length penalty on the reward, over --overlong-buffer) or keep',
+    ).argParser(overlongMode(old)),
+    DEFAULTS.overlong,
+  );
+
+/** --overlong-buffer: DAPO's L_cache, in tokens below a limit in force */
+export const overlongBufferOption = (): Option =>
+  withDefault(
+    new Option(
+      '--overlong-buffer <n>',
+      'with --overlong penalty: the tokens below a limit where the penalty starts (DAPO L_cache)',
+    ).argParser(positiveInt),
+    DEFAULTS.overlongBuffer,
+  );
 
 /** --harness, its help naming every harness profile (src/harnesses/types.ts) between `lead` and `tail`. */
 export const harnessOption = (lead = '', tail = ''): Option =>
@@ -285,4 +311,44 @@ export function addClusterFlags(cmd: Command): Command {
 }
 
 /** Hands a command's exit code to `main` (src/cli.ts), which returns it: no command sets process.exitCode. */
+/** The judge's flags (eval, loop, gym; typed as JudgeFlags, resolved by src/options/judge.ts). docs/judge.md. */
+export function addJudgeFlags(cmd: Command): Command {
+  return cmd
+    .option(
+      '--rubric <file>',
+      'the rubric a judge model grades each rollout against (with --grader judge, or beside another grader for --reward)',
+    )
+    .addOption(
+      new Option(
+        '--judge-url <url>',
+        "an OpenAI-compatible chat completions server for the judge (default: the run's --backend-url)",
+      ).argParser(url),
+    )
+    .option(
+      '--judge-model <name>',
+      "the model the judge server serves (default: --model when the run's server judges)",
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--judge-mode <mode>',
+          "single: each rollout alone; group: a task's samples ranked together (RULER)",
+        ).argParser(oneOf(JUDGE_MODES)),
+        DEFAULTS.judgeMode,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option('--judge-timeout <seconds>', 'time limit of one judge call').argParser(seconds),
+        DEFAULTS.judgeTimeoutMs,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--reward <expr>',
+        "the reward as a weighted sum of the run's graders, e.g. 'swebench + 0.2*judge' (default: the --grader's alone)",
+      ).argParser(parseReward),
+    );
+}
+
 export type Report = (code: number) => void;

@@ -8,7 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { InputError, UsageError } from '../errors.ts';
-import type { UnparsedToolCallMode } from '../options/defaults.ts';
+import { DEFAULTS, type OverlongMode, type UnparsedToolCallMode } from '../options/defaults.ts';
 import { checkOutputFile, renamedFlag } from '../options/output.ts';
 import { type BuildOptions, buildTrajectories } from '../trajectory/build.ts';
 import type { OutputFormat } from '../trajectory/formats.ts';
@@ -35,7 +35,11 @@ export interface BuildFlags {
   maxTraceTokens?: number;
   /** --max-tokens, build's old name of --max-trace-tokens (deprecated) */
   maxTokens?: number;
-  overlong: 'truncate' | 'drop';
+  /** over --max-trace-tokens: truncate the trace (default) or drop the trajectory */
+  overMaxTraceTokens: 'truncate' | 'drop';
+  /** --overlong (src/options/parsers.ts overlongMode); truncate|drop: the old --over-max-trace-tokens */
+  overlong: OverlongMode | 'truncate' | 'drop';
+  overlongBuffer: number;
   excludeKind?: TraceKind[];
   requireTokenExact?: boolean;
   skipInvalid?: boolean;
@@ -98,6 +102,7 @@ export function buildRun(
     { current: '--max-trace-tokens', old: '--max-tokens' },
     warn,
   );
+  const { overlong, maxTokensMode } = overlongFlags(f, warn);
   return {
     inputs,
     ...(f.output !== undefined ? { outputFile: f.output } : {}),
@@ -109,7 +114,9 @@ export function buildRun(
     groupBy: f.groupBy,
     dropUniformGroups: f.dropUniformGroups ?? false,
     maxTokens: maxTokens ?? null,
-    maxTokensMode: f.overlong,
+    maxTokensMode,
+    overlong,
+    overlongBuffer: f.overlongBuffer,
     excludeKinds: f.excludeKind ?? [],
     requireTokenExact: f.requireTokenExact ?? false,
     skipInvalid: f.skipInvalid ?? false,
@@ -117,6 +124,26 @@ export function buildRun(
     splice: f.splice ?? false,
     unparsedToolCalls: f.unparsedToolCalls,
   };
+}
+
+/**
+ * --overlong mask|penalty|keep, and build's old --overlong truncate|drop (now --over-max-trace-tokens:
+ * what a trace over --max-trace-tokens becomes), which still works for a release with a warning.
+ */
+function overlongFlags(
+  f: Pick<BuildFlags, 'overlong' | 'overMaxTraceTokens'>,
+  warn: (message: string) => void,
+): { overlong: OverlongMode; maxTokensMode: 'truncate' | 'drop' } {
+  if (f.overlong !== 'truncate' && f.overlong !== 'drop')
+    return { overlong: f.overlong, maxTokensMode: f.overMaxTraceTokens };
+  if (f.overMaxTraceTokens !== DEFAULTS.overMaxTraceTokens.value && f.overMaxTraceTokens !== f.overlong)
+    throw new UsageError(
+      `--overlong ${f.overlong} is the old name of --over-max-trace-tokens ${f.overlong}: give one of them`,
+    );
+  warn(
+    `--overlong ${f.overlong} is now --over-max-trace-tokens ${f.overlong}; --overlong says what an overlong trace trains (mask, penalty, keep) (the old values go in the next release)`,
+  );
+  return { overlong: DEFAULTS.overlong.value, maxTokensMode: f.overlong };
 }
 
 /** The body of `polar build`: typed flags in, the build, exit code out. */

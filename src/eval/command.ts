@@ -4,6 +4,7 @@ import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import { HARNESS_NAMES, type HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
+import { type JudgeFlags, type RewardSetup, rewardSetup } from '../options/judge.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
@@ -25,7 +26,7 @@ import { type EvalOutcome, runEval } from './run.ts';
 import { checkSettings, type RunSettings, runSettings } from './settings.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
-export interface EvalFlags extends BackendFlags, RolloutFlags {
+export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags {
   dataset: string;
   split: string;
   agent?: AgentName;
@@ -121,6 +122,7 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   if (f.merge) return (await import('../cluster/merge.ts')).mergeCommand(f);
   // every flag and input is checked before anything is made or run (and before the runtime's warnings)
   const setup = evaluationSetup(f);
+  const rewards = evalRewards(f);
   checkOut(f.out, f);
   const settings = runSettings(f);
   checkSettings(f.out, settings, Boolean(f.resume));
@@ -146,11 +148,26 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
           signal: interrupt.signal,
           settings,
         })
-      : await localEval(f, setup, instances, interrupt.signal, settings);
+      : await localEval(f, setup, instances, interrupt.signal, settings, rewards);
   } finally {
     interrupt.dispose();
   }
   return finish(f, outcome, interrupt.exitCode);
+}
+
+/**
+ * The judge and the --reward of a run (src/options/judge.ts); null when the run's one grader gives the
+ * reward as it always has. Not yet on a cluster: the judge runs where the samples are recorded.
+ */
+export function evalRewards(f: EvalFlags): RewardSetup | null {
+  const setup = rewardSetup(f, { groups: true, command: 'eval' });
+  if (setup.judge === null && f.reward === undefined) return null;
+  if (f.cluster)
+    throw new UsageError(
+      `--cluster with ${setup.judge ? 'a judge' : '--reward'}: not supported yet`,
+      'run the judged evaluation on one machine, or grade the cluster run with --grader polar',
+    );
+  return setup;
 }
 
 /** The name and model a run's report and predictions give its agent (as the agent classes name them). */
@@ -167,6 +184,7 @@ async function localEval(
   instances: SweInstance[],
   signal: AbortSignal,
   settings: RunSettings,
+  rewards: RewardSetup | null,
 ): Promise<EvalOutcome> {
   const { agent, runtime } = await setupEvaluation(setup);
   try {
@@ -195,6 +213,7 @@ async function localEval(
       progress: !f.quiet,
       signal,
       settings,
+      ...(rewards ? { rewards } : {}),
     });
     if (f.grader.kind !== 'swebench' || outcome.interrupted) return outcome;
     return await runSwebenchGrader(outcome, {
@@ -248,7 +267,10 @@ export function finish(
 export async function selectedInstances(
   f: EvalFlags,
 ): Promise<{ all: SweInstance[]; instances: SweInstance[] }> {
-  const all = await loadDataset(f.dataset, { split: f.split, verifier: f.grader.kind === 'verifier' });
+  const all = await loadDataset(f.dataset, {
+    split: f.split,
+    verifier: f.grader.kind === 'verifier' || f.grader.kind === 'judge',
+  });
   if (all.length === 0)
     throw new InputError(
       f.dataset,

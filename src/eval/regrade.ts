@@ -41,7 +41,8 @@ export interface RegradeOutcome {
 function fromLog(r: ResultLine): boolean {
   if (r.status !== 'resolved' && r.status !== 'unresolved') return false;
   if (r.tampering?.rejected) return false; // graded 0 without running the tests
-  if (r.grader === 'swebench' || r.grader === 'verifier') return false; // no test log behind it
+  if (r.grader === 'swebench' || r.grader === 'verifier' || r.grader === 'judge') return false; // no test log behind it
+  if (r.rewards !== undefined) return false; // a combined reward (--reward, a judge): kept as the run made it
   return r.reason !== 'patch does not apply' && !String(r.reason ?? '').startsWith('tests timed out');
 }
 
@@ -132,7 +133,10 @@ export async function regradeCommand(o: {
   grader?: Grader;
   json?: boolean;
 }): Promise<number> {
-  const instances = await loadDataset(o.dataset, { split: o.split, verifier: o.grader?.kind === 'verifier' });
+  const instances = await loadDataset(o.dataset, {
+    split: o.split,
+    verifier: o.grader?.kind === 'verifier' || o.grader?.kind === 'judge',
+  });
   const outcome = await regradeRun({ out: o.out, instances, dataset: o.dataset });
   log.info(
     `re-graded ${outcome.regraded} samples from their logs (${outcome.changed} changed), kept ${outcome.kept}`,

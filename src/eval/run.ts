@@ -13,6 +13,8 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { EnvBuildError } from '../env/types.ts';
+import { recordFinished } from '../judge/finish.ts';
+import type { RewardSetup } from '../options/judge.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
@@ -61,7 +63,7 @@ export interface EvalOutcome {
   interrupted: boolean;
 }
 
-async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
+export async function appendGrading(capture: string, sessionId: string, line: ResultLine): Promise<void> {
   const record: GradingRecord & Record<string, unknown> = {
     v: CAPTURE_VERSION,
     type: 'grading',
@@ -127,7 +129,11 @@ async function runSample(
     if (options.signal?.aborted) return null;
     // a row's own grader wins (the dataset reader keeps only a command there)
     const verifier = instance.grader ?? options.verifier;
-    if (failure === null && options.grade !== 'none' && verifier !== undefined) {
+    // --grader judge: the judge alone grades, when the sample is recorded (src/judge/finish.ts)
+    const judgeOnly = options.rewards?.primary === 'judge';
+    if (failure === null && options.grade !== 'none' && judgeOnly) {
+      // nothing to run here
+    } else if (failure === null && options.grade !== 'none' && verifier !== undefined) {
       const v = await verify(
         options,
         verifier,
@@ -203,7 +209,8 @@ async function runSample(
   };
   if (line.capture && status === 'error') {
     line.capture = await setAside(line.capture as string, 'error');
-  } else if (line.capture && agent.sessionId) {
+  } else if (line.capture && agent.sessionId && !options.rewards) {
+    // (with --reward or a judge, the grading record is appended once the reward is final: runEvalWith)
     await appendGrading(line.capture as string, agent.sessionId, line).catch((error) =>
       log.warn(`${key}: cannot append the grading record to ${line.capture}: ${(error as Error).message}`),
     );
@@ -282,6 +289,10 @@ export interface EvalPlan {
   sampleIndex?: number;
   /** the settings that decide the results (polar eval): recorded, and checked on --resume */
   settings?: RunSettings;
+  /** stops the judge's calls too */
+  signal?: AbortSignal;
+  /** the judge and the --reward expression (src/options/judge.ts): each line's reward made final as it is recorded */
+  rewards?: RewardSetup;
 }
 
 /** The samples of one run on this machine: a bounded pool of runSample. */
@@ -376,7 +387,19 @@ export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Prom
     await writeChain;
     progress.tick(line);
   };
-  const { interrupted } = await execute(jobs, { dirs, record });
+  const { interrupted } = await execute(jobs, {
+    dirs,
+    record: plan.rewards
+      ? await recordFinished(plan.rewards, {
+          out,
+          jobs,
+          instances: plan.instances,
+          record,
+          appendGrading,
+          signal: plan.signal,
+        })
+      : record,
+  });
   await writeChain;
 
   const ordered: ResultLine[] = [];

@@ -47,6 +47,11 @@ export function runSettings(f: EvalFlags): RunSettings {
     '--test-timeout': f.testTimeout / 1000,
     '--grader': f.grader,
     '--grade-empty-patches': f.gradeEmptyPatches ? true : undefined,
+    // the judge's verdicts and the reward they make (docs/judge.md)
+    '--rubric': f.rubric ? digest(f.rubric) : undefined,
+    '--judge-model': f.judgeModel,
+    '--judge-mode': f.rubric || f.grader.kind === 'judge' ? (f.judgeMode ?? 'single') : undefined,
+    '--reward': f.reward?.text,
   };
 }
 

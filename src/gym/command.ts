@@ -4,6 +4,7 @@ import type { HarnessName } from '../harnesses/types.ts';
 import { redactUrl } from '../http/redact.ts';
 import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
+import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { loadDataset } from '../rollout/dataset.ts';
 import { createRuntime } from '../rollout/runtime/create.ts';
@@ -13,7 +14,7 @@ import { log } from '../util/log.ts';
 import { gymBackendUrls, startGym } from './server.ts';
 
 /** `polar gym` flags after parsing (commands/gym.ts). */
-export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags {
+export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags, JudgeFlags {
   /** --backend-url: one URL, or several (comma-separated or repeated) when NeMo RL runs several servers */
   backendUrl?: string[] | string;
   /** --dry-run: the start-up checks, then exit 0 (NeMo Gym's `dry_run`), no probe, no listening */
@@ -74,8 +75,14 @@ export async function gymCommand(f: GymFlags): Promise<number> {
   const backend = harness.backend;
   const given = f.auth ? (f.token ?? process.env.POLAR_GYM_TOKEN) : undefined;
   const verifier = gymVerifier(f.grader);
+  // a judge sees one rollout per request here (--judge-mode group is refused)
+  const rewards = rewardSetup(f, { groups: false, command: 'gym' });
+  const judged = rewards.judge !== null || f.reward !== undefined;
   const dataset = f.dataset
-    ? await loadDataset(f.dataset, { split: f.split, verifier: verifier !== undefined })
+    ? await loadDataset(f.dataset, {
+        split: f.split,
+        verifier: verifier !== undefined || rewards.primary === 'judge',
+      })
     : undefined;
   // the runtime is checked with or without a dataset (docker: the engine answers), as eval does
   await runtime.check(dataset ?? []);
@@ -110,6 +117,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     maxBodyBytes: f.maxBody,
     ...(f.trustRowCommands ? { trustRowCommands: true } : {}),
     ...(verifier ? { verifier } : {}),
+    ...(judged ? { rewards } : {}),
     token: f.auth ? given : null,
   });
   // one machine-readable line on stdout: the token too when polar made it (the caller must learn it)

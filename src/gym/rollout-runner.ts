@@ -54,7 +54,9 @@ export class GymRollouts {
     if (!parsed.success) throw zodError(parsed.error);
     const row = body as Json;
     const params = parsed.data.responses_create_params;
-    const instance = instanceOf(row, params, this.byId, { verifier: this.options.verifier !== undefined });
+    const instance = instanceOf(row, params, this.byId, {
+      verifier: this.options.verifier !== undefined || this.options.rewards?.primary === 'judge',
+    });
     if (!instance) {
       throw new HttpError(
         400,
@@ -204,6 +206,7 @@ export class GymRollouts {
       grade: grade ? 'polar' : 'none',
       progress: false,
       ...(this.options.verifier ? { verifier: this.options.verifier } : {}),
+      ...(grade && this.options.rewards ? { rewards: this.options.rewards } : {}),
     });
     const line = outcome.results[0];
     if (!line) throw new HttpError(500, 'the rollout produced no result', 'server_error');

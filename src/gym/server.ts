@@ -21,6 +21,7 @@ import { readJson } from '../http/reply.ts';
 import { dispatch, pathOf, type Route } from '../http/router.ts';
 import { type ConnectionOptions, HttpServer } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
+import type { RewardSetup } from '../options/judge.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
@@ -85,6 +86,8 @@ export interface GymOptions {
   trustRowCommands?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests; a row's `grader` wins */
   verifier?: string;
+  /** the judge and the --reward expression (src/options/judge.ts): single mode, one rollout per request */
+  rewards?: RewardSetup;
 }
 
 export interface Gym {

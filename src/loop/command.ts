@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
+import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
@@ -14,7 +16,7 @@ import { log } from '../util/log.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
-export interface LoopFlags extends BackendFlags, RolloutFlags {
+export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
@@ -34,6 +36,11 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   lr?: TrainOptionFlags['lr'];
   gradeEmptyPatches?: boolean;
   rejectTestTampering?: boolean;
+  /** --overlong and --overlong-buffer, for the steps' builds (recorded in the trajectories, applied in training) */
+  overlong?: OverlongMode;
+  overlongBuffer?: number;
+  /** --dynamic-sampling N: extra rounds of tasks while groups are uniform (0: off) */
+  dynamicSampling?: number;
   /** polar, or a verifier command (src/rollout/verifier.ts) */
   grader: Grader;
   resume?: boolean;
@@ -45,6 +52,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
   // with the embedded engine the loop exports every checkpoint it serves, the starting one too
   const backend = backendOptions(f, { exportsCheckpoints: true });
   const trainModel = f.trainModel ?? backend.model;
+  const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
@@ -68,7 +76,13 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
     rejectTestTampering: Boolean(f.rejectTestTampering),
+    overlong: {
+      mode: f.overlong ?? DEFAULTS.overlong.value,
+      buffer: f.overlongBuffer ?? DEFAULTS.overlongBuffer.value,
+    },
+    ...(f.dynamicSampling ? { dynamicSampling: f.dynamicSampling } : {}),
     ...verifierOf(f.grader),
+    ...(rewards.judge || f.reward ? { rewards } : {}),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),

@@ -9,8 +9,10 @@ export const LOOP_FILES = {
   config: 'loop.json',
   /** step-N/step.json: the step's summary, written last (a step without it is not done) */
   step: 'step.json',
-  /** step-N/eval/: the step's rollouts, an evaluation folder (src/eval/files.ts) */
+  /** step-N/eval/: the step's rollouts, an evaluation folder (src/eval/files.ts); eval-R/: extra round R */
   rollouts: 'eval',
+  /** step-N/draws.json: with --dynamic-sampling, each round's tasks, written before it runs */
+  draws: 'draws.json',
   /** step-N/traj.jsonl: the trajectories built from the rollouts */
   trajectories: 'traj.jsonl',
   /** step-N/build-stats.json: polar build's report for them */
@@ -50,5 +52,33 @@ export const stepSummarySchema = z.object({
   heldout: z.object({ pass_at_1: z.number().nullable() }).nullable(),
   trajectories: z.number().int().nonnegative(),
   trainable_tokens: z.number().int().nonnegative(),
+  /** overlong traces of the step's rollouts (polar build's counts; absent in older step.json) */
+  overlong: z
+    .object({
+      /** calls that ended at their max tokens */
+      calls: z.number().int().nonnegative(),
+      /** traces a length limit cut */
+      traces: z.number().int().nonnegative(),
+      /** of those, traces --overlong mask takes out of the loss */
+      masked: z.number().int().nonnegative(),
+      /** rollouts whose reward --overlong penalty lowers */
+      penalised: z.number().int().nonnegative(),
+    })
+    .optional(),
+  /** with --dynamic-sampling N > 0 (src/loop/dynamic-sampling.ts) */
+  dynamic_sampling: z
+    .object({
+      /** extra rounds run */
+      rounds: z.number().int().nonnegative(),
+      /** tasks drawn in them, beyond the step's own */
+      drawn: z.number().int().nonnegative(),
+      /** uniform groups left out of training */
+      dropped: z.number().int().nonnegative(),
+      /** informative groups trained on (the quota is --tasks-per-step) */
+      informative: z.number().int().nonnegative(),
+      /** training-set rows the step took: the next step starts after them */
+      rows: z.number().int().nonnegative(),
+    })
+    .optional(),
 });
 export type StepSummary = z.infer<typeof stepSummarySchema>;

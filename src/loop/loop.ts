@@ -22,6 +22,8 @@ import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
 import { redactUrl } from '../http/redact.ts';
+import type { OverlongMode } from '../options/defaults.ts';
+import type { RewardSetup } from '../options/judge.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
@@ -32,6 +34,7 @@ import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { firstIssue } from '../util/zod.ts';
+import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
@@ -56,10 +59,16 @@ export interface LoopOptions {
   resume: boolean;
   /** grade empty patches too (tests of the loop with a model that cannot edit files yet) */
   gradeEmptyPatches?: boolean;
+  /** --overlong and --overlong-buffer of the step's build (recorded for its training) */
+  overlong?: { mode: OverlongMode; buffer: number };
+  /** --dynamic-sampling N: up to N extra rounds of tasks for uniform groups (dynamic-sampling.ts); 0: off */
+  dynamicSampling?: number;
   /** reward 0 for a patch that changes how the tests run (src/rollout/tampering.ts) */
   rejectTestTampering?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
   verifier?: string;
+  /** the judge and the --reward expression (src/options/judge.ts, docs/judge.md) */
+  rewards?: RewardSetup;
   reloadCmd?: string;
   /** train flags (device, lora, lr, ...) and an optional train.json */
   trainFlags: Record<string, unknown>;
@@ -128,11 +137,18 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   // (a record of the run: the backend's key and a URL's credentials stay out of it)
   const { apiKey: _k, ...shown } = o.backend;
   if (shown.url) shown.url = redactUrl(shown.url);
+  if (recordable.rewards?.judge) {
+    const { apiKey: _j, rubric: _r, ...judge } = recordable.rewards.judge;
+    recordable.rewards = {
+      ...recordable.rewards,
+      judge: { ...judge, url: redactUrl(judge.url) } as typeof judge & { rubric: string },
+    };
+  }
   await writeFile(configPath, `${JSON.stringify({ ...recordable, backend: shown, out }, null, 2)}\n`, {
     mode: PRIVATE_FILE,
   });
 
-  const rows = { verifier: Boolean(o.verifier) };
+  const rows = { verifier: Boolean(o.verifier) || o.rewards?.primary === 'judge' };
   const trainSet = await loadDataset(o.trainSet, rows);
   const evalSet = o.evalSet ? await loadDataset(o.evalSet, rows) : [];
   const summaries: StepSummary[] = [];
@@ -169,7 +185,13 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     if (first === 1) await baselineHeldout(o, backend, evalSet, out);
     for (let n = first; n <= o.steps; n++) {
       stopped(o, `step ${n} was not started`);
-      const summary = await runStep(o, { out, backend, publisher, trainSet, evalSet }, n, checkpoint);
+      const firstRow = nextRow(summaries, o.tasksPerStep);
+      const summary = await runStep(
+        o,
+        { out, backend, publisher, trainSet, evalSet, firstRow },
+        n,
+        checkpoint,
+      );
       summaries.push(summary);
       checkpoint = summary.checkpoint;
     }
@@ -185,6 +207,8 @@ interface StepContext {
   publisher: Publisher;
   trainSet: SweInstance[];
   evalSet: SweInstance[];
+  /** the training-set row this step starts at (dynamic sampling) */
+  firstRow: number;
 }
 
 /** Step n: rollouts from the current policy, build, train from it, publish the new weights, held-out eval. */
@@ -202,35 +226,34 @@ async function runStep(
   };
   let policy = `step-${n - 1}`;
   const dir = join(out, stepDirName(n));
+  // the draws an unfinished attempt recorded are redone as they were (dynamic-sampling.ts)
+  const recorded = o.dynamicSampling ? await recordedDraws(dir) : [];
   await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
   await mkdirPrivate(dir);
   const started = new Date();
-  const tasks = tasksForStep(ctx.trainSet, n, o.tasksPerStep);
+  const first = o.dynamicSampling ? firstDraw(ctx.trainSet, ctx.firstRow, o.tasksPerStep) : null;
+  const tasks = first?.tasks ?? tasksForStep(ctx.trainSet, n, o.tasksPerStep);
   log.info(
     `step ${n}/${o.steps}: ${plural(tasks.length, 'task')} x ${plural(o.groupSize, 'sample')} from ${policy}`,
   );
 
-  const rollouts = await evaluate(
-    o,
-    backend,
-    tasks,
-    o.groupSize,
-    join(dir, LOOP_FILES.rollouts),
-    o.trainSet,
-    {
-      policy,
-      loop_step: String(n),
-    },
-  );
+  const meta = { policy, loop_step: String(n) };
+  const rollOut = (t: SweInstance[], to: string) =>
+    evaluate(o, backend, t, o.groupSize, to, o.trainSet, meta);
+  const { rollouts, sampled } = first
+    ? await sampleStep({ ...sampling(o, dir, n, recorded), trainSet: ctx.trainSet, first, rollout: rollOut })
+    : { rollouts: await rollOut(tasks, join(dir, LOOP_FILES.rollouts)), sampled: null };
   crash('eval');
 
   const traj = join(dir, LOOP_FILES.trajectories);
   // one GRPO group per task; polar train computes the advantages from them (its --advantage)
   const stats = await runBuild({
-    inputs: [join(dir, LOOP_FILES.rollouts)],
+    inputs: sampled?.inputs ?? [join(dir, LOOP_FILES.rollouts)],
     outputFile: traj,
     groupBy: 'task_id',
     quiet: true,
+    ...(sampled?.dropUniform ? { dropUniformGroups: true } : {}),
+    ...(o.overlong ? { overlong: o.overlong.mode, overlongBuffer: o.overlong.buffer } : {}),
   });
   await writeFile(join(dir, LOOP_FILES.buildStats), `${JSON.stringify(stats, null, 2)}\n`, {
     mode: PRIVATE_FILE,
@@ -260,7 +283,8 @@ async function runStep(
     flags: {
       ...o.trainFlags,
       ...(resume ? {} : { model: checkpoint }),
-      batch_rollouts: tasks.length * o.groupSize,
+      // one update per step: with dynamic sampling, the trajectories of its informative groups
+      batch_rollouts: sampled ? trajectories : tasks.length * o.groupSize,
       epochs: 1,
     },
   });
@@ -286,11 +310,18 @@ async function runStep(
     ended_at: new Date().toISOString(),
     policy: `step-${n - 1}`,
     checkpoint: trained.checkpoint,
-    tasks: tasks.map((t) => t.instance_id),
+    tasks: (sampled?.tasks ?? tasks).map((t) => t.instance_id),
     rollouts: { pass_at_1: rollouts.report.pass_at_1.mean, samples: rollouts.report.total },
     heldout,
     trajectories,
     trainable_tokens: stats.tokens_trainable,
+    overlong: {
+      calls: stats.calls_length,
+      traces: stats.traces_overlong,
+      masked: stats.overlong_masked,
+      penalised: stats.overlong_penalised,
+    },
+    ...(sampled ? { dynamic_sampling: sampled.summary } : {}),
   };
   await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`, {
     mode: PRIVATE_FILE,
@@ -332,6 +363,19 @@ async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Pr
   await rm(onnxDir, { recursive: true, force: true });
   await o.exportOnnx(checkpoint, onnxDir, o.signal);
   stopped(o, `the export of ${checkpoint} was cut short`);
+}
+
+/** The loop's side of a step's dynamic sampling (dynamic-sampling.ts). */
+function sampling(o: LoopOptions, stepDir: string, step: number, recorded: Round[]) {
+  return {
+    stepDir,
+    step,
+    quota: o.tasksPerStep,
+    extraRounds: o.dynamicSampling ?? 0,
+    recorded,
+    ...(o.overlong ? { overlong: o.overlong } : {}),
+    afterRound: () => stopped(o, `step ${step} stopped during its rollouts`),
+  };
 }
 
 /** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
@@ -390,6 +434,7 @@ async function evaluate(
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
       ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
       ...(o.verifier ? { verifier: o.verifier } : {}),
+      ...(o.rewards ? { rewards: o.rewards } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
     });
   } finally {

@@ -27,7 +27,23 @@ const d = <T>(value: T, shown = String(value)): Default<T> => ({ value, shown })
 export const UNPARSED_TOOL_CALL_MODES = ['zero', 'mask', 'keep'] as const;
 export type UnparsedToolCallMode = (typeof UNPARSED_TOOL_CALL_MODES)[number];
 
+/**
+ * --overlong (build, train, loop): what a trajectory with an overlong trace trains (a call that ended at
+ * max_tokens, or a trace cut by build's --max-trace-tokens). mask: those traces' tokens get no loss;
+ * penalty: DAPO's soft overlong punishment added to the reward (src/trajectory/overlong.ts); keep: nothing
+ * changes (the flags and the counts stay). docs/trajectory-format.md, "Overlong traces".
+ */
+export const OVERLONG_MODES = ['mask', 'penalty', 'keep'] as const;
+export type OverlongMode = (typeof OVERLONG_MODES)[number];
+
 export const DEFAULTS = {
+  /**
+   * --overlong: a trace cut by a length limit is masked (DAPO's overlong filtering: its reward says
+   * nothing about the answer the limit cut off; docs/trajectory-format.md, "Overlong traces")
+   */
+  overlong: d<OverlongMode>('mask'),
+  /** --overlong-buffer: DAPO's L_cache, the tokens below a limit where --overlong penalty starts (DAPO's 4096) */
+  overlongBuffer: d(4096),
   /**
    * polar build: a trajectory with a tool call the server did not parse gets reward 0 and keeps its
    * tokens (NVIDIA Polar's training filter; docs/trajectory-format.md, "Unparsed tool calls")
@@ -107,6 +123,9 @@ export const DEFAULTS = {
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d<Grader>({ kind: 'polar' }, 'polar'),
+  /** the judge (docs/judge.md): each rollout alone, and one call's time limit */
+  judgeMode: d<'single' | 'group'>('single'),
+  judgeTimeoutMs: d(120_000, '120 (2 min)'),
   gymHarness: d('pi' as const),
   /** the model the embedded backend loads when no --model is given */
   embeddedModel: d('onnx-community/Qwen3-0.6B-ONNX'),
@@ -119,10 +138,10 @@ export const DEFAULTS = {
   gradeSemantics: d<Semantics>('official'),
   /** polar inspect */
   maxTokensPerTrace: d(2000),
-  /** polar build: the output format, the GRPO groups, what --max-trace-tokens does to a longer trace */
+  /** polar build: the output format, the GRPO groups, what --over-max-trace-tokens does to a longer trace */
   buildFormat: d<OutputFormat>('polar'),
   groupBy: d<GroupBy>('task_id'),
-  overlong: d<'truncate' | 'drop'>('truncate'),
+  overMaxTraceTokens: d<'truncate' | 'drop'>('truncate'),
   /** polar build: end-of-turn token ids (ChatML/Qwen <|im_end|>, <|endoftext|>) */
   eotIds: d<readonly number[]>([151645, 151643], '151645,151643'),
   /** polar loop */
@@ -130,6 +149,8 @@ export const DEFAULTS = {
   tasksPerStep: d(9),
   steps: d(50),
   evalEvery: d(10),
+  /** polar loop --dynamic-sampling: extra rounds of tasks for uniform groups (0: off, the loop as before) */
+  dynamicSampling: d(0, '0 (off)'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from 'commander';
 import type { Grader } from '../rollout/verifier.ts';
 import type { GroupBy } from '../trajectory/heads.ts';
+import { OVERLONG_MODES, type OverlongMode } from './defaults.ts';
 
 export type Parser<T> = (value: string) => T;
 
@@ -111,16 +112,26 @@ export function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
 }
 
 /**
- * --grader: polar (the SWE grader), swebench (the official harness) or a verifier command
- * (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
+ * --overlong: mask, penalty or keep (OVERLONG_MODES); for polar build, also its old values truncate and
+ * drop (now --over-max-trace-tokens), which the build turns into the new flag with a warning. The error
+ * names the current values only.
+ */
+export function overlongMode<const Old extends string>(old: readonly Old[] = []): Parser<OverlongMode | Old> {
+  const modes = oneOf(OVERLONG_MODES);
+  return (v) => ((old as readonly string[]).includes(v) ? (v as Old) : modes(v));
+}
+
+/**
+ * --grader: polar (the SWE grader), swebench (the official harness), judge (a model with --rubric,
+ * src/judge/) or a verifier command (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
  * command on PATH.
  */
 export const grader: Parser<Grader> = (v) => {
   const text = v.trim();
-  if (text === 'polar' || text === 'swebench') return { kind: text };
+  if (text === 'polar' || text === 'swebench' || text === 'judge') return { kind: text };
   if (text === '' || /^[A-Za-z_-]+$/.test(text))
     throw new InvalidArgumentError(
-      "is not polar, swebench or a verifier command (a command with arguments or a path: 'python3 verify.py', './verify.sh')",
+      "is not polar, swebench, judge or a verifier command (a command with arguments or a path: 'python3 verify.py', './verify.sh')",
     );
   return { kind: 'verifier', command: text };
 };

@@ -28,15 +28,21 @@ export type VerifierResult = { reward: number; output: string } | { error: strin
  * What grades a run (--grader, parsed once by src/options/parsers.ts `grader`): polar's own grader (the
  * SWE tests), the official SWE-bench harness after the run, or a verifier command per rollout.
  */
-export type Grader = { kind: 'polar' } | { kind: 'swebench' } | { kind: 'verifier'; command: string };
+export type Grader =
+  | { kind: 'polar' }
+  | { kind: 'swebench' }
+  | { kind: 'verifier'; command: string }
+  /** a model scores each rollout against --rubric (src/judge/) */
+  | { kind: 'judge' };
 
 /**
  * The verifier of a command that grades each rollout as it finishes (loop, gym): polar's own grader
- * (undefined) or a verifier command. swebench grades a finished run, so it is refused, saying `why`.
+ * (undefined; also under the judge, which src/judge/finish.ts runs) or a verifier command. swebench
+ * grades a finished run, so it is refused, saying `why`.
  */
 export function rolloutVerifier(grader: Grader, why: string): string | undefined {
   if (grader.kind === 'swebench')
-    throw new UsageError(`--grader swebench: ${why}; use polar or a verifier command`);
+    throw new UsageError(`--grader swebench: ${why}; use polar, judge or a verifier command`);
   return grader.kind === 'verifier' ? grader.command : undefined;
 }
 

@@ -26,7 +26,7 @@ import { modelVocabSize, otherSamplers } from './model-info.ts';
 import type { TrainOptions } from './options.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
-import { checkTrajectories, type TrajectorySummary } from './trajectories.ts';
+import { checkTrajectories, type TrajectorySummary, trajectoryCheck } from './trajectories.ts';
 import { runWorker, type WorkerOutcome, workerError } from './worker-process.ts';
 
 /** The Python package lives beside this file: src/train/worker/polar_train. */
@@ -212,11 +212,7 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   // 1. the data, before any GPU time is spent: every id within the model's vocabulary when it is known
   const trained = resumed?.dir ?? config.model;
   const vocab = modelVocabSize(trained);
-  const data = await checkTrajectories(config.trajectories, {
-    requireLogprobs: config.tis,
-    maxTraceTokens: config.micro_batch_tokens,
-    ...(vocab !== null ? { vocab: { size: vocab, model: trained } } : {}),
-  });
+  const data = await checkTrajectories(config.trajectories, trajectoryCheck(config, vocab, trained));
   if (data.learnable === 0 && !req.allowZeroAdvantage) throw zeroAdvantage(config.trajectories, data);
   const others = otherSamplers(data.models, trained, req.sampledBy);
   if (others.length > 0)

@@ -14,6 +14,7 @@
  */
 import { Option } from 'commander';
 import { z } from 'zod';
+import { DEFAULTS, OVERLONG_MODES } from '../options/defaults.ts';
 import { floatIn, nonNegativeInt, oneOf, type Parser, positiveInt } from '../options/parsers.ts';
 
 export const lossAggregations = [
@@ -132,6 +133,15 @@ export const TRAIN_OPTIONS = {
   advantage: flag(kinds.oneOf(trainAdvantages), 'grpo', {
     arg: 'kind',
     help: `the advantage estimator over each group's rewards: ${trainAdvantages.join(', ')} (docs/train.md)`,
+  }),
+  // null: each trajectory's own (polar build --overlong, recorded as its `overlong`), else DEFAULTS.overlong
+  overlong: flag(kinds.nullable(kinds.oneOf(OVERLONG_MODES)), null, {
+    arg: 'mode',
+    help: `overlong traces (a call at max tokens, a trace build cut): ${OVERLONG_MODES.join(', ')} (default: what polar build recorded in each trajectory, else ${DEFAULTS.overlong.shown}; docs/train.md)`,
+  }),
+  overlong_buffer: flag(kinds.nullable(kinds.positiveInt), null, {
+    arg: 'n',
+    help: `with overlong penalty: DAPO's L_cache in tokens (default: each trajectory's, else ${DEFAULTS.overlongBuffer.shown})`,
   }),
   tis: flag(kinds.switch, true, {
     help: 'truncated importance sampling against the captured logprobs',

@@ -7,6 +7,7 @@
  * workerEventSchema.
  */
 import { z } from 'zod';
+import { DEFAULTS, OVERLONG_MODES } from '../options/defaults.ts';
 import {
   learningRateSchedules,
   lossAggregations,
@@ -151,6 +152,12 @@ export function workerSchema(): Record<string, unknown> {
       advantage: trainAdvantages,
       schedule: learningRateSchedules,
       device: trainDevices,
+    },
+    // polar_train/overlong.py: the modes, and the mode and buffer of a trajectory that recorded none
+    overlong: {
+      modes: OVERLONG_MODES,
+      default: DEFAULTS.overlong.value,
+      buffer: DEFAULTS.overlongBuffer.value,
     },
     files: CHECKPOINT_FILES,
     tiny: TINY_DEFAULTS,

@@ -2,12 +2,16 @@
  * Checks a trajectory file for training before any GPU time is spent: every line valid (trajectory record
  * v1 or v2), a reward on every rollout (the worker computes the advantages from the rewards and groups),
  * sampling logprobs present when TIS is on, every trace within the micro-batch token budget, and some
- * group whose rewards differ (else every advantage is 0, whatever the estimator). Returns the numbers
+ * group whose rewards differ (after --overlong: masked traces train nothing, the penalty is a reward) (else every advantage is 0, whatever the estimator). Returns the numbers
  * the launcher and the progress display need.
  */
 import { InputError } from '../errors.ts';
+import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
+import { isOverlong, overlongPenalty, rolloutHeadroom } from '../trajectory/overlong.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
+import type { TrajectoryRecord } from '../trajectory/record.ts';
 import { isUniform } from '../trajectory/rewards.ts';
+import type { TrainOptions } from './options.ts';
 
 export interface TrajectoryCheck {
   /** fail on the first trace without sampling logprobs (TIS on) */
@@ -16,6 +20,8 @@ export interface TrajectoryCheck {
   maxTraceTokens: number;
   /** the training model's vocabulary, when known: every id must be below it (checked line by line) */
   vocab?: { size: number; model: string };
+  /** train's --overlong and --overlong-buffer (null: each record's own), applied as the worker will */
+  overlong?: { mode: OverlongMode | null; buffer: number | null };
 }
 
 export interface TrajectorySummary {
@@ -55,6 +61,31 @@ function outsideVocab(
   }
 }
 
+/** The checks of a resolved config: TIS's logprobs, the micro-batch budget, --overlong, the vocabulary when known. */
+export function trajectoryCheck(
+  config: Pick<TrainOptions, 'tis' | 'micro_batch_tokens' | 'overlong' | 'overlong_buffer'>,
+  vocab: number | null,
+  model: string,
+): TrajectoryCheck {
+  return {
+    requireLogprobs: config.tis,
+    maxTraceTokens: config.micro_batch_tokens,
+    overlong: { mode: config.overlong, buffer: config.overlong_buffer },
+    ...(vocab !== null ? { vocab: { size: vocab, model } } : {}),
+  };
+}
+
+/** The record's overlong mode and buffer as the worker resolves them: train's, else the record's, else the defaults. */
+function overlongOf(
+  record: TrajectoryRecord,
+  given: TrajectoryCheck['overlong'],
+): { mode: OverlongMode; buffer: number } {
+  return {
+    mode: given?.mode ?? record.overlong?.mode ?? DEFAULTS.overlong.value,
+    buffer: given?.buffer ?? record.overlong?.buffer ?? DEFAULTS.overlongBuffer.value,
+  };
+}
+
 const REWARD_HINT =
   'score the rollouts before building (polar eval grades them; polar build --rewards FILE), or drop unscored lines';
 
@@ -73,6 +104,7 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
   // the rewards of each group: the worker's advantages are 0 in a uniform group (and a group of one)
   const rewards = new Map<string, number[]>();
   const models = new Set<string>();
+  let maskedOverlong = 0;
   for await (const { record, line } of readTrajectories(file)) {
     s.rollouts++;
     models.add(record.model);
@@ -91,17 +123,24 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
           : 'rebuild the trajectories with this polar (polar build), with their rewards',
       );
     }
+    // what the worker trains (polar_train/overlong.py): masked overlong traces, the length penalty
+    const overlong = overlongOf(record, check.overlong);
+    const reward =
+      overlong.mode === 'penalty'
+        ? record.reward + overlongPenalty(rolloutHeadroom(record.traces), overlong.buffer)
+        : record.reward;
     const key = record.group_id ?? `\0rollout-${s.rollouts}`;
     const group = rewards.get(key);
-    if (group) group.push(record.reward);
-    else rewards.set(key, [record.reward]);
+    if (group) group.push(reward);
+    else rewards.set(key, [reward]);
     let trainedHere = 0;
     record.traces.forEach((trace, i) => {
       s.traces++;
       const n = trace.prompt_ids.length + trace.response_ids.length;
       s.tokens += n;
       s.maxTraceTokens = Math.max(s.maxTraceTokens, n);
-      for (const m of trace.loss_mask) trainedHere += m;
+      if (overlong.mode === 'mask' && isOverlong(trace)) maskedOverlong++;
+      else for (const m of trace.loss_mask) trainedHere += m;
       if (check.vocab) outsideVocab(file, line, i, trace, check.vocab);
       if (check.requireLogprobs && trace.response_logprobs === null) {
         throw new InputError(
@@ -135,6 +174,9 @@ export async function checkTrajectories(file: string, check: TrajectoryCheck): P
       undefined,
       'loss_mask',
       'no trace has a token with mask 1: nothing to train on',
+      maskedOverlong > 0
+        ? `${maskedOverlong} overlong traces are masked (--overlong mask): raise the max tokens, or train with --overlong penalty or keep`
+        : undefined,
     );
   }
   return s;

@@ -18,11 +18,12 @@
 import type { Readable, Writable } from 'node:stream';
 import type { SessionEndRecord, SessionRecord } from '../capture/record.ts';
 import type { InputError } from '../errors.ts';
-import { DEFAULTS, type UnparsedToolCallMode } from '../options/defaults.ts';
+import { DEFAULTS, type OverlongMode, type UnparsedToolCallMode } from '../options/defaults.ts';
 import { collectSessions, type OpenSession } from './collect.ts';
-import { encodeTails, type OutputFormat } from './formats.ts';
+import { encodeTails, type OutputFormat, type TrajectoryHead } from './formats.ts';
 import { type GroupBy, resolveHeads, type Summary } from './heads.ts';
 import { scanInputs } from './inputs.ts';
+import { isOverlong, rolloutHeadroom } from './overlong.ts';
 import type { TraceKind } from './record.ts';
 import { type RewardTable, readRewards } from './rewards.ts';
 import { buildSession, type SessionConfig } from './session.ts';
@@ -55,6 +56,10 @@ export interface BuildOptions {
   splice?: boolean;
   /** a trajectory with a tool call the server did not parse: zero (default), mask or keep (heads.ts) */
   unparsedToolCalls?: UnparsedToolCallMode;
+  /** what overlong traces train (overlong.ts): recorded for polar train, applied to verl rows */
+  overlong?: OverlongMode;
+  /** --overlong-buffer: DAPO's L_cache, in tokens */
+  overlongBuffer?: number;
   /** where the temporary file goes (default: the OS temp dir) */
   tmpDir?: string;
   /** called for each skipped invalid line (the first few are worth showing) */
@@ -77,6 +82,8 @@ function summaryOf(header: SessionRecord, state: OpenSession, metaKey: string | 
     tokensTrainable: 0,
     tokensTotal: 0,
     unparsedCalls: 0,
+    overlongTraces: 0,
+    headroom: null,
   };
 }
 
@@ -87,20 +94,36 @@ function sessionConfig(options: BuildOptions): SessionConfig {
     requireTokenExact: options.requireTokenExact ?? false,
     exclude: new Set(options.excludeKinds ?? []),
     maxTokens: options.maxTokens ?? null,
-    maxMode: options.maxTokensMode ?? DEFAULTS.overlong.value,
+    maxMode: options.maxTokensMode ?? DEFAULTS.overMaxTraceTokens.value,
     maskUnparsed: options.unparsedToolCalls === 'mask',
   };
 }
 
 /** Counts what is written: the trajectories whose head survived pass 2. */
-function countWritten(stats: BuildStats, summaries: readonly Summary[], heads: readonly unknown[]): void {
+function countWritten(
+  stats: BuildStats,
+  summaries: readonly Summary[],
+  heads: readonly (TrajectoryHead | null)[],
+  mode: OverlongMode,
+): void {
   for (let i = 0; i < summaries.length; i++) {
     if (heads[i] === null) continue;
     stats.trajectories_written++;
     stats.traces_written += summaries[i]!.traces;
     stats.tokens_trainable += summaries[i]!.tokensTrainable;
     stats.tokens_total += summaries[i]!.tokensTotal;
+    countOverlong(stats, summaries[i]!, heads[i] as TrajectoryHead, mode);
   }
+}
+
+/** The overlong traces written, and what --overlong does to them (applied by polar train, or in verl rows). */
+function countOverlong(stats: BuildStats, s: Summary, head: TrajectoryHead, mode: OverlongMode): void {
+  if (s.overlongTraces > 0) {
+    stats.traces_overlong += s.overlongTraces;
+    stats.trajectories_overlong++;
+    if (mode === 'mask') stats.overlong_masked += s.overlongTraces;
+  }
+  if (head.lengthPenalty < 0) stats.overlong_penalised++;
 }
 
 /** Runs the build; returns its report. Throws InputError on bad input unless skipInvalid. */
@@ -110,6 +133,10 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
   const metaKey = groupBy.startsWith('meta:') ? groupBy.slice('meta:'.length) : null;
   const config = sessionConfig(options);
   const stats = emptyStats();
+  const overlong = {
+    mode: options.overlong ?? DEFAULTS.overlong.value,
+    buffer: options.overlongBuffer ?? DEFAULTS.overlongBuffer.value,
+  };
 
   const rewardTable: RewardTable | null = options.rewards ? await readRewards(options.rewards) : null;
   const inputs = await scanInputs(options.inputs);
@@ -131,8 +158,14 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
     summary.tokensTotal = result.tstats.tokens_total;
     for (const t of result.traces) summary.unparsedCalls += t.tool_call_unparsed ?? 0;
     if (summary.unparsedCalls > 0) stats.trajectories_tool_unparsed++;
-    if (spool !== null)
-      summary.rowBytes = await spool.append(encodeTails(format, result.traces, result.tstats));
+    for (const t of result.traces) if (isOverlong(t)) summary.overlongTraces++;
+    summary.headroom = rolloutHeadroom(result.traces);
+    if (spool !== null) {
+      const tails = encodeTails(format, result.traces, result.tstats, {
+        maskOverlong: overlong.mode === 'mask',
+      });
+      summary.rowBytes = await spool.append(tails);
+    }
     summaries.push(summary);
     return summary;
   };
@@ -145,9 +178,10 @@ export async function buildTrajectories(options: BuildOptions): Promise<BuildSta
       groupBy,
       dropUniform: options.dropUniformGroups ?? false,
       unparsed: options.unparsedToolCalls ?? DEFAULTS.unparsedToolCalls.value,
+      overlong,
       stats,
     });
-    countWritten(stats, summaries, heads);
+    countWritten(stats, summaries, heads, overlong.mode);
     if (options.output !== null && spool !== null) {
       await spool.replay(
         options.output,

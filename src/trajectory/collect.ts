@@ -19,6 +19,7 @@ import { type JsonlLine, parseJsonLine, readLines, TruncatedLine } from '../util
 import { log } from '../util/log.ts';
 import { captureShaped, type ScannedInputs } from './inputs.ts';
 import type { MergeCall } from './merge.ts';
+import { isLengthStop, maxTokensInForce } from './overlong.ts';
 import { type BuildStats, count } from './stats.ts';
 
 /** One session's records as collected so far. */
@@ -58,6 +59,8 @@ function toMergeCall(call: CallRecord): MergeCall {
     tokenExact: call.token_exact,
     finishReason: call.finish_reason,
     ...(call.tool_call_unparsed ? { unparsed: true } : {}),
+    ...(isLengthStop(call.finish_reason) ? { lengthStop: true } : {}),
+    maxTokens: maxTokensInForce(call),
     requestKind: typeof meta.request_kind === 'string' ? meta.request_kind : null,
     traceKind: typeof meta.trace_kind === 'string' ? meta.trace_kind : null,
   };
@@ -136,6 +139,7 @@ class SessionCollector {
     state.callIds.add(record.id);
     state.seenCalls++;
     if (record.tool_call_unparsed) stats.calls_tool_unparsed++;
+    if (isLengthStop(record.finish_reason)) stats.calls_length++;
     if (record.seq < state.maxSeq) count(stats.notes, 'out-of-order seq (sorted)');
     if (state.seqs.has(record.seq)) count(stats.notes, 'duplicate seq (arrival order kept)');
     state.seqs.add(record.seq);

@@ -3,6 +3,7 @@
  * serialised once, when the session is built) and a head (reward, group: known only after every
  * session is read). The mapping of the `verl` rows is documented in docs/trajectory-format.md.
  */
+import { isOverlong } from './overlong.ts';
 import { TRAJECTORY_VERSION, type Trace, type TrajectoryRecord, type TrajectoryStats } from './record.ts';
 
 export const outputFormats = ['polar', 'verl'] as const;
@@ -12,7 +13,17 @@ export type OutputFormat = (typeof outputFormats)[number];
 export type TrajectoryHead = Pick<
   TrajectoryRecord,
   'id' | 'session' | 'task_id' | 'sample' | 'group_id' | 'harness' | 'model' | 'status' | 'reward'
->;
+> & {
+  /** --overlong and its buffer, for polar train to apply: set when a trace has overlong facts */
+  overlong?: TrajectoryRecord['overlong'];
+  /** DAPO's length penalty under --overlong penalty (0 otherwise): added to the verl rows' reward */
+  lengthPenalty: number;
+};
+
+/** What the verl rows' trainer cannot apply itself: --overlong mask zeroes an overlong trace's loss mask. */
+export interface TailOptions {
+  maskOverlong: boolean;
+}
 
 /** JSON of an object without its opening brace: `"a":1,...}`. */
 function body(value: object): string {
@@ -24,18 +35,22 @@ export function encodeTails(
   format: OutputFormat,
   traces: readonly Trace[],
   stats: TrajectoryStats,
+  options: TailOptions = { maskOverlong: false },
 ): string[] {
   if (format === 'polar') return [`${body({ traces, stats })}\n`];
   return traces.map((t) => {
     const n = t.prompt_ids.length;
     const inputIds = t.prompt_ids.concat(t.response_ids);
-    const lossMask = new Array<number>(n).fill(0).concat(t.loss_mask);
+    const masked = options.maskOverlong && isOverlong(t);
+    const lossMask = new Array<number>(n).fill(0).concat(masked ? t.loss_mask.map(() => 0) : t.loss_mask);
     const logprobs =
       t.response_logprobs === null ? null : new Array<number>(n).fill(0).concat(t.response_logprobs);
     return `${body({
       kind: t.kind,
       finish_reason: t.finish_reason,
       truncated: t.truncated === true,
+      length_stopped: t.length_stopped ?? 0,
+      headroom: t.headroom ?? null,
       token_exact: t.token_exact,
       prompt_length: n,
       input_ids: inputIds,
@@ -48,7 +63,7 @@ export function encodeTails(
 /** The start of one output line, to be followed by one of its tails (`row` is the index of the tail). */
 export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: number): string {
   if (format === 'polar') {
-    const { id, session, task_id, sample, group_id, harness, model, status, reward } = head;
+    const { id, session, task_id, sample, group_id, harness, model, status, reward, overlong } = head;
     const h = {
       v: TRAJECTORY_VERSION,
       id,
@@ -60,6 +75,7 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
       model,
       status,
       reward,
+      ...(overlong ? { overlong } : {}),
     };
     return `${JSON.stringify(h).slice(0, -1)},`;
   }
@@ -73,7 +89,8 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
     group_id: head.group_id,
     uid: head.group_id ?? head.id,
     status: head.status,
-    reward: head.reward,
+    // the verl rows' trainer reads the reward as it is: the length penalty is in it
+    reward: head.reward === null ? null : head.reward + head.lengthPenalty,
   };
   return `${JSON.stringify(h).slice(0, -1)},`;
 }

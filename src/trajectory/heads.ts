@@ -4,8 +4,9 @@
  * docs/train.md): the build counts the groups from which no estimator learns anything (uniform rewards).
  */
 import type { GradingRecord } from '../capture/record.ts';
-import type { UnparsedToolCallMode } from '../options/defaults.ts';
+import type { OverlongMode, UnparsedToolCallMode } from '../options/defaults.ts';
 import type { TrajectoryHead } from './formats.ts';
+import { overlongPenalty } from './overlong.ts';
 import type { TrajectoryRecord } from './record.ts';
 import { isUniform, lookupReward, type RewardTable } from './rewards.ts';
 import { type BuildStats, count } from './stats.ts';
@@ -27,6 +28,10 @@ export interface Summary {
   tokensTotal: number;
   /** calls in its traces whose tool call the server did not parse */
   unparsedCalls: number;
+  /** its traces that a length limit cut (overlong.ts isOverlong) */
+  overlongTraces: number;
+  /** the least headroom of its traces (overlong.ts), null when no limit is known */
+  headroom: number | null;
 }
 
 /** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
@@ -38,6 +43,8 @@ export interface ResolveContext {
   dropUniform: boolean;
   /** zero: a trajectory with an unparsed tool call gets reward 0 (before groups and advantages) */
   unparsed: UnparsedToolCallMode;
+  /** --overlong and --overlong-buffer: recorded in each head; penalty counts in the group's rewards */
+  overlong: { mode: OverlongMode; buffer: number };
   stats: BuildStats;
 }
 
@@ -67,6 +74,7 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     reward = 0;
     stats.rewards_zeroed_unparsed++;
   }
+  const penalty = ctx.overlong.mode === 'penalty' ? overlongPenalty(s.headroom, ctx.overlong.buffer) : 0;
   return {
     id: s.session,
     session: s.session,
@@ -77,7 +85,16 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     model: s.model,
     status: s.status,
     reward,
+    // only where the trainer has something to apply it to: a cut trace, or a known limit
+    ...(s.overlongTraces > 0 || s.headroom !== null ? { overlong: ctx.overlong } : {}),
+    // 0 unless --overlong penalty; -0 would print as 0 anyway
+    lengthPenalty: penalty === 0 ? 0 : penalty,
   };
+}
+
+/** The reward the trainer learns from: with --overlong penalty, DAPO's length penalty added. */
+export function effectiveReward(head: TrajectoryHead): number | null {
+  return head.reward === null ? null : head.reward + head.lengthPenalty;
 }
 
 /** Rewards and groups from the summaries; null for a trajectory dropped with its group. */
@@ -98,7 +115,7 @@ export function resolveHeads(summaries: readonly Summary[], ctx: ResolveContext)
   });
   stats.groups = groups.size;
   for (const members of groups.values()) {
-    const rewards = members.map((i) => heads[i]!.reward);
+    const rewards = members.map((i) => effectiveReward(heads[i]!));
     if (rewards.some((r) => r === null)) {
       stats.groups_without_reward++;
       continue;

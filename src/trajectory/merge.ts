@@ -5,6 +5,7 @@
  * as described in shared/reference/token-capture.md (longest open chain whose tokens are a prefix of the
  * new prompt; interstitials are mask 0; sampled ids are never re-tokenized).
  */
+import { callHeadroom, leastHeadroom } from './overlong.ts';
 import type { TraceKind } from './record.ts';
 
 /** The fields of one capture call that merging needs (already validated, usable: ids present, no error). */
@@ -19,6 +20,10 @@ export interface MergeCall {
   finishReason: string | null;
   /** the call's text holds a tool call the server did not parse (record's tool_call_unparsed) */
   unparsed?: boolean;
+  /** the call ended at its max tokens (finish reason `length` or a wire API's name for it: overlong.ts) */
+  lengthStop?: boolean;
+  /** the max tokens in force for the call, when known (overlong.ts maxTokensInForce) */
+  maxTokens?: number | null;
   /** harness_meta.request_kind (Codex: turn | compaction | prewarm), or null */
   requestKind: string | null;
   /** harness_meta.trace_kind when the capture names the kind itself, or null */
@@ -59,6 +64,10 @@ export interface MergedTrace {
   spliced_turns: number;
   /** calls of this trace whose tool call the server did not parse, when any */
   tool_call_unparsed?: number;
+  /** calls of this trace that ended at their max tokens, when any */
+  length_stopped?: number;
+  /** the fewest tokens any of its calls had left under its limit, when a limit is known (overlong.ts) */
+  headroom?: number;
 }
 
 export interface MergeStats {
@@ -164,6 +173,12 @@ function appendSampled(state: MergeState, chain: Chain, call: MergeCall): void {
   const mask = call.unparsed && state.maskUnparsed ? 0 : 1;
   for (let i = 0; i < call.completion.length; i++) t.loss_mask.push(mask);
   if (call.unparsed) t.tool_call_unparsed = (t.tool_call_unparsed ?? 0) + 1;
+  if (call.lengthStop) t.length_stopped = (t.length_stopped ?? 0) + 1;
+  const room = leastHeadroom(
+    t.headroom ?? null,
+    callHeadroom(call.completion.length, call.maxTokens ?? null, call.lengthStop === true),
+  );
+  if (room !== null) t.headroom = room;
   if (call.logprobs === null) t.response_logprobs = null;
   else if (t.response_logprobs !== null) pushAll(t.response_logprobs, call.logprobs);
   chain.length += call.completion.length;

@@ -9,6 +9,7 @@
  * docs/trajectory-format.md, "Versions").
  */
 import { z } from 'zod';
+import { OVERLONG_MODES } from '../options/defaults.ts';
 
 /** the version `polar build` writes */
 export const TRAJECTORY_VERSION = 2;
@@ -49,6 +50,13 @@ export const traceSchema = z
     spliced_turns: z.number().int().nonnegative().optional(),
     /** calls of this trace whose text holds a tool call the server did not parse, when any */
     tool_call_unparsed: z.number().int().positive().optional(),
+    /** calls of this trace that ended at their max tokens (finish reason length), when any */
+    length_stopped: z.number().int().positive().optional(),
+    /**
+     * the fewest tokens left under a limit in force (a call's max tokens, build's --max-trace-tokens;
+     * negative when the build cut the trace), when one is known: DAPO's L_max - |y| (overlong.ts)
+     */
+    headroom: z.number().int().optional(),
   })
   .superRefine((trace, ctx) => {
     if (trace.loss_mask.length !== trace.response_ids.length) {
@@ -89,6 +97,11 @@ const recordFields = {
   reward: z.number().nullable(),
   traces: z.array(traceSchema).min(1),
   stats: trajectoryStatsSchema,
+  /**
+   * what `polar build --overlong` chose for this rollout's overlong traces, applied by polar train unless
+   * its own --overlong is given (absent: DEFAULTS.overlong); docs/trajectory-format.md
+   */
+  overlong: z.looseObject({ mode: z.enum(OVERLONG_MODES), buffer: z.number().int().positive() }).optional(),
 };
 
 export const trajectoryRecordSchema = z.discriminatedUnion('v', [

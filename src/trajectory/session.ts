@@ -6,6 +6,7 @@
 import type { SessionEndRecord } from '../capture/record.ts';
 import type { MergeCall, MergedTrace, MergeResult } from './merge.ts';
 import { mergeCalls } from './merge.ts';
+import { isLengthStop, leastHeadroom } from './overlong.ts';
 import type { Trace, TraceKind, TrajectoryRecord, TrajectoryStats } from './record.ts';
 import { type BuildStats, count, emptyStats } from './stats.ts';
 
@@ -57,6 +58,8 @@ function toTrace(t: MergedTrace, parent: number | undefined): Trace {
   if (t.after_compaction) trace.after_compaction = true;
   if (t.spliced_turns > 0) trace.spliced_turns = t.spliced_turns;
   if (t.tool_call_unparsed) trace.tool_call_unparsed = t.tool_call_unparsed;
+  if (t.length_stopped) trace.length_stopped = t.length_stopped;
+  if (t.headroom !== undefined) trace.headroom = t.headroom;
   return trace;
 }
 
@@ -99,6 +102,11 @@ function filterTraces(traces: readonly MergedTrace[], config: SessionConfig, sta
       noRoom.add(trace);
       continue;
     }
+    // the limit in force for the whole trace: its headroom goes below 0 by what was cut (overlong.ts)
+    trace.headroom = leastHeadroom(
+      trace.headroom ?? null,
+      maxTokens - trace.prompt_ids.length - trace.response_ids.length,
+    )!;
     const n = maxTokens - trace.prompt_ids.length;
     trace.response_ids.length = n;
     trace.loss_mask.length = n;
@@ -171,7 +179,7 @@ export function buildSession(
     return t;
   });
   const lastCall = calls[calls.length - 1]!;
-  const status = sessionStatus(end, cut.size > 0 || lastCall.finishReason === 'length', stats);
+  const status = sessionStatus(end, cut.size > 0 || isLengthStop(lastCall.finishReason), stats);
   let trainable = 0;
   let totalTokens = 0;
   for (const t of traces) {

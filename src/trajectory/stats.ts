@@ -59,6 +59,16 @@ export const buildStatsSchema = z.object({
   trajectories_tool_unparsed: tally,
   /** of those, the ones whose reward --unparsed-tool-calls zero set to 0 */
   rewards_zeroed_unparsed: tally,
+  /** call records that ended at their max tokens (finish reason length, any API's name for it) */
+  calls_length: tally,
+  /** written traces a length limit cut: a call ended at max tokens, or --max-trace-tokens cut it */
+  traces_overlong: tally,
+  /** written trajectories with such a trace */
+  trajectories_overlong: tally,
+  /** of those traces, the ones --overlong mask takes out of the loss (polar train applies it; verl rows here) */
+  overlong_masked: tally,
+  /** written trajectories whose reward --overlong penalty lowers (DAPO's soft overlong punishment) */
+  overlong_penalised: tally,
   /** written trajectories only */
   tokens_trainable: tally,
   tokens_total: tally,
@@ -96,6 +106,11 @@ export function emptyStats(): BuildStats {
     calls_tool_unparsed: 0,
     trajectories_tool_unparsed: 0,
     rewards_zeroed_unparsed: 0,
+    calls_length: 0,
+    traces_overlong: 0,
+    trajectories_overlong: 0,
+    overlong_masked: 0,
+    overlong_penalised: 0,
     tokens_trainable: 0,
     tokens_total: 0,
   };
@@ -138,6 +153,7 @@ export function formatStats(s: BuildStats): string {
     `  skipped calls              ${list(s.calls_skipped)}`,
     `  calls not token-exact      ${list(s.calls_inexact)}`,
     `  tool calls not parsed      ${num(s.calls_tool_unparsed)} calls in ${num(s.trajectories_tool_unparsed)} trajectories (reward set to 0: ${num(s.rewards_zeroed_unparsed)})`,
+    `  overlong                   ${num(s.calls_length)} calls at max tokens; ${num(s.traces_overlong)} traces in ${num(s.trajectories_overlong)} trajectories (masked: ${num(s.overlong_masked)}, penalised: ${num(s.overlong_penalised)})`,
     `  skipped sessions           ${list(s.sessions_skipped)}`,
     `  dropped traces             ${list(s.traces_dropped)}`,
     `  notes                      ${list(s.notes)}`,
@@ -177,6 +193,11 @@ export function addStats(into: BuildStats, from: BuildStats): void {
     'calls_tool_unparsed',
     'trajectories_tool_unparsed',
     'rewards_zeroed_unparsed',
+    'calls_length',
+    'traces_overlong',
+    'trajectories_overlong',
+    'overlong_masked',
+    'overlong_penalised',
     'tokens_trainable',
     'tokens_total',
   ] as const;

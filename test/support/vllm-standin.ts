@@ -25,6 +25,8 @@
  *   `ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)` when its
  *   start token is not in the output, so the `<tool_call>` text comes back as `content`, `tool_calls`
  *   empty, finish_reason `stop` (streamed: as content deltas);
+ * - `max_tokens` / `max_completion_tokens` shorter than the answer: the output is cut there, without
+ *   the end-of-turn token, `finish_reason: "length"`, a half-written tool call left as content;
  * - `finish_reason: "abort"` for a cancelled request (fault `abort`);
  * - `--api-key`: every /v1 route answers 401 without `Authorization: Bearer <key>`.
  */
@@ -336,6 +338,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     }
     const reply = policy(body);
     const reasoningText = reply.reasoning ? `<think>\n${reply.reasoning}\n</think>\n\n` : '';
+    let reasoning = reply.reasoning;
     const said = reply.content ?? '';
     // the model writes tool calls the way the template renders them (Python-style tojson), as a
     // model trained on that template does
@@ -345,19 +348,43 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     const written = calls_.length ? (said ? '\n' : '') + calls_.join('\n') : '';
     // a parser that does not read the model's format: the calls stay in the content
     const unparsed = options.skipToolParser === true;
-    const content = unparsed ? said + written : said;
+    let content = unparsed ? said + written : said;
     const toolText = unparsed ? '' : written;
-    const reasoningIds = tok.encode(reasoningText, { add_special_tokens: false });
-    const contentIds = tok.encode(content, { add_special_tokens: false });
-    const toolIds = tok.encode(toolText, { add_special_tokens: false });
-    const eot = [151645];
+    let reasoningIds = tok.encode(reasoningText, { add_special_tokens: false });
+    let contentIds = tok.encode(content, { add_special_tokens: false });
+    let toolIds = tok.encode(toolText, { add_special_tokens: false });
+    let eot = [151645];
+    // max_tokens reached before the model stopped: the engine ends the sequence there (no EOT) with
+    // finish_reason "length" (vllm/v1/engine: FinishReason.LENGTH); a tool call cut in half is not one
+    // the parser can read, so its text stays content, and serving.py's `finish_reason = "tool_calls" if
+    // auto_tools_called else output.finish_reason` answers "length"
+    const whole = reasoningIds.length + contentIds.length + toolIds.length + eot.length;
+    const lengthStop = asked !== undefined && whole > asked;
+    if (lengthStop) {
+      const r = Math.min(reasoningIds.length, asked);
+      const rest = [...contentIds, ...toolIds].slice(0, asked - r);
+      reasoningIds = reasoningIds.slice(0, r);
+      contentIds = rest;
+      toolIds = [];
+      eot = [];
+      content = contentIds.length ? tok.decode(contentIds) : '';
+      // a cut inside the thinking: what was written of it (the reasoning parser strips the tags)
+      if (reasoning !== undefined) {
+        reasoning = r
+          ? tok
+              .decode(reasoningIds)
+              .replace(/^<think>\n?/, '')
+              .replace(/\n?<\/think>\n*$/, '')
+          : '';
+      }
+    }
     const completionIds = [...reasoningIds, ...contentIds, ...toolIds, ...eot];
     const logprobs = completionIds.map((id, i) => fakeLogprob(id, i));
     calls.push({ body, promptText, promptIds, completionIds, logprobs });
     const giveIds = body.return_token_ids === true && !fault?.noTokenIds;
     const giveLogprobs = body.logprobs === true;
-    const finish = fault?.abort ? 'abort' : toolText ? 'tool_calls' : 'stop';
-    const toolCalls = (unparsed ? [] : (reply.toolCalls ?? [])).map((c, i) => ({
+    const finish = fault?.abort ? 'abort' : lengthStop ? 'length' : toolText ? 'tool_calls' : 'stop';
+    const toolCalls = (unparsed || lengthStop ? [] : (reply.toolCalls ?? [])).map((c, i) => ({
       id: `chatcmpl-tool-${calls.length}-${i}`,
       type: 'function',
       function: { name: c.name, arguments: JSON.stringify(c.arguments) },
@@ -394,7 +421,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
             message: {
               role: 'assistant',
               content: content || null,
-              ...(reply.reasoning ? { [reasoningField]: reply.reasoning } : {}),
+              ...(reasoning ? { [reasoningField]: reasoning } : {}),
               tool_calls: toolCalls,
             },
             finish_reason: finish,
@@ -435,7 +462,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     chunk({ role: 'assistant', content: '' }, [], 0, null, giveIds ? { prompt_token_ids: promptIds } : {});
     let offset = 0;
     if (reasoningIds.length) {
-      chunk({ [reasoningField]: reply.reasoning }, reasoningIds, offset);
+      chunk({ [reasoningField]: reasoning }, reasoningIds, offset);
       offset += reasoningIds.length;
     }
     const step = options.chunkTokens ?? 1;

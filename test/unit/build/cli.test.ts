@@ -88,6 +88,6 @@ describe('polar build (CLI)', () => {
 
     const u = await polar(['build', bad, '--overlong', 'skip']);
     assert.equal(u.code, 2);
-    assert.match(u.stderr, /polar: error: --overlong skip is not one of truncate, drop/);
+    assert.match(u.stderr, /polar: error: --overlong skip is not one of mask, penalty, keep/);
   });
 });

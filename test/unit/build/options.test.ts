@@ -21,6 +21,8 @@ describe('polar build options', () => {
     assert.equal(o.eotIds, DEFAULTS.eotIds.value);
     assert.equal(o.maxTokens, null);
     assert.equal(o.maxTokensMode, 'truncate');
+    assert.equal(o.overlong, DEFAULTS.overlong.value);
+    assert.equal(o.overlongBuffer, DEFAULTS.overlongBuffer.value);
     assert.equal(o.outputFile, undefined);
     assert.equal(o.reportOnly, false);
     assert.deepEqual(o.excludeKinds, []);
@@ -35,8 +37,12 @@ describe('polar build options', () => {
       'compaction,side',
       '--max-trace-tokens',
       '32768',
-      '--overlong',
+      '--over-max-trace-tokens',
       'drop',
+      '--overlong',
+      'penalty',
+      '--overlong-buffer',
+      '512',
       '--group-by',
       'meta:prompt',
       '--format',
@@ -50,6 +56,8 @@ describe('polar build options', () => {
     assert.deepEqual(o.excludeKinds, ['compaction', 'side']);
     assert.equal(o.maxTokens, 32768);
     assert.equal(o.maxTokensMode, 'drop');
+    assert.equal(o.overlong, 'penalty');
+    assert.equal(o.overlongBuffer, 512);
     assert.equal(o.groupBy, 'meta:prompt');
     assert.equal(o.format, 'verl');
   });
@@ -62,7 +70,13 @@ describe('polar build options', () => {
       /^--max-trace-tokens 1.5: expected a positive integer$/,
     ],
     ['bad old max tokens', ['--max-tokens', '0'], /^--max-tokens 0: expected a positive integer$/],
-    ['bad overlong', ['--overlong', 'skip'], /^--overlong skip is not one of truncate, drop$/],
+    ['bad overlong', ['--overlong', 'skip'], /^--overlong skip is not one of mask, penalty, keep$/],
+    [
+      'bad over-max-trace-tokens',
+      ['--over-max-trace-tokens', 'mask'],
+      /^--over-max-trace-tokens mask is not one of truncate, drop$/,
+    ],
+    ['bad overlong buffer', ['--overlong-buffer', '0'], /^--overlong-buffer 0: expected a positive integer$/],
     [
       'unknown kind',
       ['--exclude-kind', 'root,tool'],
@@ -90,6 +104,12 @@ describe('polar build options', () => {
       flags(['a', '--max-trace-tokens', '5', '--max-tokens', '6']),
       /--max-tokens is the old name of --max-trace-tokens/,
     ],
+    [
+      'the old --overlong truncate against --over-max-trace-tokens drop',
+      ['a'],
+      flags(['a', '--overlong', 'truncate', '--over-max-trace-tokens', 'drop']),
+      /--overlong truncate is the old name of --over-max-trace-tokens truncate: give one of them/,
+    ],
   ];
   for (const [name, inputs, f, message] of rules) {
     it(`rejects ${name}`, () => {
@@ -115,6 +135,14 @@ describe('polar build options', () => {
     );
   });
 
+  it("build's old --overlong truncate|drop is --over-max-trace-tokens now, with a warning", () => {
+    const warnings: string[] = [];
+    const o = buildRun(['a'], flags(['a', '--overlong', 'drop']), (m) => warnings.push(m));
+    assert.equal(o.maxTokensMode, 'drop');
+    assert.equal(o.overlong, DEFAULTS.overlong.value);
+    assert.match(warnings.join('\n'), /--overlong drop is now --over-max-trace-tokens drop/);
+  });
+
   it('--help shows the defaults as a user types them, unquoted', () => {
     const help = program()
       .commands.find((c) => c.name() === 'build')!
@@ -123,6 +151,7 @@ describe('polar build options', () => {
     assert.match(help, /\(default: polar\)/);
     assert.match(help, /\(default: task_id\)/);
     assert.match(help, /\(default: truncate\)/);
+    assert.match(help, /--overlong <mode> .*\(default: mask\)/);
     assert.match(help, /\(default: 151645,151643\)/);
     assert.doesNotMatch(help, /default: "/);
     assert.doesNotMatch(help, /--advantage/);

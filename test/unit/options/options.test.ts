@@ -345,7 +345,10 @@ describe('usage errors name the flag', () => {
       /^--agent golden is not one of gold, empty, predictions, codex/,
     ],
     [['eval', '--dataset', 'd', '--fail-under', '2'], /^--fail-under 2: expected a fraction between 0 and 1/],
-    [['eval', '--dataset', 'd', '--grader', 'x'], /^--grader x is not polar, swebench or a verifier command/],
+    [
+      ['eval', '--dataset', 'd', '--grader', 'x'],
+      /^--grader x is not polar, swebench, judge or a verifier command/,
+    ],
     [
       ['eval', '--dataset', 'd', '--runtime', 'lxc'],
       /^--runtime lxc is not one of sandbox, local, docker, podman, apptainer$/,

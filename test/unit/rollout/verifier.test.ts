@@ -73,7 +73,7 @@ test('--grader: polar, swebench or a command, classified once into a tagged valu
   assert.deepEqual(grader('swebench'), { kind: 'swebench' });
   assert.deepEqual(grader('python3 verify.py'), { kind: 'verifier', command: 'python3 verify.py' });
   assert.deepEqual(grader('./verify.sh'), { kind: 'verifier', command: './verify.sh' });
-  assert.throws(() => grader('swebnch'), /not polar, swebench or a verifier command/);
+  assert.throws(() => grader('swebnch'), /not polar, swebench, judge or a verifier command/);
 });
 
 test("a row's own grader: a command is kept, polar leaves the run's, swebench is refused naming the field", () => {

@@ -17,6 +17,7 @@ import torch
 from . import advantage as A
 from . import checkpoint
 from . import data as D
+from . import overlong as O
 from .checkpoint import ConfigError, file_sha256, resolve_resume_dir
 from .loss import aggregation_weights, policy_loss, tis_weights
 from .model import load_policy
@@ -136,6 +137,12 @@ class Trainer:
 
         # data
         records = D.read_records(cfg["trajectories"])
+        # overlong traces (overlong.py): masked out of the loss, or the length penalty on the reward, before
+        # the advantages are computed from the rewards
+        over = O.apply(records, cfg)
+        if over["masked"] or over["penalised"]:
+            self.log("overlong traces: %s masked (loss mask 0), %s penalised (DAPO length penalty)"
+                     % (_count(over["masked"], "trace"), _count(over["penalised"], "rollout")))
         advantages, note = A.compute_advantages(records, cfg["advantage"])
         if note:
             self.log(note)
