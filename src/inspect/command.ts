@@ -3,6 +3,7 @@
  */
 import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { InputError } from '../errors.ts';
+import { LOOP_FILES } from '../loop/files.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
@@ -34,7 +35,7 @@ export async function inspectToHtml(input: string, options: InspectFlags = {}): 
       input,
       undefined,
       undefined,
-      'is a directory but not a loop run directory (no loop.json, no step-N/)',
+      `is a directory but not a loop run directory (no ${LOOP_FILES.config}, no step-N/)`,
       'pass a trajectory file written by `polar build`, or the --out directory of `polar loop`',
     );
   }

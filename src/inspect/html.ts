@@ -4,6 +4,7 @@
  */
 import type { BuildStats, Reasons } from '../trajectory/stats.ts';
 import { plural } from '../util/plural.ts';
+import type { Lenient } from '../util/zod.ts';
 import { CLIENT_JS } from './client.ts';
 import type { Chart, PageData, Section, StepRow } from './report.ts';
 import { esc, lineChart } from './svg.ts';
@@ -17,8 +18,8 @@ const fixed = (n: number | null | undefined, digits = 3): string =>
 const signed = (n: number | null | undefined): string =>
   typeof n === 'number' && Number.isFinite(n) ? `${n > 0 ? '+' : ''}${n.toFixed(3)}` : '–';
 
-function list(reasons: Reasons | undefined): string {
-  const entries = Object.entries(reasons ?? {}).filter(([, n]) => n > 0);
+function list(reasons: Lenient<Reasons> | undefined): string {
+  const entries = Object.entries(reasons ?? {}).filter((e): e is [string, number] => (e[1] ?? 0) > 0);
   if (entries.length === 0) return 'none';
   return entries.map(([k, n]) => `${k} ${num(n)}`).join(', ');
 }
@@ -133,9 +134,9 @@ function summaryCards(s: TrajectorySummary): string {
 }
 
 /** The build report as a table: the facts of formatStats (src/trajectory/stats.ts). */
-export function buildStatsTable(b: Partial<BuildStats>): string {
+export function buildStatsTable(b: Lenient<BuildStats>): string {
   const sessionsBuilt =
-    (b.sessions ?? 0) - Object.values(b.sessions_skipped ?? {}).reduce((a, n) => a + n, 0);
+    (b.sessions ?? 0) - Object.values(b.sessions_skipped ?? {}).reduce<number>((a, n) => a + (n ?? 0), 0);
   const rows: Array<[string, string]> = [
     [
       'sessions',

@@ -23,12 +23,12 @@ import type { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { reportSchema } from '../eval/report.ts';
-import { LOOP_FILES, stepDirName, stepSummarySchema } from '../loop/files.ts';
+import { LOOP_FILES, stepDirName, stepNumber, stepSummarySchema } from '../loop/files.ts';
 import type { StepHealth } from '../loop/health.ts';
 import { CHECKPOINT_FILES, type StepEvent, stepEventSchema } from '../train/schema.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
 import type { TrajectoryRecord } from '../trajectory/record.ts';
-import type { BuildStats } from '../trajectory/stats.ts';
+import { type BuildStats, buildStatsSchema } from '../trajectory/stats.ts';
 import { parseJsonLine, splitLines, TruncatedLine } from '../util/jsonl.ts';
 import { type Lenient, readLenient } from '../util/zod.ts';
 
@@ -60,7 +60,7 @@ export interface StepInfo {
   started_at: string | null;
   ended_at: string | null;
   trajFile: string | null;
-  buildStats: BuildStats | null;
+  buildStats: Lenient<BuildStats> | null;
   metrics: MetricLine[];
   eval: EvalSummary | null;
   heldout: EvalSummary | null;
@@ -128,7 +128,7 @@ function startsLikeCapture(path: string): boolean {
 export function isRunDir(path: string): boolean {
   if (!existsSync(path) || !statSync(path).isDirectory()) return false;
   if (existsSync(join(path, LOOP_FILES.config))) return true;
-  return readdirSync(path).some((n) => /^step-\d+$/.test(n));
+  return readdirSync(path).some((n) => stepNumber(n) !== null);
 }
 
 /** Reads a JSON file; null when absent, a warning when unreadable. */
@@ -165,7 +165,7 @@ function asWritten<T extends z.ZodType>(
 export function evalSummary(
   report: unknown,
   warnings: string[] = [],
-  where = 'report.json',
+  where: string = EVAL_FILES.report,
 ): EvalSummary | null {
   const r = asWritten(where, reportSchema, report, warnings);
   if (r === null) return null;
@@ -233,7 +233,6 @@ export function readStep(dir: string, step: number, warnings: string[]): StepInf
   const metaPath = join(dir, LOOP_FILES.step);
   const m = asWritten(metaPath, stepSummarySchema, readJson(metaPath, warnings), warnings) ?? {};
   const traj = join(dir, LOOP_FILES.trajectories);
-  const stats = readJson(join(dir, LOOP_FILES.buildStats), warnings);
   const report = (folder: string): EvalSummary | null => {
     const path = join(dir, folder, EVAL_FILES.report);
     return evalSummary(readJson(path, warnings), warnings, path);
@@ -245,7 +244,7 @@ export function readStep(dir: string, step: number, warnings: string[]): StepInf
     started_at: m.started_at ?? null,
     ended_at: m.ended_at ?? null,
     trajFile: existsSync(traj) ? traj : null,
-    buildStats: isObject(stats) ? (stats as unknown as BuildStats) : null,
+    buildStats: readBuildStats(join(dir, LOOP_FILES.buildStats), warnings),
     metrics: readMetrics(join(dir, LOOP_FILES.train, CHECKPOINT_FILES.metrics), warnings),
     eval: report(LOOP_FILES.rollouts) ?? passFrom(m.rollouts),
     heldout: report(LOOP_FILES.heldout) ?? passFrom(m.heldout),
@@ -262,23 +261,22 @@ export function readRunDir(dir: string): RunInfo {
       dir,
       undefined,
       undefined,
-      'not a loop run directory (no loop.json, no step-N/)',
+      `not a loop run directory (no ${LOOP_FILES.config}, no step-N/)`,
       'pass a trajectory file (traj.jsonl) or the --out directory of `polar loop`',
     );
   }
   const warnings: string[] = [];
   const config = readJson(join(dir, LOOP_FILES.config), warnings);
   const steps = readdirSync(dir)
-    .map((n) => /^step-(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null && statSync(join(dir, m[0])).isDirectory())
-    .map((m) => Number(m[1]))
+    .filter((name) => stepNumber(name) !== null && statSync(join(dir, name)).isDirectory())
+    .map((name) => stepNumber(name)!)
     // step-0 holds the starting policy (polar loop's export), not a step: a row only for its held-out
     // eval (the baseline) or a step's files
     .filter(
       (n) =>
         n > 0 ||
         [LOOP_FILES.step, LOOP_FILES.trajectories, join(LOOP_FILES.heldout, EVAL_FILES.report)].some((f) =>
-          existsSync(join(dir, 'step-0', f)),
+          existsSync(join(dir, stepDirName(0), f)),
         ),
     )
     .sort((a, b) => a - b)
@@ -286,11 +284,15 @@ export function readRunDir(dir: string): RunInfo {
   return { dir, config: isObject(config) ? config : null, steps, warnings };
 }
 
+/** build-stats.json (buildStatsSchema, src/trajectory/stats.ts); null when absent. */
+function readBuildStats(path: string, warnings: string[]): Lenient<BuildStats> | null {
+  return asWritten(path, buildStatsSchema, readJson(path, warnings), warnings);
+}
+
 /** build-stats.json beside a trajectory file, when there is one. */
-export function siblingBuildStats(trajPath: string, warnings: string[]): BuildStats | null {
+export function siblingBuildStats(trajPath: string, warnings: string[]): Lenient<BuildStats> | null {
   if (trajPath === '-') return null;
-  const stats = readJson(join(dirname(trajPath), LOOP_FILES.buildStats), warnings);
-  return isObject(stats) ? (stats as unknown as BuildStats) : null;
+  return readBuildStats(join(dirname(trajPath), LOOP_FILES.buildStats), warnings);
 }
 
 export const displayName = (path: string): string => (path === '-' ? 'stdin' : basename(path));

@@ -5,6 +5,7 @@
  */
 import type { BuildStats } from '../trajectory/stats.ts';
 import { plural } from '../util/plural.ts';
+import type { Lenient } from '../util/zod.ts';
 import {
   displayName,
   type RunInfo,
@@ -30,7 +31,7 @@ export interface Section {
   /** "showing 8 of 64 trajectories" and the like */
   note: string | null;
   summary: TrajectorySummary;
-  buildStats: BuildStats | null;
+  buildStats: Lenient<BuildStats> | null;
   trajectories: TrajectoryView[];
   open: boolean;
 }
@@ -98,7 +99,7 @@ function sectionFrom(
   title: string,
   records: Parameters<typeof summarize>[0],
   invalid: string[],
-  buildStats: BuildStats | null,
+  buildStats: Lenient<BuildStats> | null,
   limit: number | null,
   vocab: VocabTable,
   decoder: TokenDecoder,

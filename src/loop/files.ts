@@ -31,6 +31,12 @@ export function stepDirName(n: number): string {
   return `step-${n}`;
 }
 
+/** N of a folder named step-N (stepDirName); null for any other name. */
+export function stepNumber(name: string): number | null {
+  const m = /^step-(\d+)$/.exec(name);
+  return m ? Number(m[1]) : null;
+}
+
 /** step-N/step.json (LOOP_FILES.step): the step's summary, written last by src/loop/loop.ts; --resume and
  * `polar inspect` read it. */
 export const stepSummarySchema = z.object({

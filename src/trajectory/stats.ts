@@ -3,69 +3,77 @@
  * session or group is counted here under its reason. Printed as text on stderr (or stdout with --stats),
  * or as JSON with --json.
  */
+import { z } from 'zod';
 import { plural } from '../util/plural.ts';
-import type { TraceKind } from './record.ts';
+import { type TraceKind, traceKinds } from './record.ts';
 
-export type Reasons = Record<string, number>;
+const tally = z.number().int().nonnegative();
+const reasons = z.record(z.string(), tally);
+export type Reasons = z.infer<typeof reasons>;
 
-export interface BuildStats {
-  inputs: number;
-  lines: number;
+/**
+ * The report, as `polar build --stats --json` prints it and `polar loop` writes it (step-N/build-stats.json,
+ * LOOP_FILES.buildStats); `polar inspect` reads that file through this schema.
+ */
+export const buildStatsSchema = z.object({
+  inputs: tally,
+  lines: tally,
   /** lines skipped under --skip-invalid, by reason */
-  lines_skipped: Reasons;
+  lines_skipped: reasons,
   /** whole files skipped (non-capture JSONL found while scanning a directory) */
-  files_skipped: Reasons;
+  files_skipped: reasons,
   /** session records seen */
-  sessions: number;
-  trajectories_written: number;
-  traces_written: number;
-  sessions_skipped: Reasons;
+  sessions: tally,
+  trajectories_written: tally,
+  traces_written: tally,
+  sessions_skipped: reasons,
   /** call records seen */
-  calls: number;
+  calls: tally,
   /** calls placed into a trace */
-  calls_used: number;
+  calls_used: tally,
   /** calls that extended an existing chain (calls_used minus the calls that started a trace) */
-  calls_merged: number;
-  calls_skipped: Reasons;
+  calls_merged: tally,
+  calls_skipped: reasons,
   /** calls used although their ids are not token-exact, by cause (backend_info.token_inexact.cause) */
-  calls_inexact: Reasons;
+  calls_inexact: reasons,
   /** traces started, by kind, before filters */
-  chains: number;
-  kinds: Record<TraceKind, number>;
-  traces_dropped: Reasons;
-  truncations: Reasons;
-  spliced_turns: number;
-  status: Reasons;
+  chains: tally,
+  kinds: z.record(z.enum(traceKinds), tally),
+  traces_dropped: reasons,
+  truncations: reasons,
+  spliced_turns: tally,
+  status: reasons,
   /** irregularities that were handled without dropping anything (out-of-order seq, no session_end, ...) */
-  notes: Reasons;
-  rewards: { capture: number; file: number; missing: number };
-  groups: number;
-  groups_dropped_uniform: number;
-  groups_without_reward: number;
+  notes: reasons,
+  rewards: z.object({ capture: tally, file: tally, missing: tally }),
+  groups: tally,
+  groups_dropped_uniform: tally,
+  groups_without_reward: tally,
   /** groups kept whose rewards are all equal (every advantage polar train computes is 0: nothing to learn) */
-  groups_uniform: number;
+  groups_uniform: tally,
   /** groups kept of one sample (uniform too) */
-  groups_single: number;
+  groups_single: tally,
   /** call records whose text holds a tool call the server did not parse (`tool_call_unparsed`) */
-  calls_tool_unparsed: number;
+  calls_tool_unparsed: tally,
   /** built trajectories with such a call in their traces */
-  trajectories_tool_unparsed: number;
+  trajectories_tool_unparsed: tally,
   /** of those, the ones whose reward --unparsed-tool-calls zero set to 0 */
-  rewards_zeroed_unparsed: number;
+  rewards_zeroed_unparsed: tally,
   /** call records that ended at their max tokens (finish reason length, any API's name for it) */
-  calls_length: number;
+  calls_length: tally,
   /** written traces a length limit cut: a call ended at max tokens, or --max-trace-tokens cut it */
-  traces_overlong: number;
+  traces_overlong: tally,
   /** written trajectories with such a trace */
-  trajectories_overlong: number;
+  trajectories_overlong: tally,
   /** of those traces, the ones --overlong mask takes out of the loss (polar train applies it; verl rows here) */
-  overlong_masked: number;
+  overlong_masked: tally,
   /** written trajectories whose reward --overlong penalty lowers (DAPO's soft overlong punishment) */
-  overlong_penalised: number;
+  overlong_penalised: tally,
   /** written trajectories only */
-  tokens_trainable: number;
-  tokens_total: number;
-}
+  tokens_trainable: tally,
+  tokens_total: tally,
+});
+export type BuildStats = z.infer<typeof buildStatsSchema>;
 
 export function emptyStats(): BuildStats {
   return {

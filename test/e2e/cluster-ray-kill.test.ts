@@ -8,38 +8,21 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readResultLines } from '../support/cluster/compare.ts';
+import { goldEvalArgs, goldIds } from '../support/cluster/eval.ts';
 import { evalOnHead, RAY_SKIP, useRayCluster } from '../support/cluster/ray.ts';
-import { MINI, runnableIds } from '../unit/eval/helpers.ts';
 
 describe('polar eval --cluster ray, a node lost', { skip: RAY_SKIP ?? false, timeout: 590_000 }, () => {
   const c = useRayCluster('polar-ray-kill-');
-  const ids = () => runnableIds().slice(0, 2);
 
   test('a worker killed mid-run: its samples run again on the other one, none lost or doubled', async () => {
+    const ids = goldIds();
     const out = join(c.tmp, 'ray-kill');
     const [victim, survivor] = c.ray.workers;
     let killed = false;
     const r = await evalOnHead(
       c.net,
       c.ray,
-      [
-        '--dataset',
-        MINI,
-        '--agent',
-        'gold',
-        '--runtime',
-        'local',
-        '--instances',
-        ids().join(','),
-        '--samples',
-        '3',
-        '--cluster-memory',
-        '256MiB',
-        '--cluster',
-        `ray=${c.ray.address}`,
-        '--out',
-        out,
-      ],
+      [...goldEvalArgs(ids, 3), '--cluster', `ray=${c.ray.address}`, '--out', out],
       420_000,
       () => {
         // at the first finished sample the victim has samples in flight (2 slots a worker, 6 samples)
@@ -59,7 +42,7 @@ describe('polar eval --cluster ray, a node lost', { skip: RAY_SKIP ?? false, tim
     const lines = readResultLines(out);
     const keys = lines.map((l) => `${l.instance_id}/${l.sample}`);
     assert.equal(new Set(keys).size, keys.length, 'no sample twice');
-    assert.equal(keys.length, ids().length * 3, 'no sample lost');
+    assert.equal(keys.length, ids.length * 3, 'no sample lost');
     assert.ok(
       lines.every((l) => l.status !== 'error'),
       'an infrastructure loss is never a score',

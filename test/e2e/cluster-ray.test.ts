@@ -9,32 +9,17 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readResultLines, runView } from '../support/cluster/compare.ts';
+import { goldEvalArgs, goldIds, localGoldRun } from '../support/cluster/eval.ts';
 import { evalOnHead, RAY_SKIP, ROOT, useRayCluster } from '../support/cluster/ray.ts';
-import { localEval, MINI, runnableIds } from '../unit/eval/helpers.ts';
 
 describe('polar eval --cluster ray', { skip: RAY_SKIP ?? false, timeout: 590_000 }, () => {
   const c = useRayCluster('polar-ray-');
-  const ids = () => runnableIds().slice(0, 2);
 
   test('samples spread over the workers; the folder is a one-machine run but for timings and nodes', async () => {
-    const common = [
-      '--dataset',
-      MINI,
-      '--agent',
-      'gold',
-      '--runtime',
-      'local',
-      '--instances',
-      ids().join(','),
-      '--samples',
-      '2',
-      '--cluster-memory',
-      '256MiB',
-    ];
-    const local = localEval('gold', join(c.tmp, 'local'), ['--instances', ids().join(','), '--samples', '2']);
-    assert.equal(local.code, 0, local.stderr);
+    const ids = goldIds();
+    const local = localGoldRun(join(c.tmp, 'local'), ids, 2);
     const r = await evalOnHead(c.net, c.ray, [
-      ...common,
+      ...goldEvalArgs(ids, 2),
       '--cluster',
       `ray=${c.ray.address}`,
       '--out',
@@ -42,7 +27,7 @@ describe('polar eval --cluster ray', { skip: RAY_SKIP ?? false, timeout: 590_000
     ]);
     assert.equal(r.code, 0, r.stderr);
     const lines = readResultLines(join(c.tmp, 'ray-run'));
-    assert.equal(lines.length, ids().length * 2);
+    assert.equal(lines.length, ids.length * 2);
     const nodes = new Set(lines.map((l) => (l.cluster as { node: string }).node));
     assert.ok(nodes.size >= 2, `samples ran on ${[...nodes].join(', ')}`);
     for (const node of nodes)
@@ -50,7 +35,7 @@ describe('polar eval --cluster ray', { skip: RAY_SKIP ?? false, timeout: 590_000
         c.ray.workers.some((w: { ip: string }) => w.ip === node),
         `${node} is a worker`,
       );
-    assert.deepEqual(runView(join(c.tmp, 'ray-run')), runView(join(c.tmp, 'local')));
+    assert.deepEqual(runView(join(c.tmp, 'ray-run')), runView(local));
     // polar build reads it as any run folder
     const build = spawnSync(
       process.execPath,

@@ -7,89 +7,48 @@
  * for timings and node names.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
+import { describe, test } from 'node:test';
 import { readResultLines, runView } from '../support/cluster/compare.ts';
-import { TestNet } from '../support/cluster/netns.ts';
+import {
+  goldEvalArgs,
+  goldIds,
+  localGoldRun,
+  POLAR_EVAL,
+  runOnCluster,
+  useTestCluster,
+} from '../support/cluster/eval.ts';
+import type { TestNet } from '../support/cluster/netns.ts';
 import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
-import { localEval, MINI, ROOT, runnableIds } from '../unit/eval/helpers.ts';
 
 const SKIP = slurmUnavailable();
 
 /** Runs argv (a polar eval, or salloc around one) with the cluster's SLURM_CONF; killed after `limitMs`. */
-function run(
-  net: TestNet,
-  c: SlurmCluster,
-  argv: string[],
-  limitMs = 300_000,
-): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd: ROOT,
-      env: c.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    net.children.push(child);
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d;
-    });
-    child.stdout.resume();
-    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
+const run = (net: TestNet, c: SlurmCluster, argv: string[], limitMs = 300_000) =>
+  runOnCluster(net, argv, c.env, limitMs);
 
 describe('polar eval --cluster slurm', { skip: SKIP ?? false, timeout: 590_000 }, () => {
-  const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
-  before(async () => {
-    ensureFixtureRepos();
-    state.tmp = mkdtempSync(join(tmpdir(), 'polar-slurm-'));
-    state.net = TestNet.create(3);
-    state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
-  });
-  after(async () => {
-    await state.net?.destroy();
-    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true });
-  });
-  const ids = () => runnableIds().slice(0, 2);
-  const polar = [process.execPath, join(ROOT, 'bin/polar'), 'eval'];
+  const state = useTestCluster('polar-slurm-', 'slurm', (net, dir) =>
+    startSlurm(net, dir, { nodes: 2, cpus: 2 }),
+  );
+  const ids = goldIds;
+  const polar = POLAR_EVAL;
   // two shards, each asking a whole node (2 CPUs): one shard per node
   const common = () => [
-    '--dataset',
-    MINI,
-    '--agent',
-    'gold',
-    '--runtime',
-    'local',
-    '--instances',
-    ids().join(','),
-    '--samples',
-    '2',
+    ...goldEvalArgs(ids(), 2),
     '--cluster',
     'slurm',
     '--cluster-shards',
     '2',
     '--cluster-cpus',
     '2',
-    '--cluster-memory',
-    '256MiB',
     '--concurrency',
     '1',
   ];
   let local = '';
   const localRun = () => {
-    if (local) return local;
-    local = join(state.tmp, 'local');
-    const r = localEval('gold', local, ['--instances', ids().join(','), '--samples', '2']);
-    assert.equal(r.code, 0, r.stderr);
+    local ||= localGoldRun(join(state.tmp, 'local'), ids(), 2);
     return local;
   };
   const checkRun = (out: string, stderr: string) => {

@@ -10,12 +10,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { execa, type ResultPromise } from 'execa';
+import type { ResultPromise } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
 import { privateDirs, privateEnv } from '../support/capture-run.ts';
-import { POLAR, ROOT } from '../support/cli.ts';
+import { ROOT, startPolar } from '../support/cli.ts';
 
 const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');
 const REPOS = join(ROOT, 'fixtures/swe/repos');
@@ -44,44 +44,54 @@ after(() => {
   hanging.close();
 });
 
+/** the flags both commands share: the hanging server, no set-up probe, the local runtime */
+const COMMON = [
+  '--backend',
+  'openai',
+  '--backend-url',
+  HANGING,
+  '--model',
+  'm',
+  '--skip-backend-check',
+  '--runtime',
+  'local',
+  '--allow-unsandboxed',
+  '--repos',
+  REPOS,
+];
+
+/** `polar ARGS` started in a private HOME and workspace (`run`: a folder in it for --out). */
+async function start(args: (run: string) => string[], env: Record<string, string> = {}) {
+  ensureFixtureRepos();
+  const { home, workdir } = await privateDirs();
+  const run = join(workdir, 'run');
+  const child = startPolar(args(run), {
+    cwd: workdir,
+    env: { ...privateEnv(home), ...env },
+    extendEnv: false,
+  });
+  return { child, run };
+}
+
 describe('SIGTERM stops long-running commands like Ctrl-C', () => {
   test('polar eval: no new sample, the running one set aside, exit 143, no made-up figure', async () => {
-    ensureFixtureRepos();
-    const { home, workdir } = await privateDirs();
-    const out = join(workdir, 'run');
-    const child = execa(
-      process.execPath,
-      [
-        POLAR,
-        'eval',
-        '--dataset',
-        MINI,
-        '--harness',
-        'generic',
-        '--agent-cmd',
-        'sleep 60',
-        '--backend',
-        'openai',
-        '--backend-url',
-        HANGING,
-        '--model',
-        'm',
-        '--skip-backend-check',
-        '--runtime',
-        'local',
-        '--allow-unsandboxed',
-        '--repos',
-        REPOS,
-        '--limit',
-        '3',
-        '--concurrency',
-        '1',
-        '--json',
-        '--out',
-        out,
-      ],
-      { cwd: workdir, env: privateEnv(home), extendEnv: false, reject: false, stdin: 'ignore' },
-    );
+    const { child, run: out } = await start((run) => [
+      'eval',
+      '--dataset',
+      MINI,
+      '--harness',
+      'generic',
+      '--agent-cmd',
+      'sleep 60',
+      ...COMMON,
+      '--limit',
+      '3',
+      '--concurrency',
+      '1',
+      '--json',
+      '--out',
+      run,
+    ]);
     const captures = join(out, 'captures');
     // the first sample's harness is running: its capture file exists
     await until(child, () => existsSync(captures) && readdirSync(captures).some((f) => f.endsWith('.jsonl')));
@@ -114,26 +124,15 @@ describe('SIGTERM stops long-running commands like Ctrl-C', () => {
     'polar loop: stops in its rollouts, starts no other harness, exits 143',
     { skip: python?.transformers ? false : 'no Python with torch and transformers (npm run setup:python)' },
     async () => {
-      ensureFixtureRepos();
-      const { home, workdir } = await privateDirs();
-      const run = join(workdir, 'run');
       requests.length = 0;
-      const child = execa(
-        process.execPath,
-        [
-          POLAR,
+      const { child, run } = await start(
+        (run) => [
           'loop',
           '--train-set',
           join(ROOT, 'fixtures/loop/coin.jsonl'),
           '--harness',
           'pi',
-          '--backend',
-          'openai',
-          '--backend-url',
-          HANGING,
-          '--model',
-          'm',
-          '--skip-backend-check',
+          ...COMMON,
           '--no-require-token-ids',
           '--reload-cmd',
           'true',
@@ -149,21 +148,10 @@ describe('SIGTERM stops long-running commands like Ctrl-C', () => {
           '2',
           '--concurrency',
           '1',
-          '--runtime',
-          'local',
-          '--allow-unsandboxed',
-          '--repos',
-          REPOS,
           '--out',
           run,
         ],
-        {
-          cwd: workdir,
-          env: { ...privateEnv(home), POLAR_PYTHON: python!.executable },
-          extendEnv: false,
-          reject: false,
-          stdin: 'ignore',
-        },
+        { POLAR_PYTHON: python!.executable },
       );
       // Pi's first model call reached the server: a rollout is running
       await until(child, () => requests.length > 0);

@@ -1,4 +1,8 @@
-/** Runs the real `polar capture` CLI in a subprocess with a private HOME, and reads back its capture. */
+/**
+ * Runs the real `polar capture` CLI in a subprocess with a private HOME, and reads back its capture; the
+ * pieces the capture tests build their own runs from: private dirs and environment, `polar capture`'s
+ * arguments against the vLLM stand-in, a harness of a few lines of script, a capture read whole.
+ */
 import { appendFile, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,6 +58,47 @@ export function privateEnv(home: string): Record<string, string> {
   };
 }
 
+/** `polar capture -o OUT [extra]` against the vLLM server at `url` (Qwen/Qwen3-4B), the harness after `--`. */
+export function captureArgs(out: string, url: string, harness: string[], extra: string[] = []): string[] {
+  return [
+    'capture',
+    '-o',
+    out,
+    ...extra,
+    '--backend',
+    'vllm',
+    '--backend-url',
+    url,
+    '--model',
+    'Qwen/Qwen3-4B',
+    '--',
+    ...harness,
+  ];
+}
+
+/** What a script harness has before its own lines: `chat(content)` posts one user message to polar. */
+const CHAT = `const chat = (content) => fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+  method: 'POST',
+  headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }),
+});`;
+
+/**
+ * A harness of a few lines: node runs `script` as a module, in which `chat(content)` sends one user
+ * message to polar's proxy (OPENAI_BASE_URL, OPENAI_API_KEY, as polar sets them) and resolves with
+ * fetch's Response. Arguments after the script are process.argv[1..].
+ */
+export function scriptHarness(script: string): string[] {
+  return ['node', '--input-type=module', '-e', `${CHAT}\n${script}`];
+}
+
+/** Every record of a capture file, read strictly (no line skipped). */
+export async function readRecords(path: string): Promise<CaptureRecord[]> {
+  const records: CaptureRecord[] = [];
+  for await (const { record } of readCapture(path)) records.push(record);
+  return records;
+}
+
 export async function capture(
   polarArgs: string[],
   harness: string[],
@@ -88,9 +133,9 @@ export async function capture(
         { cwd: workdir, env, extendEnv: false, stdin: 'ignore', reject: false, timeout: timeoutMs },
       ).then((r) => ({ exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) }))
     : await runPolar(args, { cwd: workdir, env, extendEnv: false, timeoutMs });
-  const records: CaptureRecord[] = [];
+  let records: CaptureRecord[];
   try {
-    for await (const { record } of readCapture(out)) records.push(record);
+    records = await readRecords(out);
   } catch (error) {
     throw new Error(`reading ${out} failed: ${(error as Error).message}\nstderr:\n${result.stderr}`);
   }

@@ -1,7 +1,7 @@
 /**
  * The CLI as a user runs it, for every test that needs it: `node bin/polar ARGS` (runPolar, runPolarSync,
- * startPolar for one that runs until stopped), the repository root, and a loopback port nothing listens on
- * (closedPort) for the "server is down" tests.
+ * startPolar for one that runs until stopped; optionally under a file-size limit), the repository root,
+ * and a loopback port nothing listens on (closedPort) for the "server is down" tests.
  */
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -28,6 +28,8 @@ export interface PolarOptions {
   inputFile?: string;
   /** kill polar after this long (default: no limit but the test runner's) */
   timeoutMs?: number;
+  /** run polar under a file-size limit of this many KiB (fileSizeLimited) */
+  fileSizeLimitKiB?: number;
 }
 
 /** execa's result, and the exit code as a number (-1 when polar was killed or did not start). */
@@ -49,6 +51,18 @@ function execaOptions(o: PolarOptions): Options {
   };
 }
 
+/** argv run by bash under a file-size limit of `kib` KiB (`ulimit -f`; SIGXFSZ left at its default). */
+export function fileSizeLimited(kib: number, argv: string[]): string[] {
+  return ['bash', '-c', `ulimit -f ${kib}; exec "$@"`, 'limited', ...argv];
+}
+
+/** The command line of `node bin/polar ARGS`, under the options' limits. */
+function polarArgv(args: string[], o: PolarOptions): [string, string[]] {
+  const argv = [process.execPath, POLAR, ...args];
+  const limited = o.fileSizeLimitKiB === undefined ? argv : fileSizeLimited(o.fileSizeLimitKiB, argv);
+  return [limited[0]!, limited.slice(1)];
+}
+
 function withCode<R extends { exitCode?: number; stdout?: unknown; stderr?: unknown }>(
   r: R,
 ): R & { code: number; stdout: string; stderr: string } {
@@ -61,17 +75,17 @@ function withCode<R extends { exitCode?: number; stdout?: unknown; stderr?: unkn
 
 /** Runs `node bin/polar ARGS` to the end; never throws on a non-zero exit. */
 export async function runPolar(args: string[], options: PolarOptions = {}): Promise<PolarRun> {
-  return withCode(await execa(process.execPath, [POLAR, ...args], execaOptions(options))) as PolarRun;
+  return withCode(await execa(...polarArgv(args, options), execaOptions(options))) as PolarRun;
 }
 
 /** runPolar, synchronously (for tests written as plain sequences of commands). */
 export function runPolarSync(args: string[], options: PolarOptions = {}): PolarRun {
-  return withCode(execaSync(process.execPath, [POLAR, ...args], execaOptions(options) as never)) as PolarRun;
+  return withCode(execaSync(...polarArgv(args, options), execaOptions(options) as never)) as PolarRun;
 }
 
 /** Starts `node bin/polar ARGS` (a server, or a run to interrupt): the execa child, its output piped. */
 export function startPolar(args: string[], options: PolarOptions = {}): ResultPromise {
-  return execa(process.execPath, [POLAR, ...args], execaOptions(options));
+  return execa(...polarArgv(args, options), execaOptions(options));
 }
 
 /** A loopback port nothing listens on: one is bound, noted and closed. */

@@ -6,14 +6,12 @@
  * Flags as the issue found them needed: --node-ip-address, --memory, --num-cpus, no dashboard, no usage
  * stats; fixed agent ports (each node has its own namespace, so they never clash). Stopped by pid only.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before } from 'node:test';
-import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
 import { ROOT } from '../cli.ts';
-import { netnsUnavailable, TestNet, type TestNode } from './netns.ts';
+import { runOnCluster, useTestCluster } from './eval.ts';
+import { netnsUnavailable, type TestNet, type TestNode } from './netns.ts';
 
 export { ROOT };
 export const VENV_PYTHON = join(ROOT, '.venv/bin/python');
@@ -144,46 +142,17 @@ export function polarOnHead(
     env = RAY_ENV,
   }: { limitMs?: number; onLine?: (line: string) => void; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      'ip',
-      ['netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), ...words],
-      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    net.children.push(child);
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d;
-      for (const line of String(d).split('\n')) if (line) onLine?.(line);
-    });
-    child.stdout.resume();
-    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
+  const argv = ['ip', 'netns', 'exec', ray.head.name, process.execPath, join(ROOT, 'bin/polar'), ...words];
+  return runOnCluster(net, argv, env, limitMs, onLine);
 }
 
 /** Why the Ray cluster tests cannot run here (null: they can). */
 export const RAY_SKIP: string | null = netnsUnavailable() ?? rayUnavailable();
 
 /**
- * The hooks of a describe that needs a Ray cluster: fixture repositories, a head and two workers on test
- * hosts, a temporary folder; all torn down (processes by pid, namespaces, folder) in `after`, whatever
- * the tests did. The returned object is filled in by `before`.
+ * The hooks of a describe that needs a Ray cluster (useTestCluster): a head and two workers with 2
+ * polar_slot each on three test hosts. The returned object is filled in by `before`.
  */
 export function useRayCluster(prefix: string): { net: TestNet; ray: RayCluster; tmp: string } {
-  const state = {} as { net: TestNet; ray: RayCluster; tmp: string };
-  before(async () => {
-    ensureFixtureRepos();
-    state.tmp = mkdtempSync(join(tmpdir(), prefix));
-    state.net = TestNet.create(3);
-    state.ray = await startRay(state.net, join(state.tmp, 'ray'), { slots: 2 });
-  });
-  after(async () => {
-    await state.net?.destroy();
-    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true });
-  });
-  return state;
+  return useTestCluster(prefix, 'ray', (net, dir) => startRay(net, dir, { slots: 2 }));
 }

@@ -13,12 +13,11 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { execa } from 'execa';
 import { startGym } from '../../../src/gym/server.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { startServe } from '../../../src/serve/serve.ts';
-import { privateDirs, privateEnv } from '../../support/capture-run.ts';
-import { POLAR } from '../../support/cli.ts';
+import { captureArgs, privateDirs, privateEnv, scriptHarness } from '../../support/capture-run.ts';
+import { runPolar } from '../../support/cli.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const USER = 'polaruser';
@@ -50,37 +49,17 @@ describe('backend credentials are redacted wherever a URL is stored or printed',
     const { home, workdir, out } = await privateDirs();
     // the first call fails (the server answers 500: the error message quotes the URL), the second works
     standin.faults.push({ status: 500, message: 'injected' });
-    const harness = `
+    const harness = scriptHarness(`
       for (let i = 0; i < 2; i++) {
-        const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
-          method: 'POST',
-          headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
-        });
+        const r = await chat('hi');
         console.log('harness got ' + r.status + ' ' + (await r.text()));
-      }`;
-    const r = await execa(
-      process.execPath,
-      [
-        POLAR,
-        'capture',
-        '-o',
-        out,
-        '--skip-backend-check',
-        '--backend',
-        'vllm',
-        '--backend-url',
-        withUserinfo(standin.url),
-        '--model',
-        'Qwen/Qwen3-4B',
-        '--',
-        'node',
-        '--input-type=module',
-        '-e',
-        harness,
-      ],
-      { reject: false, cwd: workdir, env: privateEnv(home), extendEnv: false, timeout: 60_000 },
-    );
+      }`);
+    const r = await runPolar(captureArgs(out, withUserinfo(standin.url), harness, ['--skip-backend-check']), {
+      cwd: workdir,
+      env: privateEnv(home),
+      extendEnv: false,
+      timeoutMs: 60_000,
+    });
     assert.match(String(r.stdout), /harness got 502 .*<redacted>@127/);
     assert.match(String(r.stdout), /harness got 200/);
     const text = readFileSync(out, 'utf8');
@@ -106,25 +85,9 @@ describe('backend credentials are redacted wherever a URL is stored or printed',
       for (const socket of held) socket.destroy();
       silent.close();
     });
-    const r = await execa(
-      process.execPath,
-      [
-        POLAR,
-        'capture',
-        '-o',
-        out,
-        '--backend-timeout',
-        '2',
-        '--backend',
-        'vllm',
-        '--backend-url',
-        withCredentials(`http://127.0.0.1:${port}/v1`),
-        '--model',
-        'Qwen/Qwen3-4B',
-        '--',
-        'true',
-      ],
-      { reject: false, cwd: workdir, env: privateEnv(home), extendEnv: false, timeout: 60_000 },
+    const r = await runPolar(
+      captureArgs(out, withCredentials(`http://127.0.0.1:${port}/v1`), ['true'], ['--backend-timeout', '2']),
+      { cwd: workdir, env: privateEnv(home), extendEnv: false, timeoutMs: 60_000 },
     );
     assert.equal(r.exitCode, 4);
     assert.match(String(r.stderr), /did not answer within 2 s/);

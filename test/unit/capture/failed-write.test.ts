@@ -16,62 +16,41 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
-import { readCapture } from '../../../src/capture/reader.ts';
-import type { CaptureRecord } from '../../../src/capture/record.ts';
 import { buildTrajectories } from '../../../src/trajectory/build.ts';
-import { privateDirs, privateEnv } from '../../support/capture-run.ts';
-import { POLAR, ROOT } from '../../support/cli.ts';
+import {
+  captureArgs,
+  privateDirs,
+  privateEnv,
+  readRecords,
+  scriptHarness,
+} from '../../support/capture-run.ts';
+import { POLAR, ROOT, runPolar } from '../../support/cli.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'polar-failed-write-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Four calls; the second is 150 KB. argv[1], when given, is a filler file removed after that call. */
-const HARNESS = `
+const HARNESS = scriptHarness(`
   import { rmSync } from 'node:fs';
   const call = async (content) => {
-    const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
-      method: 'POST',
-      headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }),
-    });
+    const r = await chat(content);
     if (r.status !== 200) throw new Error('status ' + r.status);
     await r.json();
   };
   await call('hello, ten');
-  await call('x'.repeat(150000));
+  // 150 KB of words: one 150,000-letter word would cost the stand-in's tokenizer seconds of BPE
+  await call('hello world '.repeat(12500));
   await new Promise((r) => setTimeout(r, 300));
   if (process.argv[1]) rmSync(process.argv[1]);
   await call('ten bytes');
   await call('ten more b');
-  console.log('harness done');`;
+  console.log('harness done');`);
 
-const captureArgs = (standin: Standin, out: string) => [
-  POLAR,
-  'capture',
-  '-o',
-  out,
-  '--skip-backend-check',
-  '--backend',
-  'vllm',
-  '--backend-url',
-  standin.url,
-  '--model',
-  'Qwen/Qwen3-4B',
-  '--',
-  'node',
-  '--input-type=module',
-  '-e',
-  HARNESS,
-];
+const args = (standin: Standin, out: string) =>
+  captureArgs(out, standin.url, HARNESS, ['--skip-backend-check']);
 
 const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-
-async function all(path: string): Promise<CaptureRecord[]> {
-  const out: CaptureRecord[] = [];
-  for await (const { record } of readCapture(path)) out.push(record);
-  return out;
-}
 
 /** What every variant must leave: the calls after the failed one read back, and the loss is named. */
 async function checkCapture(out: string, result: { exitCode?: number; stdout: string; stderr: string }) {
@@ -79,7 +58,7 @@ async function checkCapture(out: string, result: { exitCode?: number; stdout: st
   assert.match(result.stdout, /harness done/);
   assert.match(result.stderr, /could not write to the capture .*(ENOSPC|EFBIG)/);
   const lines = readFileSync(out, 'utf8').trim().split('\n');
-  const records = await all(out); // strict: no line skipped
+  const records = await readRecords(out); // strict: no line skipped
   const calls = records.filter((r) => r.type === 'call');
   assert.deepEqual(
     calls.map((c) => c.seq),
@@ -116,18 +95,14 @@ describe('a failed capture write loses that call only', () => {
 
   it('EFBIG: a file-size limit (ulimit -f 64) the 150 KB record is over', async () => {
     const { home, workdir, out } = await privateDirs();
-    const r = await execa(
-      'bash',
-      ['-c', 'ulimit -f 64; exec "$@"', 'limited', process.execPath, ...captureArgs(standin, out)],
-      {
-        reject: false,
-        cwd: ROOT,
-        env: { ...privateEnv(home), PWD: workdir },
-        extendEnv: false,
-        timeout: 120_000,
-      },
-    );
-    await checkCapture(out, { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) });
+    const r = await runPolar(args(standin, out), {
+      cwd: workdir,
+      env: privateEnv(home),
+      extendEnv: false,
+      timeoutMs: 120_000,
+      fileSizeLimitKiB: 64,
+    });
+    await checkCapture(out, r);
   });
 
   it('ENOSPC: a nearly full 256 KiB tmpfs, space freed after the failed write', async (t) => {
@@ -141,7 +116,7 @@ describe('a failed capture write loses that call only', () => {
       'fs=$(mktemp -d)',
       'mount -t tmpfs -o size=256k tmpfs "$fs"',
       'head -c 194560 /dev/zero > "$fs/filler"',
-      `${q(process.execPath)} ${captureArgs(standin, '"$fs/run.jsonl"')
+      `${[process.execPath, POLAR, ...args(standin, '"$fs/run.jsonl"')]
         .map((a) => (a === '"$fs/run.jsonl"' ? a : q(a)))
         .join(' ')} "$fs/filler"`,
       'rc=$?',

@@ -9,30 +9,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
-import { readCapture } from '../../../src/capture/reader.ts';
-import type { CaptureRecord } from '../../../src/capture/record.ts';
 import { CaptureWriter } from '../../../src/capture/writer.ts';
-import { privateDirs, privateEnv } from '../../support/capture-run.ts';
-import { POLAR, ROOT } from '../../support/cli.ts';
+import {
+  captureArgs,
+  privateDirs,
+  privateEnv,
+  readRecords,
+  scriptHarness,
+} from '../../support/capture-run.ts';
+import { fileSizeLimited, ROOT, runPolar } from '../../support/cli.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'polar-writer-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Runs a shell command with a file-size limit of `blocks` KiB (SIGXFSZ left at its default). */
-function limited(blocks: number, command: string[], env?: Record<string, string>) {
-  return execa('bash', ['-c', `ulimit -f ${blocks}; exec "$@"`, 'limited', ...command], {
-    reject: false,
-    cwd: ROOT,
-    ...(env ? { env, extendEnv: false } : {}),
-    timeout: 60_000,
-  });
-}
-
-async function records(path: string): Promise<CaptureRecord[]> {
-  const out: CaptureRecord[] = [];
-  for await (const { record } of readCapture(path)) out.push(record);
-  return out;
+/** Runs a command with a file-size limit of `blocks` KiB (SIGXFSZ left at its default). */
+function limited(blocks: number, command: string[]) {
+  const [file, ...args] = fileSizeLimited(blocks, command);
+  return execa(file!, args, { reject: false, cwd: ROOT, timeout: 60_000 });
 }
 
 describe('capture writer', () => {
@@ -92,38 +86,16 @@ describe('capture writer', () => {
     it('exits with a clear message and leaves a valid capture', async () => {
       const { home, workdir, out } = await privateDirs();
       // six calls with unrelated 3 KB prompts: each record is whole (no delta), the third one overflows
-      const harness = `
-        for (let i = 0; i < 6; i++) {
-          const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
-            method: 'POST',
-            headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: String(i).repeat(3000) }] }),
-          });
-          await r.json();
-        }
-        console.log('harness done');`;
-      const r = await limited(
-        64,
-        [
-          process.execPath,
-          POLAR,
-          'capture',
-          '-o',
-          out,
-          '--backend',
-          'vllm',
-          '--backend-url',
-          standin.url,
-          '--model',
-          'Qwen/Qwen3-4B',
-          '--',
-          'node',
-          '--input-type=module',
-          '-e',
-          harness,
-        ],
-        { ...privateEnv(home), PWD: workdir },
-      );
+      const harness = scriptHarness(`
+        for (let i = 0; i < 6; i++) await (await chat(String(i).repeat(3000))).json();
+        console.log('harness done');`);
+      const r = await runPolar(captureArgs(out, standin.url, harness), {
+        cwd: workdir,
+        env: privateEnv(home),
+        extendEnv: false,
+        timeoutMs: 60_000,
+        fileSizeLimitKiB: 64,
+      });
       assert.equal(r.exitCode, 4, `exit ${r.exitCode} ${r.signal ?? ''}\n${r.stderr}`);
       assert.match(String(r.stdout), /harness done/);
       assert.match(
@@ -133,7 +105,7 @@ describe('capture writer', () => {
       assert.match(String(r.stderr), /ulimit -f/);
       const text = readFileSync(out, 'utf8');
       assert.ok(text.endsWith('\n'), 'no partial record at the end');
-      const got = await records(out);
+      const got = await readRecords(out);
       const calls = got.filter((x) => x.type === 'call');
       assert.ok(calls.length >= 1 && calls.length < 6, `${calls.length} calls fit`);
       assert.equal(got[0]!.type, 'session');

@@ -204,14 +204,21 @@ test('a run is read through its writers’ schemas: a field of the wrong type is
   writeJsonl(join(dir, 'step-2', 'train', 'metrics.jsonl'), [
     { event: 'step', step: 1, loss: 'NaN', kl: 0.5 },
   ]);
+  writeFileSync(
+    join(dir, 'step-2', 'build-stats.json'),
+    JSON.stringify({ calls_used: 'four', calls_merged: 2, rewards: { capture: 2, file: -1 } }),
+  );
   const run = readRunDir(dir);
   const [s1, s2] = run.steps;
+  assert.deepEqual(s2?.buildStats, { calls_merged: 2, rewards: { capture: 2 } });
   assert.equal(s1?.eval?.pass_at_1, null);
   assert.equal(s1?.eval?.total, 4);
   assert.equal(s2?.status, 'running');
   assert.deepEqual(s2?.metrics, [{ event: 'step', step: 1, kl: 0.5 }]);
   assert.deepEqual(run.warnings.map((w) => w.slice(dir.length)).sort(), [
     '/step-1/eval/report.json: pass_at_1.mean: expected number',
+    '/step-2/build-stats.json: calls_used: expected number',
+    '/step-2/build-stats.json: rewards.file: Too small: expected number to be >=0',
     '/step-2/step.json: status: expected one of "done"',
     '/step-2/train/metrics.jsonl:1: loss: expected number',
   ]);

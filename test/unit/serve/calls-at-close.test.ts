@@ -9,6 +9,7 @@
  *   failure (it was `backend_unreachable` / 502).
  */
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,7 +69,27 @@ async function records(file: string): Promise<{ calls: CallRecord[]; end: Sessio
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Resolves once `ready()` holds (checked every 20 ms); fails naming `what` after 30 s. */
+async function until(what: string, ready: () => boolean): Promise<void> {
+  for (const t0 = Date.now(); !ready(); await new Promise((r) => setTimeout(r, 20)))
+    if (Date.now() - t0 > 30_000) throw new Error(`waited 30 s for ${what}`);
+}
+
+/** Starts a streamed call and resolves once the stand-in is answering it (the call is in flight). */
+async function inFlight(standin: Standin, start: () => Promise<string>): Promise<{ call: Promise<string> }> {
+  const seen = standin.calls.length;
+  const call = start();
+  await until('the backend to answer the call', () => standin.calls.length > seen);
+  return { call };
+}
+
+/** The call records in a capture file so far. */
+const callLines = (file: string): number =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"type":"call"')).length
+    : 0;
 
 describe('calls in flight when a session closes, and harnesses that hang up', () => {
   let standin: Standin;
@@ -84,8 +105,7 @@ describe('calls in flight when a session closes, and harnesses that hang up', ()
       // about a dozen chunks, 3.2 s apart: the stream outlives the 30 s the close used to wait
       standin.faults.push({ chunkDelayMs: 3200 });
       const t0 = Date.now();
-      const call = streamCall(s, session.key);
-      await sleep(1000);
+      const { call } = await inFlight(standin, () => streamCall(s, session.key));
       const closed = await admin(s, `/sessions/${session.id}`, { method: 'DELETE' });
       assert.equal(closed.status, 200);
       const got = await call;
@@ -108,8 +128,7 @@ describe('calls in flight when a session closes, and harnesses that hang up', ()
     try {
       const session = await open(s);
       standin.faults.push({ chunkDelayMs: 1000 });
-      const call = streamCall(s, session.key);
-      await sleep(1500);
+      const { call } = await inFlight(standin, () => streamCall(s, session.key));
       const closed = await admin(s, `/sessions/${session.id}?wait_s=0.5`, { method: 'DELETE' });
       assert.equal(closed.status, 200);
       const body = (await closed.json()) as Record<string, unknown>;
@@ -134,8 +153,7 @@ describe('calls in flight when a session closes, and harnesses that hang up', ()
     const s = await served(standin);
     const session = await open(s);
     standin.faults.push({ chunkDelayMs: 1000 });
-    const call = streamCall(s, session.key);
-    await sleep(1500);
+    const { call } = await inFlight(standin, () => streamCall(s, session.key));
     await s.close(300);
     await call;
     const { calls, end } = await records(session.capture);
@@ -151,8 +169,7 @@ describe('calls in flight when a session closes, and harnesses that hang up', ()
       // before any output (the first token comes 1.5 s after the headers of the backend's answer)
       standin.faults.push({ chunkDelayMs: 1500 });
       const early = new AbortController();
-      const first = streamCall(s, session.key, early.signal);
-      await sleep(700);
+      const { call: first } = await inFlight(standin, () => streamCall(s, session.key, early.signal));
       early.abort();
       assert.match(await first, /^failed/);
       // mid-stream: the harness has the headers and some tokens
@@ -170,7 +187,8 @@ describe('calls in flight when a session closes, and harnesses that hang up', ()
       await reader.read();
       late.abort();
       await reader.read().catch(() => {});
-      await sleep(500);
+      // both hang-ups recorded before the session closes
+      await until('the second call record', () => callLines(session.capture) >= 2);
       await admin(s, `/sessions/${session.id}`, { method: 'DELETE' });
       const { calls, end } = await records(session.capture);
       assert.equal(calls.length, 2);

@@ -27,7 +27,7 @@ import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
-import { ENVS, envFixtures, localEvalOptions, offlinePip, polar, REPOS, ROOT } from './helpers.ts';
+import { ENVS, envFixtures, localEvalOptions, offlinePip, polar, REPOS, ROOT } from '../eval/helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'polar-envs-'));
 const cache = join(tmp, 'cache');

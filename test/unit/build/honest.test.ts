@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startPolar } from '../../support/cli.ts';
-import { call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
+import { call, EOT, grading, ids, jsonl, session, sessionEnd } from '../trajectory/builder.ts';
 
 async function polar(args: string[], options: { closeAfterFirstChunk?: boolean } = {}) {
   const child = startPolar(args);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { readTrajectories } from '../../../src/trajectory/reader.ts';
 import { runPolar } from '../../support/cli.ts';
-import { call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
+import { call, EOT, grading, ids, jsonl, session, sessionEnd } from '../trajectory/builder.ts';
 
 const polar = (args: string[], input?: string) => runPolar(args, input === undefined ? {} : { input });
 

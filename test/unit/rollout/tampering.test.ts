@@ -14,7 +14,7 @@ import { runEval } from '../../../src/eval/run.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { detectTampering } from '../../../src/rollout/tampering.ts';
-import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from './helpers.ts';
+import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from '../eval/helpers.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'polar-tampering-'));
 const readJsonl = (p: string) =>
