@@ -24,6 +24,8 @@ export interface LoopFlags extends BackendFlags, RolloutFlags {
   tasksPerStep: number;
   steps: number;
   evalEvery: number;
+  /** --max-staleness (DEFAULTS.maxStaleness) */
+  maxStaleness?: number;
   out: string;
   concurrency: number;
   reloadCmd?: string;
@@ -61,6 +63,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     tasksPerStep: f.tasksPerStep,
     steps: f.steps,
     evalEvery: f.evalEvery,
+    ...(f.maxStaleness ? { maxStaleness: f.maxStaleness } : {}),
     out: f.out,
     concurrency: f.concurrency,
     agentTimeoutMs: f.agentTimeout,

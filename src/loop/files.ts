@@ -21,11 +21,20 @@ export const LOOP_FILES = {
   onnx: 'onnx',
   /** step-N/heldout/: the held-out evaluation after the step (step-0/heldout: the starting policy's) */
   heldout: 'heldout',
+  /** --max-staleness >= 1: the schedule journal, written ahead (src/loop/async.ts) */
+  schedule: 'schedule.jsonl',
+  /** --max-staleness >= 1: groups/g-NNNNNN/, one evaluation folder per GRPO group */
+  groups: 'groups',
 } as const;
 
 /** step-N */
 export function stepDirName(n: number): string {
   return `step-${n}`;
+}
+
+/** groups/g-NNNNNN (--max-staleness >= 1) */
+export function groupDirName(group: number): string {
+  return `g-${String(group).padStart(6, '0')}`;
 }
 
 /** step-N/step.json (LOOP_FILES.step): the step's summary, written last by src/loop/loop.ts; --resume and
@@ -44,5 +53,29 @@ export const stepSummarySchema = z.object({
   heldout: z.object({ pass_at_1: z.number().nullable() }).nullable(),
   trajectories: z.number().int().nonnegative(),
   trainable_tokens: z.number().int().nonnegative(),
+  /**
+   * --max-staleness >= 1: over the step's samples, staleness = (step - 1) - the policy version that
+   * sampled it; carried: samples of groups launched for an earlier step; dropped: samples of groups too
+   * stale for this step, never trained (absent in a --max-staleness 0 run: all 0)
+   */
+  staleness: z
+    .object({
+      max: z.number().int().nonnegative(),
+      mean: z.number().nonnegative(),
+      carried: z.number().int().nonnegative(),
+      dropped: z.number().int().nonnegative(),
+    })
+    .optional(),
+  /** --max-staleness >= 1: the groups trained, with the version each sample started under */
+  groups: z
+    .array(
+      z.object({
+        group: z.number().int().nonnegative(),
+        task: z.string(),
+        meant_for: z.number().int().nonnegative(),
+        policy_versions: z.array(z.number().int().nonnegative()),
+      }),
+    )
+    .optional(),
 });
 export type StepSummary = z.infer<typeof stepSummarySchema>;

@@ -49,6 +49,12 @@ export interface LoopOptions {
   tasksPerStep: number;
   steps: number;
   evalEvery: number;
+  /**
+   * --max-staleness K: 0 alternates strictly (rollouts, build, train, publish); K >= 1 keeps rollouts
+   * running while a step trains, a sample trained at most K versions after the one that sampled it
+   * (src/loop/async.ts)
+   */
+  maxStaleness?: number;
   out: string;
   concurrency: number;
   agentTimeoutMs: number;
@@ -74,7 +80,7 @@ export interface LoopOptions {
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
 }
 
-const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
+export const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
 
 /** The tasks of step N: a fixed rotation through the training set (step 1 takes the first k). */
 export function tasksForStep(all: SweInstance[], step: number, perStep: number): SweInstance[] {
@@ -167,6 +173,13 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   try {
     if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
     if (first === 1) await baselineHeldout(o, backend, evalSet, out);
+    if ((o.maxStaleness ?? 0) > 0) {
+      const { runAsyncSteps } = await import('./async-loop.ts');
+      summaries.push(
+        ...(await runAsyncSteps(o, { out, backend, publisher, trainSet, evalSet }, first, checkpoint)),
+      );
+      return summaries;
+    }
     for (let n = first; n <= o.steps; n++) {
       stopped(o, `step ${n} was not started`);
       const summary = await runStep(o, { out, backend, publisher, trainSet, evalSet }, n, checkpoint);
@@ -179,7 +192,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   return summaries;
 }
 
-interface StepContext {
+export interface StepContext {
   out: string;
   backend: Backend;
   publisher: Publisher;
@@ -305,7 +318,7 @@ async function runStep(
  * The held-out eval of the starting policy (step-0/heldout): the baseline later held-out evals are read
  * against. Kept on --resume once its report is written; redone when it was cut short.
  */
-async function baselineHeldout(
+export async function baselineHeldout(
   o: LoopOptions,
   backend: Backend,
   evalSet: SweInstance[],
@@ -335,7 +348,7 @@ async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Pr
 }
 
 /** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
-function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
+export function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
   throwIfStopped(
     o.signal,
     what,
@@ -343,7 +356,7 @@ function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
   );
 }
 
-async function publish(
+export async function publish(
   publisher: Publisher,
   checkpoint: string,
   onnxDir: string,
@@ -361,7 +374,7 @@ export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runti
   return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
 }
 
-async function evaluate(
+export async function evaluate(
   o: LoopOptions,
   backend: Backend,
   instances: SweInstance[],

@@ -130,6 +130,8 @@ export const DEFAULTS = {
   tasksPerStep: d(9),
   steps: d(50),
   evalEvery: d(10),
+  /** polar loop --max-staleness: 0 alternates rollouts and training strictly (src/loop/async.ts) */
+  maxStaleness: d(0),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

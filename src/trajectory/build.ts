@@ -77,6 +77,7 @@ function summaryOf(header: SessionRecord, state: OpenSession, metaKey: string | 
     tokensTrainable: 0,
     tokensTotal: 0,
     unparsedCalls: 0,
+    policyVersion: state.policyVersion,
   };
 }
 

@@ -11,7 +11,16 @@ export type OutputFormat = (typeof outputFormats)[number];
 /** The fields of a trajectory known only at the end of the run (or carried from its session record). */
 export type TrajectoryHead = Pick<
   TrajectoryRecord,
-  'id' | 'session' | 'task_id' | 'sample' | 'group_id' | 'harness' | 'model' | 'status' | 'reward'
+  | 'id'
+  | 'session'
+  | 'task_id'
+  | 'sample'
+  | 'group_id'
+  | 'harness'
+  | 'model'
+  | 'status'
+  | 'reward'
+  | 'policy_version'
 >;
 
 /** JSON of an object without its opening brace: `"a":1,...}`. */
@@ -48,7 +57,7 @@ export function encodeTails(
 /** The start of one output line, to be followed by one of its tails (`row` is the index of the tail). */
 export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: number): string {
   if (format === 'polar') {
-    const { id, session, task_id, sample, group_id, harness, model, status, reward } = head;
+    const { id, session, task_id, sample, group_id, harness, model, status, reward, policy_version } = head;
     const h = {
       v: TRAJECTORY_VERSION,
       id,
@@ -60,6 +69,8 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
       model,
       status,
       reward,
+      // only from a loop's captures (docs/trajectory-format.md)
+      ...(policy_version !== undefined ? { policy_version } : {}),
     };
     return `${JSON.stringify(h).slice(0, -1)},`;
   }
@@ -74,6 +85,7 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
     uid: head.group_id ?? head.id,
     status: head.status,
     reward: head.reward,
+    ...(head.policy_version !== undefined ? { policy_version: head.policy_version } : {}),
   };
   return `${JSON.stringify(h).slice(0, -1)},`;
 }

@@ -27,6 +27,8 @@ export interface Summary {
   tokensTotal: number;
   /** calls in its traces whose tool call the server did not parse */
   unparsedCalls: number;
+  /** the oldest policy version of its sampled calls (polar loop), null when none is recorded */
+  policyVersion: number | null;
 }
 
 /** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
@@ -77,6 +79,7 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     model: s.model,
     status: s.status,
     reward,
+    ...(s.policyVersion !== null ? { policy_version: s.policyVersion } : {}),
   };
 }
 

@@ -136,6 +136,8 @@ class Trainer:
 
         # data
         records = D.read_records(cfg["trajectories"])
+        # polar loop --max-staleness: how far behind this policy the samples are (refused beyond the bound)
+        self.staleness = D.check_staleness(records, cfg.get("policy_version"), cfg.get("max_staleness"))
         advantages, note = A.compute_advantages(records, cfg["advantage"])
         if note:
             self.log(note)
@@ -287,6 +289,9 @@ class Trainer:
             tokens = sum(m.tokens for micros in minis for m in micros)
             trained = sum(m.trained_tokens for micros in minis for m in micros)
             metrics = acc.result()
+            # polar loop: how many policy versions behind the trained policy the file's samples are
+            metrics["staleness_max"] = self.staleness["max"] if self.staleness else None
+            metrics["staleness_mean"] = self.staleness["mean"] if self.staleness else None
             metrics.update({
                 "event": "step",
                 "step": step_no,
@@ -343,7 +348,7 @@ class Trainer:
                 self._non_finite("loss", step_no, k)
             if loss.requires_grad:  # a micro-batch without trained tokens has nothing to back-propagate
                 (loss * scale).backward()
-            acc.add_micro(loss, m, entropy, tis)
+            acc.add_micro(loss, m, entropy, tis, cfg["tis_cap"])
             self._micro_done(progress)
         if cfg["grad_clip"] and cfg["grad_clip"] > 0:
             if self.dist:
@@ -399,10 +404,13 @@ class _Acc:
         self.entropy = 0.0
         self.tis = 0.0
         self.tis_tokens = 0.0
+        self.tis_min: Optional[float] = None
+        self.tis_max: Optional[float] = None
+        self.tis_truncated = 0.0
         self.gnorms: List[float] = []
         self._update_loss = 0.0
 
-    def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis) -> None:
+    def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis, cap: float) -> None:
         self.loss += float(loss.detach())
         self.pg += float(m["pg_loss"])
         n = float(m["tokens"])
@@ -415,6 +423,11 @@ class _Acc:
         if tis is not None:
             self.tis += float(tis.sum())
             self.tis_tokens += float(tis.shape[0])
+            if tis.numel():
+                lo, hi = float(tis.min()), float(tis.max())
+                self.tis_min = lo if self.tis_min is None else min(self.tis_min, lo)
+                self.tis_max = hi if self.tis_max is None else max(self.tis_max, hi)
+                self.tis_truncated += float((tis >= cap).sum())
 
     def add_update(self, gnorm: float) -> None:
         self.gnorms.append(gnorm)
@@ -432,6 +445,10 @@ class _Acc:
             "ratio_mean": self.ratio / t,
             "entropy": self.entropy / t,
             "tis_mean": (self.tis / self.tis_tokens) if self.tis_tokens else None,
+            # the importance ratio pi_old / mu per token, after truncation at tis_cap
+            "tis_min": self.tis_min,
+            "tis_max": self.tis_max,
+            "tis_truncated_frac": (self.tis_truncated / self.tis_tokens) if self.tis_tokens else None,
             "grad_norm": sum(self.gnorms) / u,
             "grad_norm_max": max(self.gnorms) if self.gnorms else None,
         }
