@@ -45,6 +45,11 @@ export interface Backend {
    */
   reload?(modelDir: string): Promise<void>;
   /**
+   * Ask the server for another served model from the next call on (vLLM: a LoRA adapter loaded at run
+   * time); calls already sent keep theirs. Absent on backends that cannot.
+   */
+  serveModel?(name: string): void;
+  /**
    * the policy version new calls are served by (polar loop: the last published step), recorded in each
    * call record as `policy_version`; undefined outside a loop
    */

@@ -186,7 +186,7 @@ async function trainBatch(
   if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
     throw new PolarError(`simulated crash after train of step ${n}`);
   if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
-  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o);
+  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o, n);
   backend.policyVersion = n;
 
   let heldout: StepSummary['heldout'] = null;

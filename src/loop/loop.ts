@@ -169,9 +169,11 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const publisher: Publisher = publisherFor(backend, {
     backendOptions: o.backend,
     ...(o.reloadCmd ? { reloadCmd: o.reloadCmd } : {}),
+    ...(o.trainFlags.lora === true ? { lora: true } : {}),
   });
   try {
-    if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
+    if (!published && (publisher.needsOnnx || first > 1))
+      await publish(publisher, checkpoint, startOnnx, o, first - 1);
     if (first === 1) await baselineHeldout(o, backend, evalSet, out);
     if ((o.maxStaleness ?? 0) > 0) {
       const { runAsyncSteps } = await import('./async-loop.ts');
@@ -361,9 +363,14 @@ export async function publish(
   checkpoint: string,
   onnxDir: string,
   o: LoopOptions,
+  version?: number,
 ): Promise<void> {
   if (publisher.needsOnnx) await exportTo(checkpoint, onnxDir, o);
-  await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
+  await publisher.publish({
+    checkpoint,
+    ...(publisher.needsOnnx ? { onnx: onnxDir } : {}),
+    ...(version !== undefined ? { version } : {}),
+  });
   // a restarted or reloaded server is checked again: a --reload-cmd that drops a server flag
   // (--enable-auto-tool-choice, --served-model-name) stops here, not after a step of failed rollouts
   if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
