@@ -6,6 +6,7 @@
 import { type Deadline, type HttpResponse, request, timeLimit } from '../http/client.ts';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
 import { SseDecoder, type SseEvent, SseEventTooLarge } from '../protocols/sse.ts';
+import { stringifyJsonPieces } from '../util/json-text.ts';
 import { CallDeadline } from './deadline.ts';
 
 /** A backend's response (the client's): status and headers, the body as it arrives. */
@@ -43,7 +44,8 @@ export async function postJson(
   try {
     const response = await request(url, {
       method: 'POST',
-      body: JSON.stringify(body),
+      // (a conversation's long texts were escaped and encoded for the call before: remembered)
+      body: stringifyJsonPieces(body),
       headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',

@@ -8,6 +8,7 @@
 import { redactUrl } from '../http/redact.ts';
 import type { CompletedCall } from '../proxy/call.ts';
 import { hasUnparsedToolCall } from '../tokenizer/unparsed.ts';
+import { stringifyJson } from '../util/json-text.ts';
 import { log } from '../util/log.ts';
 import type { EncodedCall } from './codec.ts';
 import type { CallRecord } from './record.ts';
@@ -140,10 +141,10 @@ export function serialiseRecord(
     raw.includes(13) ||
     raw.includes(key)
   )
-    return JSON.stringify(line);
-  const text = JSON.stringify({ ...line, request: { ...request, body: RAW_BODY } });
+    return stringifyJson(line);
+  const text = stringifyJson({ ...line, request: { ...request, body: RAW_BODY } });
   const at = text.indexOf(RAW_BODY_JSON);
-  if (at < 0) return JSON.stringify(line);
+  if (at < 0) return stringifyJson(line);
   return [Buffer.from(text.slice(0, at)), raw, Buffer.from(text.slice(at + RAW_BODY_JSON.length))];
 }
 

@@ -93,8 +93,8 @@ export interface HttpResponse {
 export interface RequestOptions {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
-  /** the request body (a JSON text, usually) */
-  body?: string | Buffer;
+  /** the request body (a JSON text, usually), or its pieces to send one after the other */
+  body?: string | Buffer | readonly Buffer[];
   /** the request's limits, held by the caller for as long as it reads the body (it disposes of it) */
   deadline: Deadline;
   /** the client disposes of the deadline itself, once the body is read or the request failed */
@@ -116,25 +116,36 @@ function abortReason(signal: AbortSignal, error: unknown): unknown {
   return signal.aborted ? (signal.reason ?? error) : error;
 }
 
+function bodyLength(body: string | Buffer | readonly Buffer[]): number {
+  if (typeof body === 'string') return Buffer.byteLength(body);
+  if (Buffer.isBuffer(body)) return body.length;
+  let n = 0;
+  for (const piece of body as readonly Buffer[]) n += piece.length;
+  return n;
+}
+
 function send(url: URL, options: RequestOptions, headers: Record<string, string>): Promise<IncomingMessage> {
   const { signal } = options.deadline;
+  const body = options.body;
   return new Promise((resolve, reject) => {
     const https = url.protocol === 'https:';
     const req = (https ? httpsRequest : httpRequest)(
       url,
       {
         method: options.method ?? 'GET',
-        headers:
-          options.body === undefined
-            ? headers
-            : { ...headers, 'content-length': Buffer.byteLength(options.body) },
+        headers: body === undefined ? headers : { ...headers, 'content-length': bodyLength(body) },
         agent: https ? agents.https : agents.http,
         signal,
       },
       resolve,
     );
     req.on('error', (error) => reject(abortReason(signal, error)));
-    req.end(options.body);
+    if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
+    else {
+      // (the pieces go out with the headers in one writev once the socket is there)
+      for (const piece of body as readonly Buffer[]) req.write(piece);
+      req.end();
+    }
   });
 }
 

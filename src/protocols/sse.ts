@@ -29,23 +29,39 @@ export class SseDecoder {
   private buffer = '';
   /** where the search for the next blank line resumes (text before it holds none) */
   private scanned = 0;
+  /** a \r was seen: line ends may be \r\n from here on (until then, the plain \n search is exact) */
+  private cr = false;
 
   constructor(private readonly maxEventChars = MAX_SSE_EVENT_CHARS) {}
 
   push(chunk: string): SseEvent[] {
+    if (!this.cr && chunk.includes('\r')) this.cr = true;
     this.buffer += chunk;
     const events: SseEvent[] = [];
-    const boundary = /\r?\n\r?\n/g;
     let start = 0;
-    for (;;) {
-      // (back up 3 characters: a boundary may straddle two chunks)
-      boundary.lastIndex = Math.max(start, this.scanned - 3);
-      const match = boundary.exec(this.buffer);
-      if (!match) break;
-      const event = parseBlock(this.buffer.slice(start, match.index));
-      if (event) events.push(event);
-      start = match.index + match[0].length;
-      this.scanned = start;
+    if (this.cr) {
+      const boundary = /\r?\n\r?\n/g;
+      for (;;) {
+        // (back up 3 characters: a boundary may straddle two chunks)
+        boundary.lastIndex = Math.max(start, this.scanned - 3);
+        const match = boundary.exec(this.buffer);
+        if (!match) break;
+        const event = parseBlock(this.buffer.slice(start, match.index));
+        if (event) events.push(event);
+        start = match.index + match[0].length;
+        this.scanned = start;
+      }
+    } else {
+      // no \r in the stream (every server polar knows): a blank line is "\n\n", found natively
+      for (;;) {
+        // (back up 1 character: a boundary may straddle two chunks)
+        const at = this.buffer.indexOf('\n\n', Math.max(start, this.scanned - 1));
+        if (at < 0) break;
+        const event = parseBlock(this.buffer.slice(start, at));
+        if (event) events.push(event);
+        start = at + 2;
+        this.scanned = start;
+      }
     }
     this.buffer = this.buffer.slice(start);
     this.scanned = this.buffer.length;
@@ -68,6 +84,8 @@ export class SseDecoder {
 }
 
 function parseBlock(block: string): SseEvent | undefined {
+  // the common event, one `data: ` line: its value as it is
+  if (block.startsWith('data: ') && !block.includes('\n')) return { event: undefined, data: block.slice(6) };
   let event: string | undefined;
   const data: string[] = [];
   for (const raw of block.split(/\r?\n/)) {

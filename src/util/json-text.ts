@@ -1,0 +1,159 @@
+/**
+ * JSON.stringify, byte for byte, with the JSON text of long strings remembered. A harness resends the
+ * whole conversation with every call, and the proxy serialises each call's prompt text more than once
+ * (the backend request, the capture record's canonical request): escaping a long string costs about
+ * 3.5 ns a character in JSON.stringify, a lookup of one already seen costs a comparison (V8 hashes a
+ * string over 16383 characters by its length alone). The rest of the value is written by
+ * JSON.stringify itself, piece by piece; the pieces are joined as ropes, flattened once by the writer.
+ */
+
+/** Strings shorter than this are escaped by JSON.stringify each time (a lookup would cost as much). */
+const LONG = 1024;
+/** Below this depth the value is written here; deeper, JSON.stringify writes the rest (and reports cycles). */
+const MAX_DEPTH = 64;
+
+/** A long string's JSON text, and its UTF-8 bytes once a writer asked for them. */
+interface Entry {
+  text: string;
+  bytes: Buffer | null;
+}
+
+/**
+ * The JSON text of long strings, least recently used first; bounded by the characters and bytes it
+ * holds (keys, texts, bytes), so it keeps a few conversations' worth of text, not the process's memory.
+ */
+class TextCache {
+  private readonly map = new Map<string, Entry>();
+  private size = 0;
+
+  constructor(private readonly maxSize: number) {}
+
+  entry(value: string): Entry {
+    const hit = this.map.get(value);
+    if (hit !== undefined) {
+      // most recently used: to the end of the order
+      this.map.delete(value);
+      this.map.set(value, hit);
+      return hit;
+    }
+    const entry: Entry = { text: JSON.stringify(value), bytes: null };
+    const size = value.length + entry.text.length;
+    if (size > this.maxSize) return entry;
+    this.map.set(value, entry);
+    this.add(size);
+    return entry;
+  }
+
+  /** the entry's bytes (made once, counted against the bound) */
+  bytes(entry: Entry): Buffer {
+    if (entry.bytes === null) {
+      entry.bytes = Buffer.from(entry.text, 'utf8');
+      this.add(entry.bytes.length);
+    }
+    return entry.bytes;
+  }
+
+  private add(size: number): void {
+    this.size += size;
+    for (const [k, v] of this.map) {
+      if (this.size <= this.maxSize) break;
+      this.map.delete(k);
+      this.size -= k.length + v.text.length + (v.bytes?.length ?? 0);
+    }
+  }
+}
+
+const cache = new TextCache(8 * 1024 * 1024);
+
+function isPlain(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** A value JSON.stringify leaves out of an object (and writes as null in an array). */
+function skipped(value: unknown): boolean {
+  return value === undefined || typeof value === 'function' || typeof value === 'symbol';
+}
+
+/** Writes one value's text: into one string, or (with pieces) as buffers, long strings' cached bytes among them. */
+class Writer {
+  out = '';
+
+  constructor(private readonly pieces: Buffer[] | null) {}
+
+  /** the text written since the last piece, as a piece */
+  cut(): void {
+    if (this.pieces === null || this.out === '') return;
+    this.pieces.push(Buffer.from(this.out, 'utf8'));
+    this.out = '';
+  }
+
+  value(value: unknown, depth: number): void {
+    if (typeof value === 'string') {
+      if (value.length < LONG) this.out += JSON.stringify(value);
+      else if (this.pieces === null) this.out += cache.entry(value).text;
+      else {
+        this.cut();
+        this.pieces.push(cache.bytes(cache.entry(value)));
+      }
+      return;
+    }
+    if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) {
+      this.out += JSON.stringify(value) as string;
+      return;
+    }
+    if (Array.isArray(value)) {
+      // (a token-id array and the like: all of it at once, natively)
+      if (value.length === 0 || typeof value[0] === 'number') {
+        this.out += JSON.stringify(value);
+        return;
+      }
+      this.out += '[';
+      for (let i = 0; i < value.length; i++) {
+        if (i > 0) this.out += ',';
+        const item: unknown = value[i];
+        if (skipped(item)) this.out += 'null';
+        else this.value(item, depth + 1);
+      }
+      this.out += ']';
+      return;
+    }
+    // a toJSON (Date), a class instance, a boxed primitive: JSON.stringify's own rules, for the whole of it
+    if (!isPlain(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+      this.out += JSON.stringify(value) as string;
+      return;
+    }
+    this.out += '{';
+    let first = true;
+    for (const key of Object.keys(value)) {
+      const item = (value as Record<string, unknown>)[key];
+      if (skipped(item)) continue;
+      this.out += `${first ? '' : ','}${JSON.stringify(key)}:`;
+      first = false;
+      this.value(item, depth + 1);
+    }
+    this.out += '}';
+  }
+}
+
+/**
+ * The text JSON.stringify(value) gives (no replacer, no indentation), for a value that is not undefined,
+ * a function or a symbol at the top. Throws what JSON.stringify throws (a cycle, a BigInt).
+ */
+export function stringifyJson(value: unknown): string {
+  const writer = new Writer(null);
+  writer.value(value, 0);
+  return writer.out;
+}
+
+/**
+ * The same text as UTF-8 buffers to write one after the other (a request body): a long string seen
+ * before is its cached bytes, neither escaped nor encoded again.
+ */
+export function stringifyJsonPieces(value: unknown): Buffer[] {
+  const pieces: Buffer[] = [];
+  const writer = new Writer(pieces);
+  writer.value(value, 0);
+  writer.cut();
+  return pieces;
+}
