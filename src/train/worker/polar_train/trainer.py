@@ -136,7 +136,6 @@ class Trainer:
 
         # data
         records = D.read_records(cfg["trajectories"])
-        # polar loop --max-staleness: how far behind this policy the samples are (refused beyond the bound)
         self.staleness = D.check_staleness(records, cfg.get("policy_version"), cfg.get("max_staleness"))
         advantages, note = A.compute_advantages(records, cfg["advantage"])
         if note:
@@ -289,9 +288,7 @@ class Trainer:
             tokens = sum(m.tokens for micros in minis for m in micros)
             trained = sum(m.trained_tokens for micros in minis for m in micros)
             metrics = acc.result()
-            # polar loop: how many policy versions behind the trained policy the file's samples are
-            metrics["staleness_max"] = self.staleness["max"] if self.staleness else None
-            metrics["staleness_mean"] = self.staleness["mean"] if self.staleness else None
+            metrics.update({"staleness_" + k: (self.staleness or {}).get(k) for k in ("max", "mean")})
             metrics.update({
                 "event": "step",
                 "step": step_no,
@@ -406,7 +403,7 @@ class _Acc:
         self.tis_tokens = 0.0
         self.tis_min: Optional[float] = None
         self.tis_max: Optional[float] = None
-        self.tis_truncated = 0.0
+        self.tis_truncated = 0.0  # tokens whose weight hit tis_cap
         self.gnorms: List[float] = []
         self._update_loss = 0.0
 
@@ -423,10 +420,9 @@ class _Acc:
         if tis is not None:
             self.tis += float(tis.sum())
             self.tis_tokens += float(tis.shape[0])
-            if tis.numel():
-                lo, hi = float(tis.min()), float(tis.max())
-                self.tis_min = lo if self.tis_min is None else min(self.tis_min, lo)
-                self.tis_max = hi if self.tis_max is None else max(self.tis_max, hi)
+            if tis.numel():  # min / max over the step, the share at the cap
+                self.tis_min = min(float(tis.min()), self.tis_min if self.tis_min is not None else math.inf)
+                self.tis_max = max(float(tis.max()), self.tis_max if self.tis_max is not None else -math.inf)
                 self.tis_truncated += float((tis >= cap).sum())
 
     def add_update(self, gnorm: float) -> None:
