@@ -11,6 +11,9 @@ const benches: Record<string, () => Promise<void>> = {
   tokens: async () => (await import('./tokens.ts')).benchTokens(),
   'tokens-http': async () => (await import('./tokens-http.ts')).benchTokensHttp(),
   startup: async () => (await import('./startup.ts')).benchStartup(),
+  // polar loop at --max-staleness 0, 1, 2: a simulated long-tail cluster driving the real scheduler, then
+  // the real tiny CPU loop (POLAR_BENCH_LOOP_REAL=0 skips it)
+  loop: async () => (await import('./loop.ts')).benchLoop(),
   // Python: on a CUDA machine the GPU step benchmark (bench/train_gpu.py, Qwen3.5 ~4B at 16k tokens); on
   // a CPU the trainer's overhead against a plain transformers forward+backward of the same tokens
   // (bench/train_cpu.py, tiny Qwen3 and Qwen3.5), then train_gpu.py --tiny to show that script runs

@@ -44,6 +44,15 @@ export function defineLoop(program: Command, report: Report): void {
         DEFAULTS.evalEvery,
       ),
     )
+    .addOption(
+      withDefault(
+        new Option(
+          '--max-staleness <k>',
+          'rollouts run on while a step trains; a sample is trained at most k policy versions after the one that sampled it (0: strict alternation)',
+        ).argParser(nonNegativeInt),
+        DEFAULTS.maxStaleness,
+      ),
+    )
     .requiredOption('--out <dir>', 'run directory (run/step-N/...)')
     .addOption(
       withDefault(

@@ -49,6 +49,8 @@ export class OpenAICompatibleBackend implements Backend {
   private readonly requireIds: boolean;
   private readonly headers: Record<string, string>;
   private readonly contextLength: ContextLength;
+  /** the model name requests ask for: --model, or the LoRA adapter polar loop published last (vLLM) */
+  private served: string;
 
   constructor(kind: Flavour, options: BackendOptions) {
     if (!options.url) throw new Error(`--backend-url is required for --backend ${kind}`);
@@ -59,11 +61,17 @@ export class OpenAICompatibleBackend implements Backend {
     this.requireIds = options.requireTokenIds ?? kind !== 'openai';
     this.headers = authHeaders(options.apiKey);
     this.contextLength = new ContextLength(this.url, options.model, this.headers);
+    this.served = options.model;
+  }
+
+  /** New requests ask for `name` (a LoRA adapter loaded at run time); requests already sent keep theirs. */
+  serveModel(name: string): void {
+    this.served = name;
   }
 
   private body(request: CanonicalRequest, stream: boolean, maxTokens?: number): Record<string, unknown> {
     return buildRequest(
-      { ...request, model: this.options.model, ...(maxTokens !== undefined ? { maxTokens } : {}) },
+      { ...request, model: this.served, ...(maxTokens !== undefined ? { maxTokens } : {}) },
       {
         stream,
         extra: {

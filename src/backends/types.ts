@@ -44,6 +44,16 @@ export interface Backend {
    * by `polar export`); calls already started finish on the old one. Absent on backends that cannot.
    */
   reload?(modelDir: string): Promise<void>;
+  /**
+   * Ask the server for another served model from the next call on (vLLM: a LoRA adapter loaded at run
+   * time); calls already sent keep theirs. Absent on backends that cannot.
+   */
+  serveModel?(name: string): void;
+  /**
+   * the policy version new calls are served by (polar loop: the last published step), recorded in each
+   * call record as `policy_version`; undefined outside a loop
+   */
+  policyVersion?: number;
 }
 
 export interface BackendOptions {

@@ -115,6 +115,8 @@ export function toCallRecord(
     backend_info: call.backendInfo,
     // (a backend's message may quote its URL)
     error: call.error && { ...call.error, message: redactUrl(call.error.message) },
+    // only in a loop (docs/capture-format.md): the policy version that served the call
+    ...(call.policyVersion != null ? { policy_version: call.policyVersion } : {}),
     // only when true: older readers and records without it read as false
     ...(hasUnparsedToolCall(final) ? { tool_call_unparsed: true } : {}),
   };

@@ -106,6 +106,8 @@ export const callRecordSchema = z.looseObject({
   error: callErrorSchema.nullable(),
   /** the completion's text holds a tool call in the model's format that the response does not return */
   tool_call_unparsed: z.boolean().optional(),
+  /** polar loop: the policy version (published loop step, 0: the starting model) that served the call */
+  policy_version: z.number().int().nonnegative().optional(),
 });
 
 export const gradingRecordSchema = z.looseObject({

@@ -31,6 +31,8 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, Repor
   tasksPerStep: number;
   steps: number;
   evalEvery: number;
+  /** --max-staleness (DEFAULTS.maxStaleness) */
+  maxStaleness?: number;
   out: string;
   concurrency: number;
   reloadCmd?: string;
@@ -63,6 +65,11 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
       `--cluster ${f.cluster.engine} with --backend embedded: the cluster's nodes cannot reach a model inside this process`,
       'serve the policy (vLLM, SGLang) where the nodes reach it and give --backend and --backend-url (docs/cluster.md)',
     );
+  if (f.maxStaleness && (f.dynamicSampling || f.cluster))
+    throw new UsageError(
+      `--max-staleness ${f.maxStaleness} with ${f.dynamicSampling ? '--dynamic-sampling' : '--cluster'}: the asynchronous loop runs each group on this machine and draws no extra rounds yet`,
+      'leave --max-staleness at 0 to use it, or drop the other flag (docs/loop.md)',
+    );
   const trainModel = f.trainModel ?? backend.model;
   const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
@@ -81,6 +88,7 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     tasksPerStep: f.tasksPerStep,
     steps: f.steps,
     evalEvery: f.evalEvery,
+    ...(f.maxStaleness ? { maxStaleness: f.maxStaleness } : {}),
     out: f.out,
     concurrency: f.concurrency,
     agentTimeoutMs: f.agentTimeout,

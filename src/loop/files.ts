@@ -24,6 +24,10 @@ export const LOOP_FILES = {
   onnx: 'onnx',
   /** step-N/heldout/: the held-out evaluation after the step (step-0/heldout: the starting policy's) */
   heldout: 'heldout',
+  /** --max-staleness >= 1: the schedule journal, written ahead (src/loop/async.ts) */
+  schedule: 'schedule.jsonl',
+  /** --max-staleness >= 1: groups/g-NNNNNN/, one evaluation folder per GRPO group */
+  groups: 'groups',
 } as const;
 
 /** step-N */
@@ -35,6 +39,11 @@ export function stepDirName(n: number): string {
 export function stepNumber(name: string): number | null {
   const m = /^step-(\d+)$/.exec(name);
   return m ? Number(m[1]) : null;
+}
+
+/** groups/g-NNNNNN (--max-staleness >= 1) */
+export function groupDirName(group: number): string {
+  return `g-${String(group).padStart(6, '0')}`;
 }
 
 /** step-N/step.json (LOOP_FILES.step): the step's summary, written last by src/loop/loop.ts; --resume and
@@ -83,5 +92,29 @@ export const stepSummarySchema = z.object({
     .optional(),
   /** the step's rollout health (src/loop/health.ts); absent in steps written before polar 0.1.0's round 4 */
   health: stepHealthSchema.optional(),
+  /**
+   * --max-staleness >= 1: over the step's samples, staleness = (step - 1) - the policy version that
+   * sampled it; carried: samples of groups launched for an earlier step; dropped: samples of groups too
+   * stale for this step, never trained (absent in a --max-staleness 0 run: all 0)
+   */
+  staleness: z
+    .object({
+      max: z.number().int().nonnegative(),
+      mean: z.number().nonnegative(),
+      carried: z.number().int().nonnegative(),
+      dropped: z.number().int().nonnegative(),
+    })
+    .optional(),
+  /** --max-staleness >= 1: the groups trained, with the version each sample started under */
+  groups: z
+    .array(
+      z.object({
+        group: z.number().int().nonnegative(),
+        task: z.string(),
+        meant_for: z.number().int().nonnegative(),
+        policy_versions: z.array(z.number().int().nonnegative()),
+      }),
+    )
+    .optional(),
 });
 export type StepSummary = z.infer<typeof stepSummarySchema>;

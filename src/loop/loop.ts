@@ -56,6 +56,12 @@ export interface LoopOptions {
   tasksPerStep: number;
   steps: number;
   evalEvery: number;
+  /**
+   * --max-staleness K: 0 alternates strictly (rollouts, build, train, publish); K >= 1 keeps rollouts
+   * running while a step trains, a sample trained at most K versions after the one that sampled it
+   * (src/loop/async.ts)
+   */
+  maxStaleness?: number;
   out: string;
   concurrency: number;
   agentTimeoutMs: number;
@@ -91,7 +97,7 @@ export interface LoopOptions {
   report?: ReportSetup | null;
 }
 
-const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
+export const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
 
 /** The tasks of step N: a fixed rotation through the training set (step 1 takes the first k). */
 export function tasksForStep(all: SweInstance[], step: number, perStep: number): SweInstance[] {
@@ -187,12 +193,20 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const publisher: Publisher = publisherFor(backend, {
     backendOptions: o.backend,
     ...(o.reloadCmd ? { reloadCmd: o.reloadCmd } : {}),
+    ...(o.trainFlags.lora === true ? { lora: true } : {}),
   });
   let reporter: Reporter | undefined;
   try {
     reporter = await openLoopReporter(o.report, { out, resume: o.resume, first, config: recordable });
-    if (!published && (publisher.needsOnnx || first > 1)) await publish(publisher, checkpoint, startOnnx, o);
+    if (!published && (publisher.needsOnnx || first > 1))
+      await publish(publisher, checkpoint, startOnnx, o, first - 1);
     if (first === 1) await baselineHeldout(o, backend, evalSet, out, reporter);
+    if ((o.maxStaleness ?? 0) > 0) {
+      const { runAsyncSteps } = await import('./async-loop.ts');
+      const ctx = { out, backend, publisher, trainSet, evalSet, firstRow: 0, reporter };
+      summaries.push(...(await runAsyncSteps(o, ctx, first, checkpoint)));
+      return summaries;
+    }
     for (let n = first; n <= o.steps; n++) {
       stopped(o, `step ${n} was not started`);
       const firstRow = nextRow(summaries, o.tasksPerStep);
@@ -208,7 +222,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   return summaries;
 }
 
-interface StepContext {
+export interface StepContext {
   out: string;
   backend: Backend;
   publisher: Publisher;
@@ -348,7 +362,7 @@ async function runStep(
  * The held-out eval of the starting policy (step-0/heldout): the baseline later held-out evals are read
  * against. Kept on --resume once its report is written; redone when it was cut short.
  */
-async function baselineHeldout(
+export async function baselineHeldout(
   o: LoopOptions,
   backend: Backend,
   evalSet: SweInstance[],
@@ -393,7 +407,7 @@ function sampling(o: LoopOptions, stepDir: string, step: number, recorded: Round
 }
 
 /** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
-function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
+export function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
   throwIfStopped(
     o.signal,
     what,
@@ -401,14 +415,19 @@ function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
   );
 }
 
-async function publish(
+export async function publish(
   publisher: Publisher,
   checkpoint: string,
   onnxDir: string,
   o: LoopOptions,
+  version?: number,
 ): Promise<void> {
   if (publisher.needsOnnx) await exportTo(checkpoint, onnxDir, o);
-  await publisher.publish({ checkpoint, ...(publisher.needsOnnx ? { onnx: onnxDir } : {}) });
+  await publisher.publish({
+    checkpoint,
+    ...(publisher.needsOnnx ? { onnx: onnxDir } : {}),
+    ...(version !== undefined ? { version } : {}),
+  });
   // a restarted or reloaded server is checked again: a --reload-cmd that drops a server flag
   // (--enable-auto-tool-choice, --served-model-name) stops here, not after a step of failed rollouts
   if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
@@ -419,7 +438,7 @@ export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runti
   return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
 }
 
-async function evaluate(
+export async function evaluate(
   o: LoopOptions,
   backend: Backend,
   instances: SweInstance[],

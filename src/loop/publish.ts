@@ -1,8 +1,13 @@
 /**
  * Publishing new weights to the backend between loop steps: a backend capability. The embedded backend
- * reloads in process (after an ONNX export), SGLang loads from disk over its admin endpoint, anything
- * else (vLLM included) restarts through the user's --reload-cmd and a readiness wait.
+ * reloads in process (after an ONNX export), SGLang loads from disk over its admin endpoint, vLLM loads
+ * a LoRA run's adapter at run time (each step a new adapter name: new calls ask for it, calls in flight
+ * finish on the old one), anything else (vLLM full weights included) restarts through the user's
+ * --reload-cmd and a readiness wait. What the servers offer, with the source read: docs/backends.md,
+ * "Publishing new weights".
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { authHeaders } from '../backends/http.ts';
 import { rootUrl } from '../backends/server-info.ts';
@@ -11,6 +16,7 @@ import { waitForBackend } from '../backends/wait.ts';
 import { PolarError, UsageError } from '../errors.ts';
 import { request, timeLimit } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
+import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { log } from '../util/log.ts';
 
 /** New weights could not be put in front of the backend (an export missing, a refused update, a server down). */
@@ -25,6 +31,8 @@ export interface PublishContext {
   checkpoint: string;
   /** an ONNX export of it, for the embedded backend */
   onnx?: string;
+  /** the policy version it becomes (the loop step that trained it): names a vLLM LoRA adapter */
+  version?: number;
 }
 
 export interface Publisher {
@@ -38,6 +46,8 @@ export interface PublisherOptions {
   backendOptions: BackendOptions;
   reloadCmd?: string;
   readyTimeoutMs?: number;
+  /** the run trains LoRA adapters (--lora): vLLM loads each step's adapter at run time */
+  lora?: boolean;
 }
 
 export function publisherFor(backend: Backend, options: PublisherOptions): Publisher {
@@ -93,10 +103,85 @@ export function publisherFor(backend: Backend, options: PublisherOptions): Publi
       },
     };
   }
+  if (backend.kind === 'vllm' && options.lora) return vllmLoraPublisher(backend, options);
   throw new UsageError(
     `the ${backend.kind} backend cannot load new weights by itself`,
     'give --reload-cmd "<command that restarts the server on {checkpoint}>" (polar waits until it answers again)',
   );
+}
+
+/**
+ * vLLM with runtime LoRA updating (`VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`, `--enable-lora`): each step's
+ * adapter (the checkpoint's adapter/ folder, peft layout) is loaded under a new name (`polar-step-N`) over
+ * `POST /v1/load_lora_adapter {lora_name, lora_path}`; new calls ask for that name; the previous adapter is
+ * then unloaded (`/v1/unload_lora_adapter`), which only takes its name off the served list, so calls
+ * already running on it finish (vllm serve/lora/api_router.py, openai/serving_models.py).
+ */
+function vllmLoraPublisher(backend: Backend, options: PublisherOptions): Publisher {
+  const root = rootUrl(backend.url ?? '');
+  let previous: string | null = null;
+  let count = 0;
+  const post = async (route: string, body: unknown) => {
+    const url = `${root}${route}`;
+    try {
+      const r = await request(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...authHeaders(options.backendOptions.apiKey) },
+        body: JSON.stringify(body),
+        deadline: timeLimit(options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value),
+        release: true,
+      });
+      return { status: r.status, ok: r.ok, text: await r.text() };
+    } catch (error) {
+      throw new PublishError(
+        `vLLM's ${route} at ${url} failed: ${(error as Error).message}`,
+        'check that the server runs and answers at --backend-url, or give --reload-cmd',
+      );
+    }
+  };
+  return {
+    needsOnnx: false,
+    async publish({ checkpoint, version }) {
+      const adapter = join(checkpoint, CHECKPOINT_FILES.adapter);
+      if (!existsSync(join(adapter, 'adapter_config.json')))
+        throw new PublishError(
+          `${checkpoint} holds no LoRA adapter (${adapter}/adapter_config.json)`,
+          'vLLM loads LoRA adapters at run time only: train with --lora, or give --reload-cmd for full weights',
+        );
+      count++;
+      const name = `polar-step-${version ?? `p${count}`}`;
+      let r = await post('/v1/load_lora_adapter', { lora_name: name, lora_path: adapter });
+      // a resumed run publishes a step again whose adapter the server still holds: load it afresh
+      if (r.status === 400 && /already been loaded/.test(r.text)) {
+        await post('/v1/unload_lora_adapter', { lora_name: name });
+        r = await post('/v1/load_lora_adapter', { lora_name: name, lora_path: adapter });
+      }
+      if (!r.ok)
+        throw new PublishError(
+          `vLLM refused to load the LoRA adapter ${name} from ${adapter} (${r.status}): ${r.text.slice(0, 300)}`,
+          // (vLLM's 404 for a path without an adapter says "No adapter found"; any other 404: no such route)
+          r.status === 404 && !/No adapter found/.test(r.text)
+            ? 'start vLLM with --enable-lora --max-lora-rank <r> and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True in its environment, or give --reload-cmd'
+            : r.status === 401
+              ? "give the server's key with --api-key (or $POLAR_BACKEND_API_KEY)"
+              : 'check that the server can read the checkpoint directory and that --max-lora-rank covers the adapter',
+        );
+      if (!backend.serveModel)
+        throw new PublishError(
+          `the ${backend.kind} backend cannot switch its requests to the adapter ${name}`,
+        );
+      backend.serveModel(name);
+      log.info(`publishing: vLLM serves the LoRA adapter ${name} (${adapter})`);
+      if (previous && previous !== name) {
+        const old = await post('/v1/unload_lora_adapter', { lora_name: previous });
+        if (!old.ok)
+          log.warn(
+            `vLLM did not unload the previous adapter ${previous} (${old.status}): ${old.text.slice(0, 200)}`,
+          );
+      }
+      previous = name;
+    },
+  };
 }
 
 function commandPublisher(

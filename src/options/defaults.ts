@@ -157,6 +157,8 @@ export const DEFAULTS = {
    */
   reportTo: d<readonly ('tensorboard' | 'wandb')[]>([], 'none'),
   wandbProject: d('polar'),
+  /** polar loop --max-staleness: 0 alternates rollouts and training strictly (src/loop/async.ts) */
+  maxStaleness: d(0),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

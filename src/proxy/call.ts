@@ -73,6 +73,8 @@ export interface CompletedCall {
   error: CallError | null;
   warnings: string[];
   backendInfo: Record<string, unknown>;
+  /** the policy version the backend named for this call (polar loop), null when none */
+  policyVersion?: number | null;
 }
 
 /** The state of one call while it runs. */
@@ -93,6 +95,7 @@ export class CallInProgress {
   error: CallError | null = null;
   ttfb: number | null = null;
   backendMs: number | null = null;
+  policyVersion: number | null = null;
   readonly recorder: CallRecorder;
 
   constructor(
@@ -154,6 +157,7 @@ export class CallInProgress {
       error: this.error,
       warnings: this.warnings,
       backendInfo: this.backendInfo,
+      policyVersion: this.policyVersion,
     };
   }
 }

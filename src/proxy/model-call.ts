@@ -116,6 +116,9 @@ export async function modelCall(scope: CallScope): Promise<void> {
   call.canonical = canonical;
   const created = Math.floor(Date.now() / 1000);
   const backendStart = performance.now();
+  // polar loop: the version published when the call starts (a publish during the call leaves it on the old one)
+  const version = scope.session.backend.policyVersion;
+  if (version !== undefined) call.policyVersion = version;
   const events = scope.session.backend.generate(canonical, backendContext(scope))[Symbol.asyncIterator]();
   try {
     const head = await readAhead(call, events);

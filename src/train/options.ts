@@ -150,6 +150,12 @@ export const TRAIN_OPTIONS = {
   tis_cap: flag(kinds.positive, 2.0, { arg: 'c', help: 'TIS weight cap' }),
   /** mean |trainer - sampling| logprob per token on the first batch beyond which training refuses (0: no check) */
   sampling_gap_limit: key(kinds.nonNegative, 2.0),
+  /**
+   * polar loop --max-staleness: the policy version this training starts from, and how many versions a
+   * trajectory's `policy_version` may lag it; a staler trajectory is refused (null: no check)
+   */
+  policy_version: key(kinds.nullable(kinds.nonNegativeInt), null),
+  max_staleness: key(kinds.nullable(kinds.nonNegativeInt), null),
   kl_coef: flag(kinds.nonNegative, 0, { arg: 'beta', help: 'k3 KL coefficient to the reference model' }),
   micro_batch_tokens: flag(kinds.positiveInt, 16384, {
     arg: 'n',

@@ -84,6 +84,7 @@ function summaryOf(header: SessionRecord, state: OpenSession, metaKey: string | 
     unparsedCalls: 0,
     overlongTraces: 0,
     headroom: null,
+    policyVersion: state.policyVersion,
   };
 }
 

@@ -32,6 +32,8 @@ export interface OpenSession {
   seenCalls: number;
   textOnly: number;
   grading: GradingRecord | null;
+  /** the oldest policy_version of its sampled calls (polar loop); null when none names one */
+  policyVersion: number | null;
 }
 
 /** What stays of a handed-on session: grading records that come later still reach it. */
@@ -118,6 +120,7 @@ class SessionCollector {
         seenCalls: 0,
         textOnly: 0,
         grading: null,
+        policyVersion: null,
       });
   }
 
@@ -154,6 +157,8 @@ class SessionCollector {
       state.textOnly++;
     } else {
       state.calls.push(toMergeCall(record));
+      if (record.policy_version !== undefined)
+        state.policyVersion = Math.min(state.policyVersion ?? record.policy_version, record.policy_version);
       const inexact = record.backend_info?.token_inexact as { cause?: unknown } | undefined;
       if (typeof inexact?.cause === 'string') count(stats.calls_inexact, inexact.cause);
     }

@@ -12,7 +12,16 @@ export type OutputFormat = (typeof outputFormats)[number];
 /** The fields of a trajectory known only at the end of the run (or carried from its session record). */
 export type TrajectoryHead = Pick<
   TrajectoryRecord,
-  'id' | 'session' | 'task_id' | 'sample' | 'group_id' | 'harness' | 'model' | 'status' | 'reward'
+  | 'id'
+  | 'session'
+  | 'task_id'
+  | 'sample'
+  | 'group_id'
+  | 'harness'
+  | 'model'
+  | 'status'
+  | 'reward'
+  | 'policy_version'
 > & {
   /** --overlong and its buffer, for polar train to apply: set when a trace has overlong facts */
   overlong?: TrajectoryRecord['overlong'];
@@ -63,7 +72,19 @@ export function encodeTails(
 /** The start of one output line, to be followed by one of its tails (`row` is the index of the tail). */
 export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: number): string {
   if (format === 'polar') {
-    const { id, session, task_id, sample, group_id, harness, model, status, reward, overlong } = head;
+    const {
+      id,
+      session,
+      task_id,
+      sample,
+      group_id,
+      harness,
+      model,
+      status,
+      reward,
+      overlong,
+      policy_version,
+    } = head;
     const h = {
       v: TRAJECTORY_VERSION,
       id,
@@ -76,6 +97,8 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
       status,
       reward,
       ...(overlong ? { overlong } : {}),
+      // only from a loop's captures (docs/trajectory-format.md)
+      ...(policy_version !== undefined ? { policy_version } : {}),
     };
     return `${JSON.stringify(h).slice(0, -1)},`;
   }
@@ -91,6 +114,7 @@ export function encodeHead(format: OutputFormat, head: TrajectoryHead, row: numb
     status: head.status,
     // the verl rows' trainer reads the reward as it is: the length penalty is in it
     reward: head.reward === null ? null : head.reward + head.lengthPenalty,
+    ...(head.policy_version !== undefined ? { policy_version: head.policy_version } : {}),
   };
   return `${JSON.stringify(h).slice(0, -1)},`;
 }

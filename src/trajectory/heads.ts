@@ -32,6 +32,8 @@ export interface Summary {
   overlongTraces: number;
   /** the least headroom of its traces (overlong.ts), null when no limit is known */
   headroom: number | null;
+  /** the oldest policy version of its sampled calls (polar loop), null when none is recorded */
+  policyVersion: number | null;
 }
 
 /** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
@@ -89,6 +91,7 @@ function headOf(s: Summary, ctx: ResolveContext): TrajectoryHead {
     ...(s.overlongTraces > 0 || s.headroom !== null ? { overlong: ctx.overlong } : {}),
     // 0 unless --overlong penalty; -0 would print as 0 anyway
     lengthPenalty: penalty === 0 ? 0 : penalty,
+    ...(s.policyVersion !== null ? { policy_version: s.policyVersion } : {}),
   };
 }
 

@@ -95,6 +95,8 @@ const recordFields = {
   model: z.string(),
   status: z.enum(['completed', 'error', 'timeout', 'truncated']),
   reward: z.number().nullable(),
+  /** polar loop: the oldest policy version (published loop step) among the calls it was built from */
+  policy_version: z.number().int().nonnegative().optional(),
   traces: z.array(traceSchema).min(1),
   stats: trajectoryStatsSchema,
   /**

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { before, describe, type TestContext, test } from 'node:test';
 import { execa } from 'execa';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
@@ -167,11 +167,12 @@ describe(
       assert.ok(existsSync(join(warm, 'model.safetensors')));
     });
 
-    test('polar loop raises the probability of the rewarded answer and the held-out reward', async (t) => {
+    const learns = (staleness: number) => async (t: TestContext) => {
       assert.ok(warm, 'the warm-up ran');
-      const run = join(work, 'run');
+      const run = join(work, `run-${staleness}`);
       const loop = await polar([
         'loop',
+        ...(staleness > 0 ? ['--max-staleness', String(staleness)] : []),
         '--train-set',
         join(work, 'train.jsonl'),
         '--eval-set',
@@ -222,10 +223,37 @@ describe(
       );
       assert.match(stderr, /held-out pass@1 of the starting policy/);
       // every reward came from the verifier: no infrastructure failure was scored
-      for (const dir of ['step-1/eval', 'step-2/eval', 'step-0/heldout', 'step-2/heldout']) {
+      const rollouts =
+        staleness > 0
+          ? (await readdir(join(run, 'groups'))).map((g) => `groups/${g}`)
+          : ['step-1/eval', 'step-2/eval'];
+      for (const dir of [...rollouts, 'step-0/heldout', 'step-2/heldout']) {
         const report = JSON.parse(await readFile(join(run, dir, 'report.json'), 'utf8'));
         assert.equal(report.counts.error, 0, `${dir}: no sample errored`);
       }
-    });
+      if (staleness === 0) return;
+      // with --max-staleness 1 both steps' samples ran under the starting policy: step 2 trained them
+      // one version late, which its step.json, its trajectories and its trainer metrics say
+      const step2 = steps[1];
+      assert.equal(step2.staleness.max, 1, JSON.stringify(step2.staleness));
+      assert.equal(step2.staleness.dropped, 0);
+      const versions: number[] = [];
+      for (const line of (await readFile(join(run, 'step-2', 'traj.jsonl'), 'utf8')).trim().split('\n'))
+        versions.push(JSON.parse(line).policy_version);
+      assert.ok(versions.length > 0 && versions.every((v) => v === 0), `policy_version ${versions}`);
+      const metrics = (await readFile(join(run, 'step-2', 'train', 'metrics.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      const last = metrics.at(-1);
+      assert.equal(last.staleness_max, 1);
+      assert.equal(typeof last.tis_mean, 'number');
+      assert.ok(last.tis_max <= 2, 'the importance weights are truncated at tis_cap');
+      const [call] = await calls(join(run, 'step-2', 'heldout', 'captures'));
+      assert.equal(call!.policy_version, 2, 'the held-out eval after step 2 ran on version 2');
+    };
+
+    test('polar loop raises the probability of the rewarded answer and the held-out reward', learns(0));
+    test('with --max-staleness 1 too, training on samples one version late', learns(1));
   },
 );

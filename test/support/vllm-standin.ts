@@ -29,9 +29,22 @@
  *   the end-of-turn token, `finish_reason: "length"`, a half-written tool call left as content;
  * - `finish_reason: "abort"` for a cancelled request (fault `abort`);
  * - `--api-key`: every /v1 route answers 401 without `Authorization: Bearer <key>`.
+ * - `runtimeLora` (`VLLM_ALLOW_RUNTIME_LORA_UPDATING=True` and `--enable-lora`): the routes of
+ *   vllm/entrypoints/serve/lora/api_router.py (commit 27873cab) and the checks of
+ *   vllm/entrypoints/openai/serving_models.py (commit 075e9ba8): `POST /v1/load_lora_adapter
+ *   {lora_name, lora_path}` answers 200 with the text "Success: LoRA adapter '<name>' added
+ *   successfully.", 400 InvalidUserInput when a field is empty or the name is already loaded, 404
+ *   NotFoundError when the path holds no adapter ("No adapter found"); `POST /v1/unload_lora_adapter
+ *   {lora_name}` answers 200 "Success: LoRA adapter '<name>' removed successfully." or 404 "The lora
+ *   adapter '<name>' cannot be found."; unloading only takes the name off the served list, so a request
+ *   already running on it finishes; `/v1/models` lists each adapter with `parent` the base model; a chat
+ *   request naming neither the base nor a loaded adapter is a 404 "The model `<name>` does not exist."
+ *   Without the variable the routes are not registered (404).
  */
+import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { qwenTokenizer } from './qwen-tokenizer.ts';
 
@@ -111,6 +124,8 @@ export interface StandinOptions {
   hideMaxModelLen?: boolean;
   /** the address to listen on (default 127.0.0.1; the cluster tests: the test network's bridge) */
   host?: string;
+  /** started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: the load/unload routes */
+  runtimeLora?: boolean;
 }
 
 export interface Standin {
@@ -118,6 +133,8 @@ export interface Standin {
   calls: StandinCall[];
   /** faults to apply to the next requests, in order */
   faults: Fault[];
+  /** runtimeLora: the adapters loaded now, name -> path */
+  adapters: Map<string, string>;
   close(): Promise<void>;
 }
 
@@ -242,6 +259,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
   const served = options.model ?? 'Qwen/Qwen3-4B';
   const maxModelLen = options.maxModelLen ?? 40960;
   const reasoningField = options.reasoningField ?? 'reasoning';
+  const adapters = new Map<string, string>();
   const error = (
     res: ServerResponse,
     status: number,
@@ -285,10 +303,54 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
             root: served,
             ...(options.hideMaxModelLen ? {} : { max_model_len: maxModelLen }),
           },
+          ...[...adapters].map(([id, root]) => ({
+            id,
+            object: 'model',
+            owned_by: 'vllm',
+            root,
+            parent: served,
+          })),
         ],
       });
     }
     const body = await readJson(req);
+    if (options.runtimeLora && req.method === 'POST' && path === '/v1/load_lora_adapter') {
+      const { lora_name: name, lora_path: where } = body as { lora_name?: string; lora_path?: string };
+      if (!name || !where)
+        return error(res, 400, "Both 'lora_name' and 'lora_path' must be provided.", 'InvalidUserInput');
+      if (adapters.has(name))
+        return error(res, 400, `The lora adapter '${name}' has already been loaded.`, 'InvalidUserInput');
+      if (!existsSync(join(where, 'adapter_config.json')))
+        return error(res, 404, `Loading lora ${name} failed: No adapter found for ${where}`, 'NotFoundError');
+      adapters.set(name, where);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`Success: LoRA adapter '${name}' added successfully.`);
+      return;
+    }
+    if (options.runtimeLora && req.method === 'POST' && path === '/v1/unload_lora_adapter') {
+      const { lora_name: name } = body as { lora_name?: string };
+      if (!name)
+        return error(
+          res,
+          400,
+          "either 'lora_name' and 'lora_int_id' needs to be provided.",
+          'InvalidUserInput',
+        );
+      if (!adapters.has(name))
+        return error(res, 404, `The lora adapter '${name}' cannot be found.`, 'NotFoundError');
+      adapters.delete(name);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`Success: LoRA adapter '${name}' removed successfully.`);
+      return;
+    }
+    if (
+      options.runtimeLora &&
+      path === '/v1/chat/completions' &&
+      body.model !== served &&
+      !adapters.has(body.model)
+    ) {
+      return error(res, 404, `The model \`${body.model}\` does not exist.`, 'NotFoundError', 'model');
+    }
     if (req.method === 'POST' && path === '/tokenize') {
       const prompt = render(tok, body);
       const ids = tok.encode(prompt, { add_special_tokens: false });
@@ -527,6 +589,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     url: `http://${host}:${port}/v1`,
     calls,
     faults,
+    adapters,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

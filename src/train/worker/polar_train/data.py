@@ -69,6 +69,33 @@ def read_records(path: str) -> List[dict]:
     return records
 
 
+def check_staleness(records: Sequence[dict], version, max_staleness):
+    """polar loop --max-staleness: each record's `policy_version` against the version training starts
+    from. A record more than `max_staleness` versions behind is refused (the loop drops such samples before
+    they reach the trainer; one here is a bug or a hand-made file). Returns {max, mean} of the lags, or
+    None when no version is known."""
+    if version is None:
+        return None
+    lags = []
+    for rec in records:
+        pv = rec.get("policy_version")
+        if pv is None:
+            continue
+        if not isinstance(pv, int) or pv < 0:
+            raise TrajectoryError("line %d: policy_version: expected a whole number >= 0, got %r" % (rec.get("_line", 0), pv))
+        lag = version - pv
+        if lag < 0:
+            raise TrajectoryError("line %d: policy_version %d is newer than the policy being trained (%d)"
+                                  % (rec.get("_line", 0), pv, version))
+        if max_staleness is not None and lag > max_staleness:
+            raise TrajectoryError("line %d: sampled by policy version %d, %d versions behind the trained policy %d "
+                                  "(max_staleness %d): refused" % (rec.get("_line", 0), pv, lag, version, max_staleness))
+        lags.append(lag)
+    if not lags:
+        return None
+    return {"max": max(lags), "mean": sum(lags) / len(lags)}
+
+
 def build_rollouts(records: Sequence[dict], advantages: Sequence[float], need_logprobs: bool, vocab_size: int) -> List[Rollout]:
     """The records as rollouts of samples, each rollout with its advantage (polar_train/advantage.py)."""
     rollouts = []

@@ -141,6 +141,7 @@ class Trainer:
 
         # data
         records = D.read_records(cfg["trajectories"])
+        self.staleness = D.check_staleness(records, cfg.get("policy_version"), cfg.get("max_staleness"))
         # overlong traces (overlong.py): masked out of the loss, or the length penalty on the reward, before
         # the advantages are computed from the rewards
         over = O.apply(records, cfg)
@@ -298,6 +299,7 @@ class Trainer:
             tokens = sum(m.tokens for micros in minis for m in micros)
             trained = sum(m.trained_tokens for micros in minis for m in micros)
             metrics = acc.result()
+            metrics.update({"staleness_" + k: (self.staleness or {}).get(k) for k in ("max", "mean")})
             metrics.update({
                 "event": "step",
                 "step": step_no,
@@ -354,7 +356,7 @@ class Trainer:
                 self._non_finite("loss", step_no, k)
             if loss.requires_grad:  # a micro-batch without trained tokens has nothing to back-propagate
                 (loss * scale).backward()
-            acc.add_micro(loss, m, entropy, tis)
+            acc.add_micro(loss, m, entropy, tis, cfg["tis_cap"])
             self._micro_done(progress)
         if cfg["grad_clip"] and cfg["grad_clip"] > 0:
             if self.dist:
@@ -410,10 +412,13 @@ class _Acc:
         self.entropy = 0.0
         self.tis = 0.0
         self.tis_tokens = 0.0
+        self.tis_min: Optional[float] = None
+        self.tis_max: Optional[float] = None
+        self.tis_truncated = 0.0  # tokens whose weight hit tis_cap
         self.gnorms: List[float] = []
         self._update_loss = 0.0
 
-    def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis) -> None:
+    def add_micro(self, loss, m: Dict[str, torch.Tensor], entropy, tis, cap: float) -> None:
         self.loss += float(loss.detach())
         self.pg += float(m["pg_loss"])
         n = float(m["tokens"])
@@ -426,6 +431,10 @@ class _Acc:
         if tis is not None:
             self.tis += float(tis.sum())
             self.tis_tokens += float(tis.shape[0])
+            if tis.numel():  # min / max over the step, the share at the cap
+                self.tis_min = min(float(tis.min()), self.tis_min if self.tis_min is not None else math.inf)
+                self.tis_max = max(float(tis.max()), self.tis_max if self.tis_max is not None else -math.inf)
+                self.tis_truncated += float((tis >= cap).sum())
 
     def add_update(self, gnorm: float) -> None:
         self.gnorms.append(gnorm)
@@ -443,6 +452,10 @@ class _Acc:
             "ratio_mean": self.ratio / t,
             "entropy": self.entropy / t,
             "tis_mean": (self.tis / self.tis_tokens) if self.tis_tokens else None,
+            # the importance ratio pi_old / mu per token, after truncation at tis_cap
+            "tis_min": self.tis_min,
+            "tis_max": self.tis_max,
+            "tis_truncated_frac": (self.tis_truncated / self.tis_tokens) if self.tis_tokens else None,
             "grad_norm": sum(self.gnorms) / u,
             "grad_norm_max": max(self.gnorms) if self.gnorms else None,
         }

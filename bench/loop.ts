@@ -1,0 +1,174 @@
+/**
+ * `npm run bench -- loop`: wall time of `polar loop` for the same number of trained samples at
+ * --max-staleness 0, 1 and 2, with the speed-up over 0 and the idle fraction of the trainer and of the
+ * rollout slots.
+ *
+ * 1. A simulated cluster driving the real scheduler (src/loop/async.ts, StalenessScheduler): a stand-in
+ *    agent whose time per sample follows a heavy-tailed distribution (Pareto, alpha 1.5: most samples are
+ *    quick, a few take many times the median, as SWE tasks do), a trainer step of fixed cost, a fixed
+ *    number of rollout slots. Times are real milliseconds (setTimeout), scaled down; the draws are seeded
+ *    and keyed by (group, sample), so every K sees the same samples.
+ * 2. The real tiny CPU loop: `polar loop` on the coin fixture, a tiny Llama through the embedded backend,
+ *    Pi, the transformers trainer (needs .venv; POLAR_BENCH_LOOP_REAL=0 skips it). Slot idle fraction from
+ *    the samples' recorded durations.
+ *
+ * Sizes: POLAR_BENCH_LOOP_STEPS (default 8), POLAR_BENCH_LOOP_SCALE (ms per unit of sample time, 20).
+ */
+import { existsSync, mkdtempSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execa } from 'execa';
+import { type AsyncDriver, type Journal, StalenessScheduler } from '../src/loop/async.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** A seeded uniform in (0, 1) from two integers (splitmix-style). */
+function uniform(a: number, b: number, seed: number): number {
+  let x = (a * 0x9e3779b1 + b * 0x85ebca77 + seed * 0xc2b2ae3d) >>> 0;
+  x = Math.imul(x ^ (x >>> 16), 0x7feb352d) >>> 0;
+  x = Math.imul(x ^ (x >>> 15), 0x846ca68b) >>> 0;
+  x = (x ^ (x >>> 16)) >>> 0;
+  return (x + 0.5) / 2 ** 32;
+}
+
+/** Pareto(alpha) with minimum 1, capped at `cap` (a harness time limit). */
+const pareto = (u: number, alpha: number, cap: number) => Math.min(cap, (1 - u) ** (-1 / alpha));
+
+interface Cluster {
+  steps: number;
+  tasksPerStep: number;
+  groupSize: number;
+  slots: number;
+  /** ms per unit of sample time (the minimum sample takes 1 unit) */
+  scaleMs: number;
+  trainMs: number;
+  alpha: number;
+  cap: number;
+}
+
+const noJournal: Journal = { append: async () => {} };
+
+async function simulate(c: Cluster, K: number) {
+  const driver: AsyncDriver = {
+    taskFor: (_step, index) => `task-${index}`,
+    async runGroup(plan, ctx) {
+      await Promise.all(
+        Array.from({ length: c.groupSize }, (_, sample) =>
+          ctx.withSlot(sample, async () => {
+            const units = pareto(uniform(plan.group, sample, 7), c.alpha, c.cap);
+            await new Promise((r) => setTimeout(r, units * c.scaleMs));
+          }),
+        ),
+      );
+    },
+    async train() {
+      await new Promise((r) => setTimeout(r, c.trainMs));
+    },
+  };
+  const s = new StalenessScheduler(
+    {
+      steps: c.steps,
+      tasksPerStep: c.tasksPerStep,
+      groupSize: c.groupSize,
+      slots: c.slots,
+      maxStaleness: K,
+      version: 0,
+      journal: noJournal,
+    },
+    driver,
+  );
+  await s.run();
+  const { wallMs, trainBusyMs, slotBusyMs, slots } = s.stats;
+  return {
+    wallMs,
+    trainerIdle: 1 - trainBusyMs / wallMs,
+    slotIdle: 1 - slotBusyMs / (slots * wallMs),
+  };
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
+
+async function realLoop(K: number, steps: number): Promise<{ wallMs: number; slotIdle: number } | null> {
+  const work = mkdtempSync(join(tmpdir(), `polar-bench-loop-${K}-`));
+  const run = join(work, 'run');
+  const concurrency = 2;
+  const args = [
+    join(ROOT, 'bin/polar'),
+    'loop',
+    ...['--train-set', join(ROOT, 'fixtures/loop/coin.jsonl'), '--harness', 'pi', '--backend', 'embedded'],
+    ...['--model', 'tiny:seed=1', '--max-tokens-cap', '12', '--group-size', '2', '--tasks-per-step', '2'],
+    ...['--steps', String(steps), '--eval-every', '0', '--runtime', 'local', '--allow-unsandboxed'],
+    ...['--repos', join(ROOT, 'fixtures/swe/repos'), '--grade-empty-patches', '--device', 'cpu'],
+    ...['--lr', '0.05', '--concurrency', String(concurrency), '--max-staleness', String(K), '-q'],
+    ...['--out', run],
+  ];
+  const t0 = performance.now();
+  const r = await execa('node', args, { reject: false, cwd: work, env: { POLAR_OFFLINE: '1' } });
+  const wallMs = performance.now() - t0;
+  if (r.exitCode !== 0) {
+    console.log(`  real loop at K=${K} failed (${r.exitCode}): ${String(r.stderr).slice(-500)}`);
+    return null;
+  }
+  // the samples' own time, from their result lines (sync: step-N/eval; async: groups/g-N)
+  const dirs =
+    K === 0
+      ? Array.from({ length: steps }, (_, i) => join(run, `step-${i + 1}`, 'eval'))
+      : (await readdir(join(run, 'groups'))).map((g) => join(run, 'groups', g));
+  let busy = 0;
+  for (const d of dirs) {
+    for (const line of (await readFile(join(d, 'results.jsonl'), 'utf8')).split('\n')) {
+      if (line.trim()) busy += JSON.parse(line).durations_ms.total as number;
+    }
+  }
+  return { wallMs, slotIdle: 1 - busy / (concurrency * wallMs) };
+}
+
+export async function benchLoop(): Promise<void> {
+  const steps = Number(process.env.POLAR_BENCH_LOOP_STEPS ?? 8);
+  const c: Cluster = {
+    steps,
+    tasksPerStep: 4,
+    groupSize: 4,
+    slots: 8,
+    scaleMs: Number(process.env.POLAR_BENCH_LOOP_SCALE ?? 20),
+    trainMs: 0,
+    alpha: 1.5,
+    cap: 30,
+  };
+  // a trainer step as long as a step's rollouts take on average (samples / slots x the Pareto mean
+  // alpha / (alpha - 1)): the balance at which overlapping them pays most
+  c.trainMs = Math.round(((c.tasksPerStep * c.groupSize) / c.slots) * (c.alpha / (c.alpha - 1)) * c.scaleMs);
+  console.log(
+    `\n## loop: simulated cluster, ${c.steps} steps x ${c.tasksPerStep} groups x ${c.groupSize} samples, ` +
+      `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x), trainer step ${c.trainMs} ms`,
+  );
+  let base = 0;
+  for (const K of [0, 1, 2]) {
+    const r = await simulate(c, K);
+    if (K === 0) base = r.wallMs;
+    console.log(
+      `  --max-staleness ${K}: ${(r.wallMs / 1000).toFixed(2)} s, speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
+        `idle: trainer ${pct(r.trainerIdle)}, rollout slots ${pct(r.slotIdle)}`,
+    );
+  }
+  if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;
+  if (!existsSync(join(ROOT, '.venv'))) {
+    console.log('  (real loop skipped: no .venv; npm run setup:python)');
+    return;
+  }
+  const realSteps = Math.min(steps, 3);
+  console.log(
+    `\n## loop: the real tiny CPU loop (coin fixture, ${realSteps} steps x 2 tasks x 2 samples, Pi, embedded)`,
+  );
+  let realBase = 0;
+  for (const K of [0, 1, 2]) {
+    const r = await realLoop(K, realSteps);
+    if (!r) continue;
+    if (K === 0) realBase = r.wallMs;
+    console.log(
+      `  --max-staleness ${K}: ${(r.wallMs / 1000).toFixed(1)} s` +
+        `${realBase ? `, speed-up ${(realBase / r.wallMs).toFixed(2)}x` : ''}, idle rollout slots ${pct(r.slotIdle)}`,
+    );
+  }
+}
