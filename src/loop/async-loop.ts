@@ -24,15 +24,8 @@ import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { type Batch, fileJournal, readJournal, StalenessScheduler } from './async.ts';
 import { groupDirName, LOOP_FILES, type StepSummary, stepDirName } from './files.ts';
-import {
-  evaluate,
-  type LoopOptions,
-  publish,
-  rate,
-  type StepContext,
-  stopped,
-  tasksForStep,
-} from './loop.ts';
+import { type LoopOptions, rate, type StepContext, tasksForStep } from './loop.ts';
+import { evaluate, publish, stopped } from './phases.ts';
 
 /** Runs steps first..o.steps with rollouts ahead of training; the policy now is `checkpoint` (version first-1). */
 export async function runAsyncSteps(

@@ -40,6 +40,7 @@ import { firstIssue } from '../util/zod.ts';
 import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
+import { evaluate, exportTo, publish, stopped } from './phases.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -316,18 +317,8 @@ async function runStep(
   policy = `step-${n}`;
   await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o);
 
-  let heldout: StepSummary['heldout'] = null;
-  let heldoutRun: EvalOutcome | null = null;
-  if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
-    const r = await evaluate(o, backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, {
-      policy,
-      loop_step: String(n),
-      heldout: '1',
-    });
-    stopped(o, `step ${n} stopped during its held-out evaluation`);
-    heldout = { pass_at_1: r.report.pass_at_1.mean };
-    heldoutRun = r;
-  }
+  const heldoutRun = await heldoutAt(o, ctx, dir, n, policy);
+  const heldout = heldoutRun ? { pass_at_1: heldoutRun.report.pass_at_1.mean } : null;
   const summary: StepSummary = {
     step: n,
     status: 'done',
@@ -358,6 +349,21 @@ async function runStep(
   return summary;
 }
 
+/** Step n's held-out eval of its new policy, on the steps --eval-every names; null on the others. */
+async function heldoutAt(
+  o: LoopOptions,
+  ctx: StepContext,
+  dir: string,
+  n: number,
+  policy: string,
+): Promise<EvalOutcome | null> {
+  if (!o.evalSet || !ctx.evalSet.length || o.evalEvery <= 0 || n % o.evalEvery !== 0) return null;
+  const meta = { policy, loop_step: String(n), heldout: '1' };
+  const r = await evaluate(o, ctx.backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, meta);
+  stopped(o, `step ${n} stopped during its held-out evaluation`);
+  return r;
+}
+
 /**
  * The held-out eval of the starting policy (step-0/heldout): the baseline later held-out evals are read
  * against. Kept on --resume once its report is written; redone when it was cut short.
@@ -383,16 +389,6 @@ export async function baselineHeldout(
   log.info(`held-out pass@1 of the starting policy: ${rate(r.report.pass_at_1.mean)}`);
 }
 
-async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {
-  if (!o.exportOnnx)
-    throw new UsageError(
-      'the embedded backend needs an ONNX export of each checkpoint, and no exporter is available',
-    );
-  await rm(onnxDir, { recursive: true, force: true });
-  await o.exportOnnx(checkpoint, onnxDir, o.signal);
-  stopped(o, `the export of ${checkpoint} was cut short`);
-}
-
 /** The loop's side of a step's dynamic sampling (dynamic-sampling.ts). */
 function sampling(o: LoopOptions, stepDir: string, step: number, recorded: Round[]) {
   return {
@@ -404,84 +400,4 @@ function sampling(o: LoopOptions, stepDir: string, step: number, recorded: Round
     ...(o.overlong ? { overlong: o.overlong } : {}),
     afterRound: () => stopped(o, `step ${step} stopped during its rollouts`),
   };
-}
-
-/** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
-export function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
-  throwIfStopped(
-    o.signal,
-    what,
-    'run the same command with --resume to continue (an unfinished step is redone)',
-  );
-}
-
-export async function publish(
-  publisher: Publisher,
-  checkpoint: string,
-  onnxDir: string,
-  o: LoopOptions,
-  version?: number,
-): Promise<void> {
-  if (publisher.needsOnnx) await exportTo(checkpoint, onnxDir, o);
-  await publisher.publish({
-    checkpoint,
-    ...(publisher.needsOnnx ? { onnx: onnxDir } : {}),
-    ...(version !== undefined ? { version } : {}),
-  });
-  // a restarted or reloaded server is checked again: a --reload-cmd that drops a server flag
-  // (--enable-auto-tool-choice, --served-model-name) stops here, not after a step of failed rollouts
-  if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
-}
-
-/** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */
-export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runtime'>): EvaluationSetup {
-  return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
-}
-
-export async function evaluate(
-  o: LoopOptions,
-  backend: Backend,
-  instances: SweInstance[],
-  samples: number,
-  out: string,
-  dataset: string,
-  meta: Record<string, string>,
-): Promise<EvalOutcome> {
-  if (o.cluster)
-    return clusterRollouts(o.cluster, {
-      instanceIds: instances.map((i) => i.instance_id),
-      samples,
-      out,
-      dataset,
-      concurrency: o.concurrency,
-      meta,
-      quiet: log.quiet,
-      ...(o.signal ? { signal: o.signal } : {}),
-    });
-  const { agent, runtime } = await setupEvaluation(loopEvaluation(o), { backendInstance: backend });
-  await runtime.check(instances);
-  try {
-    return await runEval({
-      instances,
-      agent,
-      runtime,
-      out,
-      samples,
-      concurrency: o.concurrency,
-      agentTimeoutMs: o.agentTimeoutMs,
-      testTimeoutMs: o.testTimeoutMs,
-      resume: false,
-      dataset,
-      // one line per graded sample with the ETA, as polar eval shows (-q: none)
-      progress: !log.quiet,
-      meta,
-      ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
-      ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
-      ...(o.verifier ? { verifier: o.verifier } : {}),
-      ...(o.rewards ? { rewards: o.rewards } : {}),
-      ...(o.signal ? { signal: o.signal } : {}),
-    });
-  } finally {
-    await agent.close?.();
-  }
 }

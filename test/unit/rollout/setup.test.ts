@@ -12,7 +12,7 @@ import { program } from '../../../src/cli.ts';
 import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
 import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
-import { loopEvaluation } from '../../../src/loop/loop.ts';
+import { loopEvaluation } from '../../../src/loop/phases.ts';
 import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';

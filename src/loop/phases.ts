@@ -1,0 +1,107 @@
+/**
+ * The phases of a loop step that the strict loop (loop.ts) and the asynchronous one (async-loop.ts) share:
+ * an evaluation of some tasks on the loop's backend (locally, or fanned out with --cluster), the ONNX
+ * export the embedded backend serves, publishing a checkpoint, and the check for a stop signal after each.
+ */
+import { rm } from 'node:fs/promises';
+import type { Backend } from '../backends/types.ts';
+import { ensureBackendReady } from '../backends/wait.ts';
+import { clusterRollouts } from '../cluster/loop.ts';
+import { UsageError } from '../errors.ts';
+import { type EvalOutcome, runEval } from '../eval/run.ts';
+import type { SweInstance } from '../rollout/dataset.ts';
+import { type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
+import { throwIfStopped } from '../util/interrupt.ts';
+import { log } from '../util/log.ts';
+import type { LoopOptions } from './loop.ts';
+import type { Publisher } from './publish.ts';
+
+export async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {
+  if (!o.exportOnnx)
+    throw new UsageError(
+      'the embedded backend needs an ONNX export of each checkpoint, and no exporter is available',
+    );
+  await rm(onnxDir, { recursive: true, force: true });
+  await o.exportOnnx(checkpoint, onnxDir, o.signal);
+  stopped(o, `the export of ${checkpoint} was cut short`);
+}
+
+/** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
+export function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
+  throwIfStopped(
+    o.signal,
+    what,
+    'run the same command with --resume to continue (an unfinished step is redone)',
+  );
+}
+
+export async function publish(
+  publisher: Publisher,
+  checkpoint: string,
+  onnxDir: string,
+  o: LoopOptions,
+  version?: number,
+): Promise<void> {
+  if (publisher.needsOnnx) await exportTo(checkpoint, onnxDir, o);
+  await publisher.publish({
+    checkpoint,
+    ...(publisher.needsOnnx ? { onnx: onnxDir } : {}),
+    ...(version !== undefined ? { version } : {}),
+  });
+  // a restarted or reloaded server is checked again: a --reload-cmd that drops a server flag
+  // (--enable-auto-tool-choice, --served-model-name) stops here, not after a step of failed rollouts
+  if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
+}
+
+/** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */
+export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runtime'>): EvaluationSetup {
+  return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
+}
+
+export async function evaluate(
+  o: LoopOptions,
+  backend: Backend,
+  instances: SweInstance[],
+  samples: number,
+  out: string,
+  dataset: string,
+  meta: Record<string, string>,
+): Promise<EvalOutcome> {
+  if (o.cluster)
+    return clusterRollouts(o.cluster, {
+      instanceIds: instances.map((i) => i.instance_id),
+      samples,
+      out,
+      dataset,
+      concurrency: o.concurrency,
+      meta,
+      quiet: log.quiet,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+  const { agent, runtime } = await setupEvaluation(loopEvaluation(o), { backendInstance: backend });
+  await runtime.check(instances);
+  try {
+    return await runEval({
+      instances,
+      agent,
+      runtime,
+      out,
+      samples,
+      concurrency: o.concurrency,
+      agentTimeoutMs: o.agentTimeoutMs,
+      testTimeoutMs: o.testTimeoutMs,
+      resume: false,
+      dataset,
+      // one line per graded sample with the ETA, as polar eval shows (-q: none)
+      progress: !log.quiet,
+      meta,
+      ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
+      ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
+      ...(o.verifier ? { verifier: o.verifier } : {}),
+      ...(o.rewards ? { rewards: o.rewards } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+  } finally {
+    await agent.close?.();
+  }
+}
