@@ -129,7 +129,7 @@ describe('the report in headless Chromium', { skip }, () => {
       'diverged from trace 1 here',
       'call 1/2',
       'call 2/2',
-      'truncated (--max-tokens)',
+      'truncated (--max-trace-tokens)',
     ]);
     // regions, special tokens and the one improbable sampled token (logprob -3.2)
     const withClass = (r: Rendered, c: string) =>
@@ -178,7 +178,7 @@ describe('the report in headless Chromium', { skip }, () => {
     writeFileSync(page, await inspectToHtml(dir, {}));
     const dom = await dumpDom(page);
     assert.match(dom, /<body data-rendered="1">/);
-    assert.equal(dom.match(/<svg class="chart"/g)?.length, 6);
+    assert.equal(dom.match(/<svg class="chart"/g)?.length, 7); // the charts over steps, rollout health among them
     assert.ok((dom.match(/<polyline class="series"/g)?.length ?? 0) >= 5);
     assert.equal(dom.match(/<tr data-step=/g)?.length, 3);
     const responses = containers(dom, 'tokens response');
