@@ -18,14 +18,13 @@ import { localExecutor, runEvalWith } from '../eval/run.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { setupEvaluation } from '../rollout/setup.ts';
 import { runTrain } from '../train/launch.ts';
-import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { type Batch, fileJournal, readJournal, StalenessScheduler } from './async.ts';
 import { groupDirName, LOOP_FILES, type StepSummary, stepDirName } from './files.ts';
 import { type LoopOptions, rate, type StepContext, tasksForStep } from './loop.ts';
-import { evaluate, publish, stopped } from './phases.ts';
+import { evaluate, previousTrainRun, publish, stopped } from './phases.ts';
 
 /** Runs steps first..o.steps with rollouts ahead of training; the policy now is `checkpoint` (version first-1). */
 export async function runAsyncSteps(
@@ -154,9 +153,7 @@ async function trainBatch(
     throw new PolarError(
       `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
     );
-  const previousTrain = n > 1 ? join(out, stepDirName(n - 1), LOOP_FILES.train) : null;
-  const resume =
-    previousTrain && existsSync(join(previousTrain, CHECKPOINT_FILES.latest)) ? previousTrain : undefined;
+  const resume = previousTrainRun(out, n);
   const trained = await runTrain({
     allowZeroAdvantage: true,
     trajectories: traj,

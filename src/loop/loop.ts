@@ -18,21 +18,19 @@ import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
-import { clusterRollouts, type LoopCluster } from '../cluster/loop.ts';
+import type { LoopCluster } from '../cluster/loop.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
-import { type EvalOutcome, runEval } from '../eval/run.ts';
+import type { EvalOutcome } from '../eval/run.ts';
 import { redactUrl } from '../http/redact.ts';
 import type { OverlongMode } from '../options/defaults.ts';
 import type { RewardSetup } from '../options/judge.ts';
 import type { ReportSetup } from '../options/report.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
-import { type AgentSetup, type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
+import type { AgentSetup } from '../rollout/setup.ts';
 import type { Reporter } from '../tracking/reporter.ts';
 import { runTrain } from '../train/launch.ts';
-import { CHECKPOINT_FILES } from '../train/schema.ts';
-import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
@@ -40,7 +38,7 @@ import { firstIssue } from '../util/zod.ts';
 import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
-import { evaluate, exportTo, publish, stopped } from './phases.ts';
+import { evaluate, exportTo, previousTrainRun, publish, stopped } from './phases.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -288,11 +286,7 @@ async function runStep(
     throw new PolarError(
       `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
     );
-  // from step 2 on, resume the previous step's training run: the weights are the policy that sampled
-  // this step's rollouts, and the optimiser's moments and schedule carry over
-  const previousTrain = n > 1 ? join(out, stepDirName(n - 1), LOOP_FILES.train) : null;
-  const resume =
-    previousTrain && existsSync(join(previousTrain, CHECKPOINT_FILES.latest)) ? previousTrain : undefined;
+  const resume = previousTrainRun(out, n);
   // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
   const trained = await runTrain({
     allowZeroAdvantage: true,

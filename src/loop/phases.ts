@@ -3,7 +3,9 @@
  * an evaluation of some tasks on the loop's backend (locally, or fanned out with --cluster), the ONNX
  * export the embedded backend serves, publishing a checkpoint, and the check for a stop signal after each.
  */
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { clusterRollouts } from '../cluster/loop.ts';
@@ -11,8 +13,10 @@ import { UsageError } from '../errors.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
+import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
+import { LOOP_FILES, stepDirName } from './files.ts';
 import type { LoopOptions } from './loop.ts';
 import type { Publisher } from './publish.ts';
 
@@ -104,4 +108,14 @@ export async function evaluate(
   } finally {
     await agent.close?.();
   }
+}
+
+/**
+ * The training run step n continues: from step 2 on, the previous step's (its weights are the policy that
+ * sampled step n's rollouts; the optimiser's moments and schedule carry over), when it left a checkpoint.
+ */
+export function previousTrainRun(out: string, n: number): string | undefined {
+  if (n <= 1) return undefined;
+  const dir = join(out, stepDirName(n - 1), LOOP_FILES.train);
+  return existsSync(join(dir, CHECKPOINT_FILES.latest)) ? dir : undefined;
 }
