@@ -64,7 +64,16 @@ export function defineLoop(program: Command, report: Report): void {
       '--reload-cmd <cmd>',
       'command that makes the server load {checkpoint} (vLLM: restart it); polar then waits until it answers',
     )
-    .option('--train-config <file>', 'train.json for polar train');
+    .option('--train-config <file>', 'train.json for polar train')
+    .addOption(
+      withDefault(
+        new Option(
+          '--train-nodes <n>',
+          "nodes of the --cluster each step's training runs on (srun or a Ray placement group, torchrun on each; docs/cluster.md)",
+        ).argParser(positiveInt),
+        DEFAULTS.trainNodes,
+      ),
+    );
   // polar train's options the loop passes on (src/train/options.ts): unset, train.json or train's default applies
   for (const option of [
     ...trainOption('device', 'training device: cuda | cpu'),
@@ -102,7 +111,8 @@ Examples:
     --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --reload-cmd './restart-vllm {checkpoint}' \\
     --runtime docker --out runs/loop-1
   polar loop ... --out runs/loop-1 --resume   # continue after the last finished step
-  polar loop ... --cluster ray=10.0.0.1:6379 --out runs/loop-1   # each step's rollouts on Ray (docs/cluster.md)`,
+  polar loop ... --cluster ray=10.0.0.1:6379 --out runs/loop-1   # each step's rollouts on Ray (docs/cluster.md)
+  polar loop ... --cluster slurm --train-nodes 2 --device cuda --out /shared/runs/loop-1   # and its training on 2 nodes`,
   );
   addClusterFlags(addJudgeFlags(addBackendFlags(addRolloutFlags(cmd)))).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');

@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { hostPort, nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
+import { hostPort, nonNegativeInt, positiveInt, repeatable } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
 import { trainFlagOptions, trainOption } from '../src/train/options.ts';
 import { addReportFlags, pythonOption, type Report } from './shared.ts';
@@ -45,6 +45,16 @@ export function defineTrain(program: Command, report: Report): void {
       'the network interface gloo/NCCL use (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME)',
     )
     .option('--rdzv-id <id>', 'the run id, the same on every node (default: from --rdzv-endpoint)')
+    .option(
+      '--allow-zero-advantage',
+      'train even when every advantage is 0 (polar loop --train-nodes: a step whose groups all scored alike)',
+    )
+    .addOption(
+      new Option(
+        '--sampled-by <name>',
+        'a model name that serves the trained weights (no sampling warning for it; repeatable)',
+      ).argParser(repeatable),
+    )
     .addOption(pythonOption());
   for (const option of trainFlagOptions(['model', ...PLACEMENT])) cmd.addOption(option);
   addReportFlags(cmd, "every step's metrics (loss, KL, clip fraction, entropy, grad norm, lr, tokens/s)");

@@ -33,6 +33,7 @@ const LOOP_ONLY: Record<string, boolean> = {
   '--concurrency': true,
   '--reload-cmd': true,
   '--train-config': true,
+  '--train-nodes': true,
   '--device': true,
   '--lr': true,
   '--max-staleness': true,

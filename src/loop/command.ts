@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loopCluster } from '../cluster/loop.ts';
+import { nodesTraining } from '../cluster/train.ts';
 import { UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
@@ -54,6 +55,10 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, Repor
   quiet?: boolean;
   /** --cluster ray[=ADDRESS]|slurm: each evaluation a `polar eval --cluster` (its other --cluster-* flags pass with it) */
   cluster?: ClusterChoice;
+  /** --cluster-polar: how a node starts polar (the step's eval passes it on; --train-nodes uses it too) */
+  clusterPolar?: string;
+  /** --train-nodes N (DEFAULTS.trainNodes): each step's training across N nodes of the --cluster */
+  trainNodes?: number;
 }
 
 /** The loop's options from its flags (the evaluation part is the setup polar eval makes). */
@@ -65,6 +70,18 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
       `--cluster ${f.cluster.engine} with --backend embedded: the cluster's nodes cannot reach a model inside this process`,
       'serve the policy (vLLM, SGLang) where the nodes reach it and give --backend and --backend-url (docs/cluster.md)',
     );
+  const trainNodes = f.trainNodes ?? DEFAULTS.trainNodes.value;
+  if (f.maxStaleness && trainNodes > 1)
+    throw new UsageError(
+      `--max-staleness ${f.maxStaleness} with --train-nodes ${trainNodes}: the asynchronous loop trains on this machine only`,
+      'leave --max-staleness at 0 to train across nodes, or --train-nodes at 1 (docs/loop.md)',
+    );
+  if (f.lora && trainNodes > 1)
+    throw new UsageError(
+      `--lora with --train-nodes ${trainNodes} is not supported (as with --gpus > 1: one process trains LoRA)`,
+      'drop --lora, or leave --train-nodes at 1',
+    );
+  const nodes = nodesTraining(f.cluster, trainNodes, f.clusterPolar);
   if (f.maxStaleness && (f.dynamicSampling || f.cluster))
     throw new UsageError(
       `--max-staleness ${f.maxStaleness} with ${f.dynamicSampling ? '--dynamic-sampling' : '--cluster'}: the asynchronous loop runs each group on this machine and draws no extra rounds yet`,
@@ -106,6 +123,7 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     ...(f.cluster ? { cluster: loopCluster(f.cluster, argv) } : {}),
+    ...(nodes ? { trainNodes: nodes } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
     report: reportSetup(f, f.out),
     exportOnnx: async (checkpoint, dir, signal) => {

@@ -19,6 +19,7 @@ import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
 import type { LoopCluster } from '../cluster/loop.ts';
+import type { NodesTraining } from '../cluster/train.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import type { EvalOutcome } from '../eval/run.ts';
@@ -30,7 +31,6 @@ import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import type { AgentSetup } from '../rollout/setup.ts';
 import type { Reporter } from '../tracking/reporter.ts';
-import { runTrain } from '../train/launch.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
@@ -38,7 +38,7 @@ import { firstIssue } from '../util/zod.ts';
 import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
-import { evaluate, exportTo, previousTrainRun, publish, stopped } from './phases.ts';
+import { evaluate, exportTo, previousTrainRun, publish, stopped, trainStep } from './phases.ts';
 import { type Publisher, publisherFor } from './publish.ts';
 
 export interface LoopOptions {
@@ -90,6 +90,8 @@ export interface LoopOptions {
   backendInstance?: Backend;
   /** --cluster: every evaluation is a `polar eval --cluster` of its tasks (src/cluster/loop.ts) */
   cluster?: LoopCluster;
+  /** --train-nodes N (N > 1, with --cluster): each step's training across N nodes (src/cluster/train.ts) */
+  trainNodes?: NodesTraining;
   /** stop after this phase of this step (tests of --resume after a crash) */
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
   /** --report-to: the run's tracking writer (src/tracking/); null or absent: none */
@@ -288,7 +290,7 @@ async function runStep(
     );
   const resume = previousTrainRun(out, n);
   // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
-  const trained = await runTrain({
+  const trained = await trainStep(o, {
     allowZeroAdvantage: true,
     trajectories: traj,
     out: join(dir, LOOP_FILES.train),

@@ -1,7 +1,8 @@
 /**
  * The phases of a loop step that the strict loop (loop.ts) and the asynchronous one (async-loop.ts) share:
- * an evaluation of some tasks on the loop's backend (locally, or fanned out with --cluster), the ONNX
- * export the embedded backend serves, publishing a checkpoint, and the check for a stop signal after each.
+ * an evaluation of some tasks on the loop's backend (locally, or fanned out with --cluster), a step's
+ * training (here, or across nodes with --train-nodes), the ONNX export the embedded backend serves,
+ * publishing a checkpoint, and the check for a stop signal after each.
  */
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -9,10 +10,13 @@ import { join } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { clusterRollouts } from '../cluster/loop.ts';
+import { trainAcrossNodes } from '../cluster/train.ts';
 import { UsageError } from '../errors.ts';
 import { type EvalOutcome, runEval } from '../eval/run.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
+import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
+import { runTrain, type TrainRequest } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
@@ -118,4 +122,22 @@ export function previousTrainRun(out: string, n: number): string | undefined {
   if (n <= 1) return undefined;
   const dir = join(out, stepDirName(n - 1), LOOP_FILES.train);
   return existsSync(join(dir, CHECKPOINT_FILES.latest)) ? dir : undefined;
+}
+
+/**
+ * A step's training: runTrain on this machine, or with --train-nodes the same request as one `polar
+ * train` across the cluster's nodes (src/cluster/train.ts), which leaves the train/ folder a local run
+ * leaves. Each node starts the processes the resolved config asks (--nproc on the CPU, --gpus on CUDA).
+ */
+export async function trainStep(o: LoopOptions, req: TrainRequest): Promise<{ checkpoint: string | null }> {
+  if (!o.trainNodes) return runTrain(req);
+  const config = resolveTrainConfig({
+    trajectories: req.trajectories,
+    out: req.out,
+    resume: req.resume,
+    file: req.configFile ? await readUserConfig(req.configFile) : undefined,
+    flags: req.flags,
+  });
+  const processes = config.device === 'cpu' ? config.nproc : config.gpus;
+  return trainAcrossNodes(o.trainNodes, req, { device: config.device, processes });
 }

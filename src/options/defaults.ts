@@ -98,6 +98,8 @@ export const DEFAULTS = {
   clusterCpus: d(1),
   clusterMemoryBytes: d(2 * 1024 ** 3, '2GiB'),
   clusterRetries: d(3),
+  /** polar loop --train-nodes: the nodes of the --cluster a step trains on (1: the machine polar runs on) */
+  trainNodes: d(1, '1 (the machine polar runs on)'),
   /** output places */
   evalOut: d('runs/eval'),
   gymOut: d('runs/gym'),

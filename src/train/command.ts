@@ -54,6 +54,8 @@ async function train(trajectories: string, flags: TrainFlags, signal: AbortSigna
       flags: flagsToOptions(flags),
       python: flags.python,
       json: flags.json ?? false,
+      ...(flags.allowZeroAdvantage ? { allowZeroAdvantage: true } : {}),
+      ...(flags.sampledBy?.length ? { sampledBy: flags.sampledBy } : {}),
       ...nodes,
       ...(setup ? { onStep: (e) => reporter.log('train', Number(e.step), trainFigures(e)) } : {}),
     });

@@ -120,6 +120,10 @@ export interface TrainFlags extends TrainOptionFlags, ReportFlags {
   localAddr?: string;
   socketIfname?: string;
   rdzvId?: string;
+  /** --allow-zero-advantage: train when every advantage is 0 (a loop step's training on other nodes) */
+  allowZeroAdvantage?: boolean;
+  /** --sampled-by: model names that serve the trained weights (a loop's served model) */
+  sampledBy?: string[];
 }
 
 /**

@@ -239,3 +239,22 @@ export function flagsToOptions(flags: TrainOptionFlags): Partial<Record<TrainKey
   const named = flags as Record<string, unknown>;
   return Object.fromEntries(TRAIN_FLAG_KEYS.map((k) => [k, named[camel(k)]]));
 }
+
+/**
+ * Config keys as `polar train` flags, the inverse of flagsToOptions (undefined: not given): a loop step's
+ * `polar train` on other nodes (src/cluster/train.ts). A switch is `--key`, or `--no-key` when false and
+ * it has that form (false without one is the switch not given); a key without a flag is refused.
+ */
+export function optionsToFlags(options: Partial<Record<TrainKey, unknown>>): string[] {
+  const argv: string[] = [];
+  for (const [k, value] of Object.entries(options) as Array<[TrainKey, unknown]>) {
+    if (value === undefined || value === null) continue; // null: the key's own default
+    const text = (TRAIN_OPTIONS[k] as Entry<unknown> | undefined)?.flag;
+    if (!text) throw new Error(`train option ${k} has no flag`);
+    const name = `--${kebab(k)}`;
+    if (text.arg !== undefined) argv.push(name, String(value));
+    else if (value === true) argv.push(name);
+    else if (value === false && text.no) argv.push(`--no-${kebab(k)}`);
+  }
+  return argv;
+}
