@@ -145,10 +145,11 @@ export async function trainAcrossNodes(
     reject: false,
     stdin: 'ignore',
     env: workerEnv(),
-    // srun: each node's polar train prints its progress; ray_torchrun: one JSON event a line
-    stdout: t.engine === 'ray' ? 'pipe' : ['inherit'],
+    // the nodes' progress (srun: each node's polar train; ray_torchrun: its nodes' ends) is the loop's, on
+    // stderr; stdout is kept (ray_torchrun: one JSON event a line), not printed: the loop's stdout is its own
+    stdout: 'pipe',
     stderr: ['inherit', 'pipe'],
-    buffer: { stdout: t.engine === 'ray', stderr: true },
+    buffer: { stdout: true, stderr: true },
   });
   const onAbort = () => child.kill('SIGTERM');
   req.signal?.addEventListener('abort', onAbort, { once: true });
@@ -169,6 +170,13 @@ export async function trainAcrossNodes(
       'run polar on a Slurm login node or inside an allocation (srun on PATH)',
     );
   if (result.exitCode !== 0) throw launcherFailure(t, out, result);
+  if (t.engine === 'ray') {
+    const placed = rayEvents(result.stdout).find((e) => e.event === 'nodes') as
+      | { nodes?: Array<{ rank: number; ip: string }> }
+      | undefined;
+    if (placed?.nodes)
+      log.info(`trained on the Ray nodes ${placed.nodes.map((n) => `${n.ip} (node ${n.rank})`).join(', ')}`);
+  }
   const latest = join(out, CHECKPOINT_FILES.latest);
   const checkpoint = existsSync(latest) ? join(out, readFileSync(latest, 'utf8').trim()) : null;
   if (req.onStep && existsSync(join(out, CHECKPOINT_FILES.metrics)))
@@ -193,10 +201,7 @@ function launcherFailure(
       .filter(Boolean);
   let said = lines(result.stderr).slice(-3).join(' | ');
   if (t.engine === 'ray') {
-    const events = lines(result.stdout)
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const told = events
+    const told = rayEvents(result.stdout)
       .filter((e) => e.event === 'error' || (e.event === 'node' && e.exit_code !== 0))
       .map((e) =>
         e.event === 'error'
@@ -211,4 +216,18 @@ function launcherFailure(
       hint: `each node's log is in ${out} (worker.log, worker-nodeR.log); the step is redone by --resume`,
     },
   );
+}
+
+/** ray_torchrun's events: its JSON lines on stdout (src/train/worker/polar_train/cluster/ray_torchrun.py). */
+function rayEvents(stdout: unknown): Array<Record<string, unknown>> {
+  const events: Array<Record<string, unknown>> = [];
+  for (const line of String(stdout ?? '').split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      events.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // a line of Ray's own that looks like JSON: not an event
+    }
+  }
+  return events;
 }

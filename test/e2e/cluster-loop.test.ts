@@ -1,16 +1,18 @@
 /**
- * `polar loop --cluster ray` on a real Ray cluster of three test hosts (network namespaces: a head and two
- * workers with 2 polar_slot each): one step of real Pi against the vLLM stand-in (listening on the test
- * network's bridge, where every node reaches it), the step's rollouts one Ray task per sample, then build,
- * train (the transformers worker of .venv, CPU, a tiny model with the Qwen3 vocabulary) and publish
- * (--reload-cmd). The same loop on this machine alone is the reference: the step's records (step.json's
- * fields, the eval folder's files, the session meta that names the policy, the trajectories) are the same
- * but for timings, rewards (the coin-flip tasks) and where the samples ran; the cluster's samples ran on
- * both workers. Bounded: each polar run has a time limit, the cluster is stopped by pid and the
- * namespaces removed in `after`, whatever happened.
+ * `polar loop --cluster ray --train-nodes 2` on a real Ray cluster of three test hosts (network
+ * namespaces: a head and two workers with 2 polar_slot each): one step of real Pi against the vLLM
+ * stand-in (listening on the test network's bridge, where every node reaches it), the step's rollouts one
+ * Ray task per sample, then build, train across both workers (ray_torchrun: a STRICT_SPREAD bundle per
+ * worker, torchrun's gloo over the veth pair; the transformers worker of .venv, CPU, a tiny model with the
+ * Qwen3 vocabulary) and publish (--reload-cmd). The same loop on this machine alone (trained here) is the
+ * reference: the step's records (step.json's fields, the eval folder's files, the session meta that names
+ * the policy, the trajectories) are the same but for timings, rewards (the coin-flip tasks) and where the
+ * samples ran; the cluster's samples ran on both workers, and its training on both. Bounded: each polar
+ * run has a time limit, the cluster is stopped by pid and the namespaces removed in `after`, whatever
+ * happened.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -40,7 +42,7 @@ const lines = (file: string) =>
     .split('\n')
     .filter((l) => l.trim());
 
-describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, () => {
+describe('polar loop --cluster ray --train-nodes 2', { skip: SKIP ?? false, timeout: 590_000 }, () => {
   const c = useRayCluster('polar-loopray-');
 
   test('a step whose rollouts ran on both workers writes the records a local loop writes', async () => {
@@ -110,7 +112,15 @@ describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, 
         polarOnHead(
           c.net,
           c.ray,
-          [...args(clusterRun), '--cluster', `ray=${c.ray.address}`, '--cluster-memory', '256MiB'],
+          [
+            ...args(clusterRun),
+            '--cluster',
+            `ray=${c.ray.address}`,
+            '--cluster-memory',
+            '256MiB',
+            '--train-nodes',
+            '2',
+          ],
           { limitMs: 500_000, env },
         ),
       ]);
@@ -158,6 +168,16 @@ describe('polar loop --cluster ray', { skip: SKIP ?? false, timeout: 590_000 }, 
         lines(join(localRun, 'step-1', 'traj.jsonl')).length,
       );
       assert.ok(lines(join(clusterRun, 'step-1', 'train', 'metrics.jsonl')).length >= 1);
+      // the training ran as two node ranks, one on each worker (ray_torchrun's placement, as the loop says it)
+      for (const log of ['worker.log', 'worker-node1.log'])
+        assert.ok(existsSync(join(clusterRun, 'step-1', 'train', log)), `train/${log}`);
+      const placed = /trained on the Ray nodes (.*)/.exec(r.stderr);
+      assert.ok(placed, r.stderr);
+      assert.deepEqual(
+        [...placed[1]!.matchAll(/(\d+\.\d+\.\d+\.\d+) \(node \d\)/g)].map((m) => m[1]).sort(),
+        c.ray.workers.map((w) => w.ip).sort(),
+      );
+      assert.ok(existsSync(join(String(cs.checkpoint), 'model.safetensors')));
       // the loop's record of its flags names the cluster, not the words it passes on
       const recorded = JSON.parse(readFileSync(join(clusterRun, 'loop.json'), 'utf8'));
       assert.deepEqual(recorded.cluster, { engine: 'ray', address: c.ray.address });
