@@ -13,9 +13,9 @@
  * polar has a time limit, the cluster is stopped by pid and the namespaces and folder removed in `after`.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
 import { tinyLlamaSpec } from '../../src/export/export.ts';
@@ -50,9 +50,10 @@ describe('polar loop --cluster slurm --train-nodes 2', { skip: SKIP ?? false, ti
   );
 
   test('one step: rollouts on both nodes, training across both, the run folder a local loop writes', async () => {
+    // a private home for the harness, removed with its folder at the end
+    const { home } = await privateDirs();
     const standin = await startStandin({ host: state.net.bridgeIp });
     try {
-      const { home } = await privateDirs();
       // the stand-in's logprobs are made up: the trainer's check against its own is off
       const config = join(state.tmp, 'train.json');
       await writeFile(config, `${JSON.stringify({ sampling_gap_limit: 0 })}\n`);
@@ -198,6 +199,7 @@ describe('polar loop --cluster slurm --train-nodes 2', { skip: SKIP ?? false, ti
       );
     } finally {
       await standin.close();
+      rmSync(dirname(home), { recursive: true, force: true });
     }
   });
 });

@@ -12,9 +12,9 @@
  * happened.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
@@ -46,9 +46,10 @@ describe('polar loop --cluster ray --train-nodes 2', { skip: SKIP ?? false, time
   const c = useRayCluster('polar-loopray-');
 
   test('a step whose rollouts ran on both workers writes the records a local loop writes', async () => {
+    // a private home for the harness, removed with its folder at the end
+    const { home } = await privateDirs();
     const standin = await startStandin({ host: c.net.bridgeIp });
     try {
-      const { home } = await privateDirs();
       // the stand-in's logprobs are made up: the trainer's check against its own is off
       const config = join(c.tmp, 'train.json');
       await writeFile(config, `${JSON.stringify({ sampling_gap_limit: 0 })}\n`);
@@ -183,6 +184,7 @@ describe('polar loop --cluster ray --train-nodes 2', { skip: SKIP ?? false, time
       assert.deepEqual(recorded.cluster, { engine: 'ray', address: c.ray.address });
     } finally {
       await standin.close();
+      rmSync(dirname(home), { recursive: true, force: true });
     }
   });
 });
