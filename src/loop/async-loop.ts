@@ -7,8 +7,8 @@
  * version N, tells the backend (each later call record's policy_version), runs the held-out eval on its
  * steps, and writes step.json last with the batch's staleness counts and its rollout health; the health,
  * the rollouts' figures and the trainer's optimiser steps go to --report-to as the strict loop's do
- * (src/loop/observe.ts). run/schedule.jsonl is the journal
- * --resume replays. The K = 0 loop (src/loop/loop.ts) is untouched by this file.
+ * (src/loop/observe.ts). run/schedule.jsonl is the journal --resume replays. The K = 0 loop
+ * (src/loop/loop.ts) is untouched by this file.
  */
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
