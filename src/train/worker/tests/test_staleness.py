@@ -134,13 +134,6 @@ class TrainerStep(Base):
         for k in ("tis_min", "tis_mean", "tis_max"):
             self.assertAlmostEqual(step[k], math.exp(-3), delta=1e-3, msg=k)
 
-    def test_without_a_version_the_step_has_no_staleness(self):
-        self.run_trainer(helpers.random_records(n_groups=2, group_size=4))
-        (step,) = self.steps()
-        self.assertIsNone(step["staleness_max"])
-        self.assertIsNone(step["staleness_mean"])
-        self.assertIsNotNone(step["tis_mean"])
-
 
 if __name__ == "__main__":
     unittest.main()
