@@ -119,6 +119,13 @@ export function workerError(
         hint: 'train the model that sampled these trajectories (--model); a known, larger gap (another sampling temperature, a quantised server) can be allowed with sampling_gap_limit in train.json (docs/train.md)',
       });
     }
+    if (o.error.kind === 'checkpoint') {
+      // the worker's CheckpointError names the checkpoint and the way out (an unknown or corrupt version)
+      return new PolarError(`training refused: ${message}`, {
+        exitCode: EXIT.badInput,
+        hint: 'checkpoint versions and what each resumes: docs/train.md, "Checkpoints, resume and failures"',
+      });
+    }
     if (o.error.kind === 'non_finite') {
       return new PolarError(`training stopped: ${message}`, {
         hint: `continue from the last good checkpoint: the same command with --resume (--out ${ctx.out}); lower --lr or check the data first`,

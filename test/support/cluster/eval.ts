@@ -46,7 +46,7 @@ export function useTestCluster<K extends string, C>(
 
 /**
  * Runs argv from the repository root with `env`, its child noted in `net` (killed on teardown);
- * resolves with the exit code and stderr, each stderr line passed to `onLine`; killed after `limitMs`.
+ * resolves with the exit code, stdout and stderr, each stderr line passed to `onLine`; killed after `limitMs`.
  */
 export function runOnCluster(
   net: TestNet,
@@ -54,20 +54,23 @@ export function runOnCluster(
   env: NodeJS.ProcessEnv,
   limitMs: number,
   onLine?: (line: string) => void,
-): Promise<{ code: number | null; stderr: string }> {
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     net.children.push(child);
+    let stdout = '';
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
       stderr += d;
       for (const line of String(d).split('\n')) if (line) onLine?.(line);
     });
-    child.stdout.resume();
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr });
+      resolve({ code, stdout, stderr });
     });
   });
 }

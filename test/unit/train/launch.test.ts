@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { InputError } from '../../../src/errors.ts';
+import { EXIT, InputError } from '../../../src/errors.ts';
 import { WORKER_DIR, workerCommand } from '../../../src/train/launch.ts';
 import { checkTrajectories } from '../../../src/train/trajectories.ts';
 import { runWorker, workerError } from '../../../src/train/worker-process.ts';
@@ -108,6 +108,17 @@ describe('worker outcome', () => {
     const e = workerError(nan, { logPath, out: '/ck' });
     assert.match(e?.message ?? '', /^training stopped: non-finite loss at step 3/);
     assert.match(e?.hint ?? '', /--resume \(--out \/ck\)/);
+    // a checkpoint the worker cannot resume (checkpoint.py CheckpointError): bad input, its message kept
+    const refused = await runWorker(
+      fake(
+        `console.log(JSON.stringify({event:'error',kind:'checkpoint',message:'resume: /ck/step-2 is checkpoint version 3'}));process.exit(1)`,
+      ),
+      () => {},
+      logPath,
+    );
+    const r = workerError(refused, { logPath, out: '/ck' });
+    assert.equal(r?.message, 'training refused: resume: /ck/step-2 is checkpoint version 3');
+    assert.equal(r?.exitCode, EXIT.badInput);
     const killed = await runWorker(fake(`process.kill(process.pid, 'SIGKILL')`), () => {}, logPath);
     assert.match(workerError(killed, { logPath, out: dir })?.message ?? '', /killed by SIGKILL/);
     const quiet = await runWorker(fake(`process.exit(0)`), () => {}, logPath);

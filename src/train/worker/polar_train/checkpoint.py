@@ -1,6 +1,13 @@
 """Checkpoints of the GRPO loop (trainer.py): atomic `step-N` directories (the model in Hugging Face format or
 the adapter, the optimiser, scheduler and RNG state, polar's metadata and the resolved config), the `latest`
-pointer, and resume. `save` and `restore` take the Trainer; Trainer.save and Trainer._restore call them."""
+pointer, and resume. `save` and `restore` take the Trainer; Trainer.save and Trainer._restore call them.
+
+The optimiser state goes through torch's own engine for state dicts across parallelisms
+(torch.distributed.checkpoint.state_dict: get_optimizer_state_dict / set_optimizer_state_dict), keyed by
+parameter name in every case, so a checkpoint of N processes (FSDP) resumes on M, one process included
+(checkpoint version 2, docs/train.md "Checkpoints, resume and failures"). Version 1 keyed it as the
+optimiser did (parameter ids in one process, names under FSDP): ids are renamed on load; a version-1
+checkpoint of several CPU processes is refused (its Adam moments are one shared buffer, below)."""
 import hashlib
 import json
 import os
@@ -8,6 +15,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 import torch
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict, set_optimizer_state_dict
 
 from .model import torch_load
 from .schema import CHECKPOINT_META, CONFIG_COPY, LATEST, STATE_FILE
@@ -16,8 +24,21 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 
+#: what FSDP puts into the names of the modules it wraps (torch/distributed/fsdp/_common_utils.py FSDP_PREFIX)
+FSDP_PREFIX = "_fsdp_wrapped_module."
+
+#: polar_checkpoint.json's `polar_checkpoint`: the layout of trainer_state.pt (module docstring)
+CHECKPOINT_VERSION = 2
+
+
 class ConfigError(ValueError):
     kind = "config"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint this worker cannot resume from; the message names it and the way out."""
+
+    kind = "checkpoint"
 
 
 def file_sha256(path: str) -> str:
@@ -62,12 +83,73 @@ def replace_dir(tmp: str, final: str) -> None:
         os.rename(tmp, final)
 
 
+def _state_options(trainer: "Trainer", save: bool) -> StateDictOptions:
+    """How torch's engine gathers (save) or shards (restore) the optimiser state. Under FSDP the state is
+    whole on saving; on GPUs it is gathered to rank 0's CPU memory (cpu_offload). On the CPU every rank
+    gathers it whole instead: FSDP's offload to the CPU is a no-op there (torch 2.13,
+    fsdp/_optim_utils.py, _unflatten_orig_param_states: `value.cpu()` of a CPU tensor is itself), which
+    leaves each Adam moment a view of the one all-gather buffer that the next moment's gather overwrites:
+    exp_avg and exp_avg_sq saved as one shared tensor, the NaN weights of a resumed run. Without the offload,
+    FSDP clones each moment. Restoring, every rank has read the whole file: no broadcast."""
+    gpu = trainer.device.type == "cuda"
+    return StateDictOptions(full_state_dict=trainer.dist, cpu_offload=trainer.dist and save and gpu)
+
+
+def shared_storage(optim_state: dict) -> list:
+    """The parameters whose optimiser state tensors share memory with another's (any pair, any name): a state
+    dict FSDP gathered into one reused buffer. Empty for a sound one."""
+    seen = {}
+    shared = []
+    for key, values in optim_state.get("state", {}).items():
+        for name, value in values.items():
+            if not isinstance(value, torch.Tensor) or value.dim() == 0:
+                continue
+            ptr = value.untyped_storage().data_ptr()
+            if ptr in seen and key not in shared:
+                shared.append(key)
+            seen.setdefault(ptr, (key, name))
+    return shared
+
+
+def _check_own_storage(optim_state: dict) -> None:
+    """A checkpoint whose optimiser moments share memory is never written (it resumes into NaN)."""
+    shared = shared_storage(optim_state)
+    if shared:
+        raise RuntimeError("optimiser state of %s shares memory with another state tensor; not writing a checkpoint "
+                           "that would resume into NaN (a torch state-dict defect; checkpoint.py _state_options)"
+                           % ", ".join(map(str, shared[:3])))
+
+
+def _from_version_1(trainer: "Trainer", optim: dict, directory: str) -> dict:
+    """A version-1 optimiser state keyed by parameter name, as version 2 is. One process saved it keyed by
+    parameter id, in the order of the trainable parameters (the optimiser's): renamed in that order. Several
+    CPU processes (FSDP over gloo) saved Adam's moments as one shared buffer: refused, the weights are good."""
+    if shared_storage(optim):
+        raise CheckpointError(
+            "resume: %s is a version-1 checkpoint of a run on several CPU processes, whose optimiser state is "
+            "corrupt (Adam's two moments were saved as one shared buffer; resuming it gives NaN weights). Its "
+            "weights are sound: start from them with --model %s without --resume or --resume-from (a fresh optimiser)"
+            % (directory, directory))
+    keys = [k for group in optim.get("param_groups", []) for k in group.get("params", [])]
+    if not all(isinstance(k, int) for k in keys):
+        return optim  # names already (FSDP on GPUs)
+    names = [n.replace(FSDP_PREFIX, "") for n, p in trainer.policy.named_parameters() if p.requires_grad]
+    if len(names) != len(keys):
+        raise CheckpointError("resume: %s holds optimiser state for %d parameters, this model trains %d; resume with "
+                              "the run's own model and --lora setting" % (directory, len(keys), len(names)))
+    rename = dict(zip(keys, names))
+    groups = [dict(g, params=[rename[k] for k in g["params"]]) for g in optim["param_groups"]]
+    return {"state": {rename[k]: v for k, v in optim["state"].items()}, "param_groups": groups}
+
+
 def save(trainer: "Trainer") -> str:
     cfg = trainer.cfg
     name = "step-%d" % trainer.global_step
     final = os.path.join(cfg["out"], name)
     model_state = None
-    optim_state = trainer.opt.state_dict()
+    optim_state = get_optimizer_state_dict(trainer.model, trainer.opt, options=_state_options(trainer, save=True))
+    if trainer.rank == 0:
+        _check_own_storage(optim_state)
     if trainer.dist:
         from torch.distributed.fsdp import FullStateDictConfig, StateDictType
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -76,7 +158,6 @@ def save(trainer: "Trainer") -> str:
                                   FullStateDictConfig(offload_to_cpu=trainer.device.type == "cuda", rank0_only=True)):
             full = trainer.model.state_dict()
         model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
-        optim_state = FSDP.optim_state_dict(trainer.model, trainer.opt)
     if trainer.rank == 0:
         tmp = fresh_dir(cfg["out"], name)
         fmt = trainer.policy.save_pretrained(tmp, state_dict=model_state)
@@ -93,7 +174,7 @@ def save(trainer: "Trainer") -> str:
         }
         torch.save(state, os.path.join(tmp, STATE_FILE))
         meta = {
-            "polar_checkpoint": 1,
+            "polar_checkpoint": CHECKPOINT_VERSION,
             "step": trainer.global_step,
             "data_step": trainer.data_step,
             "updates": trainer.updates,
@@ -123,15 +204,22 @@ def save(trainer: "Trainer") -> str:
     return final
 
 def restore(trainer: "Trainer", directory: str) -> None:
+    with open(os.path.join(directory, CHECKPOINT_META)) as fh:
+        version = json.load(fh).get("polar_checkpoint")
+    if not isinstance(version, int) or version < 1 or version > CHECKPOINT_VERSION:
+        raise CheckpointError("resume: %s is checkpoint version %r, and this polar reads versions 1 to %d; resume "
+                              "it with the polar that wrote it, or start from its weights with --model %s without "
+                              "--resume or --resume-from (a fresh optimiser)" % (directory, version, CHECKPOINT_VERSION, directory))
     state = torch_load(os.path.join(directory, STATE_FILE))
     if state.get("trainable") is not None:
         trainer.policy.load_trainable_state(state["trainable"])
-    if trainer.dist:
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-        trainer.opt.load_state_dict(FSDP.optim_state_dict_to_load(trainer.model, trainer.opt, state["optimizer"]))
-    else:
-        trainer.opt.load_state_dict(state["optimizer"])
+    optim_state = state["optimizer"] if version >= 2 else _from_version_1(trainer, state["optimizer"], directory)
+    try:
+        set_optimizer_state_dict(trainer.model, trainer.opt, optim_state, options=_state_options(trainer, save=False))
+    except (KeyError, RuntimeError, ValueError) as exc:
+        raise CheckpointError("resume: the optimiser state of %s does not fit this model (%s); resume with the run's "
+                              "own model and --lora setting, or start from its weights with --model %s without --resume or --resume-from"
+                              % (directory, exc, directory)) from exc
     trainer.sched.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"])
     if state.get("cuda_rng") is not None and trainer.device.type == "cuda":

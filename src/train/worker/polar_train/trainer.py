@@ -100,7 +100,8 @@ class Trainer:
         if self.dist:
             import torch.distributed as dist
 
-            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+            if not dist.is_initialized():  # a group the caller opened is used (tests/torchrun_trainer.py)
+                dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
         os.makedirs(cfg["out"], exist_ok=True)
         self.resume_dir = resolve_resume_dir(cfg["resume"]) if cfg["resume"] else None
         resume_meta = None

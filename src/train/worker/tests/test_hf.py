@@ -1,10 +1,7 @@
 """Correctness of the worker on real transformers classes (tiny random Qwen3, Qwen3.5 and Llama built from a
 config): logprobs against a plain forward, zero gradient on mask-0 tokens, checkpoints that transformers and
-peft load, the LoRA reference, resume, and data parallel through torchrun (FSDP, gloo) on the CPU."""
-import json
+peft load, the LoRA reference and resume (data parallel through torchrun: test_checkpoint_processes.py)."""
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -191,54 +188,6 @@ class Checkpoints(unittest.TestCase):
         self.assertEqual(full.global_step, resumed.global_step)
         for (n, a), b in zip(full.policy.state_dict().items(), resumed.policy.state_dict().values()):
             self.assertTrue(torch.equal(a, b), n)
-
-
-class DataParallel(unittest.TestCase):
-    """torchrun --nproc_per_node 2 with FSDP over gloo: the same update as one process on the same batch."""
-
-    def test_two_processes_equal_one_and_resume_in_one(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            recs = helpers.random_records(n_groups=2, group_size=4, vocab=64, resp_len=6)
-            traj = helpers.write_jsonl(os.path.join(tmp, "traj.jsonl"), recs)
-            base = {"trajectories": traj, "model": QWEN3, "device": "cpu", "lr": 1e-2, "batch_rollouts": 8,
-                    "micro_batch_tokens": 16, "max_steps": 1, "save_every": 1, "tis": False,
-                    "gradient_checkpointing": False}
-            # one process, in this process
-            one_out = os.path.join(tmp, "n1")
-            t1 = Trainer(dict(base, out=one_out), lambda e: None)
-            t1.setup()
-            t1.train()
-            # two processes through torchrun (what `polar train --nproc 2 --device cpu` runs)
-            cfg = dict(base, out=os.path.join(tmp, "n2"))
-            path = os.path.join(tmp, "config.json")
-            with open(path, "w") as fh:
-                json.dump(cfg, fh)
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                   "--nproc_per_node=2", "-m", "polar_train", "--config", path]
-            env = dict(os.environ, PYTHONPATH=helpers.WORKER, OMP_NUM_THREADS="1")
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-            self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
-            events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-            self.assertEqual([e["event"] for e in events if e["event"] == "done"], ["done"])  # rank 0 only
-            self.assertEqual({e.get("world_size") for e in events if e["event"] == "log"} - {None}, {2})
-            outs = {1: one_out, 2: cfg["out"]}
-            from safetensors.torch import load_file  # type: ignore
-
-            one = load_file(os.path.join(outs[1], "step-1", "model.safetensors"))
-            two = load_file(os.path.join(outs[2], "step-1", "model.safetensors"))
-            start = load_policy(QWEN3, CPU, False).model.state_dict()
-            self.assertEqual(sorted(one), sorted(two))
-            moved = max(float((one[k] - start[k]).abs().max()) for k in one)
-            self.assertGreater(moved, 1e-4)
-            for k in one:
-                self.assertTrue(torch.allclose(one[k], two[k], atol=1e-5, rtol=1e-4), k)
-            # the 2-process checkpoint resumes in one process
-            events = []
-            t = Trainer(dict(base, out=os.path.join(tmp, "resumed"), resume=outs[2], max_steps=2), events.append)
-            t.setup()
-            t.train()
-            self.assertEqual(t.global_step, 2)
-            self.assertEqual([e["step"] for e in events if e["event"] == "step"], [2])
 
 
 if __name__ == "__main__":
