@@ -32,6 +32,7 @@ export const TIERS = {
       'test/unit/train/cli.test.ts',
       'test/unit/train/probe.test.ts',
       'test/unit/train/python-worker.test.ts',
+      'test/unit/train/python-worker-train.test.ts',
       'test/unit/train/report-to.test.ts',
     ],
   },
