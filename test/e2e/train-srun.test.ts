@@ -11,8 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
@@ -20,6 +19,7 @@ import { TestNet } from '../support/cluster/netns.ts';
 import { ROOT } from '../support/cluster/ray.ts';
 import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
 import { assertSameUpdate } from '../support/cluster/train-compare.ts';
+import { tempDir } from '../support/temp.ts';
 import {
   madeUpLogprobs,
   NO_TORCH,
@@ -108,7 +108,7 @@ describe(
   () => {
     const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
     before(async () => {
-      state.tmp = mkdtempSync(join(tmpdir(), 'polar-srun-train-'));
+      state.tmp = tempDir('polar-srun-train-');
       state.net = TestNet.create(3);
       state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
     });

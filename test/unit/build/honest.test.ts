@@ -3,11 +3,11 @@
  * teach nothing are warned about; -o creates its folders; --json goes to stdout; --max-trace-tokens.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { call, EOT, grading, ids, jsonl, session, sessionEnd } from '../trajectory/builder.ts';
 
 async function polar(args: string[], options: { closeAfterFirstChunk?: boolean } = {}) {
@@ -30,7 +30,7 @@ const capture = (id: string, task: string, sample: number, reward: number): unkn
 describe('polar build (CLI): honest endings and warnings', () => {
   let dir = '';
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'polar-build-honest-'));
+    dir = tempDir('polar-build-honest-');
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });

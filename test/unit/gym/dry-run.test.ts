@@ -3,14 +3,14 @@
  * without --dataset, so a docker runtime without a working engine fails as polar eval does (exit 4).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { execa } from 'execa';
+import { tempDir } from '../../support/temp.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
-const tmp = mkdtempSync(join(tmpdir(), 'polar-gym-dry-'));
+const tmp = tempDir('polar-gym-dry-');
 // a docker CLI whose engine is down, as `docker info` says when no daemon runs
 writeFileSync(
   join(tmp, 'docker'),

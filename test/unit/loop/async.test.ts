@@ -8,8 +8,7 @@
  * mid-step without losing or retraining anything; a cut last journal line is ignored, a bad one refused.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { PolarError } from '../../../src/errors.ts';
@@ -22,6 +21,7 @@ import {
   type ScheduleRecord,
   StalenessScheduler,
 } from '../../../src/loop/async.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
@@ -181,7 +181,7 @@ describe('the staleness scheduler', () => {
   });
 
   test('a crash mid-step resumes from the journal: nothing lost, nothing trained twice', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'polar-async-'));
+    const dir = tempDir('polar-async-');
     const path = join(dir, 'schedule.jsonl');
     const runs = new Map<number, number>();
     const crashing = standIn({
@@ -245,7 +245,7 @@ describe('the staleness scheduler', () => {
   });
 
   test('the journal: a cut last line is ignored, a bad line elsewhere is refused', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'polar-async-'));
+    const dir = tempDir('polar-async-');
     const path = join(dir, 'schedule.jsonl');
     const good = JSON.stringify({ v: 1, type: 'group', group: 0, task: 'a', meant_for: 1 });
     writeFileSync(path, `${good}\n{"v":1,"type":"sam`);
