@@ -79,11 +79,14 @@ async function simulate(c: Cluster, K: number) {
     driver,
   );
   await s.run();
-  const { wallMs, trainBusyMs, slotBusyMs, slots } = s.stats;
+  const { wallMs, trainBusyMs, slotBusyMs, slots, trainWaitDueMs, slotHeldMs } = s.stats;
   return {
     wallMs,
     trainerIdle: 1 - trainBusyMs / wallMs,
     slotIdle: 1 - slotBusyMs / (slots * wallMs),
+    // the parts of the idle time the staleness bound imposes (src/loop/async.ts, SchedulerStats)
+    trainerWaitDue: trainWaitDueMs / wallMs,
+    slotHeld: slotHeldMs / (slots * wallMs),
   };
 }
 
@@ -149,7 +152,8 @@ export async function benchLoop(): Promise<void> {
     if (K === 0) base = r.wallMs;
     console.log(
       `  --max-staleness ${K}: ${(r.wallMs / 1000).toFixed(2)} s, speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
-        `idle: trainer ${pct(r.trainerIdle)}, rollout slots ${pct(r.slotIdle)}`,
+        `idle: trainer ${pct(r.trainerIdle)} (${pct(r.trainerWaitDue)} waiting for a group the bound cannot carry), ` +
+        `rollout slots ${pct(r.slotIdle)} (${pct(r.slotHeld)} while the bound held the next groups back)`,
     );
   }
   if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;

@@ -5,8 +5,10 @@
  * run/step-N/traj.jsonl (one GRPO group per loop group: --group-by meta:loop_group), trains from the
  * previous step's run with the trainer's staleness check (policy_version, max_staleness), publishes
  * version N, tells the backend (each later call record's policy_version), runs the held-out eval on its
- * steps, and writes step.json last with the batch's staleness counts. run/schedule.jsonl is the journal
- * --resume replays. The K = 0 loop (src/loop/loop.ts) is untouched by this file.
+ * steps, and writes step.json last with the batch's staleness counts and its rollout health; the health,
+ * the rollouts' figures and the trainer's optimiser steps go to --report-to as the strict loop's do
+ * (src/loop/observe.ts). run/schedule.jsonl is the journal --resume replays. The K = 0 loop
+ * (src/loop/loop.ts) is untouched by this file.
  */
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,16 +16,19 @@ import { join } from 'node:path';
 import { runBuild } from '../build/command.ts';
 import { PolarError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
-import { localExecutor, runEvalWith } from '../eval/run.ts';
+import { buildReport, type Report, type ResultLine } from '../eval/report.ts';
+import { readResults } from '../eval/results.ts';
+import { type EvalOutcome, localExecutor, runEvalWith } from '../eval/run.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { setupEvaluation } from '../rollout/setup.ts';
-import { runTrain } from '../train/launch.ts';
+import { runTrain, type TrainRequest } from '../train/launch.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { type Batch, fileJournal, readJournal, StalenessScheduler } from './async.ts';
 import { groupDirName, LOOP_FILES, type StepSummary, stepDirName } from './files.ts';
 import { type LoopOptions, rate, type StepContext, tasksForStep } from './loop.ts';
+import { observeStep, trainSteps } from './observe.ts';
 import { evaluate, previousTrainRun, publish, stopped } from './phases.ts';
 
 /** Runs steps first..o.steps with rollouts ahead of training; the policy now is `checkpoint` (version first-1). */
@@ -144,6 +149,7 @@ async function trainBatch(
     outputFile: traj,
     groupBy: 'meta:loop_group',
     quiet: true,
+    ...(o.overlong ? { overlong: o.overlong.mode, overlongBuffer: o.overlong.buffer } : {}),
   });
   await writeFile(join(dir, LOOP_FILES.buildStats), `${JSON.stringify(stats, null, 2)}\n`, {
     mode: PRIVATE_FILE,
@@ -153,14 +159,90 @@ async function trainBatch(
     throw new PolarError(
       `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
     );
-  const resume = previousTrainRun(out, n);
-  const trained = await runTrain({
+  const trained = await runTrain(trainRequest(o, ctx, batch, traj, checkpoint));
+  stopped(o, `step ${n} stopped after its training`);
+  if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
+    throw new PolarError(`simulated crash after train of step ${n}`);
+  if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
+  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o, n);
+  backend.policyVersion = n;
+
+  let heldoutRun: EvalOutcome | null = null;
+  if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
+    heldoutRun = await evaluate(o, backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, {
+      policy: `step-${n}`,
+      loop_step: String(n),
+      heldout: '1',
+    });
+    stopped(o, `step ${n} stopped during its held-out evaluation`);
+  }
+  const heldout = heldoutRun ? { pass_at_1: heldoutRun.report.pass_at_1.mean } : null;
+  const rollouts = await batchOutcome(batch, groupDirs, o.groupSize);
+  const summary: StepSummary = {
+    step: n,
+    status: 'done',
+    started_at: started.toISOString(),
+    ended_at: new Date().toISOString(),
+    policy: `step-${n - 1}`,
+    checkpoint: trained.checkpoint,
+    tasks: batch.groups.map((g) => g.task),
+    rollouts: { pass_at_1: rollouts.report.pass_at_1.mean, samples: rollouts.report.total },
+    heldout,
+    trajectories: stats.trajectories_written,
+    trainable_tokens: stats.tokens_trainable,
+    overlong: {
+      calls: stats.calls_length,
+      traces: stats.traces_overlong,
+      masked: stats.overlong_masked,
+      penalised: stats.overlong_penalised,
+    },
+    staleness: batch.staleness,
+    groups: batch.groups.map((g) => ({
+      group: g.group,
+      task: g.task,
+      meant_for: g.meantFor,
+      policy_versions: g.versions,
+    })),
+  };
+  // the same health and figures as a strict step, each group of the batch a GRPO group of its own
+  summary.health = observeStep(ctx.reporter, n, {
+    record: summary,
+    rollouts,
+    stats,
+    heldout: heldoutRun,
+    groupOf: rollouts.groupOf,
+  });
+  await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`, {
+    mode: PRIVATE_FILE,
+  });
+  log.info(
+    `step ${n} done: pass@1 ${rate(summary.rollouts.pass_at_1)} on rollouts${heldout ? `, held-out ${rate(heldout.pass_at_1)}` : ''}`,
+  );
+  return summary;
+}
+
+/**
+ * Step N's training: one optimiser step over the batch, continuing the previous step's run, with the
+ * trainer's staleness check (policy_version N-1, max_staleness K) and its step events to --report-to.
+ */
+export function trainRequest(
+  o: LoopOptions,
+  ctx: Pick<StepContext, 'out' | 'reporter'>,
+  batch: Pick<Batch, 'step' | 'groups'>,
+  traj: string,
+  checkpoint: string,
+): TrainRequest {
+  const n = batch.step;
+  const resume = previousTrainRun(ctx.out, n);
+  return {
     allowZeroAdvantage: true,
     trajectories: traj,
-    out: join(dir, LOOP_FILES.train),
+    out: join(ctx.out, stepDirName(n), LOOP_FILES.train),
     configFile: o.trainConfig,
     ...(resume ? { resume } : {}),
     ...(o.signal ? { signal: o.signal } : {}),
+    // the trainer's optimiser steps to --report-to (one per loop step, so the numbers are the loop's)
+    onStep: trainSteps(ctx.reporter),
     sampledBy: [o.backend.model],
     flags: {
       ...o.trainFlags,
@@ -171,69 +253,41 @@ async function trainBatch(
       policy_version: n - 1,
       max_staleness: o.maxStaleness ?? 0,
     },
-  });
-  stopped(o, `step ${n} stopped after its training`);
-  if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
-    throw new PolarError(`simulated crash after train of step ${n}`);
-  if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
-  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o, n);
-  backend.policyVersion = n;
-
-  let heldout: StepSummary['heldout'] = null;
-  if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
-    const r = await evaluate(o, backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, {
-      policy: `step-${n}`,
-      loop_step: String(n),
-      heldout: '1',
-    });
-    stopped(o, `step ${n} stopped during its held-out evaluation`);
-    heldout = { pass_at_1: r.report.pass_at_1.mean };
-  }
-  const rollouts = await batchReport(groupDirs);
-  const summary: StepSummary = {
-    step: n,
-    status: 'done',
-    started_at: started.toISOString(),
-    ended_at: new Date().toISOString(),
-    policy: `step-${n - 1}`,
-    checkpoint: trained.checkpoint,
-    tasks: batch.groups.map((g) => g.task),
-    rollouts,
-    heldout,
-    trajectories: stats.trajectories_written,
-    trainable_tokens: stats.tokens_trainable,
-    staleness: batch.staleness,
-    groups: batch.groups.map((g) => ({
-      group: g.group,
-      task: g.task,
-      meant_for: g.meantFor,
-      policy_versions: g.versions,
-    })),
   };
-  await writeFile(join(dir, LOOP_FILES.step), `${JSON.stringify(summary, null, 2)}\n`, {
-    mode: PRIVATE_FILE,
-  });
-  log.info(
-    `step ${n} done: pass@1 ${rate(rollouts.pass_at_1)} on rollouts${heldout ? `, held-out ${rate(heldout.pass_at_1)}` : ''}`,
-  );
-  return summary;
 }
 
-/** pass@1 over the batch's samples (each group's report.json: its mean and sample count). */
-async function batchReport(dirs: string[]): Promise<StepSummary['rollouts']> {
-  let sum = 0;
-  let counted = 0;
-  let samples = 0;
-  for (const d of dirs) {
-    const report = JSON.parse(await readFile(join(d, EVAL_FILES.report), 'utf8')) as {
-      total: number;
-      pass_at_1: { mean: number | null };
-    };
-    samples += report.total;
-    if (report.pass_at_1.mean !== null) {
-      sum += report.pass_at_1.mean;
-      counted++;
+/**
+ * The batch's graded samples as one evaluation, as a strict step's eval/ gives them: every group's
+ * results.jsonl, a report over them all (its dataset, agent, model and runtime from the first group's
+ * report.json), and each result's GRPO group (two groups of a batch can share a task).
+ */
+export async function batchOutcome(
+  batch: Pick<Batch, 'groups'>,
+  dirs: string[],
+  groupSize: number,
+): Promise<EvalOutcome & { groupOf: (r: ResultLine) => string }> {
+  const results: ResultLine[] = [];
+  const group = new Map<ResultLine, string>();
+  let context: Report | null = null;
+  for (const [i, d] of dirs.entries()) {
+    if (!context) context = JSON.parse(await readFile(join(d, EVAL_FILES.report), 'utf8')) as Report;
+    for (const r of (await readResults(join(d, EVAL_FILES.results))).values()) {
+      results.push(r);
+      group.set(r, String(batch.groups[i]!.group));
     }
   }
-  return { pass_at_1: counted ? sum / counted : null, samples };
+  const report = buildReport(results, {
+    dataset: context?.dataset ?? '',
+    agent: context?.agent ?? '',
+    model: context?.model ?? '',
+    runtime: context?.runtime ?? '',
+    instances: [...new Set(batch.groups.map((g) => g.task))],
+    samples: groupSize,
+  });
+  return {
+    report,
+    results,
+    interrupted: false,
+    groupOf: (r) => group.get(r) ?? r.instance_id,
+  };
 }

@@ -88,12 +88,21 @@ export interface SchedulerOptions {
   signal?: AbortSignal;
 }
 
-/** Time accounting of a run (bench/loop.ts): busy milliseconds of the trainer and of all slots together. */
+/**
+ * Time accounting of a run (bench/loop.ts): busy milliseconds of the trainer and of all slots together,
+ * and where the idle time went: the trainer waiting for a batch because a group the bound does not let
+ * wait for a later step was still running (`trainWaitDueMs`) or because too few groups were complete
+ * (`trainWaitFewMs`); free slot-milliseconds while the staleness bound held the next groups back
+ * (`slotHeldMs`: every group it allows was launched and no sample was waiting for a slot).
+ */
 export interface SchedulerStats {
   wallMs: number;
   trainBusyMs: number;
   slotBusyMs: number;
   slots: number;
+  trainWaitDueMs: number;
+  trainWaitFewMs: number;
+  slotHeldMs: number;
 }
 
 interface GroupState extends GroupPlan {
@@ -128,7 +137,15 @@ export class StalenessScheduler {
     this.driver = driver;
     this.version = options.version;
     this.free = options.slots;
-    this.stats = { wallMs: 0, trainBusyMs: 0, slotBusyMs: 0, slots: options.slots };
+    this.stats = {
+      wallMs: 0,
+      trainBusyMs: 0,
+      slotBusyMs: 0,
+      slots: options.slots,
+      trainWaitDueMs: 0,
+      trainWaitFewMs: 0,
+      slotHeldMs: 0,
+    };
     if (options.signal) {
       if (options.signal.aborted) this.abort.abort(options.signal.reason);
       else
@@ -199,7 +216,18 @@ export class StalenessScheduler {
     w?.();
   }
 
+  /** Adds the free slot time since the last change of `free` while more groups remain than are launched. */
+  private markSlots(): void {
+    const now = performance.now();
+    if (this.live() < this.o.steps * this.o.tasksPerStep)
+      this.stats.slotHeldMs += this.free * (now - this.slotMark);
+    this.slotMark = now;
+  }
+
+  private slotMark = performance.now();
+
   private async acquire(): Promise<void> {
+    this.markSlots();
     if (this.free > 0) {
       this.free--;
       return;
@@ -208,6 +236,7 @@ export class StalenessScheduler {
   }
 
   private release(): void {
+    this.markSlots();
     const next = this.waiting.shift();
     if (next) next();
     else this.free++;
@@ -258,6 +287,7 @@ export class StalenessScheduler {
 
   /** Launches every group the staleness bound allows now (and resumes unfinished ones). */
   private async pump(): Promise<void> {
+    this.markSlots();
     for (const g of this.groups.values())
       if (!g.complete && !g.dropped && !g.running && !this.abort.signal.aborted) this.start(g);
     const T = this.o.tasksPerStep;
@@ -313,7 +343,8 @@ export class StalenessScheduler {
       }
       const fresh = open.filter((g) => !g.dropped);
       const due = fresh.filter((g) => [...g.versions.values()].some((v) => v <= trainer - K)).slice(0, T);
-      if (due.some((g) => !g.complete)) return null;
+      this.waitingOnDue = due.some((g) => !g.complete);
+      if (this.waitingOnDue) return null;
       chosen = [...due];
       for (const g of fresh) {
         if (chosen.length === T) break;
@@ -348,6 +379,8 @@ export class StalenessScheduler {
   }
 
   private readonly droppedAt = new Map<number, number>();
+  /** the last pick waited for a due group (stats) */
+  private waitingOnDue = false;
 
   /**
    * After a crash between a publish and its step.json, samples may name a version that --resume rolled
@@ -380,7 +413,10 @@ export class StalenessScheduler {
           });
           batch = await this.pick(step);
           if (batch) break;
+          const w0 = performance.now();
           await woken;
+          if (this.waitingOnDue) this.stats.trainWaitDueMs += performance.now() - w0;
+          else this.stats.trainWaitFewMs += performance.now() - w0;
         }
         const tt = performance.now();
         for (const g of batch.groups) this.groups.get(g.group)!.trained = true;

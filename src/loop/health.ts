@@ -87,14 +87,21 @@ export function stepHealth(input: {
   stats: BuildStats;
   /** the step record as far as it is known (overlong, staleness: read when present) */
   record?: Record<string, unknown>;
+  /**
+   * the GRPO group of a result; default its task (one group per task). The asynchronous loop's batch can
+   * hold two groups of one task (a carried group and a fresh one), each its own group.
+   */
+  groupOf?: (r: ResultLine) => string;
 }): StepHealth {
   const { results, stats } = input;
+  const groupOf = input.groupOf ?? ((r: ResultLine) => r.instance_id);
   const byTask = new Map<string, number[]>();
   for (const r of results) {
     if (r.reward === null) continue;
-    const list = byTask.get(r.instance_id) ?? [];
+    const key = groupOf(r);
+    const list = byTask.get(key) ?? [];
     list.push(r.reward);
-    byTask.set(r.instance_id, list);
+    byTask.set(key, list);
   }
   let noSignal = 0;
   let allSolved = 0;
@@ -179,7 +186,7 @@ export function healthWarnings(h: StepHealth): string[] {
     );
   if (h.infra_errors > 0)
     out.push(
-      `${plural(h.infra_errors, 'sample')} ended in an infrastructure error and got no reward: see the step's eval/report.json`,
+      `${plural(h.infra_errors, 'sample')} ended in an infrastructure error and got no reward: see the step's report.json (eval/, or each group's under groups/)`,
     );
   if (h.tool_calls_unparsed > 0)
     out.push(

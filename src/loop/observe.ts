@@ -3,9 +3,10 @@
  * plain-word warnings, and, with --report-to, its figures in the run's one tracking writer
  * (src/tracking/reporter.ts): the trainer's steps (train/..., forwarded from the worker's events), the
  * rollouts' figures (rollout/...), the health (health/...) and the held-out evaluations (heldout/...),
- * each at its step. src/loop/loop.ts calls these at a few places; the figures themselves are
- * src/tracking/figures.ts.
+ * each at its step. src/loop/loop.ts and src/loop/async-loop.ts call these at a few places; the figures
+ * themselves are src/tracking/figures.ts.
  */
+import type { ResultLine } from '../eval/report.ts';
 import type { EvalOutcome } from '../eval/run.ts';
 import type { ReportSetup } from '../options/report.ts';
 import { buildFigures, evalFigures, trainFigures } from '../tracking/figures.ts';
@@ -49,9 +50,16 @@ export function observeStep(
     rollouts: EvalOutcome;
     stats: BuildStats;
     heldout: EvalOutcome | null;
+    /** the GRPO group of a result (the asynchronous loop's batch); default its task */
+    groupOf?: (r: ResultLine) => string;
   },
 ): StepHealth {
-  const health = stepHealth({ results: step.rollouts.results, stats: step.stats, record: step.record });
+  const health = stepHealth({
+    results: step.rollouts.results,
+    stats: step.stats,
+    record: step.record,
+    ...(step.groupOf ? { groupOf: step.groupOf } : {}),
+  });
   log.info(`step ${n} health: ${formatHealth(health)}`);
   for (const warning of health.warnings) log.warn(`step ${n}: ${warning}`);
   const staleness = recordFigure(step.record, 'staleness');

@@ -71,9 +71,12 @@ export function publisherFor(backend: Backend, options: PublisherOptions): Publi
   if (backend.kind === 'sglang' || (backend.kind === 'tokens' && backend.url?.includes('/generate'))) {
     return {
       needsOnnx: false,
-      async publish({ checkpoint }) {
-        // SGLang's weight update from disk: POST /update_weights_from_disk {model_path}, with the run's
-        // key (a server started with --api-key checks it on every route), under the readiness limit
+      async publish({ checkpoint, version }) {
+        // SGLang's weight update from disk (sgl-project/sglang python/sglang/srt/entrypoints/http_server.py,
+        // commit 0025436e: POST /update_weights_from_disk, body UpdateWeightFromDiskReqInput of
+        // managers/io_struct.py; 200 {success, message, num_paused_requests}, 400 with success false), with
+        // the run's key (a server started with --api-key checks it on every route), under the readiness
+        // limit. `weight_version` (the loop step) becomes the server's weight version on success.
         const url = `${rootUrl(backend.url ?? '')}/update_weights_from_disk`;
         let r: { ok: boolean; status: number };
         let body: string;
@@ -81,7 +84,10 @@ export function publisherFor(backend: Backend, options: PublisherOptions): Publi
           const response = await request(url, {
             method: 'POST',
             headers: { 'content-type': 'application/json', ...authHeaders(options.backendOptions.apiKey) },
-            body: JSON.stringify({ model_path: checkpoint }),
+            body: JSON.stringify({
+              model_path: checkpoint,
+              ...(version !== undefined ? { weight_version: String(version) } : {}),
+            }),
             deadline: timeLimit(options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value),
             release: true,
           });
@@ -99,6 +105,11 @@ export function publisherFor(backend: Backend, options: PublisherOptions): Publi
             r.status === 401
               ? "give the server's key with --api-key (or $POLAR_BACKEND_API_KEY)"
               : 'check that the server can read the checkpoint directory, or give --reload-cmd',
+          );
+        const paused = pausedRequests(body);
+        if (paused > 0)
+          log.info(
+            `SGLang held ${paused} running requests during the weight update (they go on with the new weights)`,
           );
       },
     };
@@ -228,5 +239,15 @@ async function waitReady(backend: Backend, options: BackendOptions, timeoutMs: n
       error.message,
       'check that --reload-cmd restarts the server on the new checkpoint, and its log',
     );
+  }
+}
+
+/** `num_paused_requests` of SGLang's answer to /update_weights_from_disk (0 when absent or not JSON). */
+function pausedRequests(body: string): number {
+  try {
+    const n = (JSON.parse(body) as { num_paused_requests?: unknown }).num_paused_requests;
+    return typeof n === 'number' && Number.isFinite(n) ? n : 0;
+  } catch {
+    return 0;
   }
 }

@@ -10,8 +10,17 @@
  * - without `--tool-call-parser` tool calls stay plain text in `content` (option `toolCallParser: null`);
  * - errors flat: `{"object": "error", "message", "type": "BadRequestError", "param", "code"}`;
  *   prompt + max_tokens >= context_len is a 400 ("Requested token count exceeds ...");
- * - `GET /v1/models` states `max_model_len`; `GET /get_server_info` lists the server args.
+ * - `GET /v1/models` states `max_model_len`; `GET /get_server_info` lists the server args;
+ * - `POST /update_weights_from_disk` as http_server.py answers it at commit 0025436e (body
+ *   UpdateWeightFromDiskReqInput of managers/io_struct.py: `model_path` required, `weight_version`
+ *   optional): a body without `model_path` is FastAPI's validation error turned 400 by the server's
+ *   handler (`{object: "error", message, type: "Bad Request", code: 400}`); a failed load is a 400
+ *   `{success: false, message, num_paused_requests}`; a loaded one a 200 with `success: true`, and the
+ *   server's weight version becomes `weight_version` when one is given ("Weight version updated to V."
+ *   added to the message). The stand-in fails the load when `model_path` is not a directory (the real
+ *   loader's own message is not transcribed); it holds no requests, so `num_paused_requests` is 0.
  */
+import { existsSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenLocal } from './listen.ts';
 import { IM_END, qwenTokenizer } from './qwen-tokenizer.ts';
@@ -41,6 +50,10 @@ export interface SglangChatOptions {
 export interface SglangChatStandin {
   url: string;
   calls: { body: ChatBody; promptIds: number[]; completionIds: number[] }[];
+  /** the bodies of /update_weights_from_disk, in order */
+  updates: { model_path: string; weight_version: unknown }[];
+  /** the weights served now: server_args.model_path and weight_version (SGLang's default "default") */
+  state: { modelPath: string; weightVersion: string };
   close(): Promise<void>;
 }
 
@@ -52,6 +65,8 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
   const toolParser = options.toolCallParser === undefined ? 'qwen25' : options.toolCallParser;
   const reasoningParser = options.reasoningParser === undefined ? 'qwen3' : options.reasoningParser;
   const calls: SglangChatStandin['calls'] = [];
+  const updates: SglangChatStandin['updates'] = [];
+  const state: SglangChatStandin['state'] = { modelPath: served, weightVersion: 'default' };
   const encode = (text: string) => tok.encode(text, { add_special_tokens: false });
   const error = (res: ServerResponse, message: string) =>
     json(res, 400, { object: 'error', message, type: 'BadRequestError', param: null, code: 400 });
@@ -71,6 +86,31 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
         reasoning_parser: reasoningParser,
         context_length: contextLen,
       });
+    }
+    if (req.method === 'POST' && path === '/update_weights_from_disk') {
+      const body = (await readJson(req)) as unknown as { model_path?: unknown; weight_version?: unknown };
+      if (typeof body.model_path !== 'string')
+        return json(res, 400, {
+          object: 'error',
+          message: "[{'type': 'missing', 'loc': ('body', 'model_path'), 'msg': 'Field required'}]",
+          type: 'Bad Request',
+          param: null,
+          code: 400,
+        });
+      updates.push({ model_path: body.model_path, weight_version: body.weight_version ?? null });
+      if (!existsSync(body.model_path) || !statSync(body.model_path).isDirectory())
+        return json(res, 400, {
+          success: false,
+          message: `Failed to update weights: ${body.model_path} is not a model directory. Rolling back to the old weights.`,
+          num_paused_requests: 0,
+        });
+      state.modelPath = body.model_path;
+      let message = 'Succeeded to update model weights.';
+      if (body.weight_version !== undefined && body.weight_version !== null) {
+        state.weightVersion = String(body.weight_version);
+        message += ` Weight version updated to ${state.weightVersion}.`;
+      }
+      return json(res, 200, { success: true, message, num_paused_requests: 0 });
     }
     if (req.method !== 'POST' || path !== '/v1/chat/completions')
       return json(res, 404, { detail: 'Not Found' });
@@ -161,6 +201,8 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
   return {
     url: `${server.origin}/v1`,
     calls,
+    updates,
+    state,
     close: server.close,
   };
 }

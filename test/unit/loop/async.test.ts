@@ -5,7 +5,8 @@
  * rollouts while a step trains and carries a slow group into a later step with its version; no sample is
  * ever trained more than K versions late; a group too stale is dropped and replaced; every launched group
  * is trained at most once; the journal written ahead lets a new scheduler finish a run that crashed
- * mid-step without losing or retraining anything; a cut last journal line is ignored, a bad one refused.
+ * mid-step without losing or retraining anything; a cut last journal line is ignored, a bad one refused;
+ * the run's time accounting (busy, waiting, held back) stays within its wall time.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -132,6 +133,13 @@ describe('the staleness scheduler', () => {
       driver.events.slice(i0, i1).some((e) => e.kind === 'sample-end'),
       'samples ran during training',
     );
+    // the time accounting adds up: the trainer's busy and waiting time within the wall time, the slots'
+    // busy and held-back time within their capacity (bench/loop.ts prints these)
+    const st = s.stats;
+    assert.ok(st.trainBusyMs > 0 && st.slotBusyMs > 0);
+    assert.ok(st.trainWaitDueMs >= 0 && st.trainWaitFewMs >= 0 && st.slotHeldMs >= 0);
+    assert.ok(st.trainBusyMs + st.trainWaitDueMs + st.trainWaitFewMs <= st.wallMs + 1, JSON.stringify(st));
+    assert.ok(st.slotBusyMs + st.slotHeldMs <= st.slots * st.wallMs + 1, JSON.stringify(st));
     const [first, second] = driver.batches;
     assert.deepEqual(first!.groups.map((g) => g.group).sort(), [1, 2]);
     assert.ok(

@@ -81,7 +81,7 @@ def check_staleness(records: Sequence[dict], version, max_staleness):
         pv = rec.get("policy_version")
         if pv is None:
             continue
-        if not isinstance(pv, int) or pv < 0:
+        if isinstance(pv, bool) or not isinstance(pv, int) or pv < 0:  # JSON true is no version
             raise TrajectoryError("line %d: policy_version: expected a whole number >= 0, got %r" % (rec.get("_line", 0), pv))
         lag = version - pv
         if lag < 0:
