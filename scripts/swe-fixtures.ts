@@ -31,8 +31,11 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/swe');
 const DATE = '2025-01-01T00:00:00Z';
 // an empty global config polar owns (never /dev/null: `git config --global` would replace it)
-const GLOBAL_CONFIG = join(mkdtempSync(join(tmpdir(), 'polar-fixture-gitconfig-')), 'gitconfig');
+const GLOBAL_CONFIG_DIR = mkdtempSync(join(tmpdir(), 'polar-fixture-gitconfig-'));
+const GLOBAL_CONFIG = join(GLOBAL_CONFIG_DIR, 'gitconfig');
 writeFileSync(GLOBAL_CONFIG, '');
+// removed with the process (this file is imported by the tests, one process per test file)
+process.on('exit', () => rmSync(GLOBAL_CONFIG_DIR, { recursive: true, force: true }));
 
 function git(cwd: string, args: string[], input?: string): string {
   return execFileSync('git', args, {

@@ -116,7 +116,13 @@ export function tokenDecoderFrom(tokenizer: PreTrainedTokenizer, source: string)
   };
 }
 
-/** Loads a tokenizer directory (tokenizer.json + tokenizer_config.json) offline; default: Qwen3. */
+/** tokenizers loaded in this process, by directory and tokenizer.json's size and time (one parse each) */
+const loaded = new Map<string, Promise<TokenDecoder>>();
+
+/**
+ * Loads a tokenizer directory (tokenizer.json + tokenizer_config.json) offline; default: Qwen3. A
+ * directory is parsed once per process while its tokenizer.json stays the same (a parse takes seconds).
+ */
 export async function loadTokenDecoder(dir?: string): Promise<TokenDecoder> {
   const path = resolve(dir ?? defaultTokenizerDir());
   if (!existsSync(join(path, 'tokenizer.json'))) {
@@ -125,6 +131,18 @@ export async function loadTokenDecoder(dir?: string): Promise<TokenDecoder> {
       'pass --tokenizer DIR, a directory holding tokenizer.json and tokenizer_config.json',
     );
   }
+  const file = statSync(join(path, 'tokenizer.json'));
+  const key = `${path}\0${file.size}\0${file.mtimeMs}`;
+  let decoder = loaded.get(key);
+  if (!decoder) {
+    decoder = parseTokenizer(path);
+    loaded.set(key, decoder);
+    decoder.catch(() => loaded.delete(key));
+  }
+  return decoder;
+}
+
+async function parseTokenizer(path: string): Promise<TokenDecoder> {
   const previous = env.allowRemoteModels;
   env.allowRemoteModels = false;
   try {

@@ -3,13 +3,13 @@
  * nor its private config dir behind; a run dir a dead polar left is swept at the next start.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
 import { privateDirs, privateEnv } from '../support/capture-run.ts';
 import { runPolar, startPolar } from '../support/cli.ts';
+import { tempDir } from '../support/temp.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
 function alive(pid: number): boolean {
@@ -111,7 +111,7 @@ describe('polar capture killed with SIGKILL', () => {
 
   test('a run dir left by a dead polar is removed at the next start; a live one is kept', async () => {
     const { home, workdir, out } = await privateDirs();
-    const tmp = await mkdtemp(join(tmpdir(), 'polar-sweep-'));
+    const tmp = tempDir('polar-sweep-');
     const dead = await execa(process.execPath, ['-e', 'console.log(process.pid)']);
     const deadPid = Number(dead.stdout.trim());
     const stale = join(tmp, 'polar-run-stale1');

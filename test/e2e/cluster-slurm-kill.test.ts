@@ -9,14 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readResultLines, runView } from '../support/cluster/compare.ts';
 import { TestNet } from '../support/cluster/netns.ts';
 import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
+import { tempDir } from '../support/temp.ts';
 import { localEval, MINI, ROOT, runnableIds } from '../unit/eval/helpers.ts';
 
 /** The nodes of the shards' finished samples so far (each shard folder's results.jsonl). */
@@ -44,7 +44,7 @@ describe(
     const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
     before(async () => {
       ensureFixtureRepos();
-      state.tmp = mkdtempSync(join(tmpdir(), 'polar-slurm-kill-'));
+      state.tmp = tempDir('polar-slurm-kill-');
       state.net = TestNet.create(3);
       state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
     });

@@ -6,8 +6,7 @@
  * target, a minute, is a figure for a quiet machine).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
@@ -15,9 +14,10 @@ import { TINY_TRIAL_COMMAND } from '../../src/options/defaults.ts';
 import { findPython } from '../../src/train/env.ts';
 import { privateEnv } from '../support/capture-run.ts';
 import { ROOT } from '../support/cli.ts';
+import { tempDir } from '../support/temp.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
-const work = mkdtempSync(join(tmpdir(), 'polar-readme-'));
+const work = tempDir('polar-readme-');
 const bin = join(work, 'bin');
 const home = join(work, 'home');
 mkdirSync(bin);

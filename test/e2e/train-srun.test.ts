@@ -10,8 +10,7 @@
  * limit, the clusters are stopped by pid and the namespaces removed in `after`.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TestNet } from '../support/cluster/netns.ts';
@@ -27,6 +26,7 @@ import {
   trainArgs,
   WORKER,
 } from '../support/cluster/train-run.ts';
+import { tempDir } from '../support/temp.ts';
 import { NO_TORCH } from '../unit/train/fixtures.ts';
 
 describe(
@@ -35,7 +35,7 @@ describe(
   () => {
     const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
     before(async () => {
-      state.tmp = mkdtempSync(join(tmpdir(), 'polar-srun-train-'));
+      state.tmp = tempDir('polar-srun-train-');
       state.net = TestNet.create(3);
       state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
     });

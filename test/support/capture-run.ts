@@ -3,14 +3,14 @@
  * pieces the capture tests build their own runs from: private dirs and environment, `polar capture`'s
  * arguments against the vLLM stand-in, a harness of a few lines of script, a capture read whole.
  */
-import { appendFile, mkdir, mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionEndRecord, SessionRecord } from '../../src/capture/record.ts';
 import { isTokenCount } from '../../src/protocols/canonical.ts';
 import { POLAR, ROOT, runPolar } from './cli.ts';
+import { tempDir } from './temp.ts';
 
 export interface CaptureOutcome {
   exitCode: number | undefined;
@@ -28,7 +28,7 @@ export interface CaptureOutcome {
 
 /** A fresh private home and workspace, so no harness reads or writes the user's own config. */
 export async function privateDirs(): Promise<{ home: string; workdir: string; out: string }> {
-  const base = await mkdtemp(join(tmpdir(), 'polar-test-'));
+  const base = tempDir('polar-test-');
   const home = join(base, 'home');
   const workdir = join(base, 'work');
   await mkdir(home, { recursive: true });

@@ -1,7 +1,10 @@
 /**
  * The CLI as a user runs it, for every test that needs it: `node bin/polar ARGS` (runPolar, runPolarSync,
  * startPolar for one that runs until stopped; optionally under a file-size limit), the repository root,
- * and a loopback port nothing listens on (closedPort) for the "server is down" tests.
+ * and a loopback port nothing listens on (closedPort) for the "server is down" tests. polarInProcess runs
+ * the same entry (src/cli.ts main, which bin/polar calls) in the test's own process, for the tests that
+ * check parsing, refusals, exit codes and outputs: a spawned polar costs over a second of CPU (tsx and
+ * the imports); the tests of the binary itself (signals, a closed stdout, stdin, limits) spawn it.
  */
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -86,6 +89,69 @@ export function runPolarSync(args: string[], options: PolarOptions = {}): PolarR
 /** Starts `node bin/polar ARGS` (a server, or a run to interrupt): the execa child, its output piped. */
 export function startPolar(args: string[], options: PolarOptions = {}): ResultPromise {
   return execa(...polarArgv(args, options), execaOptions(options));
+}
+
+/** What polarInProcess gives back: the exit code and what polar wrote on stdout and stderr. */
+export interface InProcessRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let inProcessQueue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `polar ARGS` in this process through src/cli.ts `main` (what bin/polar runs), one at a time:
+ * stdout and stderr are captured, `env` is set for the run and restored after it, polar's log starts
+ * from its defaults (no -q or --debug left over from the run before). No stdin, no cwd, no signals:
+ * runPolar for those.
+ */
+export function polarInProcess(
+  args: string[],
+  options: { env?: Record<string, string | undefined> } = {},
+): Promise<InProcessRun> {
+  const run = inProcessQueue.then(() => runInProcess(args, { NO_COLOR: '1', ...options.env }));
+  inProcessQueue = run.catch(() => {});
+  return run;
+}
+
+async function runInProcess(args: string[], env: Record<string, string | undefined>): Promise<InProcessRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const capture = (into: string[]) =>
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      into.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+      const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      done?.();
+      return true;
+    }) as typeof process.stdout.write;
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const set = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  // imported when first used: the files that only spawn polar do not load the CLI
+  const [{ main }, { log }] = await Promise.all([
+    import('../../src/cli.ts'),
+    import('../../src/util/log.ts'),
+  ]);
+  const { write: stdoutWrite } = process.stdout;
+  const { write: stderrWrite } = process.stderr;
+  set(env);
+  log.configure({ quiet: false, debug: process.env.POLAR_DEBUG === '1' });
+  process.stdout.write = capture(out);
+  process.stderr.write = capture(err);
+  try {
+    const code = await main(['node', 'polar', ...args]);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    process.stdout.write = stdoutWrite;
+    process.stderr.write = stderrWrite;
+    set(saved);
+    log.configure({ quiet: false, debug: process.env.POLAR_DEBUG === '1' });
+  }
 }
 
 /** A loopback port nothing listens on: one is bound, noted and closed. */

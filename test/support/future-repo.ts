@@ -5,11 +5,11 @@
  * what `git clone --shared` of it used to hand an agent through alternates.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { ROOT } from './cli.ts';
+import { tempDir } from './temp.ts';
 
 export interface FutureRepos {
   reposDir: string;
@@ -27,7 +27,7 @@ export function futureRepos(instanceId: string): FutureRepos {
     .map((l) => JSON.parse(l) as Record<string, string>)
     .find((r) => r.instance_id === instanceId);
   if (!row) throw new Error(`no fixture ${instanceId}`);
-  const reposDir = mkdtempSync(join(tmpdir(), 'polar-future-repos-'));
+  const reposDir = tempDir('polar-future-repos-');
   const dir = join(reposDir, ...row.repo!.split('/'));
   mkdirSync(join(dir, '..'), { recursive: true });
   const config = join(reposDir, 'gitconfig');

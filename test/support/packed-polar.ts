@@ -4,12 +4,12 @@
  * The project's environment has a private HOME, polar's cache in the temp folder, and on PATH only the
  * harnesses the test puts there (the user's own installs), not the clone's node_modules/.bin.
  */
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { privateEnv } from './capture-run.ts';
 import { ROOT } from './cli.ts';
+import { tempDir } from './temp.ts';
 
 export interface PackedPolar {
   work: string;
@@ -25,7 +25,7 @@ export interface PackedPolar {
 
 /** installMs: the limit on `npm install` of the tarball (offline from npm's cache it takes well under a minute) */
 export async function installPacked(installMs = 150_000): Promise<PackedPolar> {
-  const work = mkdtempSync(join(tmpdir(), 'polar-package-'));
+  const work = tempDir('polar-package-');
   const project = join(work, 'project');
   const home = join(work, 'home');
   const harnesses = join(work, 'harnesses');

@@ -1,6 +1,4 @@
 /** An in-process proxy with one session and a capture file, for fault and protocol tests over real HTTP. */
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBackend } from '../../src/backends/index.ts';
 import type { BackendOptions } from '../../src/backends/types.ts';
@@ -10,6 +8,7 @@ import type { CallRecord } from '../../src/capture/record.ts';
 import { CaptureWriter } from '../../src/capture/writer.ts';
 import { limitBackend } from '../../src/proxy/limits.ts';
 import { ProxyServer, type ProxySession } from '../../src/proxy/server.ts';
+import { tempDir } from './temp.ts';
 
 export interface TestProxy {
   url: string;
@@ -32,7 +31,7 @@ export async function startProxy(
     maxInflight?: number;
   } = {},
 ): Promise<TestProxy> {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-proxy-'));
+  const dir = tempDir('polar-proxy-');
   const file = join(dir, 'capture.jsonl');
   const writer = new CaptureWriter(file);
   const proxy = new ProxyServer({

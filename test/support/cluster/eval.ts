@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
 import { localEval, MINI, runnableIds } from '../../unit/eval/helpers.ts';
 import { ROOT } from '../cli.ts';
+import { tempDir } from '../temp.ts';
 import { TestNet } from './netns.ts';
 
 /** `node bin/polar eval` */
@@ -33,7 +33,7 @@ export function useTestCluster<K extends string, C>(
   const state = {} as { net: TestNet; tmp: string } & Record<K, C>;
   before(async () => {
     ensureFixtureRepos();
-    state.tmp = mkdtempSync(join(tmpdir(), prefix));
+    state.tmp = tempDir(prefix);
     state.net = TestNet.create(nodes);
     (state as Record<K, C>)[key] = await start(state.net, join(state.tmp, key));
   });

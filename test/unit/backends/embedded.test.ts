@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildTinyModel, makeTinyModel } from '../../../scripts/make-tiny-model.ts';
@@ -8,6 +7,7 @@ import { createEmbeddedBackend, EmbeddedGenerator } from '../../../src/backends/
 import type { TokenBackend } from '../../../src/backends/tokens.ts';
 import type { Backend } from '../../../src/backends/types.ts';
 import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
+import { tempDir } from '../../support/temp.ts';
 import { rescore as rescoreWith } from '../../support/tiny-model.ts';
 import { collect, context, isPrefix, recorder } from './tokens-support.ts';
 
@@ -15,7 +15,7 @@ let dir: string;
 let backend: Backend;
 
 before(async () => {
-  dir = makeTinyModel(mkdtempSync(join(tmpdir(), 'polar-tiny-')));
+  dir = makeTinyModel(tempDir('polar-tiny-'));
   backend = await createEmbeddedBackend({
     kind: 'embedded',
     model: dir,

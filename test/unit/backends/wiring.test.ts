@@ -5,11 +5,11 @@
  * (capture: test/e2e/capture-cli.test.ts; serve: test/e2e/serve.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { closedUrl, runPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 import { fixtures, MINI, REPOS } from '../eval/helpers.ts';
 
@@ -28,7 +28,7 @@ describe('the set-up probe in eval and loop', () => {
 
   test('eval against a down server: exit 4 before any sample, the URL named, no results', async () => {
     const url = await closedUrl();
-    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'run');
+    const out = join(tempDir('polar-wiring-'), 'run');
     const r = await run([
       'eval',
       '--dataset',
@@ -55,7 +55,7 @@ describe('the set-up probe in eval and loop', () => {
   });
 
   test('eval against vLLM without tool calling: the server flags to add, exit 4', async () => {
-    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'run');
+    const out = join(tempDir('polar-wiring-'), 'run');
     const args = ['eval', '--dataset', MINI, '--instances', ID, ...HARNESS, '--out', out];
     const r = await run([...args, '--backend-url', standin.url, '--model', 'Qwen/Qwen3-4B']);
     assert.equal(r.exitCode, 4, String(r.stderr));
@@ -65,7 +65,7 @@ describe('the set-up probe in eval and loop', () => {
   });
 
   test('eval --agent gold runs no harness: no probe, even with a server flag set', async () => {
-    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'run');
+    const out = join(tempDir('polar-wiring-'), 'run');
     const r = await run([
       'eval',
       '--dataset',
@@ -87,7 +87,7 @@ describe('the set-up probe in eval and loop', () => {
 
   test('loop against a down server: exit 4 before anything is written', async () => {
     const url = await closedUrl();
-    const out = join(mkdtempSync(join(tmpdir(), 'polar-wiring-')), 'loop');
+    const out = join(tempDir('polar-wiring-'), 'loop');
     const r = await run([
       'loop',
       '--train-set',

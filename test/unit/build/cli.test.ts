@@ -1,16 +1,18 @@
 /**
- * `polar build` as a user runs it: node bin/polar on temp files; stdout JSONL, stderr report, exit codes.
+ * `polar build` as a user runs it on temp files: stdout JSONL, stderr report, exit codes. The CLI's entry
+ * runs in this process (polarInProcess); reading stdin (`-`) is node bin/polar itself.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { readTrajectories } from '../../../src/trajectory/reader.ts';
-import { runPolar } from '../../support/cli.ts';
+import { polarInProcess, runPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { call, EOT, grading, ids, jsonl, session, sessionEnd } from '../trajectory/builder.ts';
 
-const polar = (args: string[], input?: string) => runPolar(args, input === undefined ? {} : { input });
+const polar = (args: string[], input?: string) =>
+  input === undefined ? polarInProcess(args) : runPolar(args, { input });
 
 const SYS = ids(1, 6);
 const capture = (id: string, sample: number, reward: number): unknown[] => [
@@ -24,7 +26,7 @@ const capture = (id: string, sample: number, reward: number): unknown[] => [
 describe('polar build (CLI)', () => {
   let dir = '';
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'polar-build-cli-'));
+    dir = tempDir('polar-build-cli-');
     await writeFile(join(dir, 'a.jsonl'), jsonl(capture('a', 0, 1)));
     await writeFile(join(dir, 'b.jsonl'), jsonl(capture('b', 1, 0)));
   });

@@ -3,17 +3,19 @@
  * teach nothing are warned about; -o creates its folders; --json goes to stdout; --max-trace-tokens.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startPolar } from '../../support/cli.ts';
+import { polarInProcess, startPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { call, EOT, grading, ids, jsonl, session, sessionEnd } from '../trajectory/builder.ts';
 
+/** The CLI's entry in this process (polarInProcess); node bin/polar with a reader that goes away. */
 async function polar(args: string[], options: { closeAfterFirstChunk?: boolean } = {}) {
+  if (!options.closeAfterFirstChunk) return polarInProcess(args);
   const child = startPolar(args);
   // the reader goes away, as `head` does after its first lines
-  if (options.closeAfterFirstChunk) child.stdout?.once('data', () => child.stdout?.destroy());
+  child.stdout?.once('data', () => child.stdout?.destroy());
   const r = await child;
   return { code: r.exitCode ?? null, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
 }
@@ -30,7 +32,7 @@ const capture = (id: string, task: string, sample: number, reward: number): unkn
 describe('polar build (CLI): honest endings and warnings', () => {
   let dir = '';
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'polar-build-honest-'));
+    dir = tempDir('polar-build-honest-');
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });

@@ -8,9 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startGym } from '../../../src/gym/server.ts';
@@ -18,6 +16,7 @@ import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { startServe } from '../../../src/serve/serve.ts';
 import { captureArgs, privateDirs, privateEnv, scriptHarness } from '../../support/capture-run.ts';
 import { runPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const USER = 'polaruser';
@@ -95,7 +94,7 @@ describe('backend credentials are redacted wherever a URL is stored or printed',
   });
 
   test('polar serve: /status and the session record', async () => {
-    const captures = await mkdtemp(join(tmpdir(), 'polar-cred-serve-'));
+    const captures = tempDir('polar-cred-serve-');
     const s = await startServe({
       backend: { kind: 'vllm', url: withCredentials(standin.url), model: 'Qwen/Qwen3-4B', skipCheck: true },
       port: 0,
@@ -117,13 +116,13 @@ describe('backend credentials are redacted wherever a URL is stored or printed',
   });
 
   test('polar gym: the unauthenticated GET /health', async () => {
-    const out = await mkdtemp(join(tmpdir(), 'polar-cred-gym-'));
+    const out = tempDir('polar-cred-gym-');
     const gym = await startGym({
       harness: 'pi',
       backend: { kind: 'vllm', model: 'Qwen/Qwen3-4B' },
       backendUrls: [withCredentials(standin.url), withCredentials('http://127.0.0.1:9/v1')],
       probe: false,
-      runtime: new LocalRuntime({ reposDir: await mkdtemp(join(tmpdir(), 'polar-cred-repos-')) }),
+      runtime: new LocalRuntime({ reposDir: tempDir('polar-cred-repos-') }),
       placement: 'host',
       out: join(out, 'runs'),
       port: 0,

@@ -10,8 +10,7 @@
  * `ulimit -f`. Every record after the failure reads back, and session_end names the lost call.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -25,9 +24,10 @@ import {
   scriptHarness,
 } from '../../support/capture-run.ts';
 import { POLAR, ROOT, runPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-failed-write-'));
+const dir = tempDir('polar-failed-write-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Four calls; the second is 150 KB. argv[1], when given, is a filler file removed after that call. */

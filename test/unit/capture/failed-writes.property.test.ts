@@ -5,14 +5,14 @@
  * session_end.lost_calls: test/unit/capture/failed-write.test.ts).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, it } from 'node:test';
 import { execa } from 'execa';
 import { ROOT } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-failed-writes-'));
+const dir = tempDir('polar-failed-writes-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 it('every record written after a failed write reads back (EFBIG at random calls)', async () => {

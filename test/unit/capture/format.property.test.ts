@@ -6,8 +6,7 @@
  * record; `polar build` writes the same trajectories from either.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
@@ -18,8 +17,9 @@ import { type CaptureFormat, CaptureWriter } from '../../../src/capture/writer.t
 import { buildTrajectories } from '../../../src/trajectory/build.ts';
 import { captureArb } from '../../support/capture-arbitraries.ts';
 import { type Step, sessionRecord, syntheticCalls } from '../../support/synthetic-capture.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-format-'));
+const dir = tempDir('polar-format-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 

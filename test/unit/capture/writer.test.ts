@@ -4,8 +4,7 @@
  * not killed by SIGXFSZ, the capture stays valid JSONL, and `polar capture` exits with a clear message.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
@@ -18,9 +17,10 @@ import {
   scriptHarness,
 } from '../../support/capture-run.ts';
 import { fileSizeLimited, ROOT, runPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-writer-'));
+const dir = tempDir('polar-writer-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs a command with a file-size limit of `blocks` KiB (SIGXFSZ left at its default). */

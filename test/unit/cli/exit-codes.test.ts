@@ -7,7 +7,6 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { ResultPromise } from 'execa';
@@ -16,8 +15,9 @@ import { EXIT, EXIT_TABLE } from '../../../src/errors.ts';
 import { serverExitCode } from '../../../src/http/server.ts';
 import { signalExitCode } from '../../../src/util/interrupt.ts';
 import { closedPort, ROOT, startPolar } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-exit-codes-'));
+const tmp = tempDir('polar-exit-codes-');
 const MISSING = join(tmp, 'no-such-file.jsonl');
 const URL_DOWN = `http://127.0.0.1:${await closedPort()}/v1`;
 const BACKEND = ['--backend', 'openai', '--backend-url', URL_DOWN, '--model', 'm', '--skip-backend-check'];

@@ -1,17 +1,17 @@
 /** `polar eval --merge`: shard folders into the folder one machine writes; overlaps and gaps refused by id. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runView } from '../../support/cluster/compare.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, runnableIds } from '../eval/helpers.ts';
 
 let tmp: string;
 const ids = () => runnableIds().slice(0, 3).join(',');
 before(() => {
   fixtures();
-  tmp = mkdtempSync(join(tmpdir(), 'polar-merge-'));
+  tmp = tempDir('polar-merge-');
 });
 after(() => rmSync(tmp, { recursive: true, force: true }));
 

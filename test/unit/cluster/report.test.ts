@@ -1,15 +1,15 @@
 /** report.json read back by the cluster paths: validated with reportSchema, a bad file names its field. */
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { readRunReport } from '../../../src/cluster/report.ts';
 import { InputError } from '../../../src/errors.ts';
 import { buildReport } from '../../../src/eval/report.ts';
+import { tempDir } from '../../support/temp.ts';
 
 test('a report.json of this polar reads back; a bad one is an InputError naming the file and field', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-report-'));
+  const dir = tempDir('polar-report-');
   const good = join(dir, 'good.json');
   const report = buildReport([], {
     dataset: 'd',

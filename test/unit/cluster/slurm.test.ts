@@ -7,8 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { parseSqueue } from '../../../src/cluster/slurm.ts';
@@ -21,8 +20,9 @@ import {
 } from '../../../src/cluster/slurm-scripts.ts';
 import type { EvalFlags } from '../../../src/eval/command.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-slurm-unit-'));
+const tmp = tempDir('polar-slurm-unit-');
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 test('squeue lines: array tasks by index, a pending range, the merge job and its reason', () => {

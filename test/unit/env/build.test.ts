@@ -1,19 +1,12 @@
 import assert from 'node:assert/strict';
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  writeFileSync,
-} from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Environments } from '../../../src/env/build.ts';
 import { withLock } from '../../../src/env/lock.ts';
 import { EnvBuildError, type EnvRecipe } from '../../../src/env/types.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const recipe = (over: Partial<EnvRecipe> = {}): EnvRecipe => ({
   repo: 'x/y',
@@ -43,7 +36,7 @@ function failingPython(dir: string): { python: string; count: string } {
 }
 
 test('a failed build is an error naming the step, with its log; every sample of the run gets it, none builds it again', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-envbuild-'));
+  const dir = tempDir('polar-envbuild-');
   const { python, count } = failingPython(dir);
   const envs = new Environments({ cacheDir: join(dir, 'cache'), reposDir: dir });
   const r = recipe({ python });
@@ -67,7 +60,7 @@ test('a failed build is an error naming the step, with its log; every sample of 
 });
 
 test('a lock held by a live process is waited for; one whose owner died is taken over', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-lock-'));
+  const dir = tempDir('polar-lock-');
   const lock = join(dir, 'env.lock');
   mkdirSync(lock);
   writeFileSync(join(lock, 'owner'), `999999999\n${hostname()}\n`);

@@ -8,16 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { Environments } from '../../../src/env/build.ts';
@@ -27,9 +18,10 @@ import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
+import { tempDir } from '../../support/temp.ts';
 import { ENVS, envFixtures, localEvalOptions, offlinePip, polar, REPOS, ROOT } from '../eval/helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-envs-'));
+const tmp = tempDir('polar-envs-');
 const cache = join(tmp, 'cache');
 const ID = 'polar-fixtures__minitest-9';
 const baseRow = () => JSON.parse(readFileSync(ENVS, 'utf8').split('\n')[0]!) as Record<string, unknown>;

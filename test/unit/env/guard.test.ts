@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { GUARD_HOOK, guardReport, judgeGuard, testProgram } from '../../../src/env/guard.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const places = { log: '/s/guard.log', tree: '/s/repo', layer: '/s/polar-env', program: 'pytest' };
 const context = { ...places, envDir: '/cache/env', passed: true, install: 'python -m pip install -e .' };
@@ -93,7 +93,7 @@ test('guard: no import recorded is an error when a test passed, or when the prog
 });
 
 test('guardReport prints the records, the tree packages, the roots and the program, in that order', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-guard-'));
+  const dir = tempDir('polar-guard-');
   const tree = join(dir, 'repo');
   mkdirSync(join(tree, 'src', 'pkg'), { recursive: true });
   mkdirSync(join(tree, 'top'), { recursive: true });
@@ -122,7 +122,7 @@ test('guardReport prints the records, the tree packages, the roots and the progr
 });
 
 test('the hook records where each package of the tree is imported from, and is inert without its variables', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-guard-hook-'));
+  const dir = tempDir('polar-guard-hook-');
   const tree = join(dir, 'repo');
   const elsewhere = join(dir, 'site');
   mkdirSync(join(tree, 'src', 'pkg'), { recursive: true });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { envKey, pipFailure } from '../../../src/env/build.ts';
@@ -9,6 +8,7 @@ import { findPython, pythonCandidates } from '../../../src/env/python.ts';
 import { recipeFor, wantsEnvironment } from '../../../src/env/recipe.ts';
 import { EnvBuildError } from '../../../src/env/types.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const row = (over: Partial<SweInstance>): SweInstance => ({
   instance_id: 'x__y-1',
@@ -27,7 +27,7 @@ const row = (over: Partial<SweInstance>): SweInstance => ({
 
 /** a repository with one commit holding `files`; returns its path and the commit */
 function repoWith(files: Record<string, string>): { dir: string; commit: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-recipe-'));
+  const dir = tempDir('polar-recipe-');
   const git = (...args: string[]) =>
     execFileSync('git', args, {
       cwd: dir,
@@ -158,7 +158,7 @@ test('the key changes with what builds the environment, and only with that', asy
 });
 
 test('Python X.Y is looked for on PATH (not in pyenv shims), in pyenv versions, newest patch first', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-pythons-'));
+  const dir = tempDir('polar-pythons-');
   const mk = (path: string) => {
     mkdirSync(join(path, '..'), { recursive: true });
     writeFileSync(path, '#!/bin/sh\n');

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { gradingRecordSchema } from '../../../src/capture/record.ts';
@@ -9,6 +8,7 @@ import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { gradePatch } from '../../../src/rollout/grade.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { tempDir } from '../../support/temp.ts';
 import {
   fixtures,
   gitHead,
@@ -23,7 +23,7 @@ import {
   runnableIds,
 } from './helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-evaltest-'));
+const tmp = tempDir('polar-evaltest-');
 const ids = () => runnableIds().join(',');
 const readJsonl = (p: string) =>
   readFileSync(p, 'utf8')

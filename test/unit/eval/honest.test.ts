@@ -5,8 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
@@ -14,9 +13,10 @@ import { type EvalOptions, runEval } from '../../../src/eval/run.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { infraFailure } from '../../../src/rollout/outcome.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, localEvalOptions, MINI, polar } from './helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-honest-'));
+const tmp = tempDir('polar-honest-');
 const ID = 'polar-fixtures__jsutil-5';
 const readJsonl = (p: string) =>
   readFileSync(p, 'utf8')

@@ -6,15 +6,15 @@
  * rollouts through the same eval code, in a folder per rollout made the same way.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CaptureWriter } from '../../../src/capture/writer.ts';
 import { sessionEndRecord, sessionRecord, syntheticCalls } from '../../support/synthetic-capture.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, polar } from './helpers.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-modes-'));
+const dir = tempDir('polar-modes-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 before(() => fixtures());
 

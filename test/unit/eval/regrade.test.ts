@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { regradeRun } from '../../../src/eval/regrade.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, MINI, polar } from './helpers.ts';
 
 before(() => fixtures());
@@ -16,7 +16,7 @@ const readJsonl = (p: string) =>
     .map((l) => JSON.parse(l));
 
 test('polar eval --regrade grades the logs of a run again, in place', async () => {
-  const out = join(mkdtempSync(join(tmpdir(), 'polar-regrade-')), 'run');
+  const out = join(tempDir('polar-regrade-'), 'run');
   const ids = 'polar-fixtures__jsutil-5,polar-fixtures__qs-lite-7';
   const run = localEval('gold', out, ['--instances', ids, '-q']);
   assert.equal(run.code, 0, run.stderr);
@@ -62,7 +62,7 @@ test('polar eval --regrade grades the logs of a run again, in place', async () =
 });
 
 test('--regrade: a log that cannot be graded is an error with no reward (null), never a 0', async () => {
-  const out = join(mkdtempSync(join(tmpdir(), 'polar-regrade-')), 'run');
+  const out = join(tempDir('polar-regrade-'), 'run');
   const id = 'polar-fixtures__jsutil-5';
   const run = localEval('gold', out, ['--instances', id, '-q']);
   assert.equal(run.code, 0, run.stderr);

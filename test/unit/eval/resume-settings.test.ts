@@ -4,14 +4,14 @@
  * both values, before anything runs; a flag that only changes how the run goes (--concurrency) is not.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { settingsDiff } from '../../../src/eval/settings.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval } from './helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-resume-settings-'));
+const tmp = tempDir('polar-resume-settings-');
 const ONE = ['--instances', 'polar-fixtures__jsutil-5'];
 
 before(() => fixtures());

@@ -4,15 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { UsageError } from '../../../src/errors.ts';
 import { runExport } from '../../../src/export/export.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
-const tmp = mkdtempSync(join(tmpdir(), 'polar-export-out-'));
+const tmp = tempDir('polar-export-out-');
 const reached = new Error('the exporter would start');
 const probe = async () => {
   throw reached;

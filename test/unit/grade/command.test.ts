@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gradeLogFile } from '../../../src/grade/command.ts';
 import { runPolarSync as polar, ROOT } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
 const log = (name: string) => join(DIR, 'logs', name);
@@ -40,7 +40,7 @@ test('polar grade --repo gives the official status map of every fixture log (v4.
 });
 
 test('polar grade CLI: --json, --instance report and resolved, usage errors', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-grade-'));
+  const dir = tempDir('polar-grade-');
   const row = {
     instance_id: 'django__django-1',
     repo: 'django/django',
@@ -75,7 +75,7 @@ test('polar grade CLI: --json, --instance report and resolved, usage errors', ()
 });
 
 test('polar grade reads a bare runner output (no markers) whole', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-grade-'));
+  const dir = tempDir('polar-grade-');
   writeFileSync(join(dir, 'bare.log'), 'collected 2 items\nPASSED t.py::a\nFAILED t.py::b - x\n');
   const r = await gradeLogFile(join(dir, 'bare.log'), { repo: 'pytest-dev/pytest' });
   assert.equal(r.markers, false);

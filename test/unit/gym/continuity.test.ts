@@ -10,8 +10,7 @@
  * fail the assert (so the assert in this client can fail).
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,7 @@ import { ROOT } from '../../support/cli.ts';
 import { type StandIn, startCompletionsStandIn } from '../../support/completions-standin.ts';
 import { fixtureTask } from '../../support/fixture-task.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
+import { tempDir } from '../../support/temp.ts';
 import { pyJson } from '../../support/vllm-standin.ts';
 import { loadSample } from '../protocols/harness-samples.ts';
 import { NonContiguousMessages, nemoRlPostprocess } from './nemo-rl-client.ts';
@@ -101,7 +101,7 @@ async function gymFor(
   runtime?: Runtime,
   extra: Partial<GymOptions> = {},
 ): Promise<{ gym: Gym; out: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-gym-test-'));
+  const dir = tempDir('polar-gym-test-');
   const spec = join(dir, 'traffic.json');
   await writeFile(spec, JSON.stringify(shape));
   const gym = await startGym({

@@ -4,9 +4,6 @@
  * parts that need no rollout: /aggregate_metrics, request validation, unknown routes.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
 import {
@@ -21,6 +18,7 @@ import { aggregateMetrics, passAtK } from '../../../src/gym/metrics.ts';
 import { assertContiguous, NonContiguousError } from '../../../src/gym/rollout.ts';
 import { type Gym, startGym } from '../../../src/gym/server.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { tempDir } from '../../support/temp.ts';
 
 /** A row as NeMo Gym's swe_agents data has them (responses_api_agents/swe_agents/data/example.jsonl). */
 const gymRow = {
@@ -221,9 +219,9 @@ describe('polar gym HTTP surface without a rollout', () => {
       harness: 'pi',
       backend: { kind: 'tokens', model: 'Qwen/Qwen3-4B' },
       backendInstance: unusedBackend,
-      runtime: new LocalRuntime({ reposDir: await mkdtemp(join(tmpdir(), 'polar-gym-repos-')) }),
+      runtime: new LocalRuntime({ reposDir: tempDir('polar-gym-repos-') }),
       placement: 'host',
-      out: await mkdtemp(join(tmpdir(), 'polar-gym-out-')),
+      out: tempDir('polar-gym-out-'),
       port: 0,
     });
   });

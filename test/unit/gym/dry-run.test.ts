@@ -3,14 +3,13 @@
  * without --dataset, so a docker runtime without a working engine fails as polar eval does (exit 4).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { execa } from 'execa';
+import { polarInProcess } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const ROOT = resolve(import.meta.dirname, '../../..');
-const tmp = mkdtempSync(join(tmpdir(), 'polar-gym-dry-'));
+const tmp = tempDir('polar-gym-dry-');
 // a docker CLI whose engine is down, as `docker info` says when no daemon runs
 writeFileSync(
   join(tmp, 'docker'),
@@ -18,11 +17,10 @@ writeFileSync(
 );
 chmodSync(join(tmp, 'docker'), 0o755);
 
+// the CLI's entry in this process (polarInProcess), with the engine-less docker first on PATH
 const dryRun = (runtime: string[]) =>
-  execa(
-    process.execPath,
+  polarInProcess(
     [
-      join(ROOT, 'bin/polar'),
       'gym',
       '--dry-run',
       '--harness',
@@ -37,19 +35,19 @@ const dryRun = (runtime: string[]) =>
       '--out',
       join(tmp, 'out'),
     ],
-    { reject: false, env: { PATH: `${tmp}:${process.env.PATH}`, NO_COLOR: '1' } },
+    { env: { PATH: `${tmp}:${process.env.PATH}` } },
   );
 
 test('a docker runtime without an engine: exit 4 naming the engine, no dry_run line', async () => {
   const r = await dryRun(['--runtime', 'docker']);
-  assert.equal(r.exitCode, 4, r.stderr);
+  assert.equal(r.code, 4, r.stderr);
   assert.match(r.stderr, /polar: error: docker is not usable: Cannot connect to the Docker daemon/);
   assert.equal(r.stdout, '');
 });
 
 test('what passes says what was checked, and that the backend was not probed', async () => {
   const r = await dryRun(['--runtime', 'local', '--allow-unsandboxed']);
-  assert.equal(r.exitCode, 0, r.stderr);
+  assert.equal(r.code, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).dry_run, true);
   assert.match(
     r.stderr,

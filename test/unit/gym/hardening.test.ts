@@ -5,9 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
@@ -16,6 +15,7 @@ import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { parseRow } from '../../../src/rollout/dataset.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { insideDir, isRepoName, isSafeName, UnsafePathError } from '../../../src/util/safe-path.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const unusedBackend: Backend = {
   kind: 'tokens',
@@ -31,12 +31,12 @@ const unusedBackend: Backend = {
 };
 
 async function gymWith(extra: Partial<GymOptions> = {}): Promise<{ gym: Gym; out: string }> {
-  const out = await mkdtemp(join(tmpdir(), 'polar-gym-hard-'));
+  const out = tempDir('polar-gym-hard-');
   const gym = await startGym({
     harness: 'pi',
     backend: { kind: 'tokens', model: 'Qwen/Qwen3-4B' },
     backendInstance: unusedBackend,
-    runtime: new LocalRuntime({ reposDir: await mkdtemp(join(tmpdir(), 'polar-gym-repos-')) }),
+    runtime: new LocalRuntime({ reposDir: tempDir('polar-gym-repos-') }),
     placement: 'host',
     out: join(out, 'runs'),
     port: 0,

@@ -12,8 +12,7 @@
  * `_ng_failure_class` and no reward.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +26,7 @@ import { closedUrl, ROOT } from '../../support/cli.ts';
 import { fixtureTask } from '../../support/fixture-task.ts';
 import { type NemoRlStandin, startNemoRlStandin } from '../../support/nemo-rl-standin.ts';
 import { qwenTokenizerDir } from '../../support/qwen-tokenizer.ts';
+import { tempDir } from '../../support/temp.ts';
 import type { Policy } from '../../support/vllm-standin.ts';
 import { loadSample } from '../protocols/harness-samples.ts';
 import { nemoRlPostprocess } from './nemo-rl-client.ts';
@@ -79,7 +79,7 @@ after(async () => {
 });
 
 async function gymFor(shape: Record<string, unknown>, extra: Partial<GymOptions> = {}) {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-gym-nemo-rl-'));
+  const dir = tempDir('polar-gym-nemo-rl-');
   const spec = join(dir, 'traffic.json');
   await writeFile(spec, JSON.stringify(shape));
   return startGym({

@@ -3,19 +3,19 @@
  * cannot start is refused before any session is opened, and one that would start is never refused).
  */
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, realpath, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { execa } from 'execa';
 import { checkHarnessCommand } from '../../../src/capture/run.ts';
 import { harnessSearchPath, resolveCommand } from '../../../src/harnesses/process.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const start = process.cwd();
 after(() => process.chdir(start));
 
 test('a harness in a parent folder node_modules/.bin is found, as execa finds it', async () => {
-  const project = await realpath(await mkdtemp(join(tmpdir(), 'polar-cmdpath-')));
+  const project = await realpath(tempDir('polar-cmdpath-'));
   const bin = join(project, 'node_modules', '.bin');
   await mkdir(bin, { recursive: true });
   const script = join(bin, 'fake-harness-xyz');
@@ -42,7 +42,7 @@ test('a harness in a parent folder node_modules/.bin is found, as execa finds it
 });
 
 test("the harness's PATH, when given, is the one searched", async () => {
-  const dir = await realpath(await mkdtemp(join(tmpdir(), 'polar-cmdpath-env-')));
+  const dir = await realpath(tempDir('polar-cmdpath-env-'));
   const script = join(dir, 'only-here-xyz');
   await writeFile(script, '#!/bin/sh\n');
   await chmod(script, 0o755);

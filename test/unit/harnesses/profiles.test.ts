@@ -1,16 +1,16 @@
 /** Each profile writes its config into the private run dir only, and sets the env its harness reads. */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { HARNESSES } from '../../../src/harnesses/index.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const ctx = async (argv: string[], options: Record<string, string> = {}) => ({
   proxyUrl: 'http://127.0.0.1:4321',
   key: 'polar-key',
   model: 'Qwen/Qwen3-4B',
-  runDir: await mkdtemp(join(tmpdir(), 'polar-prof-')),
+  runDir: tempDir('polar-prof-'),
   argv,
   options,
 });

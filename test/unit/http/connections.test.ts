@@ -6,13 +6,11 @@
  * connections of its own.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { HttpServer } from '../../../src/http/server.ts';
 import { startServe } from '../../../src/serve/serve.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 interface Raw {
@@ -116,7 +114,7 @@ describe('polar serve under a flood of idle connections', () => {
     const s = await startServe({
       backend: { kind: 'vllm', url: standin.url, model: 'Qwen/Qwen3-4B', skipCheck: true },
       port: 0,
-      captures: await mkdtemp(join(tmpdir(), 'polar-conn-')),
+      captures: tempDir('polar-conn-'),
       connections: { idleConnectionMs: 3000 },
     });
     const { port } = new URL(s.url);
@@ -139,7 +137,7 @@ describe('polar serve under a flood of idle connections', () => {
     const s = await startServe({
       backend: { kind: 'vllm', url: standin.url, model: 'Qwen/Qwen3-4B', skipCheck: true },
       port: 0,
-      captures: await mkdtemp(join(tmpdir(), 'polar-conn-')),
+      captures: tempDir('polar-conn-'),
       connections: { maxConnections: 4 },
     });
     const { port } = new URL(s.url);

@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { inspectToHtml } from '../../../src/inspect/command.ts';
+import { tempDir } from '../../support/temp.ts';
 import { CALL1, CALL2, GLUE, makeRunDir, PROMPT, sampleRecords, writeJsonl } from './helpers.ts';
 
 const CHROMIUM = process.env.POLAR_CHROMIUM ?? '/usr/bin/chromium';
@@ -20,7 +20,7 @@ const skip = existsSync(CHROMIUM)
   ? false
   : `${CHROMIUM} not found: install Debian's chromium (apt-get install chromium) to run the browser test`;
 const ARTIFACTS = resolve(import.meta.dirname, '../../../test-artifacts/inspect');
-const root = mkdtempSync(join(tmpdir(), 'polar-inspect-browser-'));
+const root = tempDir('polar-inspect-browser-');
 after(() => rmSync(root, { recursive: true, force: true }));
 const run = promisify(execFile);
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { main } from '../../../src/cli.ts';
@@ -10,6 +9,7 @@ import { reportForFile, reportForRun } from '../../../src/inspect/report.ts';
 import { lineChart, niceTicks } from '../../../src/inspect/svg.ts';
 import { loadTokenDecoder, type TokenDecoder } from '../../../src/inspect/tokens.ts';
 import { decodeVarints } from '../../../src/inspect/view.ts';
+import { tempDir } from '../../support/temp.ts';
 import {
   buildStatsFixture,
   makeRecord,
@@ -19,7 +19,7 @@ import {
   writeJsonl,
 } from './helpers.ts';
 
-const root = mkdtempSync(join(tmpdir(), 'polar-inspect-html-'));
+const root = tempDir('polar-inspect-html-');
 after(() => rmSync(root, { recursive: true, force: true }));
 let decoder: TokenDecoder;
 before(async () => {

@@ -4,16 +4,16 @@
  * hand, and the bundled Qwen3 one comes with a warning when the trajectories name another model.
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
 import { chooseDecoder, inspectToHtml } from '../../../src/inspect/command.ts';
 import { defaultTokenizerDir } from '../../../src/inspect/tokens.ts';
+import { tempDir } from '../../support/temp.ts';
 import { makeRecord, makeTrace, writeJsonl } from './helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-inspect-input-'));
+const tmp = tempDir('polar-inspect-input-');
 
 describe('polar inspect input', () => {
   test('a capture file is an error that says to run polar build first', async () => {

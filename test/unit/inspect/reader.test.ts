@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
 import { evalSummary, isRunDir, readRunDir, readTrajectoryFile } from '../../../src/inspect/reader.ts';
 import { runCharts, stepRow } from '../../../src/inspect/report.ts';
+import { tempDir } from '../../support/temp.ts';
 import { makeRunDir, sampleRecords, writeJsonl } from './helpers.ts';
 
-const root = mkdtempSync(join(tmpdir(), 'polar-inspect-reader-'));
+const root = tempDir('polar-inspect-reader-');
 after(() => rmSync(root, { recursive: true, force: true }));
 
 describe('trajectory files', () => {

@@ -6,16 +6,7 @@
  * writes, and which counts its calls.
  */
 import assert from 'node:assert/strict';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runBuild } from '../../../src/build/command.ts';
@@ -37,9 +28,10 @@ import {
   type JudgeStandIn,
   startJudgeStandIn,
 } from '../../support/judge-standin.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEvalOptions, miniRows } from '../eval/helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-judge-'));
+const tmp = tempDir('polar-judge-');
 const RUBRIC = join(tmp, 'rubric.md');
 writeFileSync(
   RUBRIC,

@@ -8,8 +8,7 @@
  * staleness check's policy_version and max_staleness and the previous step's run to continue.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { EVAL_FILES } from '../../../src/eval/files.ts';
@@ -21,8 +20,9 @@ import { observeStep } from '../../../src/loop/observe.ts';
 import type { Axis, Reporter } from '../../../src/tracking/reporter.ts';
 import { CHECKPOINT_FILES } from '../../../src/train/schema.ts';
 import { emptyStats } from '../../../src/trajectory/stats.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-async-steps-'));
+const tmp = tempDir('polar-async-steps-');
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 function result(task: string, sample: number, reward: number | null): ResultLine {

@@ -9,8 +9,7 @@
  * the run's time accounting (busy, waiting, held back) stays within its wall time.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { PolarError } from '../../../src/errors.ts';
@@ -23,6 +22,7 @@ import {
   type ScheduleRecord,
   StalenessScheduler,
 } from '../../../src/loop/async.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const turns = async (n: number) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
@@ -189,7 +189,7 @@ describe('the staleness scheduler', () => {
   });
 
   test('a crash mid-step resumes from the journal: nothing lost, nothing trained twice', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'polar-async-'));
+    const dir = tempDir('polar-async-');
     const path = join(dir, 'schedule.jsonl');
     const runs = new Map<number, number>();
     const crashing = standIn({
@@ -253,7 +253,7 @@ describe('the staleness scheduler', () => {
   });
 
   test('the journal: a cut last line is ignored, a bad line elsewhere is refused', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'polar-async-'));
+    const dir = tempDir('polar-async-');
     const path = join(dir, 'schedule.jsonl');
     const good = JSON.stringify({ v: 1, type: 'group', group: 0, task: 'a', meant_for: 1 });
     writeFileSync(path, `${good}\n{"v":1,"type":"sam`);

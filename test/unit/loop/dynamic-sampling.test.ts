@@ -6,8 +6,7 @@
  * step's first row.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
@@ -19,6 +18,7 @@ import {
 } from '../../../src/loop/dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary } from '../../../src/loop/files.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import { tempDir } from '../../support/temp.ts';
 import { call, grading, ids, jsonl, session, sessionEnd } from '../trajectory/builder.ts';
 
 const ROWS = 10;
@@ -72,7 +72,7 @@ test('drawing: the next unused rows, wrapping around, never a task twice in a st
 });
 
 test('uniform groups trigger extra rounds of the shortfall until the quota; counts; draws recorded first', async () => {
-  const stepDir = await mkdtemp(join(tmpdir(), 'polar-ds-'));
+  const stepDir = tempDir('polar-ds-');
   // t0, t1, t2 uniform (all 1 or all 0), the rest informative
   const uniform = new Set(['t0', 't1', 't2']);
   const rewardsOf = (id: string) => (uniform.has(id) ? [1, 1] : [1, 0]);
@@ -103,7 +103,7 @@ test('uniform groups trigger extra rounds of the shortfall until the quota; coun
   assert.equal(got.sampled.tasks.length, 7);
 
   // a step whose groups are all uniform: N extra rounds, then it trains on everything
-  const dull = await mkdtemp(join(tmpdir(), 'polar-ds-'));
+  const dull = tempDir('polar-ds-');
   const none = await sampleStep({
     stepDir: dull,
     step: 2,
@@ -119,7 +119,7 @@ test('uniform groups trigger extra rounds of the shortfall until the quota; coun
 });
 
 test('a step redone after a stop rolls out the draws it recorded, not new ones', async () => {
-  const stepDir = await mkdtemp(join(tmpdir(), 'polar-ds-'));
+  const stepDir = tempDir('polar-ds-');
   const uniform = new Set(['t0', 't1']);
   const first = firstDraw(all, 0, 2);
   const log: { round: number; tasks: string[]; draws: string[] }[] = [];

@@ -4,8 +4,7 @@
  * or a model of the wrong vocabulary is found in seconds, not after the first step's rollouts.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
@@ -14,9 +13,10 @@ import { checkLoopTrainer, type LoopFlags, loopOptions } from '../../../src/loop
 import { DEFAULTS } from '../../../src/options/defaults.ts';
 import { findPython, probeDevices } from '../../../src/train/env.ts';
 import { modelVocabSize } from '../../../src/train/model-info.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
-const tmp = mkdtempSync(join(tmpdir(), 'polar-loop-preflight-'));
+const tmp = tempDir('polar-loop-preflight-');
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
 const devices = python?.torch ? await probeDevices(python.python) : null;
 const hasGpu = devices !== null && 'cuda' in devices && devices.cuda;

@@ -6,15 +6,15 @@
  * is a PublishError carrying the server's message and the fix, and the weights served stay the old ones.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
 import { PublishError, publisherFor } from '../../../src/loop/publish.ts';
 import { type SglangChatStandin, startSglangChatStandin } from '../../support/sglang-standin.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-publish-sglang-'));
+const tmp = tempDir('polar-publish-sglang-');
 let server: SglangChatStandin;
 
 before(async () => {

@@ -6,8 +6,7 @@
  * re-publish after a resume loads again, and every failure is a PolarError with the fix.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createBackend } from '../../../src/backends/index.ts';
@@ -15,13 +14,14 @@ import type { Backend, CallContext } from '../../../src/backends/types.ts';
 import { PolarError } from '../../../src/errors.ts';
 import { PublishError, publisherFor } from '../../../src/loop/publish.ts';
 import type { CanonicalRequest } from '../../../src/protocols/canonical.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const MODEL = 'Qwen/Qwen3-4B';
 
 /** A training checkpoint folder with a peft adapter in adapter/ (polar train --lora's layout). */
 function checkpoint(name: string, adapter = true): string {
-  const dir = join(mkdtempSync(join(tmpdir(), 'polar-lora-')), name);
+  const dir = join(tempDir('polar-lora-'), name);
   mkdirSync(join(dir, 'adapter'), { recursive: true });
   if (adapter) writeFileSync(join(dir, 'adapter', 'adapter_config.json'), '{"r": 8, "peft_type": "LORA"}');
   return dir;

@@ -3,8 +3,7 @@
  * output paths checked before anything starts.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { program, reportError } from '../../../src/cli.ts';
@@ -13,8 +12,9 @@ import { backendOptions } from '../../../src/options/backend.ts';
 import { checkOutputFile } from '../../../src/options/output.ts';
 import { resumeDirectory } from '../../../src/train/config.ts';
 import { parseArgv } from '../../support/argv.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-conventions-'));
+const tmp = tempDir('polar-conventions-');
 
 describe('backend flags', () => {
   test('a polar train checkpoint on the embedded backend: served by vLLM/SGLang or exported first', () => {

@@ -4,8 +4,7 @@
  * in every case the file holds one record per call and the counters agree with it.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { newCounters, recordCalls } from '../../../src/capture/call-record.ts';
@@ -13,6 +12,7 @@ import { CaptureWriter } from '../../../src/capture/writer.ts';
 import type { CompletedCall } from '../../../src/proxy/call.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../../src/util/json-depth.ts';
 import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -112,7 +112,7 @@ describe('deeply nested request bodies', () => {
 
 describe('recording never throws into the call path', () => {
   test('a record too deep to serialise is written degraded, and session counters agree', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'polar-nested-'));
+    const dir = tempDir('polar-nested-');
     const writer = new CaptureWriter(join(dir, 'c.jsonl'));
     const counters = newCounters();
     const key = 'polar-key-abc';

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parquetWriteBuffer } from 'hyparquet-writer';
@@ -14,9 +13,10 @@ import {
   parseShard,
   selectInstances,
 } from '../../../src/rollout/dataset.ts';
+import { tempDir } from '../../support/temp.ts';
 import { MINI, miniRows } from '../eval/helpers.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-ds-'));
+const dir = tempDir('polar-ds-');
 
 function writeParquet(path: string, rows: Array<Record<string, unknown>>): Buffer {
   const names = Object.keys(rows[0]!);

@@ -5,15 +5,14 @@
  * run the command when it cannot listen.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { execTree } from '../../../src/rollout/exec.ts';
 import { hostPort, openBridge } from '../../../src/rollout/runtime/bridge.ts';
 import { FORWARDER } from '../../../src/rollout/runtime/sandbox.ts';
+import { tempDir } from '../../support/temp.ts';
 
 async function freePort(): Promise<number> {
   const s = createNetServer();
@@ -33,7 +32,7 @@ test('a client of 127.0.0.1:PORT reaches the TCP server through forward.mjs and 
   });
   await new Promise<void>((done) => proxy.listen(0, '127.0.0.1', done));
   const target = hostPort(`http://127.0.0.1:${(proxy.address() as { port: number }).port}`);
-  const bridge = await openBridge(join(mkdtempSync(join(tmpdir(), 'polar-bridge-')), 'p.sock'), target);
+  const bridge = await openBridge(join(tempDir('polar-bridge-'), 'p.sock'), target);
   const port = await freePort();
   try {
     const client = `fetch('http://127.0.0.1:${port}/v1/chat', { method: 'POST', body: 'x'.repeat(100000) }).then((r) => r.text()).then(console.log)`;
@@ -54,7 +53,7 @@ test('a client of 127.0.0.1:PORT reaches the TCP server through forward.mjs and 
 
 test('forward.mjs exits as its command did, and does not run it when it cannot listen', async () => {
   const port = await freePort();
-  const sock = join(mkdtempSync(join(tmpdir(), 'polar-bridge-')), 'none.sock');
+  const sock = join(tempDir('polar-bridge-'), 'none.sock');
   const code = await execTree(process.execPath, [FORWARDER, `${port}=${sock}`, '--', 'sh', '-c', 'exit 3']);
   assert.equal(code.exitCode, 3);
   const killed = await execTree(process.execPath, [

@@ -8,8 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
@@ -17,6 +16,7 @@ import { execTree, gitEnv } from '../../../src/rollout/exec.ts';
 import { HistoryStore, scrubLines } from '../../../src/rollout/runtime/history.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { futureRepos, hunterScript } from '../../support/future-repo.ts';
+import { tempDir } from '../../support/temp.ts';
 import { MINI } from '../eval/helpers.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
@@ -33,12 +33,12 @@ function assertNoFuture(output: string, source: string): void {
 
 describe('no future history', () => {
   const future = futureRepos(TASK);
-  const gitconfig = join(mkdtempSync(join(tmpdir(), 'polar-history-test-')), 'gitconfig');
+  const gitconfig = join(tempDir('polar-history-test-'), 'gitconfig');
   writeFileSync(gitconfig, '');
 
   test('the old checkout (clone --shared of the source, refs deleted) leaks the fix: what the test catches', async () => {
     const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
-    const dir = join(mkdtempSync(join(tmpdir(), 'polar-history-old-')), 'repo');
+    const dir = join(tempDir('polar-history-old-'), 'repo');
     const source = join(future.reposDir, instance!.repo);
     const script = [
       'set -e',
@@ -86,7 +86,7 @@ describe('no future history', () => {
 
   test('a container image: the in-place scrub leaves HEAD and its ancestors only', async () => {
     // a full clone, as SWE-bench images held one before PR 471: origin, tags, the fix on main
-    const dir = join(mkdtempSync(join(tmpdir(), 'polar-history-image-')), 'testbed');
+    const dir = join(tempDir('polar-history-image-'), 'testbed');
     const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
     execFileSync('git', ['clone', '-q', join(future.reposDir, instance!.repo), dir], {
       env: gitEnv(gitconfig),

@@ -5,7 +5,7 @@
  * fixes for the bwrap failures users report.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -27,6 +27,7 @@ import {
   SandboxCgroup,
 } from '../../../src/rollout/runtime/limits.ts';
 import { knownFix } from '../../../src/rollout/runtime/probe.ts';
+import { tempDir } from '../../support/temp.ts';
 import { MINI, REPOS as REPOS_DIR } from '../eval/helpers.ts';
 
 describe('bwrap command lines', () => {
@@ -276,7 +277,7 @@ describe('limits', () => {
   });
 
   test('cgroup v2 path against a stand-in cgroup folder: checked, limits written, events read (no delegated cgroup here)', async () => {
-    const parent = mkdtempSync(join(tmpdir(), 'polar-cgroup-'));
+    const parent = tempDir('polar-cgroup-');
     assert.deepEqual(await checkCgroupParent(join(parent, 'none')), {
       ok: false,
       why: `${join(parent, 'none')} is not a writable cgroup v2 directory (ENOENT: no such file or directory, open '${join(parent, 'none', 'cgroup.subtree_control')}')`,

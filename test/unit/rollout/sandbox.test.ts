@@ -6,10 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
@@ -19,6 +18,7 @@ import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
 import type { InstanceEnv } from '../../../src/rollout/runtime/types.ts';
 import { futureRepos, hunterScript } from '../../support/future-repo.ts';
+import { tempDir } from '../../support/temp.ts';
 import { MINI } from '../eval/helpers.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
@@ -57,7 +57,7 @@ async function listen(server: Server): Promise<number> {
 
 describe('sandbox runtime (bubblewrap)', { skip: SKIP }, () => {
   const future = futureRepos(TASK);
-  const outside = mkdtempSync(join(tmpdir(), 'polar-sandbox-outside-'));
+  const outside = tempDir('polar-sandbox-outside-');
   writeFileSync(join(outside, 'secret.txt'), 'host-secret-0001\n');
   let instance: SweInstance;
   let runtime: SandboxRuntime;

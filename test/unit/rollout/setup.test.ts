@@ -4,9 +4,6 @@
  * one). The harness config dir is mounted for all three (it was missing for gym, see c01d727).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { program } from '../../../src/cli.ts';
 import { type EvalFlags, evaluationSetup } from '../../../src/eval/command.ts';
@@ -20,6 +17,7 @@ import type { ExecResult } from '../../../src/rollout/exec.ts';
 import { createRuntime } from '../../../src/rollout/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup, setupEvaluation } from '../../../src/rollout/setup.ts';
 import { parseArgv } from '../../support/argv.ts';
+import { tempDir } from '../../support/temp.ts';
 import { MINI } from '../eval/helpers.ts';
 
 const SHARED = [
@@ -58,7 +56,7 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
     lines.push(argv);
     return { exitCode: 0, signal: null, output: '', timedOut: false, durationMs: 1 };
   };
-  const tmpRoot = mkdtempSync(join(tmpdir(), 'polar-setup-test-'));
+  const tmpRoot = tempDir('polar-setup-test-');
   const { runtime } = await setupEvaluation(setup, { runner, tmpRoot });
   const [instance] = await loadDataset(MINI);
   const env = await runtime.prepare(instance!, 'agent');

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Report, ResultLine } from '../../../src/eval/report.ts';
@@ -8,6 +7,7 @@ import type { Agent } from '../../../src/rollout/agents.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
 import type { Runtime } from '../../../src/rollout/runtime/types.ts';
 import { runSwebenchGrader, swebenchArgs } from '../../../src/rollout/swebench.ts';
+import { tempDir } from '../../support/temp.ts';
 import { MINI, ROOT } from '../eval/helpers.ts';
 
 test('--grader swebench: a relative local dataset becomes absolute; --split and --timeout are passed on', () => {
@@ -65,7 +65,7 @@ writeFileSync('fake__model.' + runId + '.json', JSON.stringify(report));
 `;
 
 test("--grader swebench keeps polar's own error; an official error is no reward either", async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'polar-swebench-'));
+  const dir = tempDir('polar-swebench-');
   const python = join(dir, 'python');
   writeFileSync(python, FAKE_SWEBENCH);
   chmodSync(python, 0o755);

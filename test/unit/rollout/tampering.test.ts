@@ -5,8 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
@@ -14,9 +13,10 @@ import { runEval } from '../../../src/eval/run.ts';
 import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { detectTampering } from '../../../src/rollout/tampering.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from '../eval/helpers.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'polar-tampering-'));
+const tmp = tempDir('polar-tampering-');
 const readJsonl = (p: string) =>
   readFileSync(p, 'utf8')
     .split('\n')

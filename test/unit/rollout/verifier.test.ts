@@ -4,8 +4,7 @@
  * nonsensical verifier is an infrastructure error (no reward), never 0.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { regradeCommand } from '../../../src/eval/regrade.ts';
@@ -24,11 +23,12 @@ import {
   type VerifierInput,
 } from '../../../src/rollout/verifier.ts';
 import { parseArgv } from '../../support/argv.ts';
+import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from '../eval/helpers.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
 
 const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
-const tmp = mkdtempSync(join(tmpdir(), 'polar-verifier-'));
+const tmp = tempDir('polar-verifier-');
 const input = (row: Record<string, unknown>, over: Partial<VerifierInput> = {}): VerifierInput => ({
   row: { instance_id: 't-1', ...row },
   sample: 0,

@@ -1,12 +1,12 @@
 /** scripts/check-shape.mjs on a made-up checkout: each limit, its edge, and the exit codes. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 // @ts-expect-error: a plain .mjs script without type declarations
 import { checkShape } from '../../../scripts/check-shape.mjs';
+import { tempDir } from '../../support/temp.ts';
 
 const script = new URL('../../../scripts/check-shape.mjs', import.meta.url).pathname;
 
@@ -24,7 +24,7 @@ describe('check-shape', () => {
   };
 
   before(async () => {
-    root = await mkdtemp(join(tmpdir(), 'polar-shape-'));
+    root = tempDir('polar-shape-');
     await put('src/ok.ts', fn('fits', 120));
     await put('src/long-fn.ts', fn('tooLong', 121));
     await put(
@@ -72,7 +72,7 @@ describe('check-shape', () => {
   });
 
   it('exits 0 on a checkout in shape', async () => {
-    const clean = await mkdtemp(join(tmpdir(), 'polar-shape-ok-'));
+    const clean = tempDir('polar-shape-ok-');
     try {
       await mkdir(join(clean, 'src'), { recursive: true });
       await writeFile(join(clean, 'src', 'a.ts'), fn('a', 50));

@@ -3,20 +3,20 @@
  * when none is given; a session's key is not it), a cap on open sessions, and idle sessions expire.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readCapture } from '../../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../../src/capture/record.ts';
 import { type Served, type ServeOptions, startServe } from '../../../src/serve/serve.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 async function served(
   standin: Standin,
   extra: Partial<ServeOptions> = {},
 ): Promise<Served & { captures: string }> {
-  const captures = await mkdtemp(join(tmpdir(), 'polar-serve-admin-'));
+  const captures = tempDir('polar-serve-admin-');
   const s = await startServe({
     backend: { kind: 'vllm', url: standin.url, model: 'Qwen/Qwen3-4B' },
     port: 0,

@@ -10,19 +10,17 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { readCapture } from '../../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionEndRecord } from '../../../src/capture/record.ts';
 import { type Served, startServe } from '../../../src/serve/serve.ts';
 import { buildTrajectories } from '../../../src/trajectory/build.ts';
+import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
 
 async function served(standin: Standin): Promise<Served> {
-  const captures = await mkdtemp(join(tmpdir(), 'polar-serve-close-'));
+  const captures = tempDir('polar-serve-close-');
   return startServe({
     backend: { kind: 'vllm', url: standin.url, model: 'Qwen/Qwen3-4B', skipCheck: true },
     port: 0,

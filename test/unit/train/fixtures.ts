@@ -1,8 +1,8 @@
 /** Shared by the train tests: hand-made trajectory records and the Python (with torch) to run, if any. */
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { findPython, type PythonPackages } from '../../../src/train/env.ts';
+import { tempDir as makeTempDir } from '../../support/temp.ts';
 
 /** A tiny random Qwen3 (transformers' Qwen3ForCausalLM built from a config: src/train/worker/polar_train/tiny.py). */
 export const TINY = 'tiny:arch=qwen3,vocab=32,dim=16,layers=1,heads=2,seed=0';
@@ -80,8 +80,9 @@ export function smallBatch(options: { logprobs?: boolean } = {}): Record<string,
   return out;
 }
 
+/** A fresh temp directory, removed when the test file's process exits (test/support/temp.ts). */
 export async function tempDir(prefix = 'polar-train-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+  return makeTempDir(prefix);
 }
 
 export async function writeJsonl(path: string, records: unknown[]): Promise<string> {

@@ -3,14 +3,14 @@
  * streams.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
 import { buildTrajectories } from '../../../src/trajectory/build.ts';
 import { validateTrajectory } from '../../../src/trajectory/reader.ts';
+import { tempDir } from '../../support/temp.ts';
 import { buildFrom, call, EOT, grading, ids, jsonl, session, sessionEnd } from './builder.ts';
 
 const SYS = ids(1, 6);
@@ -73,7 +73,7 @@ describe('polar build pipeline', () => {
   });
 
   it('applies a grading record that arrives in a later input file', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'polar-build-late-'));
+    const dir = tempDir('polar-build-late-');
     try {
       await writeFile(join(dir, 'a.jsonl'), jsonl(oneCall('a', 't', 0)));
       await writeFile(join(dir, 'b.jsonl'), jsonl([grading('a', 0.5)]));
@@ -87,7 +87,7 @@ describe('polar build pipeline', () => {
   });
 
   it('reads --rewards by session or by task_id + sample; capture grading wins, conflicts counted', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'polar-build-rw-'));
+    const dir = tempDir('polar-build-rw-');
     try {
       const rewards = join(dir, 'rewards.jsonl');
       await writeFile(
@@ -309,7 +309,7 @@ describe('polar build pipeline', () => {
     // a file found by scanning a directory is skipped when it is not a capture file; the same file
     // named by the user in a later build is capture input (and fails on its first line), as it does
     // when that build runs alone. A module-level set once carried the first build's scan into the next.
-    const dir = await mkdtemp(join(tmpdir(), 'polar-build-twice-'));
+    const dir = tempDir('polar-build-twice-');
     try {
       await writeFile(join(dir, 'capture.jsonl'), jsonl(oneCall('a', 't', 0, 1)));
       const results = join(dir, 'results.jsonl');
@@ -343,7 +343,7 @@ describe('polar build pipeline', () => {
 });
 
 async function tempCapture(records: unknown[]): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-build-one-'));
+  const dir = tempDir('polar-build-one-');
   await mkdir(dir, { recursive: true });
   const file = join(dir, 'c.jsonl');
   await writeFile(file, jsonl(records));

@@ -2,8 +2,7 @@
  * Hand-built capture records for the trajectory tests: a session, its calls, its end and grading,
  * with every required field of capture record v1 filled with plausible values.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type {
@@ -14,6 +13,7 @@ import type {
 } from '../../../src/capture/record.ts';
 import { type BuildOptions, buildTrajectories } from '../../../src/trajectory/build.ts';
 import type { BuildStats } from '../../../src/trajectory/stats.ts';
+import { tempDir } from '../../support/temp.ts';
 
 export const EOT = 151645;
 const T = '2026-01-01T00:00:00.000Z';
@@ -138,7 +138,7 @@ export async function buildFrom(
   records: readonly unknown[] | string,
   options: Partial<BuildOptions> = {},
 ): Promise<{ stats: BuildStats; out: Record<string, unknown>[]; file: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-traj-test-'));
+  const dir = tempDir('polar-traj-test-');
   const file = join(dir, 'capture.jsonl');
   await writeFile(file, typeof records === 'string' ? records : jsonl(records));
   const chunks: string[] = [];

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
 import { readTrajectories } from '../../../src/trajectory/reader.ts';
+import { tempDir } from '../../support/temp.ts';
 import { buildFrom, call, EOT, grading, ids, session, sessionEnd } from './builder.ts';
 
 async function withFile(text: string, fn: (file: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-traj-read-'));
+  const dir = tempDir('polar-traj-read-');
   try {
     const file = join(dir, 't.jsonl');
     await writeFile(file, text);

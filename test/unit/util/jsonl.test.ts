@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { InputError } from '../../../src/errors.ts';
 import { parseJsonLine, readLines, splitLines, TruncatedLine } from '../../../src/util/jsonl.ts';
+import { tempDir } from '../../support/temp.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'polar-jsonl-'));
+const dir = tempDir('polar-jsonl-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const TEXT = '{"a":1}\r\n\n  \n{"b":2}\n{"c":';
