@@ -3,7 +3,7 @@
  * TensorBoard's own server uses) and, for W&B, `wandb leet inspect`, wandb 0.30's reader of a run's
  * .wandb transaction log (wandb/cli/leet.py: "prints the records as text" when stdout is not a terminal;
  * each record in protobuf text format, a history record's items as `nested_key: "K"` / `value_json: "V"`).
- * And a watch on the trackers' imports: a sitecustomize that records every Python process's attempt to find
+ * And a watch on the trackers' imports: a sitecustomize that records every Python process's import of
  * tensorboard or wandb (a run without --report-to must make none; with it, only the writer makes them).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -62,23 +62,32 @@ export async function wandbHistory(python: string, file: string): Promise<Array<
   return rows;
 }
 
-// a meta-path finder first in line: it records the lookup of a tracker package (any import, and
-// importlib.util.find_spec) with the process's command line, and finds nothing itself
-const WATCH_IMPORTS = `import json, os, sys
+// a meta-path finder first in line for the tracker packages: it finds them where Python's own path finder
+// does, and records the execution of each of their modules (an import, with the process's command line);
+// a lookup alone (importlib.util.find_spec, as transformers' is_tensorboard_available does) runs nothing
+const WATCH_IMPORTS = `import importlib.machinery, json, os, sys
 class _PolarTestImportWatch:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tensorboard", "tensorboardX", "wandb"):
+        if name.split(".")[0] not in ("tensorboard", "tensorboardX", "wandb"):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+        def exec_module(module, _run=run, _name=name):
             with open(os.environ.get("POLAR_TEST_IMPORT_LOG", os.devnull), "a") as fh:
-                fh.write(json.dumps({"module": name, "argv": list(getattr(sys, "orig_argv", sys.argv))}) + "\\n")
-        return None
+                fh.write(json.dumps({"module": _name, "argv": list(getattr(sys, "orig_argv", sys.argv))}) + "\\n")
+            _run(module)
+        spec.loader.exec_module = exec_module
+        return spec
 sys.meta_path.insert(0, _PolarTestImportWatch())
 `;
 
 export interface ImportWatch {
   /** the environment that puts the watch into every Python process polar starts */
   env: Record<string, string>;
-  /** what was looked up so far, with the command line of the process that did */
-  lookups(): Array<{ module: string; argv: string[] }>;
+  /** the tracker modules imported so far, with the command line of the process that imported each */
+  imports(): Array<{ module: string; argv: string[] }>;
 }
 
 /** A watch on the tracker imports of every Python process that gets `env` (sitecustomize under DIR). */
@@ -90,7 +99,7 @@ export async function watchTrackerImports(dir: string): Promise<ImportWatch> {
   const pythonPath = process.env.PYTHONPATH ? `${site}:${process.env.PYTHONPATH}` : site;
   return {
     env: { PYTHONPATH: pythonPath, POLAR_TEST_IMPORT_LOG: logFile },
-    lookups: () =>
+    imports: () =>
       existsSync(logFile)
         ? readFileSync(logFile, 'utf8')
             .trim()

@@ -170,12 +170,12 @@ describe('polar train --report-to', { skip: probe ? false : NO_TORCH }, () => {
     }
   });
 
-  test('without --report-to: no writer, no tracking files, neither package looked up', async () => {
+  test('without --report-to: no writer, no tracking files, neither package imported', async () => {
     const dir = await tempDir();
     const watch = await watchTrackerImports(dir);
     const r = await train(dir, ['--max-steps', '1'], watch.env);
     assert.equal(r.exitCode, 0, r.stderr);
-    assert.deepEqual(watch.lookups(), [], 'no Python process of the run looked up tensorboard or wandb');
+    assert.deepEqual(watch.imports(), [], 'no Python process of the run imported tensorboard or wandb');
     assert.ok(!existsSync(join(dir, 'out', 'tracking.json')));
     assert.ok(!existsSync(join(dir, 'out', 'tensorboard')));
     assert.ok(!existsSync(join(dir, 'out', 'wandb')));
