@@ -57,14 +57,14 @@ const env = existsSync(venvBin)
   ? { ...process.env, PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` }
   : process.env;
 
-function run(files) {
+function run(files, tierConcurrency) {
   const result = spawnSync(
     process.execPath,
     [
       '--import',
       'tsx',
       '--test',
-      `--test-concurrency=${concurrency}`,
+      `--test-concurrency=${tierConcurrency ?? concurrency}`,
       '--test-timeout=600000',
       ...flags,
       ...files,
@@ -82,7 +82,9 @@ if (targets.length > 0) {
     console.error('no test files found');
     process.exit(1);
   }
-  process.exit(run(files));
+  // files of a tier that runs one file at a time keep to it here too
+  const limits = files.map((f) => TIERS[tierOf(f)]?.concurrency).filter((c) => c !== undefined);
+  process.exit(run(files, limits.length > 0 ? Math.min(...limits) : undefined));
 }
 
 const summary = [];
@@ -92,7 +94,7 @@ for (const tier of tierNames ?? TIER_ORDER) {
   if (files.length === 0) continue;
   console.log(`\n# tier ${tier}: ${files.length} files (${TIERS[tier]?.about ?? 'the fast tier'})`);
   const started = performance.now();
-  const status = run(files);
+  const status = run(files, TIERS[tier]?.concurrency);
   const seconds = (performance.now() - started) / 1000;
   summary.push({ tier, files: files.length, seconds, ok: status === 0 });
   if (status !== 0) failed = true;

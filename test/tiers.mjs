@@ -4,7 +4,8 @@
 // tier of the slowest thing it starts; an entry ending in `/` is a folder. `npm test` runs every tier,
 // in TIER_ORDER.
 
-/** @type {Record<string, { about: string, files: string[] }>} */
+// A tier may set `concurrency` (test files at once; scripts/test.mjs's default is 2, POLAR_TEST_CONCURRENCY).
+/** @type {Record<string, { about: string, files: string[], concurrency?: number }>} */
 export const TIERS = {
   swe: {
     about: 'SWE fixture tasks run for real: git clones, patches, the fixtures’ tests (pytest, node:test)',
@@ -34,6 +35,13 @@ export const TIERS = {
       'test/unit/train/report-to.test.ts',
     ],
   },
+  // before e2e: tierOf takes the first tier naming a file, and these are inside test/e2e/
+  learn: {
+    about:
+      'the loop learns: GRPO through Pi on CPU, one file at a time (two at once starve each other of the 2 cores: torch threads and the embedded model)',
+    files: ['test/e2e/loop-learns.test.ts', 'test/e2e/loop-learns-async.test.ts'],
+    concurrency: 1,
+  },
   e2e: {
     about:
       'real harness binaries (Codex CLI, Claude Code, Pi, Qwen Code) under polar; loop and gym end to end',
@@ -46,7 +54,7 @@ export const TIERS = {
 };
 
 /** The order `npm test` runs them in: the fast tier first. */
-export const TIER_ORDER = ['unit', 'swe', 'python', 'e2e', 'browser'];
+export const TIER_ORDER = ['unit', 'swe', 'python', 'e2e', 'learn', 'browser'];
 
 /** The tier of a test file (a path relative to the repository root, `/`-separated). */
 export function tierOf(file) {

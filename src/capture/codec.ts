@@ -122,7 +122,8 @@ export class CallEncoder {
 
 /**
  * The head the record extends: with token ids, the longest common prefix of its prompt with a head's
- * prompt + completion (newest first; a head that cannot beat the best is not compared); without, the
+ * prompt + completion (newest first; a head that cannot beat the best is not compared, and none is
+ * once the whole prompt matched); without, the
  * newest head of the same API.
  */
 function pickBase(heads: Head[], record: CallRecord): { base: Head | undefined; keep: number } {
@@ -138,6 +139,8 @@ function pickBase(heads: Head[], record: CallRecord): { base: Head | undefined; 
       if (n > keep) {
         best = h;
         keep = n;
+        // the whole prompt matched: no older head can match more (a harness resending a prompt)
+        if (keep === prompt.length) break;
       }
     }
     if (best) return { base: best, keep };

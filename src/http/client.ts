@@ -26,6 +26,8 @@ export class Deadline {
   private total: NodeJS.Timeout | undefined;
   private idle: NodeJS.Timeout | undefined;
   private readonly onParentAbort: () => void;
+  /** what stops the requests in flight under this deadline when it aborts (see onAbort) */
+  private readonly stops = new Set<(reason: unknown) => void>();
 
   /**
    * @param totalMs for the whole request
@@ -40,7 +42,7 @@ export class Deadline {
     private readonly unref = false,
   ) {
     this.signal = this.controller.signal;
-    this.onParentAbort = () => this.controller.abort(parent?.reason);
+    this.onParentAbort = () => this.abort(parent?.reason);
     if (parent?.aborted) this.onParentAbort();
     else parent?.addEventListener('abort', this.onParentAbort, { once: true });
     this.total = setTimeout(() => this.expire('total'), totalMs);
@@ -55,6 +57,26 @@ export class Deadline {
       this.idle = setTimeout(() => this.expire('idle'), this.idleMs);
       if (this.unref) this.idle.unref();
     }
+  }
+
+  /**
+   * Calls `stop` with the reason when the deadline aborts (at once when it has), until the returned
+   * function is called. A plain callback: an abort listener on the signal costs an EventTarget listener
+   * (and node:http's own `signal` option one more, with a stream watcher) on every request.
+   */
+  onAbort(stop: (reason: unknown) => void): () => void {
+    if (this.signal.aborted) {
+      stop(this.signal.reason);
+      return () => {};
+    }
+    this.stops.add(stop);
+    return () => this.stops.delete(stop);
+  }
+
+  private abort(reason: unknown): void {
+    this.controller.abort(reason);
+    for (const stop of [...this.stops]) stop(this.signal.reason);
+    this.stops.clear();
   }
 
   /** whether the request ended because a limit passed (not because the caller stopped it) */
@@ -74,7 +96,7 @@ export class Deadline {
     this.expired = which;
     clearTimeout(this.total);
     clearTimeout(this.idle);
-    this.controller.abort(new DOMException(`${which} timeout`, 'TimeoutError'));
+    this.abort(new DOMException(`${which} timeout`, 'TimeoutError'));
   }
 }
 
@@ -125,9 +147,11 @@ function bodyLength(body: string | Buffer | readonly Buffer[]): number {
 }
 
 function send(url: URL, options: RequestOptions, headers: Record<string, string>): Promise<IncomingMessage> {
-  const { signal } = options.deadline;
+  const { deadline } = options;
+  const { signal } = deadline;
   const body = options.body;
   return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
     const https = url.protocol === 'https:';
     const req = (https ? httpsRequest : httpRequest)(
       url,
@@ -135,10 +159,17 @@ function send(url: URL, options: RequestOptions, headers: Record<string, string>
         method: options.method ?? 'GET',
         headers: body === undefined ? headers : { ...headers, 'content-length': bodyLength(body) },
         agent: https ? agents.https : agents.http,
-        signal,
       },
       resolve,
     );
+    // the deadline stops the request (and the body being read) as node:http's `signal` option would, until
+    // the request is over (its socket may then serve another request, which this must never destroy)
+    const forget = deadline.onAbort((reason) => {
+      req.destroy(
+        Object.assign(new Error('The operation was aborted', { cause: reason }), { name: 'AbortError' }),
+      );
+    });
+    req.once('close', forget);
     req.on('error', (error) => reject(abortReason(signal, error)));
     if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
     else {

@@ -4,7 +4,8 @@
  * (the backend request, the capture record's canonical request): escaping a long string costs about
  * 3.5 ns a character in JSON.stringify, a lookup of one already seen costs a comparison (V8 hashes a
  * string over 16383 characters by its length alone). The rest of the value is written by
- * JSON.stringify itself, piece by piece; the pieces are joined as ropes, flattened once by the writer.
+ * JSON.stringify itself: a part with no long string in it at once, the parts around long strings piece
+ * by piece; the pieces are joined as ropes, flattened once by the writer.
  */
 
 /** Strings shorter than this are escaped by JSON.stringify each time (a lookup would cost as much). */
@@ -75,6 +76,32 @@ function skipped(value: unknown): boolean {
   return value === undefined || typeof value === 'function' || typeof value === 'symbol';
 }
 
+/** Nodes a hasLong walk visits at most; past that the value is written piece by piece, as before. */
+const WALK_BUDGET = 4096;
+
+/**
+ * Whether writing `value` here could use a remembered long string: a string of LONG characters or more
+ * where value() would look it up (not inside what value() hands to JSON.stringify whole: a number array,
+ * a non-plain object, a value below MAX_DEPTH). Stops at the first one. A walk over its budget (a large
+ * or cyclic value) answers true, so the value is written by value() as before and JSON.stringify still
+ * reports a cycle.
+ */
+function hasLong(value: unknown, depth: number, budget: { left: number }): boolean {
+  if (typeof value === 'string') return value.length >= LONG;
+  if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) return false;
+  if (--budget.left < 0) return true;
+  if (Array.isArray(value)) {
+    if (value.length === 0 || typeof value[0] === 'number') return false;
+    for (let i = 0; i < value.length; i++) if (hasLong(value[i], depth + 1, budget)) return true;
+    return false;
+  }
+  if (!isPlain(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  for (const key of Object.keys(value)) {
+    if (hasLong((value as Record<string, unknown>)[key], depth + 1, budget)) return true;
+  }
+  return false;
+}
+
 /** Writes one value's text: into one string, or (with pieces) as buffers, long strings' cached bytes among them. */
 class Writer {
   out = '';
@@ -98,7 +125,13 @@ class Writer {
       }
       return;
     }
-    if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) {
+    if (
+      typeof value !== 'object' ||
+      value === null ||
+      depth >= MAX_DEPTH ||
+      // (no long string in it: JSON.stringify writes the whole of it at once, natively)
+      !hasLong(value, depth, { left: WALK_BUDGET })
+    ) {
       this.out += JSON.stringify(value) as string;
       return;
     }

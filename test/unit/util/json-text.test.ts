@@ -81,6 +81,24 @@ test('deep values, toJSON and class instances follow JSON.stringify; a cycle thr
   cycle.self = cycle;
   assert.throws(() => stringifyJson(cycle), TypeError);
   assert.throws(() => stringifyJson({ n: 1n }), TypeError);
+  // a cycle that branches at every level (the walk for long strings is bounded: it throws, it does not hang)
+  for (const text of ['short', 'w'.repeat(2000)]) {
+    const branching: Record<string, unknown> = {};
+    Object.assign(branching, { a: branching, b: [branching, branching], text });
+    assert.throws(() => stringifyJson({ x: branching }), TypeError);
+    assert.throws(() => stringifyJsonPieces({ x: branching }), TypeError);
+  }
+});
+
+test('a value with no long string, or one past the first few thousand nodes, is the same text', () => {
+  const plain = { a: [1, 2, { b: 'c', d: [true, null, 'e'.repeat(1023)] }], f: { g: -0, h: undefined } };
+  assert.equal(stringifyJson(plain), JSON.stringify(plain));
+  const wide = {
+    items: Array.from({ length: 5000 }, (_, i) => ({ i, s: 'v'.repeat(i % 7) })),
+    last: 'q'.repeat(3000),
+  };
+  assert.equal(stringifyJson(wide), JSON.stringify(wide));
+  assert.equal(Buffer.concat(stringifyJsonPieces(wide)).toString('utf8'), JSON.stringify(wide));
 });
 
 test('stringifyJsonPieces gives the same text as UTF-8 buffers', () => {
