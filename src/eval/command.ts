@@ -124,6 +124,13 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   if (f.regrade) return (await import('./regrade.ts')).regradeCommand(f);
   if (f.merge) return (await import('../cluster/merge.ts')).mergeCommand(f);
   // every flag and input is checked before anything is made or run (and before the runtime's warnings)
+  const tracking = reportSetup(f, f.out);
+  // the shards' results are merged by a Slurm job of its own, which starts no tracking writer
+  if (tracking && f.cluster?.engine === 'slurm')
+    throw new UsageError(
+      '--report-to is not supported with --cluster slurm yet: the merge job that makes report.json starts no tracking writer',
+      'drop --report-to (the merged report.json holds the figures), or run the eval with --cluster ray or without --cluster',
+    );
   const setup = evaluationSetup(f);
   const rewards = evalRewards(f);
   checkOut(f.out, f);
@@ -137,12 +144,6 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   if (setup.agent.backend)
     for (const url of setup.agent.backendUrls ?? [undefined])
       await ensureBackendReady(url ? { ...setup.agent.backend, url } : setup.agent.backend);
-  const tracking = reportSetup(f, f.out);
-  if (tracking && f.cluster?.engine === 'slurm')
-    throw new UsageError(
-      '--report-to is not supported with --cluster slurm yet',
-      'drop --report-to; the merged report.json holds the figures',
-    );
   if (f.cluster?.engine === 'slurm')
     return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
   // the tracking packages are checked before any sample runs; the writer opens once the report is made

@@ -10,9 +10,11 @@
  *
  * The run folder keeps tracking.json (TRACKING_FILE): the W&B run id, so --resume continues the same W&B
  * run, and the TensorBoard folder. A run without --report-to starts nothing and imports neither package.
+ * A writer that cannot start, or a run refused before its first step (Reporter.discard), leaves none of
+ * the writer's files behind: what was there before the run is kept as it was.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdir, rm, rmdir, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
@@ -46,10 +48,65 @@ export interface Reporter {
   log(axis: Axis, step: number, values: Record<string, number | null | undefined>): void;
   /** flushes and closes the writers; a failure of the writer is a warning (the run's files hold it all) */
   close(): Promise<void>;
+  /**
+   * closes the writers and removes what they made in this run (a run refused before its first step):
+   * tracking.json and tracking.log as they were before, no new TensorBoard or W&B files, the run folder
+   * itself when the writer made it and it is empty
+   */
+  discard(): Promise<void>;
 }
 
 /** A run that reports nowhere. */
-export const NO_REPORTER: Reporter = { log() {}, close: async () => {} };
+export const NO_REPORTER: Reporter = { log() {}, close: async () => {}, discard: async () => {} };
+
+/** The writer's files as they were before it started, to put back (Reporter.discard). */
+class Footprint {
+  private readonly outExisted: boolean;
+  private readonly record: string | null;
+  private readonly logSize: number | null;
+  /** each tracker folder: its entries before, or null when it did not exist */
+  private readonly folders = new Map<string, Set<string> | null>();
+
+  constructor(
+    private readonly out: string,
+    setup: ReportSetup,
+  ) {
+    this.outExisted = existsSync(out);
+    const record = join(out, TRACKING_FILE);
+    this.record = existsSync(record) ? readFileSync(record, 'utf8') : null;
+    const logFile = join(out, TRACKING_LOG);
+    this.logSize = existsSync(logFile) ? statSync(logFile).size : null;
+    const folders = [
+      ...(setup.tensorboard ? [setup.tensorboard.dir] : []),
+      ...(setup.wandb ? [join(setup.wandb.dir, 'wandb')] : []),
+    ];
+    for (const dir of folders) this.folders.set(dir, existsSync(dir) ? new Set(readdirSync(dir)) : null);
+  }
+
+  /** keepLog: tracking.log stays (an error that cites it) */
+  async restore(o: { keepLog?: boolean } = {}): Promise<void> {
+    const record = join(this.out, TRACKING_FILE);
+    if (this.record === null) await rm(record, { force: true });
+    else await writeFile(record, this.record, { mode: PRIVATE_FILE });
+    const logFile = join(this.out, TRACKING_LOG);
+    if (o.keepLog) {
+      // kept
+    } else if (this.logSize === null) await rm(logFile, { force: true });
+    else if (existsSync(logFile)) await truncate(logFile, this.logSize);
+    for (const [dir, before] of this.folders) {
+      if (before === null) {
+        await rm(dir, { recursive: true, force: true });
+        continue;
+      }
+      const now = existsSync(dir) ? await readdir(dir) : [];
+      for (const name of now)
+        if (!before.has(name)) await rm(join(dir, name), { recursive: true, force: true });
+    }
+    // the run folder, when this run made it and nothing else is in it
+    if (!this.outExisted && existsSync(this.out) && (await readdir(this.out)).length === 0)
+      await rmdir(this.out).catch(() => {});
+  }
+}
 
 export interface OpenOptions {
   /** the run folder (tracking.json is kept there) */
@@ -130,6 +187,7 @@ export async function checkReporting(setup: ReportSetup, pythonFlag?: string): P
 /** Starts the writer (null setup: none) and waits until it has opened what --report-to asks for. */
 export async function openReporter(setup: ReportSetup | null, o: OpenOptions): Promise<Reporter> {
   if (setup === null) return NO_REPORTER;
+  const footprint = new Footprint(o.out, setup);
   await mkdirPrivate(o.out);
   const earlier = o.resume ? readTracking(o.out) : null;
   const record: TrackingRecord = {
@@ -156,7 +214,7 @@ export async function openReporter(setup: ReportSetup | null, o: OpenOptions): P
     buffer: false,
   });
   const events = child.stdio[3] as Readable | undefined;
-  const reporter = new ProcessReporter(child as unknown as ResultPromise, events, python, logFile);
+  const reporter = new ProcessReporter(child as unknown as ResultPromise, events, python, logFile, footprint);
   const open = {
     type: 'open',
     tensorboard: setup.tensorboard
@@ -173,7 +231,13 @@ export async function openReporter(setup: ReportSetup | null, o: OpenOptions): P
           }
         : null,
   };
-  await reporter.start(open);
+  try {
+    await reporter.start(open);
+  } catch (error) {
+    // a writer that could not start leaves nothing behind (its error says why; a crash's log is kept)
+    await footprint.restore({ keepLog: reporter.logCited });
+    throw error;
+  }
   return reporter;
 }
 
@@ -186,6 +250,8 @@ interface ReporterEvent {
 
 class ProcessReporter implements Reporter {
   private failed: string | null = null;
+  /** whether an error polar threw points at tracking.log (it is kept then) */
+  logCited = false;
   private readonly events: ReporterEvent[] = [];
   private waiter: (() => void) | null = null;
   private readonly reading: Promise<void>;
@@ -195,6 +261,7 @@ class ProcessReporter implements Reporter {
     events: Readable | undefined,
     private readonly python: string,
     private readonly logFile: string,
+    private readonly footprint: Footprint,
   ) {
     this.reading = (async () => {
       if (!events) return;
@@ -247,6 +314,7 @@ class ProcessReporter implements Reporter {
         hint: 'log in with `wandb login` (or set WANDB_API_KEY), or write the run offline with WANDB_MODE=offline and upload it later with `wandb sync`',
       });
     const why = first?.message ?? `exit code ${result.exitCode ?? result.signal}`;
+    this.logCited = true;
     throw new PolarError(`--report-to: the tracking writer (python -m polar_train.report) failed: ${why}`, {
       hint: `its log: ${this.logFile}`,
     });
@@ -272,7 +340,13 @@ class ProcessReporter implements Reporter {
     const error = this.events.find((e) => e.event === 'error');
     if (error || result.exitCode !== 0) {
       const why = error?.message ?? `exit code ${result.exitCode ?? result.signal}`;
+      this.logCited = true;
       log.warn(`--report-to: the tracking writer failed: ${why} (its log: ${this.logFile})`);
     }
+  }
+
+  async discard(): Promise<void> {
+    await this.close();
+    await this.footprint.restore({ keepLog: this.logCited });
   }
 }

@@ -44,6 +44,7 @@ async function train(trajectories: string, flags: TrainFlags, signal: AbortSigna
     python: flags.python,
     config: { command: 'train', ...flagsToOptions(flags) },
   });
+  let logged = 0;
   try {
     await runTrain({
       signal,
@@ -57,11 +58,23 @@ async function train(trajectories: string, flags: TrainFlags, signal: AbortSigna
       ...(flags.allowZeroAdvantage ? { allowZeroAdvantage: true } : {}),
       ...(flags.sampledBy?.length ? { sampledBy: flags.sampledBy } : {}),
       ...nodes,
-      ...(setup ? { onStep: (e) => reporter.log('train', Number(e.step), trainFigures(e)) } : {}),
+      ...(setup
+        ? {
+            onStep: (e) => {
+              logged++;
+              reporter.log('train', Number(e.step), trainFigures(e));
+            },
+          }
+        : {}),
     });
-  } finally {
-    await reporter.close();
+  } catch (error) {
+    // refused or failed before its first step (bad trajectories, a refused device, ...): the writer's
+    // files would hold nothing, so the run leaves none of them behind
+    if (logged === 0) await reporter.discard();
+    else await reporter.close();
+    throw error;
   }
+  await reporter.close();
 }
 
 /** The step of a run's latest checkpoint (`latest` names step-N); 0 when it names none. */

@@ -3,8 +3,11 @@
  * TensorBoard's own server uses) and, for W&B, `wandb leet inspect`, wandb 0.30's reader of a run's
  * .wandb transaction log (wandb/cli/leet.py: "prints the records as text" when stdout is not a terminal;
  * each record in protobuf text format, a history record's items as `nested_key: "K"` / `value_json: "V"`).
+ * And a watch on the trackers' imports: a sitecustomize that records every Python process's import of
+ * tensorboard or wandb (a run without --report-to must make none; with it, only the writer makes them).
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 
@@ -57,4 +60,51 @@ export async function wandbHistory(python: string, file: string): Promise<Array<
     rows.push(row);
   }
   return rows;
+}
+
+// a meta-path finder first in line for the tracker packages: it finds them where Python's own path finder
+// does, and records the execution of each of their modules (an import, with the process's command line);
+// a lookup alone (importlib.util.find_spec, as transformers' is_tensorboard_available does) runs nothing
+const WATCH_IMPORTS = `import importlib.machinery, json, os, sys
+class _PolarTestImportWatch:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in ("tensorboard", "tensorboardX", "wandb"):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+        def exec_module(module, _run=run, _name=name):
+            with open(os.environ.get("POLAR_TEST_IMPORT_LOG", os.devnull), "a") as fh:
+                fh.write(json.dumps({"module": _name, "argv": list(getattr(sys, "orig_argv", sys.argv))}) + "\\n")
+            _run(module)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, _PolarTestImportWatch())
+`;
+
+export interface ImportWatch {
+  /** the environment that puts the watch into every Python process polar starts */
+  env: Record<string, string>;
+  /** the tracker modules imported so far, with the command line of the process that imported each */
+  imports(): Array<{ module: string; argv: string[] }>;
+}
+
+/** A watch on the tracker imports of every Python process that gets `env` (sitecustomize under DIR). */
+export async function watchTrackerImports(dir: string): Promise<ImportWatch> {
+  const site = join(dir, 'import-watch');
+  const logFile = join(dir, 'tracker-imports.jsonl');
+  await mkdir(site, { recursive: true });
+  await writeFile(join(site, 'sitecustomize.py'), WATCH_IMPORTS);
+  const pythonPath = process.env.PYTHONPATH ? `${site}:${process.env.PYTHONPATH}` : site;
+  return {
+    env: { PYTHONPATH: pythonPath, POLAR_TEST_IMPORT_LOG: logFile },
+    imports: () =>
+      existsSync(logFile)
+        ? readFileSync(logFile, 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l))
+        : [],
+  };
 }

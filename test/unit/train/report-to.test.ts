@@ -2,25 +2,42 @@
  * `polar train --report-to` on the CPU with the tiny model: the trainer's own figures (metrics.jsonl)
  * read back from the TensorBoard event files with EventAccumulator, and from the W&B offline run with
  * `wandb leet inspect` when wandb can be imported; `--resume` continues the same steps and the same W&B
- * run id; a run without --report-to starts no writer; a tracker that cannot be imported is named with
- * the command that installs it.
+ * run id; a run without --report-to starts no writer and no Python process of it looks tensorboard or
+ * wandb up; a tracker that cannot be imported is named with the command that installs it; a train refused
+ * before its first step (a tracker missing, bad trajectories) leaves none of the writer's files.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { runPolar } from '../../support/cli.ts';
-import { canImport, tensorboardScalars, wandbHistory, wandbRunFiles } from '../../support/trackers.ts';
+import {
+  canImport,
+  tensorboardScalars,
+  wandbHistory,
+  wandbRunFiles,
+  watchTrackerImports,
+} from '../../support/trackers.ts';
 import {
   madeUpLogprobs,
+  tempDir as makeTempDir,
   NO_TORCH,
   pythonWithTorch,
   smallBatch,
   TINY,
-  tempDir,
   writeJsonl,
 } from './fixtures.ts';
+
+const made: string[] = [];
+after(async () => {
+  for (const dir of made) await rm(dir, { recursive: true, force: true });
+});
+async function tempDir(): Promise<string> {
+  const dir = await makeTempDir();
+  made.push(dir);
+  return dir;
+}
 
 const probe = await pythonWithTorch();
 const python = probe?.python ?? '';
@@ -153,10 +170,12 @@ describe('polar train --report-to', { skip: probe ? false : NO_TORCH }, () => {
     }
   });
 
-  test('without --report-to: no writer, no tracking files', async () => {
+  test('without --report-to: no writer, no tracking files, neither package imported', async () => {
     const dir = await tempDir();
-    const r = await train(dir, ['--max-steps', '1']);
+    const watch = await watchTrackerImports(dir);
+    const r = await train(dir, ['--max-steps', '1'], watch.env);
     assert.equal(r.exitCode, 0, r.stderr);
+    assert.deepEqual(watch.imports(), [], 'no Python process of the run imported tensorboard or wandb');
     assert.ok(!existsSync(join(dir, 'out', 'tracking.json')));
     assert.ok(!existsSync(join(dir, 'out', 'tensorboard')));
     assert.ok(!existsSync(join(dir, 'out', 'wandb')));
@@ -178,7 +197,30 @@ describe('polar train --report-to', { skip: probe ? false : NO_TORCH }, () => {
     assert.equal(r.exitCode, 4, r.stderr);
     assert.match(r.stderr, /--report-to: wandb cannot be imported/);
     assert.match(r.stderr, /polar setup --wandb/);
-    assert.ok(!existsSync(join(dir, 'out', 'metrics.jsonl')), 'nothing was trained');
+    assert.ok(!existsSync(join(dir, 'out')), 'nothing was made: no run folder, no tracking.json');
+  });
+
+  test("a train refused before its first step leaves none of the writer's files", { skip: TB }, async () => {
+    const dir = await tempDir();
+    const bad = join(dir, 'bad.jsonl');
+    await writeFile(bad, '{}\n');
+    const out = join(dir, 'out');
+    const r = await runPolar(
+      ['train', bad, '--model', TINY, '--device', 'cpu', '--report-to', 'tensorboard', '--out', out],
+      { env: { POLAR_PYTHON: python }, timeoutMs: 240_000 },
+    );
+    assert.equal(r.exitCode, 3, r.stderr);
+    assert.match(r.stderr, /bad\.jsonl:1/);
+    assert.ok(!existsSync(out), 'no run folder: no tracking.json, no tensorboard/, no tracking.log');
+    // into a run folder that was there: what it held stays, nothing is added
+    await mkdir(out);
+    await writeFile(join(out, 'notes.txt'), 'mine\n');
+    const again = await runPolar(
+      ['train', bad, '--model', TINY, '--device', 'cpu', '--report-to', 'tensorboard', '--out', out],
+      { env: { POLAR_PYTHON: python }, timeoutMs: 240_000 },
+    );
+    assert.equal(again.exitCode, 3, again.stderr);
+    assert.deepEqual(await readdir(out), ['notes.txt']);
   });
 
   test('--run-name without --report-to is refused', async () => {
