@@ -68,6 +68,7 @@ function standInWriter(): Reporter & {
       points.push({ axis, step, values });
     },
     close: async () => {},
+    discard: async () => {},
   };
 }
 
