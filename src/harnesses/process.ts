@@ -71,31 +71,19 @@ export async function runHarnessProcess(
 ): Promise<HarnessProcessResult> {
   // a process outside the terminal's foreground group is stopped when it reads the terminal
   const group = !(options.stdin === 'inherit' && process.stdin.isTTY);
-  const child = execa(file, args, {
-    cwd: options.cwd,
-    env: options.env,
-    extendEnv: false,
-    stdin: options.stdin,
-    detached: group,
-    stdout: options.stdio,
-    stderr: options.stdio,
-    reject: false,
-    preferLocal: true,
-    localDir: process.cwd(),
-    ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
-    killSignal: 'SIGTERM',
-    forceKillAfterDelay: 5000,
-    ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
-  });
-  const watchdog = child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir) : undefined;
+  // the handlers first: a Ctrl-C that comes once the harness runs (even before the watchdog below is
+  // forked, which takes a while on a loaded machine) is forwarded, never node's default exit by signal;
+  // node runs them from the event loop, so `child` is set by the time one runs
+  let child: ReturnType<typeof execa> | undefined;
   const signalHarness = (name: NodeJS.Signals) => {
-    if (group && child.pid !== undefined) {
+    const pid = child?.pid;
+    if (group && pid !== undefined) {
       try {
-        process.kill(-child.pid, name);
+        process.kill(-pid, name);
         return;
       } catch {}
     }
-    child.kill(name);
+    child?.kill(name);
   };
   let interrupted = false;
   const handlers = new Map<string, () => void>();
@@ -108,7 +96,25 @@ export async function runHarnessProcess(
     handlers.set(name, handler);
     process.on(name, handler);
   }
+  let watchdog: ReturnType<typeof startWatchdog> | undefined;
   try {
+    child = execa(file, args, {
+      cwd: options.cwd,
+      env: options.env,
+      extendEnv: false,
+      stdin: options.stdin,
+      detached: group,
+      stdout: options.stdio,
+      stderr: options.stdio,
+      reject: false,
+      preferLocal: true,
+      localDir: process.cwd(),
+      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
+      killSignal: 'SIGTERM',
+      forceKillAfterDelay: 5000,
+      ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
+    });
+    watchdog = child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir) : undefined;
     const result = (await child) as Result;
     // a timed-out harness's tools (a hung test run) die with it
     if (result.timedOut) signalHarness('SIGKILL');
