@@ -21,6 +21,7 @@ import type { TrainRequest } from '../train/launch.ts';
 import { optionsToFlags, type TrainKey } from '../train/options.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
+import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
 import { polarCommand } from './eval.ts';
 import { rayPython, workerEnv } from './python.ts';
@@ -179,10 +180,10 @@ export async function trainAcrossNodes(
   }
   const latest = join(out, CHECKPOINT_FILES.latest);
   const checkpoint = existsSync(latest) ? join(out, readFileSync(latest, 'utf8').trim()) : null;
-  if (req.onStep && existsSync(join(out, CHECKPOINT_FILES.metrics)))
-    for (const line of readFileSync(join(out, CHECKPOINT_FILES.metrics), 'utf8').split('\n')) {
-      if (!line.trim()) continue;
-      const event = JSON.parse(line) as Record<string, unknown>;
+  const metrics = join(out, CHECKPOINT_FILES.metrics);
+  if (req.onStep && existsSync(metrics))
+    for (const line of splitLines(readFileSync(metrics, 'utf8'))) {
+      const event = parseJsonLine(metrics, line) as Record<string, unknown>;
       if (event.event === 'step') req.onStep(event);
     }
   return { checkpoint };

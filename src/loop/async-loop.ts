@@ -11,9 +11,10 @@
  * (src/loop/loop.ts) is untouched by this file.
  */
 import { existsSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runBuild } from '../build/command.ts';
+import { readRunReport } from '../cluster/report.ts';
 import { PolarError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import { buildReport, type Report, type ResultLine } from '../eval/report.ts';
@@ -270,7 +271,7 @@ export async function batchOutcome(
   const group = new Map<ResultLine, string>();
   let context: Report | null = null;
   for (const [i, d] of dirs.entries()) {
-    if (!context) context = JSON.parse(await readFile(join(d, EVAL_FILES.report), 'utf8')) as Report;
+    if (!context) context = readRunReport(join(d, EVAL_FILES.report));
     for (const r of (await readResults(join(d, EVAL_FILES.results))).values()) {
       results.push(r);
       group.set(r, String(batch.groups[i]!.group));
