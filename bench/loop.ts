@@ -19,6 +19,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
+import { DEFAULTS } from '../src/options/defaults.ts';
 import { type AsyncDriver, type Journal, StalenessScheduler } from '../src/loop/async.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -100,7 +101,16 @@ async function realLoop(K: number, steps: number): Promise<{ wallMs: number; slo
     join(ROOT, 'bin/polar'),
     'loop',
     ...['--train-set', join(ROOT, 'fixtures/loop/coin.jsonl'), '--harness', 'pi', '--backend', 'embedded'],
-    ...['--model', 'tiny:seed=1', '--max-tokens-cap', '12', '--group-size', '2', '--tasks-per-step', '2'],
+    ...[
+      '--model',
+      `${DEFAULTS.tinyTrialModel.value},seed=1`,
+      '--max-tokens-cap',
+      '12',
+      '--group-size',
+      '2',
+      '--tasks-per-step',
+      '2',
+    ],
     ...['--steps', String(steps), '--eval-every', '0', '--runtime', 'local', '--allow-unsandboxed'],
     ...['--repos', join(ROOT, 'fixtures/swe/repos'), '--grade-empty-patches', '--device', 'cpu'],
     ...['--lr', '0.05', '--concurrency', String(concurrency), '--max-staleness', String(K), '-q'],
