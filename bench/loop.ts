@@ -1,13 +1,15 @@
 /**
  * `npm run bench -- loop`: wall time of `polar loop` for the same number of trained samples at
- * --max-staleness 0, 1 and 2, with the speed-up over 0 and the idle fraction of the trainer and of the
- * rollout slots.
+ * --max-staleness 0, 1 and 2 (the simulated cluster: under --overdue wait and drop), with the speed-up
+ * over 0 (wait), the idle fraction of the trainer and of the rollout slots, and the fraction of slot time
+ * spent on samples that were then dropped (busy, so not idle, but of no use to training).
  *
  * 1. A simulated cluster driving the real scheduler (src/loop/async.ts, StalenessScheduler): a stand-in
  *    agent whose time per sample follows a heavy-tailed distribution (Pareto, alpha 1.5: most samples are
  *    quick, a few take many times the median, as SWE tasks do), a trainer step of fixed cost, a fixed
  *    number of rollout slots. Times are real milliseconds (setTimeout), scaled down; the draws are seeded
- *    and keyed by (group, sample), so every K sees the same samples.
+ *    and keyed by (group, sample), so every K sees the same samples (POLAR_BENCH_LOOP_DRAW=task: by
+ *    (task, sample), so that a task --overdue drop launches again is as slow as it was).
  * 2. The real tiny CPU loop: `polar loop` on the coin fixture, a tiny Llama through the embedded backend,
  *    Pi, the transformers trainer (needs .venv; POLAR_BENCH_LOOP_REAL=0 skips it). Slot idle fraction from
  *    the samples' recorded durations.
@@ -16,10 +18,11 @@
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { type AsyncDriver, type Journal, StalenessScheduler } from '../src/loop/async.ts';
+import type { OverduePolicy } from '../src/options/defaults.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -31,6 +34,9 @@ function uniform(a: number, b: number, seed: number): number {
   x = (x ^ (x >>> 16)) >>> 0;
   return (x + 0.5) / 2 ** 32;
 }
+
+/** The number in a simulated task's name (task-N). */
+const taskIndex = (task: string) => Number(task.slice('task-'.length));
 
 /** Pareto(alpha) with minimum 1, capped at `cap` (a harness time limit). */
 const pareto = (u: number, alpha: number, cap: number) => Math.min(cap, (1 - u) ** (-1 / alpha));
@@ -45,19 +51,38 @@ interface Cluster {
   trainMs: number;
   alpha: number;
   cap: number;
+  /** draw a sample's time by its task rather than its group (a task launched again is as slow) */
+  drawByTask: boolean;
 }
 
 const noJournal: Journal = { append: async () => {} };
 
-async function simulate(c: Cluster, K: number) {
+/** Sleeps `ms`, or rejects as soon as `signal` (a cancelled group's) is aborted. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+
+async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
   const driver: AsyncDriver = {
-    taskFor: (_step, index) => `task-${index}`,
+    taskFor: (step, index) => `task-${(step - 1) * c.tasksPerStep + index}`,
     async runGroup(plan, ctx) {
       await Promise.all(
         Array.from({ length: c.groupSize }, (_, sample) =>
           ctx.withSlot(sample, async () => {
-            const units = pareto(uniform(plan.group, sample, 7), c.alpha, c.cap);
-            await new Promise((r) => setTimeout(r, units * c.scaleMs));
+            // keyed by (group, sample): a dropped group's task launched again draws afresh, as a retry
+            // of a sample does; POLAR_BENCH_LOOP_DRAW=task keys by (task, sample): a slow task stays slow
+            const key = c.drawByTask ? taskIndex(plan.task) : plan.group;
+            const units = pareto(uniform(key, sample, 7), c.alpha, c.cap);
+            await sleep(units * c.scaleMs, ctx.cancel);
           }),
         ),
       );
@@ -73,17 +98,19 @@ async function simulate(c: Cluster, K: number) {
       groupSize: c.groupSize,
       slots: c.slots,
       maxStaleness: K,
+      overdue,
       version: 0,
       journal: noJournal,
     },
     driver,
   );
   await s.run();
-  const { wallMs, trainBusyMs, slotBusyMs, slots, trainWaitDueMs, slotHeldMs } = s.stats;
+  const { wallMs, trainBusyMs, slotBusyMs, slots, trainWaitDueMs, slotHeldMs, slotWastedMs } = s.stats;
   return {
     wallMs,
     trainerIdle: 1 - trainBusyMs / wallMs,
     slotIdle: 1 - slotBusyMs / (slots * wallMs),
+    slotWasted: slotWastedMs / (slots * wallMs),
     // the parts of the idle time the staleness bound imposes (src/loop/async.ts, SchedulerStats)
     trainerWaitDue: trainWaitDueMs / wallMs,
     slotHeld: slotHeldMs / (slots * wallMs),
@@ -138,24 +165,33 @@ export async function benchLoop(): Promise<void> {
     trainMs: 0,
     alpha: 1.5,
     cap: 30,
+    drawByTask: process.env.POLAR_BENCH_LOOP_DRAW === 'task',
   };
   // a trainer step as long as a step's rollouts take on average (samples / slots x the Pareto mean
   // alpha / (alpha - 1)): the balance at which overlapping them pays most
   c.trainMs = Math.round(((c.tasksPerStep * c.groupSize) / c.slots) * (c.alpha / (c.alpha - 1)) * c.scaleMs);
   console.log(
     `\n## loop: simulated cluster, ${c.steps} steps x ${c.tasksPerStep} groups x ${c.groupSize} samples, ` +
-      `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x), trainer step ${c.trainMs} ms`,
+      `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x) drawn per ` +
+      `${c.drawByTask ? 'task' : 'group'}, trainer step ${c.trainMs} ms`,
   );
+  // the figures are wall times of timers: a loaded machine stretches them (say the load with them)
+  console.log(`  load average at the start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   let base = 0;
   for (const K of [0, 1, 2]) {
-    const r = await simulate(c, K);
-    if (K === 0) base = r.wallMs;
-    console.log(
-      `  --max-staleness ${K}: ${(r.wallMs / 1000).toFixed(2)} s, speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
-        `idle: trainer ${pct(r.trainerIdle)} (${pct(r.trainerWaitDue)} waiting for a group the bound cannot carry), ` +
-        `rollout slots ${pct(r.slotIdle)} (${pct(r.slotHeld)} while the bound held the next groups back)`,
-    );
+    for (const overdue of ['wait', 'drop'] as const) {
+      const r = await simulate(c, K, overdue);
+      if (K === 0 && overdue === 'wait') base = r.wallMs;
+      console.log(
+        `  --max-staleness ${K} --overdue ${overdue}: ${(r.wallMs / 1000).toFixed(2)} s, ` +
+          `speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
+          `idle: trainer ${pct(r.trainerIdle)} (${pct(r.trainerWaitDue)} waiting for a group the bound cannot carry), ` +
+          `rollout slots ${pct(r.slotIdle)} (${pct(r.slotHeld)} while the bound held the next groups back); ` +
+          `slot time wasted on dropped samples ${pct(r.slotWasted)}`,
+      );
+    }
   }
+  console.log(`  load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;
   if (!existsSync(join(ROOT, '.venv'))) {
     console.log('  (real loop skipped: no .venv; npm run setup:python)');
