@@ -176,7 +176,11 @@ export async function benchLoop(): Promise<void> {
       `${c.drawByTask ? 'task' : 'group'}, trainer step ${c.trainMs} ms`,
   );
   // the figures are wall times of timers: a loaded machine stretches them (say the load with them)
-  console.log(`  load average at the start: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `  load average at the start: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   let base = 0;
   for (const K of [0, 1, 2]) {
     for (const overdue of ['wait', 'drop'] as const) {
@@ -191,7 +195,11 @@ export async function benchLoop(): Promise<void> {
       );
     }
   }
-  console.log(`  load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `  load average at the end: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;
   if (!existsSync(join(ROOT, '.venv'))) {
     console.log('  (real loop skipped: no .venv; npm run setup:python)');

@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { LoopFlags } from '../src/loop/command.ts';
 import { DEFAULTS, OVERDUE_POLICIES, withDefault } from '../src/options/defaults.ts';
-import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
+import { nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
 import {
   addBackendFlags,
@@ -58,7 +58,7 @@ export function defineLoop(program: Command, report: Report): void {
         new Option(
           '--overdue <policy>',
           'with --max-staleness >= 1, a group still running that the bound cannot carry to a later step: wait (the step waits for it) or drop (the step trains without it; it is cancelled and its task launched afresh: biased against long tasks)',
-        ).choices(OVERDUE_POLICIES),
+        ).argParser(oneOf(OVERDUE_POLICIES)),
         DEFAULTS.overdue,
       ),
     )

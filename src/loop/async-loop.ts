@@ -120,9 +120,11 @@ export async function runAsyncSteps(
             return { interrupted: runs.some((x) => x.interrupted) };
           });
           if (r.interrupted)
-            throw slots.signal.reason ??
+            throw (
+              slots.signal.reason ??
               slots.cancel.reason ??
-              new PolarError(`group ${plan.group} was interrupted`);
+              new PolarError(`group ${plan.group} was interrupted`)
+            );
         },
         async train(batch) {
           const summary = await trainBatch(o, ctx, batch, policy);

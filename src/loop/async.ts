@@ -384,7 +384,9 @@ export class StalenessScheduler {
     if (reason) this.relaunch.push(g);
     if (reason === 'overdue')
       g.cancel.abort(
-        new PolarError(`group ${g.group} (${g.task}) cancelled: step ${step} trained without it (--overdue drop)`),
+        new PolarError(
+          `group ${g.group} (${g.task}) cancelled: step ${step} trained without it (--overdue drop)`,
+        ),
       );
   }
 

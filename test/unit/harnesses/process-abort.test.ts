@@ -10,9 +10,12 @@ import { test } from 'node:test';
 import { runHarnessProcess } from '../../../src/harnesses/process.ts';
 import { tempDir } from '../../support/temp.ts';
 
-/** A stand-in harness that says its pid in `file` once it runs, then runs until it is ended. */
+/**
+ * A stand-in harness that says its pid in `file` once it runs, then runs until it is ended (or, should the
+ * abort not reach it, exits 3 by itself after a minute: the checks then fail, never hang).
+ */
 function harness(file: string, signal: AbortSignal) {
-  const script = `require('fs').writeFileSync(${JSON.stringify(file)}, String(process.pid)); setInterval(() => {}, 1000);`;
+  const script = `require('fs').writeFileSync(${JSON.stringify(file)}, String(process.pid)); setTimeout(() => process.exit(3), 60000);`;
   return runHarnessProcess(process.execPath, ['-e', script], {
     env: {},
     stdio: 'pipe',

@@ -24,11 +24,14 @@ import {
 } from '../../../src/loop/async.ts';
 import { tempDir } from '../../support/temp.ts';
 
-/** Lets the event loop run until `cond` holds; fails (never hangs) if it does not within `turns` turns. */
-async function until(cond: () => boolean, what: string, turns = 2000): Promise<void> {
-  for (let i = 0; i < turns; i++) {
+/**
+ * Lets the event loop run until `cond` holds (a file journal's writes take real time: after some turns it
+ * sleeps a little between looks); fails, never hangs, if it does not within a generous bound.
+ */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 12_000; i++) {
     if (cond()) return;
-    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => (i < 500 ? setImmediate(r) : setTimeout(r, 5)));
   }
   assert.fail(`never happened: ${what}`);
 }
@@ -170,10 +173,7 @@ describe('--overdue', () => {
     for (const overdue of ['wait', undefined] as const) {
       const run = gated();
       const journal = memoryJournal();
-      const s = new StalenessScheduler(
-        { ...options, ...(overdue ? { overdue } : {}), journal },
-        run.driver,
-      );
+      const s = new StalenessScheduler({ ...options, ...(overdue ? { overdue } : {}), journal }, run.driver);
       const done = s.run();
       await toStepTwo(run);
       await settle();
