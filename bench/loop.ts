@@ -7,7 +7,8 @@
  * 1. A simulated cluster driving the real scheduler (src/loop/async.ts, StalenessScheduler): a stand-in
  *    agent whose time per sample follows a heavy-tailed distribution (Pareto, alpha 1.5: most samples are
  *    quick, a few take many times the median, as SWE tasks do), a trainer step of fixed cost, a fixed
- *    number of rollout slots. Times are real milliseconds (setTimeout), scaled down; the draws are seeded
+ *    number of rollout slots. Times are virtual milliseconds (the same figures under any load;
+ *    POLAR_BENCH_LOOP_CLOCK=real: real timers, with the load average printed), scaled down; the draws are seeded
  *    and keyed by (group, sample), so every K sees the same samples (POLAR_BENCH_LOOP_DRAW=task: by
  *    (task, sample), so that a task --overdue drop launches again is as slow as it was).
  * 2. The real tiny CPU loop: `polar loop` on the coin fixture, a tiny Llama through the embedded backend,
@@ -53,25 +54,107 @@ interface Cluster {
   cap: number;
   /** draw a sample's time by its task rather than its group (a task launched again is as slow) */
   drawByTask: boolean;
+  /** virtual milliseconds (the default) rather than real timers */
+  virtual: boolean;
 }
 
 const noJournal: Journal = { append: async () => {} };
 
-/** Sleeps `ms`, or rejects as soon as `signal` (a cancelled group's) is aborted. */
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+/** The simulation's time: real timers, or a virtual clock that no load on the machine stretches. */
+interface Clock {
+  now(): number;
+  /** resolves after `ms`, or rejects as soon as one of `signals` is aborted */
+  sleep(ms: number, ...signals: AbortSignal[]): Promise<void>;
+  /** runs `work` to its end */
+  run<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** Calls `stop` when one of `signals` is aborted; returns what takes the listeners off again. */
+function onAbort(signals: AbortSignal[], stop: (reason: unknown) => void): () => void {
+  const off = () => {
+    for (const [s, l] of listeners) s.removeEventListener('abort', l);
+  };
+  const listeners = signals.map((s) => {
+    const l = () => {
+      off();
+      stop(s.reason);
+    };
+    s.addEventListener('abort', l, { once: true });
+    return [s, l] as const;
   });
+  return off;
+}
+
+const realClock: Clock = {
+  now: () => performance.now(),
+  sleep: (ms, ...signals) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        resolve();
+      }, ms);
+      const off = onAbort(signals, (reason) => {
+        clearTimeout(timer);
+        reject(reason);
+      });
+    }),
+  run: (work) => work(),
+};
+
+/**
+ * Virtual milliseconds: the scheduler and the stand-in run on the event loop as ever, and whenever
+ * nothing is left to run but sleepers, time jumps to the earliest one (ties in the order they slept).
+ * Everything in the simulation awaits promises only (no real timers, no I/O), so a few turns of the
+ * event loop settle all that a wake-up sets off; the figures are the same on every run and under any load.
+ */
+function virtualClock(): Clock {
+  let t = 0;
+  let seq = 0;
+  const timers: Array<{ at: number; seq: number; fire: () => void; dead: boolean }> = [];
+  const turn = () => new Promise((r) => setImmediate(r));
+  return {
+    now: () => t,
+    sleep: (ms, ...signals) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = { at: t + ms, seq: seq++, fire: () => {}, dead: false };
+        timers.push(timer);
+        const off = onAbort(signals, (reason) => {
+          timer.dead = true;
+          reject(reason);
+        });
+        timer.fire = () => {
+          off();
+          resolve();
+        };
+      }),
+    async run(work) {
+      let done = false;
+      const p = work().finally(() => {
+        done = true;
+      });
+      p.catch(() => {});
+      for (;;) {
+        for (let i = 0; i < 3; i++) await turn();
+        if (done) return p;
+        let next = -1;
+        for (let i = 0; i < timers.length; i++) {
+          const x = timers[i]!;
+          if (x.dead) continue;
+          const best = timers[next];
+          if (!best || x.at < best.at || (x.at === best.at && x.seq < best.seq)) next = i;
+        }
+        if (next < 0) throw new Error('the simulation stalled: nothing runs and nothing sleeps');
+        const [timer] = timers.splice(next, 1);
+        t = Math.max(t, timer!.at);
+        timer!.fire();
+        for (let i = timers.length - 1; i >= 0; i--) if (timers[i]!.dead) timers.splice(i, 1);
+      }
+    },
+  };
+}
 
 async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
+  const clock = c.virtual ? virtualClock() : realClock;
   const driver: AsyncDriver = {
     taskFor: (step, index) => `task-${(step - 1) * c.tasksPerStep + index}`,
     async runGroup(plan, ctx) {
@@ -82,13 +165,13 @@ async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
             // of a sample does; POLAR_BENCH_LOOP_DRAW=task keys by (task, sample): a slow task stays slow
             const key = c.drawByTask ? taskIndex(plan.task) : plan.group;
             const units = pareto(uniform(key, sample, 7), c.alpha, c.cap);
-            await sleep(units * c.scaleMs, ctx.cancel);
+            await clock.sleep(units * c.scaleMs, ctx.cancel, ctx.signal);
           }),
         ),
       );
     },
     async train() {
-      await new Promise((r) => setTimeout(r, c.trainMs));
+      await clock.sleep(c.trainMs);
     },
   };
   const s = new StalenessScheduler(
@@ -101,10 +184,11 @@ async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
       overdue,
       version: 0,
       journal: noJournal,
+      clock: clock.now,
     },
     driver,
   );
-  await s.run();
+  await clock.run(() => s.run());
   const { wallMs, trainBusyMs, slotBusyMs, slots, trainWaitDueMs, slotHeldMs, slotWastedMs } = s.stats;
   return {
     wallMs,
@@ -166,6 +250,7 @@ export async function benchLoop(): Promise<void> {
     alpha: 1.5,
     cap: 30,
     drawByTask: process.env.POLAR_BENCH_LOOP_DRAW === 'task',
+    virtual: process.env.POLAR_BENCH_LOOP_CLOCK !== 'real',
   };
   // a trainer step as long as a step's rollouts take on average (samples / slots x the Pareto mean
   // alpha / (alpha - 1)): the balance at which overlapping them pays most
@@ -175,11 +260,15 @@ export async function benchLoop(): Promise<void> {
       `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x) drawn per ` +
       `${c.drawByTask ? 'task' : 'group'}, trainer step ${c.trainMs} ms`,
   );
-  // the figures are wall times of timers: a loaded machine stretches them (say the load with them)
-  console.log(
-    `  load average at the start: ${loadavg()
+  // real timers' figures are wall times: a loaded machine stretches them (say the load with them)
+  const load = () =>
+    loadavg()
       .map((x) => x.toFixed(2))
-      .join(' ')}`,
+      .join(' ');
+  console.log(
+    c.virtual
+      ? '  virtual clock (POLAR_BENCH_LOOP_CLOCK=real for timers): the same figures under any load'
+      : `  real timers; load average at the start: ${load()}`,
   );
   let base = 0;
   for (const K of [0, 1, 2]) {
@@ -195,11 +284,7 @@ export async function benchLoop(): Promise<void> {
       );
     }
   }
-  console.log(
-    `  load average at the end: ${loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}`,
-  );
+  if (!c.virtual) console.log(`  load average at the end: ${load()}`);
   if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;
   if (!existsSync(join(ROOT, '.venv'))) {
     console.log('  (real loop skipped: no .venv; npm run setup:python)');

@@ -86,12 +86,16 @@ export class StalenessScheduler {
   /** --overdue drop: dropped groups whose task is launched again, oldest first */
   private readonly relaunch: GroupState[] = [];
   private readonly drop: boolean;
+  /** milliseconds for the stats (SchedulerOptions.clock) */
+  private readonly now: () => number;
   readonly stats: SchedulerStats;
 
   constructor(options: SchedulerOptions, driver: AsyncDriver) {
     if (options.maxStaleness < 0 || !Number.isInteger(options.maxStaleness))
       throw new PolarError(`--max-staleness must be a whole number >= 0, not ${options.maxStaleness}`);
     this.o = options;
+    this.now = options.clock ?? (() => performance.now());
+    this.slotMark = this.now();
     this.drop = options.overdue === 'drop';
     this.driver = driver;
     this.version = options.version;
@@ -175,13 +179,13 @@ export class StalenessScheduler {
 
   /** Adds the free slot time since the last change of `free` while more groups remain than are launched. */
   private markSlots(): void {
-    const now = performance.now();
+    const now = this.now();
     if (this.live() < this.o.steps * this.o.tasksPerStep)
       this.stats.slotHeldMs += this.free * (now - this.slotMark);
     this.slotMark = now;
   }
 
-  private slotMark = performance.now();
+  private slotMark: number;
 
   private async acquire(): Promise<void> {
     this.markSlots();
@@ -207,7 +211,7 @@ export class StalenessScheduler {
       cancel,
       withSlot: async (sample, run) => {
         await this.acquire();
-        const t0 = performance.now();
+        const t0 = this.now();
         try {
           if (this.abort.signal.aborted) throw this.abort.signal.reason;
           if (cancel.aborted) throw cancel.reason;
@@ -222,7 +226,7 @@ export class StalenessScheduler {
           });
           return await run(version);
         } finally {
-          const ms = performance.now() - t0;
+          const ms = this.now() - t0;
           this.stats.slotBusyMs += ms;
           if (g.dropped) this.stats.slotWastedMs += ms;
           else g.busyMs += ms;
@@ -392,7 +396,7 @@ export class StalenessScheduler {
 
   /** Runs steps version+1 .. steps; resolves when the last is trained, rejects on the first failure. */
   async run(): Promise<void> {
-    const t0 = performance.now();
+    const t0 = this.now();
     try {
       await this.rollBack();
       await this.pump();
@@ -406,15 +410,15 @@ export class StalenessScheduler {
           });
           batch = await this.pick(step);
           if (batch) break;
-          const w0 = performance.now();
+          const w0 = this.now();
           await woken;
-          if (this.waitingOnDue) this.stats.trainWaitDueMs += performance.now() - w0;
-          else this.stats.trainWaitFewMs += performance.now() - w0;
+          if (this.waitingOnDue) this.stats.trainWaitDueMs += this.now() - w0;
+          else this.stats.trainWaitFewMs += this.now() - w0;
         }
-        const tt = performance.now();
+        const tt = this.now();
         for (const g of batch.groups) this.groups.get(g.group)!.trained = true;
         await this.driver.train(batch);
-        this.stats.trainBusyMs += performance.now() - tt;
+        this.stats.trainBusyMs += this.now() - tt;
         this.version = step;
         await this.pump();
       }
@@ -424,7 +428,7 @@ export class StalenessScheduler {
     } finally {
       this.abort.abort(new PolarError('the loop stopped'));
       await Promise.allSettled([...this.running]);
-      this.stats.wallMs = performance.now() - t0;
+      this.stats.wallMs = this.now() - t0;
     }
   }
 }

@@ -77,6 +77,8 @@ export interface SchedulerOptions {
   /** the journal's records from an earlier attempt (--resume) */
   replay?: ScheduleRecord[];
   signal?: AbortSignal;
+  /** milliseconds for the stats alone (default performance.now; bench/loop.ts runs a virtual clock) */
+  clock?: () => number;
 }
 
 /**
