@@ -1,13 +1,16 @@
 /**
  * `npm run bench -- loop`: wall time of `polar loop` for the same number of trained samples at
- * --max-staleness 0, 1 and 2, with the speed-up over 0 and the idle fraction of the trainer and of the
- * rollout slots.
+ * --max-staleness 0, 1 and 2 (the simulated cluster: under --overdue wait and drop), with the speed-up
+ * over 0 (wait), the idle fraction of the trainer and of the rollout slots, and the fraction of slot time
+ * spent on samples that were then dropped (busy, so not idle, but of no use to training).
  *
  * 1. A simulated cluster driving the real scheduler (src/loop/async.ts, StalenessScheduler): a stand-in
  *    agent whose time per sample follows a heavy-tailed distribution (Pareto, alpha 1.5: most samples are
  *    quick, a few take many times the median, as SWE tasks do), a trainer step of fixed cost, a fixed
- *    number of rollout slots. Times are real milliseconds (setTimeout), scaled down; the draws are seeded
- *    and keyed by (group, sample), so every K sees the same samples.
+ *    number of rollout slots. Times are virtual milliseconds (the same figures under any load;
+ *    POLAR_BENCH_LOOP_CLOCK=real: real timers, with the load average printed), scaled down; the draws are seeded
+ *    and keyed by (group, sample), so every K sees the same samples (POLAR_BENCH_LOOP_DRAW=task: by
+ *    (task, sample), so that a task --overdue drop launches again is as slow as it was).
  * 2. The real tiny CPU loop: `polar loop` on the coin fixture, a tiny Llama through the embedded backend,
  *    Pi, the transformers trainer (needs .venv; POLAR_BENCH_LOOP_REAL=0 skips it). Slot idle fraction from
  *    the samples' recorded durations.
@@ -16,11 +19,12 @@
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { DEFAULTS } from '../src/options/defaults.ts';
 import { type AsyncDriver, type Journal, StalenessScheduler } from '../src/loop/async.ts';
+import type { OverduePolicy } from '../src/options/defaults.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -32,6 +36,9 @@ function uniform(a: number, b: number, seed: number): number {
   x = (x ^ (x >>> 16)) >>> 0;
   return (x + 0.5) / 2 ** 32;
 }
+
+/** The number in a simulated task's name (task-N). */
+const taskIndex = (task: string) => Number(task.slice('task-'.length));
 
 /** Pareto(alpha) with minimum 1, capped at `cap` (a harness time limit). */
 const pareto = (u: number, alpha: number, cap: number) => Math.min(cap, (1 - u) ** (-1 / alpha));
@@ -46,25 +53,126 @@ interface Cluster {
   trainMs: number;
   alpha: number;
   cap: number;
+  /** draw a sample's time by its task rather than its group (a task launched again is as slow) */
+  drawByTask: boolean;
+  /** virtual milliseconds (the default) rather than real timers */
+  virtual: boolean;
 }
 
 const noJournal: Journal = { append: async () => {} };
 
-async function simulate(c: Cluster, K: number) {
+/** The simulation's time: real timers, or a virtual clock that no load on the machine stretches. */
+interface Clock {
+  now(): number;
+  /** resolves after `ms`, or rejects as soon as one of `signals` is aborted */
+  sleep(ms: number, ...signals: AbortSignal[]): Promise<void>;
+  /** runs `work` to its end */
+  run<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** Calls `stop` when one of `signals` is aborted; returns what takes the listeners off again. */
+function onAbort(signals: AbortSignal[], stop: (reason: unknown) => void): () => void {
+  const off = () => {
+    for (const [s, l] of listeners) s.removeEventListener('abort', l);
+  };
+  const listeners = signals.map((s) => {
+    const l = () => {
+      off();
+      stop(s.reason);
+    };
+    s.addEventListener('abort', l, { once: true });
+    return [s, l] as const;
+  });
+  return off;
+}
+
+const realClock: Clock = {
+  now: () => performance.now(),
+  sleep: (ms, ...signals) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        resolve();
+      }, ms);
+      const off = onAbort(signals, (reason) => {
+        clearTimeout(timer);
+        reject(reason);
+      });
+    }),
+  run: (work) => work(),
+};
+
+/**
+ * Virtual milliseconds: the scheduler and the stand-in run on the event loop as ever, and whenever
+ * nothing is left to run but sleepers, time jumps to the earliest one (ties in the order they slept).
+ * Everything in the simulation awaits promises only (no real timers, no I/O), so a few turns of the
+ * event loop settle all that a wake-up sets off; the figures are the same on every run and under any load.
+ */
+function virtualClock(): Clock {
+  let t = 0;
+  let seq = 0;
+  const timers: Array<{ at: number; seq: number; fire: () => void; dead: boolean }> = [];
+  const turn = () => new Promise((r) => setImmediate(r));
+  return {
+    now: () => t,
+    sleep: (ms, ...signals) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = { at: t + ms, seq: seq++, fire: () => {}, dead: false };
+        timers.push(timer);
+        const off = onAbort(signals, (reason) => {
+          timer.dead = true;
+          reject(reason);
+        });
+        timer.fire = () => {
+          off();
+          resolve();
+        };
+      }),
+    async run(work) {
+      let done = false;
+      const p = work().finally(() => {
+        done = true;
+      });
+      p.catch(() => {});
+      for (;;) {
+        for (let i = 0; i < 3; i++) await turn();
+        if (done) return p;
+        let next = -1;
+        for (let i = 0; i < timers.length; i++) {
+          const x = timers[i]!;
+          if (x.dead) continue;
+          const best = timers[next];
+          if (!best || x.at < best.at || (x.at === best.at && x.seq < best.seq)) next = i;
+        }
+        if (next < 0) throw new Error('the simulation stalled: nothing runs and nothing sleeps');
+        const [timer] = timers.splice(next, 1);
+        t = Math.max(t, timer!.at);
+        timer!.fire();
+        for (let i = timers.length - 1; i >= 0; i--) if (timers[i]!.dead) timers.splice(i, 1);
+      }
+    },
+  };
+}
+
+async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
+  const clock = c.virtual ? virtualClock() : realClock;
   const driver: AsyncDriver = {
-    taskFor: (_step, index) => `task-${index}`,
+    taskFor: (step, index) => `task-${(step - 1) * c.tasksPerStep + index}`,
     async runGroup(plan, ctx) {
       await Promise.all(
         Array.from({ length: c.groupSize }, (_, sample) =>
           ctx.withSlot(sample, async () => {
-            const units = pareto(uniform(plan.group, sample, 7), c.alpha, c.cap);
-            await new Promise((r) => setTimeout(r, units * c.scaleMs));
+            // keyed by (group, sample): a dropped group's task launched again draws afresh, as a retry
+            // of a sample does; POLAR_BENCH_LOOP_DRAW=task keys by (task, sample): a slow task stays slow
+            const key = c.drawByTask ? taskIndex(plan.task) : plan.group;
+            const units = pareto(uniform(key, sample, 7), c.alpha, c.cap);
+            await clock.sleep(units * c.scaleMs, ctx.cancel, ctx.signal);
           }),
         ),
       );
     },
     async train() {
-      await new Promise((r) => setTimeout(r, c.trainMs));
+      await clock.sleep(c.trainMs);
     },
   };
   const s = new StalenessScheduler(
@@ -74,17 +182,20 @@ async function simulate(c: Cluster, K: number) {
       groupSize: c.groupSize,
       slots: c.slots,
       maxStaleness: K,
+      overdue,
       version: 0,
       journal: noJournal,
+      clock: clock.now,
     },
     driver,
   );
-  await s.run();
-  const { wallMs, trainBusyMs, slotBusyMs, slots, trainWaitDueMs, slotHeldMs } = s.stats;
+  await clock.run(() => s.run());
+  const { wallMs, trainBusyMs, slotBusyMs, slots, trainWaitDueMs, slotHeldMs, slotWastedMs } = s.stats;
   return {
     wallMs,
     trainerIdle: 1 - trainBusyMs / wallMs,
     slotIdle: 1 - slotBusyMs / (slots * wallMs),
+    slotWasted: slotWastedMs / (slots * wallMs),
     // the parts of the idle time the staleness bound imposes (src/loop/async.ts, SchedulerStats)
     trainerWaitDue: trainWaitDueMs / wallMs,
     slotHeld: slotHeldMs / (slots * wallMs),
@@ -148,24 +259,42 @@ export async function benchLoop(): Promise<void> {
     trainMs: 0,
     alpha: 1.5,
     cap: 30,
+    drawByTask: process.env.POLAR_BENCH_LOOP_DRAW === 'task',
+    virtual: process.env.POLAR_BENCH_LOOP_CLOCK !== 'real',
   };
   // a trainer step as long as a step's rollouts take on average (samples / slots x the Pareto mean
   // alpha / (alpha - 1)): the balance at which overlapping them pays most
   c.trainMs = Math.round(((c.tasksPerStep * c.groupSize) / c.slots) * (c.alpha / (c.alpha - 1)) * c.scaleMs);
   console.log(
     `\n## loop: simulated cluster, ${c.steps} steps x ${c.tasksPerStep} groups x ${c.groupSize} samples, ` +
-      `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x), trainer step ${c.trainMs} ms`,
+      `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x) drawn per ` +
+      `${c.drawByTask ? 'task' : 'group'}, trainer step ${c.trainMs} ms`,
+  );
+  // real timers' figures are wall times: a loaded machine stretches them (say the load with them)
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ');
+  console.log(
+    c.virtual
+      ? '  virtual clock (POLAR_BENCH_LOOP_CLOCK=real for timers): the same figures under any load'
+      : `  real timers; load average at the start: ${load()}`,
   );
   let base = 0;
   for (const K of [0, 1, 2]) {
-    const r = await simulate(c, K);
-    if (K === 0) base = r.wallMs;
-    console.log(
-      `  --max-staleness ${K}: ${(r.wallMs / 1000).toFixed(2)} s, speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
-        `idle: trainer ${pct(r.trainerIdle)} (${pct(r.trainerWaitDue)} waiting for a group the bound cannot carry), ` +
-        `rollout slots ${pct(r.slotIdle)} (${pct(r.slotHeld)} while the bound held the next groups back)`,
-    );
+    for (const overdue of ['wait', 'drop'] as const) {
+      const r = await simulate(c, K, overdue);
+      if (K === 0 && overdue === 'wait') base = r.wallMs;
+      console.log(
+        `  --max-staleness ${K} --overdue ${overdue}: ${(r.wallMs / 1000).toFixed(2)} s, ` +
+          `speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
+          `idle: trainer ${pct(r.trainerIdle)} (${pct(r.trainerWaitDue)} waiting for a group the bound cannot carry), ` +
+          `rollout slots ${pct(r.slotIdle)} (${pct(r.slotHeld)} while the bound held the next groups back); ` +
+          `slot time wasted on dropped samples ${pct(r.slotWasted)}`,
+      );
+    }
   }
+  if (!c.virtual) console.log(`  load average at the end: ${load()}`);
   if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;
   if (!existsSync(join(ROOT, '.venv'))) {
     console.log('  (real loop skipped: no .venv; npm run setup:python)');

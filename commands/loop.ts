@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { LoopFlags } from '../src/loop/command.ts';
-import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import { nonNegativeInt, positiveInt } from '../src/options/parsers.ts';
+import { DEFAULTS, OVERDUE_POLICIES, withDefault } from '../src/options/defaults.ts';
+import { nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
 import {
   addBackendFlags,
@@ -51,6 +51,15 @@ export function defineLoop(program: Command, report: Report): void {
           'rollouts run on while a step trains; a sample is trained at most k policy versions after the one that sampled it (0: strict alternation)',
         ).argParser(nonNegativeInt),
         DEFAULTS.maxStaleness,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--overdue <policy>',
+          'with --max-staleness >= 1, a group still running that the bound cannot carry to a later step: wait (the step waits for it) or drop (the step trains without it; it is cancelled and its task launched afresh: biased against long tasks)',
+        ).argParser(oneOf(OVERDUE_POLICIES)),
+        DEFAULTS.overdue,
       ),
     )
     .requiredOption('--out <dir>', 'run directory (run/step-N/...)')

@@ -62,6 +62,8 @@ export interface CaptureRunOptions {
     close(): Promise<void>;
   }>;
   onCall?: (record: CallRecord) => void;
+  /** ends the harness (its process group) as a forwarded interrupt does: the session ends `interrupted` */
+  signal?: AbortSignal;
 }
 
 /** What a `launch` hook gets: the prepared harness, its environment, the proxy and its config dir. */
@@ -239,6 +241,7 @@ async function startHarness(
     stdio,
     stdin: options.stdin === 'ignore' ? 'ignore' : stdio === 'inherit' ? 'inherit' : 'ignore',
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
     runDir: options.keepRunDir ? null : runDir,
   });
   const { result } = run;

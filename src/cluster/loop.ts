@@ -37,6 +37,7 @@ const LOOP_ONLY: Record<string, boolean> = {
   '--device': true,
   '--lr': true,
   '--max-staleness': true,
+  '--overdue': true,
   '--overlong': true,
   '--overlong-buffer': true,
   '--dynamic-sampling': true,

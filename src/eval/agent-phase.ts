@@ -37,9 +37,10 @@ export async function runAgentPhase(
       timeoutMs: options.agentTimeoutMs,
       capturePath,
       meta: { dataset: options.dataset, runtime: options.runtime.kind, ...options.meta },
+      ...(options.cancel ? { signal: options.cancel } : {}),
     });
     const agentMs = performance.now() - ta;
-    if (options.signal?.aborted) return null;
+    if (options.signal?.aborted || options.cancel?.aborted) return null;
     const failure = options.agent.runsUntrustedCode ? infraFailure(agent) : null;
     if (failure !== null) return { agent, agentMs, patch: '', failure };
     if (agent.status === 'error' && !options.agent.runsUntrustedCode)

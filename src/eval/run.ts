@@ -43,6 +43,12 @@ export interface EvalOptions extends EvalPlan {
   grade?: 'polar' | 'none';
   signal?: AbortSignal;
   /**
+   * cancels this run alone (polar loop --overdue drop): each running harness is ended by its own process
+   * group, a sample cut short is neither graded nor recorded, none starts after; unlike `signal` (an
+   * interrupt: every process tree polar started is killed) other runs' processes are left alone
+   */
+  cancel?: AbortSignal;
+  /**
    * a verifier grader command (src/rollout/verifier.ts) that replaces the SWE grading: it reads the rollout
    * as JSON on stdin and prints a reward in [0, 1]; a row's own `grader` field wins
    */
@@ -126,7 +132,7 @@ async function runSample(
     if (phase === null) return null;
     ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
-    if (options.signal?.aborted) return null;
+    if (options.signal?.aborted || options.cancel?.aborted) return null;
     // a row's own grader wins (the dataset reader keeps only a command there)
     const verifier = instance.grader ?? options.verifier;
     // --grader judge: the judge alone grades, when the sample is recorded (src/judge/finish.ts)
@@ -157,7 +163,7 @@ async function runSample(
     if (error instanceof EnvBuildError && error.log)
       await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), error.log);
   }
-  if (options.signal?.aborted) return null;
+  if (options.signal?.aborted || options.cancel?.aborted) return null;
   const total = performance.now() - t0;
   const testsMs = grade?.durations_ms.tests ?? 0;
   const verdict = verified === null ? null : verified >= 1 ? 'resolved' : 'unresolved'; // a verifier's reward
@@ -305,6 +311,12 @@ export function localExecutor(options: EvalOptions): SampleExecutor {
       killAllTrees('SIGTERM');
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // a cancelled run: its harnesses end through `cancel` (runAgentPhase), no other run's trees are touched
+    const onCancel = () => {
+      interrupted = true;
+    };
+    options.cancel?.addEventListener('abort', onCancel, { once: true });
+    if (options.cancel?.aborted) interrupted = true;
     const worker = async () => {
       while (!interrupted) {
         const job = jobs[next++];
@@ -324,6 +336,7 @@ export function localExecutor(options: EvalOptions): SampleExecutor {
     const width = Math.max(1, Math.min(options.concurrency, jobs.length || 1));
     await Promise.all(Array.from({ length: width }, worker));
     options.signal?.removeEventListener('abort', onAbort);
+    options.cancel?.removeEventListener('abort', onCancel);
     return { interrupted };
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Runs one harness process for `polar capture`: its own process group (so polar can end everything it
  * started) unless it reads polar's terminal, a watchdog that ends it if polar dies (rundir.ts), polar's
- * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, and a timeout that takes the group down too.
+ * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, a timeout that takes the group down too, and
+ * an abort signal that ends this harness's group alone (polar loop cancelling one group's samples).
  */
 import { realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -56,6 +57,8 @@ export interface HarnessProcessOptions {
   timeoutMs?: number;
   /** removed by the watchdog if polar dies (null: keep it) */
   runDir: string | null;
+  /** ends this harness alone: SIGTERM to its group (SIGKILL 5 s later), the result `interrupted` */
+  signal?: AbortSignal;
 }
 
 export interface HarnessProcessResult {
@@ -96,6 +99,15 @@ export async function runHarnessProcess(
     handlers.set(name, handler);
     process.on(name, handler);
   }
+  // an abort (`signal`): the harness's group is ended by its pid, as a forwarded signal ends it
+  let forceKill: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    interrupted = true;
+    log.debug('capture: the run was cancelled, ending the harness');
+    signalHarness('SIGTERM');
+    forceKill = setTimeout(() => signalHarness('SIGKILL'), 5000);
+    forceKill.unref();
+  };
   let watchdog: ReturnType<typeof startWatchdog> | undefined;
   try {
     child = execa(file, args, {
@@ -115,11 +127,17 @@ export async function runHarnessProcess(
       ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
     });
     watchdog = child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir) : undefined;
+    if (options.signal) {
+      if (options.signal.aborted) onAbort();
+      else options.signal.addEventListener('abort', onAbort, { once: true });
+    }
     const result = (await child) as Result;
     // a timed-out harness's tools (a hung test run) die with it
     if (result.timedOut) signalHarness('SIGKILL');
     return { result, interrupted };
   } finally {
+    if (forceKill) clearTimeout(forceKill);
+    options.signal?.removeEventListener('abort', onAbort);
     watchdog?.release();
     for (const [name, handler] of handlers) process.off(name, handler);
   }

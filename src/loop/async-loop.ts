@@ -7,7 +7,9 @@
  * version N, tells the backend (each later call record's policy_version), runs the held-out eval on its
  * steps, and writes step.json last with the batch's staleness counts and its rollout health; the health,
  * the rollouts' figures and the trainer's optimiser steps go to --report-to as the strict loop's do
- * (src/loop/observe.ts). run/schedule.jsonl is the journal --resume replays. The K = 0 loop
+ * (src/loop/observe.ts). run/schedule.jsonl is the journal --resume replays. Under --overdue drop a group
+ * the scheduler cancels has its harnesses ended by their process groups (EvalOptions.cancel), its cut
+ * samples unrecorded, its folder never built into a step. The K = 0 loop
  * (src/loop/loop.ts) is untouched by this file.
  */
 import { existsSync } from 'node:fs';
@@ -65,6 +67,7 @@ export async function runAsyncSteps(
         tasksPerStep: o.tasksPerStep,
         groupSize: o.groupSize,
         maxStaleness: K,
+        ...(o.overdue ? { overdue: o.overdue } : {}),
         slots: o.concurrency,
         version: first - 1,
         journal: fileJournal(journalPath),
@@ -100,16 +103,28 @@ export async function runAsyncSteps(
             ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
             ...(o.verifier ? { verifier: o.verifier } : {}),
             signal: slots.signal,
+            // --overdue drop: the scheduler cancels this group alone (its harnesses by pid, nothing recorded)
+            cancel: slots.cancel,
           };
           const local = localExecutor(options);
+          const cancelled = { interrupted: true };
           const r = await runEvalWith(options, async (jobs, io) => {
             const runs = await Promise.all(
-              jobs.map((job) => slots.withSlot(job.sample, () => local([job], io))),
+              jobs.map((job) =>
+                slots
+                  .withSlot(job.sample, () => local([job], io))
+                  // a sample of a cancelled group refused its slot: not run, not recorded
+                  .catch((error) => (slots.cancel.aborted ? cancelled : Promise.reject(error))),
+              ),
             );
             return { interrupted: runs.some((x) => x.interrupted) };
           });
           if (r.interrupted)
-            throw slots.signal.reason ?? new PolarError(`group ${plan.group} was interrupted`);
+            throw (
+              slots.signal.reason ??
+              slots.cancel.reason ??
+              new PolarError(`group ${plan.group} was interrupted`)
+            );
         },
         async train(batch) {
           const summary = await trainBatch(o, ctx, batch, policy);

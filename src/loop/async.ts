@@ -11,10 +11,18 @@
  *   when its slot was given (the proxy records the version of every call, src/proxy/call.ts).
  * - Batch: step N trains the first T complete groups (in launch order) whose samples are all at most K
  *   versions old; a slow group meant for an earlier step is carried into a later one with its versions;
- *   a complete group too stale for step N is dropped and a fresh one launched for the same task.
+ *   a complete group too stale for step N is dropped and a fresh one launched in its place.
+ * - Overdue groups (--overdue): a group still running with a sample that step N+1 could not train is
+ *   due at step N. wait (the default): step N waits for it, and meanwhile no version is published, so no
+ *   group launches and slots idle; every task's samples are trained however long they take. drop: step
+ *   N trains the first T complete groups (due ones first) and does not wait; the due groups still running
+ *   are cancelled (SlotContext.cancel: the driver ends their samples, nothing of them is trained) and
+ *   their tasks launched again, as are those of complete groups dropped as too stale. A task slower than
+ *   the bound allows is then never trained: drop is biased against long tasks, wait is not.
  * - Journal: every decision is written ahead to run/schedule.jsonl (appended and flushed per record):
- *   groups launched, samples started with their version, groups complete, dropped, and each step's
- *   batch before it trains. --resume replays it: a group in a finished step's batch is never trained
+ *   groups launched, samples started with their version, groups complete, dropped (with a reason under
+ *   --overdue drop; an overdue group's record is written before its samples are cancelled), and each
+ *   step's batch before it trains. --resume replays it: a group in a finished step's batch is never trained
  *   again, a journalled batch of an unfinished step is trained again as it was, unfinished groups run on
  *   (their graded samples kept), so nothing is lost or trained twice.
  *
@@ -23,87 +31,18 @@
  * cluster). With K = 0 it would run the strict alternation; polar loop keeps its own code for K = 0.
  */
 import { PolarError } from '../errors.ts';
-import type { Journal, ScheduleRecord } from './journal.ts';
+import type { DropReason, ScheduleRecord } from './journal.ts';
+import type {
+  AsyncDriver,
+  Batch,
+  GroupPlan,
+  SchedulerOptions,
+  SchedulerStats,
+  SlotContext,
+} from './schedule-types.ts';
 
 export { fileJournal, type Journal, readJournal, type ScheduleRecord } from './journal.ts';
-
-export interface GroupPlan {
-  group: number;
-  task: string;
-  /** the step it was launched for */
-  meantFor: number;
-}
-
-/** A complete group as a batch sees it: the version each sample started under. */
-export interface BatchGroup extends GroupPlan {
-  versions: number[];
-}
-
-/** Per step, in step.json (`staleness`): over the batch's samples, staleness = (step - 1) - policy_version. */
-export interface StalenessCounts {
-  max: number;
-  mean: number;
-  /** samples of groups launched for an earlier step, trained by this one */
-  carried: number;
-  /** samples of groups dropped at this step as too stale */
-  dropped: number;
-}
-
-export interface Batch {
-  step: number;
-  groups: BatchGroup[];
-  staleness: StalenessCounts;
-}
-
-export interface SlotContext {
-  /** runs one sample in a rollout slot; `version` is the policy version current when the slot was given */
-  withSlot<T>(sample: number, run: (version: number) => Promise<T>): Promise<T>;
-  signal: AbortSignal;
-}
-
-export interface AsyncDriver {
-  /** the task of the k-th live group, meant for `step` */
-  taskFor(step: number, index: number): string;
-  /**
-   * runs the group's samples that are not in yet (after a resume, some may be); each sample runs inside
-   * `ctx.withSlot`. Resolves when every sample is in; an infrastructure failure of one sample is a
-   * result of the group (the build leaves it out), an exception stops the loop.
-   */
-  runGroup(plan: GroupPlan, ctx: SlotContext): Promise<void>;
-  /** builds, trains, publishes version `batch.step` (called one step at a time, in order) */
-  train(batch: Batch): Promise<void>;
-}
-
-export interface SchedulerOptions {
-  steps: number;
-  tasksPerStep: number;
-  groupSize: number;
-  maxStaleness: number;
-  slots: number;
-  /** the version published now: the last finished step (0 at the start) */
-  version: number;
-  journal: Journal;
-  /** the journal's records from an earlier attempt (--resume) */
-  replay?: ScheduleRecord[];
-  signal?: AbortSignal;
-}
-
-/**
- * Time accounting of a run (bench/loop.ts): busy milliseconds of the trainer and of all slots together,
- * and where the idle time went: the trainer waiting for a batch because a group the bound does not let
- * wait for a later step was still running (`trainWaitDueMs`) or because too few groups were complete
- * (`trainWaitFewMs`); free slot-milliseconds while the staleness bound held the next groups back
- * (`slotHeldMs`: every group it allows was launched and no sample was waiting for a slot).
- */
-export interface SchedulerStats {
-  wallMs: number;
-  trainBusyMs: number;
-  slotBusyMs: number;
-  slots: number;
-  trainWaitDueMs: number;
-  trainWaitFewMs: number;
-  slotHeldMs: number;
-}
+export type * from './schedule-types.ts';
 
 interface GroupState extends GroupPlan {
   /** start version per sample (from the journal on resume) */
@@ -112,7 +51,23 @@ interface GroupState extends GroupPlan {
   dropped: boolean;
   trained: boolean;
   running: boolean;
+  /** aborted to cancel the group's samples (--overdue drop) */
+  cancel: AbortController;
+  /** slot time of its samples that ended before it was dropped (stats) */
+  busyMs: number;
 }
+
+/** A group not yet started, as launched or as the journal names it. */
+const newGroup = (plan: GroupPlan): GroupState => ({
+  ...plan,
+  versions: new Map(),
+  complete: false,
+  dropped: false,
+  trained: false,
+  running: false,
+  cancel: new AbortController(),
+  busyMs: 0,
+});
 
 export class StalenessScheduler {
   private readonly o: SchedulerOptions;
@@ -128,12 +83,20 @@ export class StalenessScheduler {
   private readonly running = new Set<Promise<void>>();
   /** batches journalled for steps not yet finished (resume: trained again as they were) */
   private readonly journalled = new Map<number, number[]>();
+  /** --overdue drop: dropped groups whose task is launched again, oldest first */
+  private readonly relaunch: GroupState[] = [];
+  private readonly drop: boolean;
+  /** milliseconds for the stats (SchedulerOptions.clock) */
+  private readonly now: () => number;
   readonly stats: SchedulerStats;
 
   constructor(options: SchedulerOptions, driver: AsyncDriver) {
     if (options.maxStaleness < 0 || !Number.isInteger(options.maxStaleness))
       throw new PolarError(`--max-staleness must be a whole number >= 0, not ${options.maxStaleness}`);
     this.o = options;
+    this.now = options.clock ?? (() => performance.now());
+    this.slotMark = this.now();
+    this.drop = options.overdue === 'drop';
     this.driver = driver;
     this.version = options.version;
     this.free = options.slots;
@@ -145,6 +108,7 @@ export class StalenessScheduler {
       trainWaitDueMs: 0,
       trainWaitFewMs: 0,
       slotHeldMs: 0,
+      slotWastedMs: 0,
     };
     if (options.signal) {
       if (options.signal.aborted) this.abort.abort(options.signal.reason);
@@ -160,17 +124,10 @@ export class StalenessScheduler {
   private replay(records: ScheduleRecord[]): void {
     for (const r of records) {
       if (r.type === 'group') {
-        this.groups.set(r.group, {
-          group: r.group,
-          task: r.task,
-          meantFor: r.meant_for,
-          versions: new Map(),
-          complete: false,
-          dropped: false,
-          trained: false,
-          running: false,
-        });
+        this.groups.set(r.group, newGroup({ group: r.group, task: r.task, meantFor: r.meant_for }));
         this.nextGroup = Math.max(this.nextGroup, r.group + 1);
+        const replaced = r.replaces === undefined ? -1 : this.relaunch.indexOf(this.known(r.replaces, r));
+        if (replaced >= 0) this.relaunch.splice(replaced, 1);
         continue;
       }
       if (r.type === 'batch') {
@@ -181,7 +138,11 @@ export class StalenessScheduler {
       const g = this.known(r.group, r);
       if (r.type === 'sample') g.versions.set(r.sample, r.policy_version);
       else if (r.type === 'complete') g.complete = true;
-      else if (r.type === 'dropped') g.dropped = true;
+      else if (r.type === 'dropped') {
+        g.dropped = true;
+        // under --overdue drop (a reason given) its task runs again, unless a journalled group replaced it
+        if (r.reason) this.relaunch.push(g);
+      }
     }
   }
 
@@ -218,13 +179,13 @@ export class StalenessScheduler {
 
   /** Adds the free slot time since the last change of `free` while more groups remain than are launched. */
   private markSlots(): void {
-    const now = performance.now();
+    const now = this.now();
     if (this.live() < this.o.steps * this.o.tasksPerStep)
       this.stats.slotHeldMs += this.free * (now - this.slotMark);
     this.slotMark = now;
   }
 
-  private slotMark = performance.now();
+  private slotMark: number;
 
   private async acquire(): Promise<void> {
     this.markSlots();
@@ -244,13 +205,16 @@ export class StalenessScheduler {
 
   private start(g: GroupState): void {
     g.running = true;
+    const cancel = g.cancel.signal;
     const ctx: SlotContext = {
       signal: this.abort.signal,
+      cancel,
       withSlot: async (sample, run) => {
         await this.acquire();
-        const t0 = performance.now();
+        const t0 = this.now();
         try {
           if (this.abort.signal.aborted) throw this.abort.signal.reason;
+          if (cancel.aborted) throw cancel.reason;
           const version = this.version;
           g.versions.set(sample, version);
           await this.o.journal.append({
@@ -262,7 +226,10 @@ export class StalenessScheduler {
           });
           return await run(version);
         } finally {
-          this.stats.slotBusyMs += performance.now() - t0;
+          const ms = this.now() - t0;
+          this.stats.slotBusyMs += ms;
+          if (g.dropped) this.stats.slotWastedMs += ms;
+          else g.busyMs += ms;
           this.release();
         }
       },
@@ -270,7 +237,7 @@ export class StalenessScheduler {
     const p = this.driver
       .runGroup({ group: g.group, task: g.task, meantFor: g.meantFor }, ctx)
       .then(async () => {
-        if (this.abort.signal.aborted) return;
+        if (this.abort.signal.aborted || g.dropped) return;
         if (g.versions.size < this.o.groupSize)
           throw new PolarError(
             `group ${g.group} (${g.task}) ended with ${g.versions.size} of ${this.o.groupSize} samples started`,
@@ -280,7 +247,8 @@ export class StalenessScheduler {
         g.running = false;
         this.poke();
       })
-      .catch((error) => this.fail(error))
+      // a group cancelled as overdue ends as its driver ends it: no result of the loop's
+      .catch((error) => (g.dropped ? undefined : this.fail(error)))
       .finally(() => this.running.delete(p));
     this.running.add(p);
   }
@@ -297,27 +265,29 @@ export class StalenessScheduler {
       if (live >= this.o.steps * T) return;
       const meantFor = Math.floor(live / T) + 1;
       if (meantFor - 1 - this.o.maxStaleness > this.version) return;
-      const g: GroupState = {
-        group: this.nextGroup++,
-        task: this.driver.taskFor(meantFor, live % T),
-        meantFor,
-        versions: new Map(),
-        complete: false,
-        dropped: false,
-        trained: false,
-        running: false,
-      };
+      // --overdue drop: a dropped group's task first, so no task of the schedule is lost or doubled
+      const replaces = this.relaunch.shift();
+      const task = replaces?.task ?? this.driver.taskFor(meantFor, live % T);
+      const g = newGroup({ group: this.nextGroup++, task, meantFor });
       this.groups.set(g.group, g);
-      await this.o.journal.append({ v: 1, type: 'group', group: g.group, task: g.task, meant_for: meantFor });
+      await this.o.journal.append({
+        v: 1,
+        type: 'group',
+        group: g.group,
+        task,
+        meant_for: meantFor,
+        ...(replaces ? { replaces: replaces.group } : {}),
+      });
       this.start(g);
     }
   }
 
   /**
    * The batch of `step`, or null while it must wait. A group with a sample that would be too stale for
-   * the next step is due now: the step waits for it (oldest first, at most T); the rest of the batch is
-   * the earliest complete groups. A complete group already too stale (more than T were due at once, or
-   * a resume rolled its version back) is dropped and a fresh one launched in its place.
+   * the next step is due now: the step waits for it (oldest first, at most T; --overdue drop: the
+   * complete ones only); the rest of the batch is the earliest complete groups. A complete group already
+   * too stale (more than T were due at once, or a resume rolled its version back) is dropped and a fresh
+   * one launched in its place; under --overdue drop, so are the due groups the batch leaves running.
    */
   private async pick(step: number): Promise<Batch | null> {
     const K = this.o.maxStaleness;
@@ -333,16 +303,14 @@ export class StalenessScheduler {
       let dropped = 0;
       for (const g of open) {
         if (!g.complete || trainer - Math.min(...g.versions.values()) <= K) continue;
-        g.dropped = true;
-        dropped += g.versions.size;
-        await this.o.journal.append({ v: 1, type: 'dropped', group: g.group, step });
+        dropped++;
+        await this.dropGroup(g, step, this.drop ? 'stale' : undefined);
       }
-      if (dropped > 0) {
-        this.droppedAt.set(step, (this.droppedAt.get(step) ?? 0) + dropped);
-        await this.pump(); // fresh groups in place of the dropped ones
-      }
+      if (dropped > 0) await this.pump(); // fresh groups in place of the dropped ones
       const fresh = open.filter((g) => !g.dropped);
-      const due = fresh.filter((g) => [...g.versions.values()].some((v) => v <= trainer - K)).slice(0, T);
+      const isDue = (g: GroupState) => [...g.versions.values()].some((v) => v <= trainer - K);
+      // wait: the due groups, complete or not (the step waits for them); drop: the complete ones only
+      const due = fresh.filter((g) => isDue(g) && (g.complete || !this.drop)).slice(0, T);
       this.waitingOnDue = due.some((g) => !g.complete);
       if (this.waitingOnDue) return null;
       chosen = [...due];
@@ -352,6 +320,13 @@ export class StalenessScheduler {
       }
       if (chosen.length < T) return null;
       chosen.sort((a, b) => a.group - b.group);
+      if (this.drop) {
+        // the running groups this batch leaves behind, which no later step may train: cancelled, and
+        // their tasks launched afresh
+        const overdue = fresh.filter((g) => !g.complete && isDue(g));
+        for (const g of overdue) await this.dropGroup(g, step, 'overdue');
+        if (overdue.length) await this.pump();
+      }
     }
     if (!again)
       await this.o.journal.append({ v: 1, type: 'batch', step, groups: chosen.map((g) => g.group) });
@@ -390,16 +365,38 @@ export class StalenessScheduler {
     for (const g of this.groups.values()) {
       if (g.dropped || g.trained) continue;
       if (![...g.versions.values()].some((v) => v > this.version)) continue;
-      g.dropped = true;
-      const step = this.version + 1;
-      this.droppedAt.set(step, (this.droppedAt.get(step) ?? 0) + g.versions.size);
-      await this.o.journal.append({ v: 1, type: 'dropped', group: g.group, step });
+      await this.dropGroup(g, this.version + 1);
     }
+  }
+
+  /**
+   * Drops a group at `step`, journalled: its samples counted in the step's `dropped`, their slot time
+   * wasted. With a reason (--overdue drop) its task is launched again; an overdue group's running samples
+   * are cancelled once the record is written.
+   */
+  private async dropGroup(g: GroupState, step: number, reason?: DropReason): Promise<void> {
+    g.dropped = true;
+    this.droppedAt.set(step, (this.droppedAt.get(step) ?? 0) + g.versions.size);
+    this.stats.slotWastedMs += g.busyMs;
+    await this.o.journal.append({
+      v: 1,
+      type: 'dropped',
+      group: g.group,
+      step,
+      ...(reason ? { reason } : {}),
+    });
+    if (reason) this.relaunch.push(g);
+    if (reason === 'overdue')
+      g.cancel.abort(
+        new PolarError(
+          `group ${g.group} (${g.task}) cancelled: step ${step} trained without it (--overdue drop)`,
+        ),
+      );
   }
 
   /** Runs steps version+1 .. steps; resolves when the last is trained, rejects on the first failure. */
   async run(): Promise<void> {
-    const t0 = performance.now();
+    const t0 = this.now();
     try {
       await this.rollBack();
       await this.pump();
@@ -413,15 +410,15 @@ export class StalenessScheduler {
           });
           batch = await this.pick(step);
           if (batch) break;
-          const w0 = performance.now();
+          const w0 = this.now();
           await woken;
-          if (this.waitingOnDue) this.stats.trainWaitDueMs += performance.now() - w0;
-          else this.stats.trainWaitFewMs += performance.now() - w0;
+          if (this.waitingOnDue) this.stats.trainWaitDueMs += this.now() - w0;
+          else this.stats.trainWaitFewMs += this.now() - w0;
         }
-        const tt = performance.now();
+        const tt = this.now();
         for (const g of batch.groups) this.groups.get(g.group)!.trained = true;
         await this.driver.train(batch);
-        this.stats.trainBusyMs += performance.now() - tt;
+        this.stats.trainBusyMs += this.now() - tt;
         this.version = step;
         await this.pump();
       }
@@ -431,7 +428,7 @@ export class StalenessScheduler {
     } finally {
       this.abort.abort(new PolarError('the loop stopped'));
       await Promise.allSettled([...this.running]);
-      this.stats.wallMs = performance.now() - t0;
+      this.stats.wallMs = this.now() - t0;
     }
   }
 }

@@ -7,7 +7,7 @@ import { UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
-import { DEFAULTS, type OverlongMode } from '../options/defaults.ts';
+import { DEFAULTS, type OverduePolicy, type OverlongMode } from '../options/defaults.ts';
 import { type JudgeFlags, rewardSetup } from '../options/judge.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
 import { type ReportFlags, reportSetup } from '../options/report.ts';
@@ -34,6 +34,8 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, Repor
   evalEvery: number;
   /** --max-staleness (DEFAULTS.maxStaleness) */
   maxStaleness?: number;
+  /** --overdue (DEFAULTS.overdue) */
+  overdue?: OverduePolicy;
   out: string;
   concurrency: number;
   reloadCmd?: string;
@@ -87,6 +89,12 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
       `--max-staleness ${f.maxStaleness} with ${f.dynamicSampling ? '--dynamic-sampling' : '--cluster'}: the asynchronous loop runs each group on this machine and draws no extra rounds yet`,
       'leave --max-staleness at 0 to use it, or drop the other flag (docs/loop.md)',
     );
+  const overdue = f.overdue ?? DEFAULTS.overdue.value;
+  if (overdue !== 'wait' && !f.maxStaleness)
+    throw new UsageError(
+      `--overdue ${overdue} without --max-staleness: at 0 every step waits for its own groups, none is ever overdue`,
+      'give --max-staleness 1 or more with it, or drop --overdue (docs/loop.md, "Overdue groups")',
+    );
   const trainModel = f.trainModel ?? backend.model;
   const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
@@ -106,6 +114,8 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     steps: f.steps,
     evalEvery: f.evalEvery,
     ...(f.maxStaleness ? { maxStaleness: f.maxStaleness } : {}),
+    // (the default is left out of the options: a run's config.json reads as it did before the flag)
+    ...(overdue !== DEFAULTS.overdue.value ? { overdue } : {}),
     out: f.out,
     concurrency: f.concurrency,
     agentTimeoutMs: f.agentTimeout,

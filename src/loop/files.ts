@@ -95,7 +95,8 @@ export const stepSummarySchema = z.object({
   /**
    * --max-staleness >= 1: over the step's samples, staleness = (step - 1) - the policy version that
    * sampled it; carried: samples of groups launched for an earlier step; dropped: samples of groups too
-   * stale for this step, never trained (absent in a --max-staleness 0 run: all 0)
+   * stale for this step, or (--overdue drop) cancelled at it as overdue, never trained (absent in a
+   * --max-staleness 0 run: all 0)
    */
   staleness: z
     .object({

@@ -11,16 +11,37 @@ import { firstIssue } from '../util/zod.ts';
 /** The journal's record version (docs/loop.md, "The schedule journal"). */
 export const SCHEDULE_VERSION = 1;
 
+/** Why a group was dropped under --overdue drop (a `dropped` record without one: too stale, --overdue wait). */
+export const DROP_REASONS = ['stale', 'overdue'] as const;
+export type DropReason = (typeof DROP_REASONS)[number];
+
 const int = z.number().int().nonnegative();
 export const scheduleRecordSchema = z.discriminatedUnion('type', [
-  /** a group launched: its task and the step it was meant for */
-  z.object({ v: z.literal(1), type: z.literal('group'), group: int, task: z.string(), meant_for: int }),
+  /** a group launched: its task, the step it was meant for, and (--overdue drop) the dropped group it replaces */
+  z.object({
+    v: z.literal(1),
+    type: z.literal('group'),
+    group: int,
+    task: z.string(),
+    meant_for: int,
+    replaces: int.optional(),
+  }),
   /** one of its samples got a rollout slot under this policy version (the last such record wins) */
   z.object({ v: z.literal(1), type: z.literal('sample'), group: int, sample: int, policy_version: int }),
   /** every sample of the group is in */
   z.object({ v: z.literal(1), type: z.literal('complete'), group: int }),
-  /** a complete group too stale for `step`: never trained */
-  z.object({ v: z.literal(1), type: z.literal('dropped'), group: int, step: int }),
+  /**
+   * a group never trained, dropped at `step`: complete but too stale (reason absent, or `stale` under
+   * --overdue drop), or still running when `step` trained without it and no later step may (`overdue`,
+   * --overdue drop: its running samples are cancelled). Under --overdue drop its task is launched again.
+   */
+  z.object({
+    v: z.literal(1),
+    type: z.literal('dropped'),
+    group: int,
+    step: int,
+    reason: z.enum(DROP_REASONS).optional(),
+  }),
   /** the groups `step` trains, written before it trains */
   z.object({ v: z.literal(1), type: z.literal('batch'), step: int, groups: z.array(int) }),
 ]);

@@ -24,7 +24,7 @@ import { InputError, PolarError, UsageError } from '../errors.ts';
 import { EVAL_FILES } from '../eval/files.ts';
 import type { EvalOutcome } from '../eval/run.ts';
 import { redactUrl } from '../http/redact.ts';
-import type { OverlongMode } from '../options/defaults.ts';
+import type { OverduePolicy, OverlongMode } from '../options/defaults.ts';
 import type { RewardSetup } from '../options/judge.ts';
 import type { ReportSetup } from '../options/report.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
@@ -61,6 +61,8 @@ export interface LoopOptions {
    * (src/loop/async.ts)
    */
   maxStaleness?: number;
+  /** --overdue: what a step does about a running group the bound cannot carry (absent: wait; src/loop/async.ts) */
+  overdue?: OverduePolicy;
   out: string;
   concurrency: number;
   agentTimeoutMs: number;

@@ -36,6 +36,17 @@ export type UnparsedToolCallMode = (typeof UNPARSED_TOOL_CALL_MODES)[number];
 export const OVERLONG_MODES = ['mask', 'penalty', 'keep'] as const;
 export type OverlongMode = (typeof OVERLONG_MODES)[number];
 
+/**
+ * polar loop --overdue (--max-staleness >= 1): what a step does about a group still running that the
+ * bound cannot carry into a later step (src/loop/async.ts). wait: the step waits for it (every task's
+ * samples are trained, whatever they take; the trainer and the rollout slots idle meanwhile); drop: the
+ * step trains the first complete groups within the bound, the overdue group is cancelled (its running
+ * samples ended, never graded) and a fresh one launched for its task (biased against long tasks).
+ * docs/loop.md, "Overdue groups".
+ */
+export const OVERDUE_POLICIES = ['wait', 'drop'] as const;
+export type OverduePolicy = (typeof OVERDUE_POLICIES)[number];
+
 export const DEFAULTS = {
   /**
    * --overlong: a trace cut by a length limit is masked (DAPO's overlong filtering: its reward says
@@ -161,6 +172,8 @@ export const DEFAULTS = {
   wandbProject: d('polar'),
   /** polar loop --max-staleness: 0 alternates rollouts and training strictly (src/loop/async.ts) */
   maxStaleness: d(0),
+  /** polar loop --overdue: a step waits for a group the staleness bound cannot carry (unbiased; it stalls) */
+  overdue: d<OverduePolicy>('wait'),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

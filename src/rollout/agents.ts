@@ -29,6 +29,8 @@ export interface AgentContext {
   capturePath: string;
   /** extra facts for the capture's session meta */
   meta: Record<string, string>;
+  /** ends this sample's harness alone (its process group), as an interrupt would (polar loop --overdue drop) */
+  signal?: AbortSignal;
 }
 
 export interface AgentOutcome {
@@ -268,6 +270,7 @@ export class HarnessAgent implements Agent {
         timeoutMs: context.timeoutMs,
         stdio: 'pipe',
         quiet: true,
+        ...(context.signal ? { signal: context.signal } : {}),
       });
       const limit =
         (await env.limitHit?.({

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { CommanderError } from 'commander';
 import { main, program, reportError } from '../../../src/cli.ts';
+import { UsageError } from '../../../src/errors.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { DEFAULTS } from '../../../src/options/defaults.ts';
 import {
@@ -330,6 +331,25 @@ describe('argv -> typed flags', () => {
     ).trainFlags;
     assert.deepEqual([given.device, given.lora, given.lr], ['cpu', true, 0.5]);
     assert.match(usageError([...base, '--device', 'tpu']) ?? '', /^--device tpu is not one of cuda, cpu$/);
+  });
+  test('loop --overdue: wait by default and left out of the options; drop needs --max-staleness >= 1', () => {
+    const base = ['loop', '--train-set', 't.jsonl', '--out', 'run', '--harness', 'pi'];
+    const options = (extra: string[]) =>
+      loopOptions(parseArgv([...base, ...extra]).flags as unknown as LoopFlags);
+    assert.equal(DEFAULTS.overdue.value, 'wait');
+    assert.equal(parseArgv(base).flags.overdue, 'wait');
+    // the default is not recorded: a run's config.json reads as before the flag
+    assert.ok(!('overdue' in options(['--max-staleness', '1'])));
+    assert.ok(!('overdue' in options(['--max-staleness', '1', '--overdue', 'wait'])));
+    assert.equal(options(['--max-staleness', '1', '--overdue', 'drop']).overdue, 'drop');
+    assert.throws(
+      () => options(['--overdue', 'drop']),
+      (e: unknown) => e instanceof UsageError && /--overdue drop without --max-staleness/.test(e.message),
+    );
+    assert.match(
+      usageError([...base, '--overdue', 'skip']) ?? '',
+      /^--overdue skip is not one of wait, drop/,
+    );
   });
 });
 
