@@ -20,8 +20,9 @@
  *   their tasks launched again, as are those of complete groups dropped as too stale. A task slower than
  *   the bound allows is then never trained: drop is biased against long tasks, wait is not.
  * - Journal: every decision is written ahead to run/schedule.jsonl (appended and flushed per record):
- *   groups launched, samples started with their version, groups complete, dropped (with a reason under
- *   --overdue drop; an overdue group's record is written before its samples are cancelled), and each
+ *   groups launched, samples started with their version, groups complete, dropped (with its reason; an
+ *   overdue group's record is written before its samples are cancelled; a relaunch names the group it
+ *   replaces, which runs the same task), and each
  *   step's batch before it trains. --resume replays it: a group in a finished step's batch is never trained
  *   again, a journalled batch of an unfinished step is trained again as it was, unfinished groups run on
  *   (their graded samples kept), so nothing is lost or trained twice.
@@ -140,7 +141,8 @@ export class StalenessScheduler {
       else if (r.type === 'complete') g.complete = true;
       else if (r.type === 'dropped') {
         g.dropped = true;
-        // under --overdue drop (a reason given) its task runs again, unless a journalled group replaced it
+        // its task runs again, unless a journalled group replaced it (a record without a reason: an earlier
+        // polar's journal, whose relaunch took the schedule's next task)
         if (r.reason) this.relaunch.push(g);
       }
     }
@@ -304,7 +306,7 @@ export class StalenessScheduler {
       for (const g of open) {
         if (!g.complete || trainer - Math.min(...g.versions.values()) <= K) continue;
         dropped++;
-        await this.dropGroup(g, step, this.drop ? 'stale' : undefined);
+        await this.dropGroup(g, step, 'stale');
       }
       if (dropped > 0) await this.pump(); // fresh groups in place of the dropped ones
       const fresh = open.filter((g) => !g.dropped);
@@ -365,16 +367,16 @@ export class StalenessScheduler {
     for (const g of this.groups.values()) {
       if (g.dropped || g.trained) continue;
       if (![...g.versions.values()].some((v) => v > this.version)) continue;
-      await this.dropGroup(g, this.version + 1);
+      await this.dropGroup(g, this.version + 1, 'rolled_back');
     }
   }
 
   /**
    * Drops a group at `step`, journalled: its samples counted in the step's `dropped`, their slot time
-   * wasted. With a reason (--overdue drop) its task is launched again; an overdue group's running samples
-   * are cancelled once the record is written.
+   * wasted, its task launched again (first, by the next pump); an overdue group's running samples are
+   * cancelled once the record is written.
    */
-  private async dropGroup(g: GroupState, step: number, reason?: DropReason): Promise<void> {
+  private async dropGroup(g: GroupState, step: number, reason: DropReason): Promise<void> {
     g.dropped = true;
     this.droppedAt.set(step, (this.droppedAt.get(step) ?? 0) + g.versions.size);
     this.stats.slotWastedMs += g.busyMs;
@@ -383,9 +385,9 @@ export class StalenessScheduler {
       type: 'dropped',
       group: g.group,
       step,
-      ...(reason ? { reason } : {}),
+      reason,
     });
-    if (reason) this.relaunch.push(g);
+    this.relaunch.push(g);
     if (reason === 'overdue')
       g.cancel.abort(
         new PolarError(

@@ -11,8 +11,12 @@ import { firstIssue } from '../util/zod.ts';
 /** The journal's record version (docs/loop.md, "The schedule journal"). */
 export const SCHEDULE_VERSION = 1;
 
-/** Why a group was dropped under --overdue drop (a `dropped` record without one: too stale, --overdue wait). */
-export const DROP_REASONS = ['stale', 'overdue'] as const;
+/**
+ * Why a group was dropped: complete but too stale, cancelled as overdue (--overdue drop), or holding samples
+ * of a version --resume rolled back. Its task is launched again. A `dropped` record without one was written
+ * before reasons were (a journal of an earlier polar): its task is not relaunched on --resume.
+ */
+export const DROP_REASONS = ['stale', 'overdue', 'rolled_back'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 const int = z.number().int().nonnegative();

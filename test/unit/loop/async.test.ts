@@ -163,6 +163,9 @@ describe('the staleness scheduler', () => {
     // version 0 launches groups 0-5 (steps 1-3); 0-3 are slow, so steps 1 and 2 train fast groups and
     // step 3 finds four groups of version 0 due: it trains two, the other two are too stale for step 4
     const driver = standIn({ tasks: ['a', 'b'], cost: (g) => (g < 4 ? 60 : 2), trainTurns: 10 });
+    // each step its own tasks, as polar loop's driver gives them: a relaunch must run the dropped
+    // group's task, not the schedule's next one (which is launched already)
+    driver.taskFor = (step, index) => `s${step}-t${index}`;
     const journal = memoryJournal();
     const s = new StalenessScheduler({ ...base, slots: 16, maxStaleness: 2, journal }, driver);
     await s.run();
@@ -179,13 +182,24 @@ describe('the staleness scheduler', () => {
     assert.equal(driver.batches[3]!.staleness.dropped, 4, 'two groups of two samples');
     assert.ok(driver.batches[2]!.groups.every((g) => g.group < 2 && g.versions.every((v) => v === 0)));
     assert.equal(driver.batches[2]!.staleness.max, 2);
-    // the replacements: launched after the drop, for the dropped groups' tasks
+    assert.deepEqual(
+      dropped.map((r) => r.reason),
+      ['stale', 'stale'],
+    );
+    // the replacements: launched after the drop, each for its dropped group's task, which it names
     const launched = journal.records.flatMap((r) => (r.type === 'group' ? [r] : []));
     assert.equal(launched.length, 4 * 2 + 2);
     assert.deepEqual(
-      launched.slice(-2).map((r) => r.task),
-      ['a', 'b'],
+      launched.slice(-2).map((r) => [r.replaces, r.task]),
+      [
+        [2, 's2-t0'],
+        [3, 's2-t1'],
+      ],
     );
+    // every task of the schedule trained once, none twice
+    const trained = driver.batches.flatMap((b) => b.groups.map((g) => g.task)).sort();
+    const scheduled = [1, 2, 3, 4].flatMap((step) => [`s${step}-t0`, `s${step}-t1`]).sort();
+    assert.deepEqual(trained, scheduled);
   });
 
   test('a crash mid-step resumes from the journal: nothing lost, nothing trained twice', async () => {
@@ -250,6 +264,13 @@ describe('the staleness scheduler', () => {
     assert.ok(!batch!.groups.some((g) => g.group === 1), 'group 1 dropped');
     assert.ok(batch!.groups.every((g) => g.versions.every((v) => v === 0)));
     assert.equal(batch!.staleness.dropped, 2);
+    const drop = journal.records.find((r) => r.type === 'dropped');
+    assert.deepEqual(drop, { v: 1, type: 'dropped', group: 1, step: 1, reason: 'rolled_back' });
+    assert.deepEqual(
+      batch!.groups.map((g) => g.task),
+      ['a', 'b'],
+      "group 1's task b runs again",
+    );
   });
 
   test('the journal: a cut last line is ignored, a bad line elsewhere is refused', async () => {
