@@ -1,5 +1,6 @@
 /** Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy) or `bare` (http-proxy). */
 
+import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { ProxyServer } from '../src/proxy/server.ts';
 
 const [kind, backendUrl, key] = process.argv.slice(2) as [string, string, string];
 let url: string;
+let dir: string | undefined;
 if (kind === 'bare') {
   const proxy = httpProxy.createProxyServer({
     target: backendUrl.replace(/\/v1$/, ''),
@@ -21,7 +23,7 @@ if (kind === 'bare') {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 } else {
-  const dir = await mkdtemp(join(tmpdir(), 'polar-bench-'));
+  dir = await mkdtemp(join(tmpdir(), 'polar-bench-'));
   const proxy = new ProxyServer();
   url = (await proxy.listen()).url;
   const backend = await createBackend({ kind: 'vllm', url: backendUrl, model: 'm' });
@@ -43,6 +45,10 @@ let peak = 0;
 setInterval(() => {
   peak = Math.max(peak, process.memoryUsage.rss());
 }, 20).unref();
+// the capture it wrote goes with it (each bench run used to leave one in the temp folder)
+process.on('exit', () => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
 process.on('SIGINT', () => process.exit(0));
 process.on('message', (m) => {
   if (m === 'rss') {
