@@ -1,6 +1,11 @@
-/** Validation of one capture record (after a v2 record's deltas are rebuilt): zod, then the token arrays. */
+/**
+ * Validation of one capture record (after a v2 record's deltas are rebuilt): zod, then the token arrays.
+ * A call record is first given to a hand-written check (call-check.ts) that accepts a valid one without
+ * zod; one it does not accept goes through zod, so the error (file:line, field, message) is zod's.
+ */
 import { InputError } from '../errors.ts';
 import { firstIssue } from '../util/zod.ts';
+import { checkCallShape } from './call-check.ts';
 import { CAPTURE_VERSIONS, type CaptureRecord, captureRecordSchema, tokenConsistency } from './record.ts';
 
 /** The schema check proper (zod, plus the token arrays' agreement). */
@@ -51,10 +56,20 @@ function checkNumbers(source: string, line: number, field: string, value: unknow
 
 /**
  * Validates one parsed JSON value as a capture record; throws InputError naming file:line and field.
- * Fast on big token arrays: zod checks a call record with its three token arrays set aside (zod costs
- * about 8x a JSON.parse on a 32k-id array), then a plain loop checks the arrays.
+ * Fast on big token arrays: a call record's shape is checked with its three token arrays set aside (zod
+ * costs about 8x a JSON.parse on a 32k-id array), then a plain loop checks the arrays. The shape check is
+ * call-check.ts's, falling back to zod (which names the field) for a record it does not accept.
  */
 export function validateCaptureRecord(source: string, line: number, value: unknown): CaptureRecord {
+  return validate(source, line, value, true);
+}
+
+/** validateCaptureRecord with zod alone (the reference the fast check is tested against). */
+export function validateCaptureRecordWithZod(source: string, line: number, value: unknown): CaptureRecord {
+  return validate(source, line, value, false);
+}
+
+function validate(source: string, line: number, value: unknown, fast: boolean): CaptureRecord {
   if (typeof value !== 'object' || value === null || (value as { type?: unknown }).type !== 'call') {
     return validateShape(source, line, value);
   }
@@ -62,14 +77,17 @@ export function validateCaptureRecord(source: string, line: number, value: unkno
   const prompt = v.prompt_token_ids;
   const completion = v.completion_token_ids;
   const logprobs = v.completion_logprobs;
+  const checked = fast ? checkCallShape(v) : null;
   // zod sees empty arrays in place of the big ones (type and nullability still checked by zod)
-  const light = {
-    ...v,
-    prompt_token_ids: Array.isArray(prompt) ? [] : prompt,
-    completion_token_ids: Array.isArray(completion) ? [] : completion,
-    completion_logprobs: Array.isArray(logprobs) ? [] : logprobs,
-  };
-  const record = validateShape(source, line, light);
+  const record =
+    checked !== null && typeof checked !== 'string'
+      ? checked
+      : validateShape(source, line, {
+          ...v,
+          prompt_token_ids: Array.isArray(prompt) ? [] : prompt,
+          completion_token_ids: Array.isArray(completion) ? [] : completion,
+          completion_logprobs: Array.isArray(logprobs) ? [] : logprobs,
+        });
   if (record.type !== 'call') return record;
   if (Array.isArray(prompt)) checkIds(source, line, 'prompt_token_ids', prompt);
   if (Array.isArray(completion)) checkIds(source, line, 'completion_token_ids', completion);

@@ -113,28 +113,43 @@ const OWN_TRACE_KINDS: Record<string, TraceKind> = {
 
 const KNOWN_KINDS = new Set<string>(['root', 'compaction', 'subagent', 'divergence', 'side']);
 
+/**
+ * A run of a chain's response: ids[from, to) of a call's prompt (glue, mask 0, logprob 0) or of its
+ * completion (sampled: its mask, its logprobs). A chain's response is kept as these runs while the calls
+ * are merged and written out once, at its final length (materialise): appending token by token to
+ * arrays that grow to 32k ids cost a fifth of a build.
+ */
+interface Part {
+  ids: readonly number[];
+  from: number;
+  to: number;
+  mask: 0 | 1;
+  /** the sampled ids' logprobs; null for glue (logprob 0) */
+  logprobs: readonly number[] | null;
+}
+
 interface Chain {
   trace: MergedTrace;
   index: number;
   /** total length of prompt_ids + response_ids */
   length: number;
+  /** the response, as runs (trace.response_ids, loss_mask and response_logprobs are filled at the end) */
+  parts: Part[];
   lastPrompt: readonly number[];
   lastCompletion: readonly number[];
-}
-
-/** Token i of a chain's full sequence (prompt then response). */
-function tokenAt(chain: Chain, i: number): number {
-  const p = chain.trace.prompt_ids;
-  return i < p.length ? p[i]! : chain.trace.response_ids[i - p.length]!;
 }
 
 /** Whether the chain's whole sequence is a prefix of `ids`. */
 function chainIsPrefix(chain: Chain, ids: readonly number[]): boolean {
   if (chain.length > ids.length) return false;
+  // compare from the end first: mismatches are usually late (the newest turn)
+  let end = chain.length;
+  for (let k = chain.parts.length - 1; k >= 0; k--) {
+    const { ids: src, from, to } = chain.parts[k]!;
+    for (let i = to - 1, j = end - 1; i >= from; i--, j--) if (src[i] !== ids[j]) return false;
+    end -= to - from;
+  }
   const p = chain.trace.prompt_ids;
-  const r = chain.trace.response_ids;
-  // compare from the end of each part first: mismatches are usually late (the newest turn)
-  for (let i = r.length - 1; i >= 0; i--) if (r[i] !== ids[p.length + i]) return false;
   for (let i = p.length - 1; i >= 0; i--) if (p[i] !== ids[i]) return false;
   return true;
 }
@@ -145,33 +160,31 @@ function isPrefix(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
+/** The length of the prefix the chain's sequence (prompt then response) shares with `ids`. */
 function commonPrefix(chain: Chain, ids: readonly number[]): number {
   const n = Math.min(chain.length, ids.length);
+  const p = chain.trace.prompt_ids;
+  const m = Math.min(p.length, n);
   let i = 0;
-  while (i < n && tokenAt(chain, i) === ids[i]) i++;
+  while (i < m && p[i] === ids[i]) i++;
+  if (i < m) return i;
+  for (const part of chain.parts) {
+    for (let k = part.from; k < part.to; k++, i++) if (i >= n || part.ids[k] !== ids[i]) return i;
+  }
   return i;
 }
 
-function pushAll<T>(target: T[], source: readonly T[], from = 0): void {
-  for (let i = from; i < source.length; i++) target.push(source[i]!);
-}
-
 function appendGlue(chain: Chain, ids: readonly number[], from: number): void {
-  const t = chain.trace;
-  pushAll(t.response_ids, ids, from);
-  const mask = t.loss_mask;
-  for (let i = from; i < ids.length; i++) mask.push(0);
-  const lps = t.response_logprobs;
-  if (lps !== null) for (let i = from; i < ids.length; i++) lps.push(0);
+  if (from < ids.length) chain.parts.push({ ids, from, to: ids.length, mask: 0, logprobs: null });
   chain.length += ids.length - from;
 }
 
 function appendSampled(state: MergeState, chain: Chain, call: MergeCall): void {
   const t = chain.trace;
   delete t.cut;
-  pushAll(t.response_ids, call.completion);
   const mask = call.unparsed && state.maskUnparsed ? 0 : 1;
-  for (let i = 0; i < call.completion.length; i++) t.loss_mask.push(mask);
+  const n = call.completion.length;
+  if (n > 0) chain.parts.push({ ids: call.completion, from: 0, to: n, mask, logprobs: call.logprobs });
   if (call.unparsed) t.tool_call_unparsed = (t.tool_call_unparsed ?? 0) + 1;
   if (call.lengthStop) t.length_stopped = (t.length_stopped ?? 0) + 1;
   const room = leastHeadroom(
@@ -179,14 +192,47 @@ function appendSampled(state: MergeState, chain: Chain, call: MergeCall): void {
     callHeadroom(call.completion.length, call.maxTokens ?? null, call.lengthStop === true),
   );
   if (room !== null) t.headroom = room;
+  // a call without logprobs leaves the whole response without (response_logprobs stays null)
   if (call.logprobs === null) t.response_logprobs = null;
-  else if (t.response_logprobs !== null) pushAll(t.response_logprobs, call.logprobs);
   chain.length += call.completion.length;
   t.calls.push(call.id);
   t.finish_reason = call.finishReason;
   t.token_exact = t.token_exact && call.tokenExact && call.logprobs !== null;
   chain.lastPrompt = call.prompt;
   chain.lastCompletion = call.completion;
+}
+
+/** Packed arrays of one value (0 or 1), sliced for the runs of loss_mask and response_logprobs. */
+const repeated: [number[], number[]] = [[], []];
+
+function run(value: 0 | 1, n: number): number[] {
+  const all = repeated[value];
+  while (all.length < n) all.push(value);
+  return all.slice(0, n);
+}
+
+/** a.concat(...arrays): one allocation, copied as whole arrays (in batches: an argument list is bounded) */
+function concatAll<T>(arrays: T[][]): T[] {
+  let out: T[] = [];
+  for (let i = 0; i < arrays.length; i += 4096) out = out.concat(...arrays.slice(i, i + 4096));
+  return out;
+}
+
+/**
+ * Writes the chain's runs into its trace's response arrays, each made once at its final length by one
+ * concat (packed arrays: JSON.stringify has a fast path for those, not for arrays with holes).
+ */
+function materialise(chain: Chain): void {
+  const t = chain.trace;
+  const slice = (a: readonly number[], from: number, to: number): number[] => a.slice(from, to) as number[];
+  const { parts } = chain;
+  t.response_ids = concatAll(parts.map((p) => slice(p.ids, p.from, p.to)));
+  t.loss_mask = concatAll(parts.map((p) => run(p.mask, p.to - p.from))) as (0 | 1)[];
+  if (t.response_logprobs !== null)
+    t.response_logprobs = concatAll(
+      parts.map((p) => (p.logprobs === null ? run(0, p.to - p.from) : slice(p.logprobs, p.from, p.to))),
+    );
+  chain.parts = [];
 }
 
 function emptyKinds(): Record<TraceKind, number> {
@@ -222,6 +268,7 @@ function startChain(
     trace,
     index: state.chains.length,
     length: call.prompt.length,
+    parts: [],
     lastPrompt: call.prompt,
     lastCompletion: [],
   };
@@ -373,6 +420,7 @@ export function mergeCalls(calls: readonly MergeCall[], options: MergeOptions): 
     if (options.splice && (extendSplicedChain(state, call) || extendBySplice(state, call))) continue;
     startNewTrace(state, call, forced === 'root', resumed);
   }
+  for (const chain of chains) materialise(chain);
   stats.truncations = chains.filter((c) => c.trace.cut !== undefined).length;
   return { traces: chains.map((c) => c.trace), stats };
 }
