@@ -1,7 +1,7 @@
 /**
  * Benchmark of `polar build`: throughput on a generated capture (many sessions, contexts growing to
  * 32k tokens, token-exact), against a baseline that only reads every line of the same file and
- * JSON.parses it, measured in the same run. Target: build within 2x of the baseline, memory bounded by
+ * JSON.parses it, measured in the same run. Target (issue 25): build within 1.5x of the baseline, memory bounded by
  * the largest session (the build streams; it never holds the whole file).
  *
  *   POLAR_BENCH_BUILD_MB   capture size in MB (default 1024)
@@ -219,7 +219,7 @@ export async function benchBuild(): Promise<void> {
       `  ${''.padEnd(22)} ${'seconds'.padStart(8)} ${'MB/s'.padStart(8)} ${'sessions/s'.padStart(11)} ${'cpu s'.padStart(8)}`,
       row('parse-only baseline', baseS, baseCpu),
       row('polar build', buildS, buildCpu),
-      `  ratio build/baseline   ${ratio.toFixed(2)}x wall, ${cpuRatio.toFixed(2)}x cpu (target <= 2x: ${ratio <= 2 ? 'met' : 'NOT met'}; baseline ${base1.wall.toFixed(2)} s before, ${base2.wall.toFixed(2)} s after)`,
+      `  ratio build/baseline   ${ratio.toFixed(2)}x wall, ${cpuRatio.toFixed(2)}x cpu (target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'NOT met'}; baseline ${base1.wall.toFixed(2)} s before, ${base2.wall.toFixed(2)} s after)`,
       `  output                 ${(outBytes / MB).toFixed(1)} MB, ${stats.trajectories_written} trajectories, ${stats.traces_written} traces, ${(stats.calls_merged / Math.max(1, stats.calls_used)).toFixed(3)} of calls merged`,
       `  memory                 peak RSS ${(peak / MB).toFixed(0)} MB (${(rssBefore / MB).toFixed(0)} MB before the build); largest session ${(gen.largestSessionBytes / MB).toFixed(1)} MB of JSON; file ${mb.toFixed(0)} MB`,
     ];
