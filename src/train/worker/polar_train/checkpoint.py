@@ -7,7 +7,9 @@ The optimiser state goes through torch's own engine for state dicts across paral
 parameter name in every case, so a checkpoint of N processes (FSDP) resumes on M, one process included
 (checkpoint version 2, docs/train.md "Checkpoints, resume and failures"). Version 1 keyed it as the
 optimiser did (parameter ids in one process, names under FSDP): ids are renamed on load; a version-1
-checkpoint of several CPU processes is refused (its Adam moments are one shared buffer, below)."""
+checkpoint of several CPU processes is refused (its Adam moments are one shared buffer, below). Under FSDP
+the model's weights are gathered whole by the same engine (get_model_state_dict), not through
+FSDP.state_dict_type, which torch deprecates."""
 import hashlib
 import json
 import os
@@ -15,7 +17,12 @@ import shutil
 from typing import TYPE_CHECKING
 
 import torch
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict, set_optimizer_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_optimizer_state_dict,
+)
 
 from .model import torch_load
 from .schema import CHECKPOINT_META, CONFIG_COPY, LATEST, STATE_FILE
@@ -95,6 +102,15 @@ def _state_options(trainer: "Trainer", save: bool) -> StateDictOptions:
     return StateDictOptions(full_state_dict=trainer.dist, cpu_offload=trainer.dist and save and gpu)
 
 
+def _model_options() -> StateDictOptions:
+    """The whole model's weights under FSDP, on rank 0 only, on its CPU (the other ranks take part in the
+    gather and get an empty dict): FSDP's FULL_STATE_DICT with rank0_only and offload_to_cpu, as
+    torch's engine sets them from cpu_offload (torch 2.13, distributed/checkpoint/state_dict.py
+    _verify_options). On the CPU the offload is a no-op; FSDP clones every gathered weight either way
+    (fsdp/_state_dict_utils.py _full_post_state_dict_hook), so no two share the all-gather buffer."""
+    return StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
 def shared_storage(optim_state: dict) -> list:
     """The parameters whose optimiser state tensors share memory with another's (any pair, any name): a state
     dict FSDP gathered into one reused buffer. Empty for a sound one."""
@@ -151,12 +167,7 @@ def save(trainer: "Trainer") -> str:
     if trainer.rank == 0:
         _check_own_storage(optim_state)
     if trainer.dist:
-        from torch.distributed.fsdp import FullStateDictConfig, StateDictType
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-        with FSDP.state_dict_type(trainer.model, StateDictType.FULL_STATE_DICT,
-                                  FullStateDictConfig(offload_to_cpu=trainer.device.type == "cuda", rank0_only=True)):
-            full = trainer.model.state_dict()
+        full = get_model_state_dict(trainer.model, options=_model_options())
         model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
     if trainer.rank == 0:
         tmp = fresh_dir(cfg["out"], name)
