@@ -54,7 +54,10 @@ describe('polar loop --cluster ray --train-nodes 2', { skip: SKIP ?? false, time
       const env = loopEnv(
         home,
         python!.executable,
-        Object.fromEntries(Object.entries(RAY_ENV).filter(([k]) => k.startsWith('RAY_'))) as Record<string, string>,
+        Object.fromEntries(Object.entries(RAY_ENV).filter(([k]) => k.startsWith('RAY_'))) as Record<
+          string,
+          string
+        >,
       );
 
       // the local loop (the reference) and the cluster's at once: the stand-in serves both

@@ -14,8 +14,8 @@ import { readResultLines, runView } from '../support/cluster/compare.ts';
 import { goldEvalArgs, goldIds, localGoldRun, POLAR_EVAL, runOnCluster } from '../support/cluster/eval.ts';
 import type { TestNet } from '../support/cluster/netns.ts';
 import {
-  type SlurmCluster,
   SHARD_PER_NODE,
+  type SlurmCluster,
   slurmUnavailable,
   useSlurmCluster,
 } from '../support/cluster/slurm.ts';

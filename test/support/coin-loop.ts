@@ -97,6 +97,10 @@ export async function standinTrainConfig(dir: string): Promise<string> {
 }
 
 /** A loop run's environment: the harness's private `home`, offline, the trainer's `python`; then `extra`. */
-export function loopEnv(home: string, python: string, extra: Record<string, string> = {}): Record<string, string> {
+export function loopEnv(
+  home: string,
+  python: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return { ...privateEnv(home), POLAR_OFFLINE: '1', POLAR_PYTHON: python, ...extra };
 }

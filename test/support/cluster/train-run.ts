@@ -25,19 +25,7 @@ export async function trainArgs(dir: string, lr = '0.001'): Promise<string[]> {
   const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
   // smallBatch's logprobs are made up: the sampling check is off (train.json)
   const config = await madeUpLogprobs(dir);
-  return [
-    traj,
-    '--config',
-    config,
-    '--model',
-    TINY,
-    '--device',
-    'cpu',
-    '--batch-rollouts',
-    '4',
-    '--lr',
-    lr,
-  ];
+  return [traj, '--config', config, '--model', TINY, '--device', 'cpu', '--batch-rollouts', '4', '--lr', lr];
 }
 
 /** `polar train ARGS` on this machine with the trainer's Python; killed after 400 s, never throws. */
