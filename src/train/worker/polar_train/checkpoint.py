@@ -91,24 +91,18 @@ def replace_dir(tmp: str, final: str) -> None:
 
 
 def _state_options(trainer: "Trainer", save: bool) -> StateDictOptions:
-    """How torch's engine gathers (save) or shards (restore) the optimiser state. Under FSDP the state is
-    whole on saving; on GPUs it is gathered to rank 0's CPU memory (cpu_offload). On the CPU every rank
-    gathers it whole instead: FSDP's offload to the CPU is a no-op there (torch 2.13,
-    fsdp/_optim_utils.py, _unflatten_orig_param_states: `value.cpu()` of a CPU tensor is itself), which
-    leaves each Adam moment a view of the one all-gather buffer that the next moment's gather overwrites:
-    exp_avg and exp_avg_sq saved as one shared tensor, the NaN weights of a resumed run. Without the offload,
-    FSDP clones each moment. Restoring, every rank has read the whole file: no broadcast."""
+    """How torch's engine gathers (save) or shards (restore) the optimiser state, and gathers the model's
+    weights (save). Under FSDP both are whole on saving; on GPUs they are gathered to rank 0's CPU memory
+    (cpu_offload: FSDP's rank0_only and offload_to_cpu, torch 2.13 distributed/checkpoint/state_dict.py
+    _verify_options), the other ranks getting none. On the CPU every rank gathers them whole instead:
+    FSDP's offload to the CPU is a no-op there for the optimiser (fsdp/_optim_utils.py,
+    _unflatten_orig_param_states: `value.cpu()` of a CPU tensor is itself), which leaves each Adam moment a
+    view of the one all-gather buffer that the next moment's gather overwrites: exp_avg and exp_avg_sq saved
+    as one shared tensor, the NaN weights of a resumed run; for the model the process crashed in FSDP's clone
+    of a gathered weight (SIGSEGV, 2 CPU processes on gloo). Without the offload, FSDP clones each moment and
+    each weight. Restoring, every rank has read the whole file: no broadcast."""
     gpu = trainer.device.type == "cuda"
     return StateDictOptions(full_state_dict=trainer.dist, cpu_offload=trainer.dist and save and gpu)
-
-
-def _model_options() -> StateDictOptions:
-    """The whole model's weights under FSDP, on rank 0 only, on its CPU (the other ranks take part in the
-    gather and get an empty dict): FSDP's FULL_STATE_DICT with rank0_only and offload_to_cpu, as
-    torch's engine sets them from cpu_offload (torch 2.13, distributed/checkpoint/state_dict.py
-    _verify_options). On the CPU the offload is a no-op; FSDP clones every gathered weight either way
-    (fsdp/_state_dict_utils.py _full_post_state_dict_hook), so no two share the all-gather buffer."""
-    return StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
 def shared_storage(optim_state: dict) -> list:
@@ -167,7 +161,7 @@ def save(trainer: "Trainer") -> str:
     if trainer.rank == 0:
         _check_own_storage(optim_state)
     if trainer.dist:
-        full = get_model_state_dict(trainer.model, options=_model_options())
+        full = get_model_state_dict(trainer.model, options=_state_options(trainer, save=True))
         model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
     if trainer.rank == 0:
         tmp = fresh_dir(cfg["out"], name)
