@@ -78,11 +78,6 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
       `--max-staleness ${f.maxStaleness} with --train-nodes ${trainNodes}: the asynchronous loop trains on this machine only`,
       'leave --max-staleness at 0 to train across nodes, or --train-nodes at 1 (docs/loop.md)',
     );
-  if (f.lora && trainNodes > 1)
-    throw new UsageError(
-      `--lora with --train-nodes ${trainNodes} is not supported (as with --gpus > 1: one process trains LoRA)`,
-      'drop --lora, or leave --train-nodes at 1',
-    );
   const nodes = nodesTraining(f.cluster, trainNodes, f.clusterPolar);
   if (f.maxStaleness && (f.dynamicSampling || f.cluster))
     throw new UsageError(
@@ -145,7 +140,7 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
 
 /**
  * What the loop's first train step needs, checked before any rollout: train.json and the train flags
- * valid, a Python with torch (CUDA for --device cuda), the model found, and its vocabulary as large as the
+ * valid (LoRA, from either, refused with --train-nodes > 1), a Python with torch (CUDA for --device cuda), the model found, and its vocabulary as large as the
  * rollouts' tokenizer (with the embedded backend: the model's own tokenizer files, else the Qwen3 one
  * the export adds; with a server: --tokenizer when it is a directory).
  */
@@ -156,6 +151,9 @@ export async function checkLoopTrainer(o: LoopOptions): Promise<void> {
     out: o.out,
     file,
     flags: { ...o.trainFlags, model: o.trainModel },
+    configFile: o.trainConfig ? { path: o.trainConfig, flag: '--train-config' } : undefined,
+    // --lora or train.json's "lora" with --train-nodes N: refused here, before any rollout
+    nodes: o.trainNodes ? { count: o.trainNodes.nodes, flag: '--train-nodes' } : undefined,
   });
   const tokenizer =
     o.backend.kind === 'embedded'

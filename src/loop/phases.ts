@@ -137,6 +137,8 @@ export async function trainStep(o: LoopOptions, req: TrainRequest): Promise<{ ch
     resume: req.resume,
     file: req.configFile ? await readUserConfig(req.configFile) : undefined,
     flags: req.flags,
+    configFile: req.configFile ? { path: req.configFile, flag: '--train-config' } : undefined,
+    nodes: { count: o.trainNodes.nodes, flag: '--train-nodes' },
   });
   const processes = config.device === 'cpu' ? config.nproc : config.gpus;
   return trainAcrossNodes(o.trainNodes, req, { device: config.device, processes });

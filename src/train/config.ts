@@ -57,6 +57,19 @@ export interface ResolveInputs {
   file?: UserTrainConfig;
   /** from flags (undefined = not given) */
   flags: Partial<Record<keyof TrainOptions, unknown>>;
+  /** the file's path and the flag that named it (--config, --train-config), for the refusals that name it */
+  configFile?: { path: string; flag: string } | undefined;
+  /** a run across nodes: how many, and the flag that asked for them (--nnodes, --train-nodes) */
+  nodes?: { count: number; flag: string } | undefined;
+}
+
+/** What set `lora: true`, for a refusal that names it and its fix: the flag, else the config file's key. */
+function loraFrom(inputs: ResolveInputs): { what: string; fix: string } {
+  if (inputs.flags.lora === true) return { what: '--lora', fix: 'drop --lora' };
+  const file = inputs.configFile;
+  return file
+    ? { what: `"lora": true in ${file.flag} ${file.path}`, fix: `set "lora" to false in ${file.path}` }
+    : { what: '"lora": true in the config file', fix: 'set "lora" to false in the config file' };
 }
 
 /** defaults < config file < flags; validates the merged result (flags get the same checks as the file). */
@@ -86,8 +99,18 @@ export function resolveTrainConfig(inputs: ResolveInputs): ResolvedTrainConfig {
   }
   if ((o.gpus > 1 || o.nproc > 1) && o.lora) {
     throw new UsageError(
-      '--lora with --gpus > 1 or --nproc > 1 is not supported yet',
+      `${loraFrom(inputs).what} with --gpus > 1 or --nproc > 1 is not supported yet`,
       'LoRA of a 4B-class model fits one GPU: use --gpus 1',
+    );
+  }
+  // LoRA trains in one process: the worker merges and saves the adapter from its own whole copy of the
+  // model (polar_train/model.py save_pretrained), which FSDP over the processes of several nodes shards
+  if (o.lora && inputs.nodes && inputs.nodes.count > 1) {
+    const { what, fix } = loraFrom(inputs);
+    const { flag, count } = inputs.nodes;
+    throw new UsageError(
+      `${what} with ${flag} ${count} is not supported: LoRA trains in one process (as with --gpus > 1), not across nodes`,
+      `${fix} to train the whole model across the nodes, or leave ${flag} at 1 to train LoRA on one machine`,
     );
   }
   if (o.clip_low >= 1) throw new UsageError(`--clip-low: must be below 1 (got ${o.clip_low})`);

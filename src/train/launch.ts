@@ -226,6 +226,8 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
     resume,
     file,
     flags,
+    configFile: req.configFile ? { path: req.configFile, flag: '--config' } : undefined,
+    nodes: req.nodes ? { count: req.nodes.nnodes, flag: '--nnodes' } : undefined,
   });
   const resumed = resume ? await checkpointMeta(resume) : undefined;
 

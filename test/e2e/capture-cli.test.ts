@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../src/capture/record.ts';
-import { capture, privateDirs, privateEnv } from '../support/capture-run.ts';
+import { capture, captureArgs, privateDirs, privateEnv } from '../support/capture-run.ts';
 import { closedUrl, runPolar, startPolar } from '../support/cli.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
 
@@ -179,23 +179,7 @@ describe('polar capture checks the server set-up before the harness starts', () 
     const { workdir } = await privateDirs();
     const mark = join(workdir, 'harness-started');
     const r = await runPolar(
-      [
-        'capture',
-        '-o',
-        join(workdir, 'run.jsonl'),
-        '--harness',
-        'generic',
-        '--backend',
-        'vllm',
-        '--backend-url',
-        url,
-        '--model',
-        'Qwen/Qwen3-4B',
-        ...extra,
-        '--',
-        'touch',
-        mark,
-      ],
+      captureArgs(join(workdir, 'run.jsonl'), url, ['touch', mark], ['--harness', 'generic', ...extra]),
       { timeoutMs: 60_000 },
     );
     return { r, started: existsSync(mark), captured: existsSync(join(workdir, 'run.jsonl')) };

@@ -18,25 +18,19 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { execa } from 'execa';
-import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
-import { privateDirs, privateEnv } from '../support/capture-run.ts';
-import { readResultLines } from '../support/cluster/compare.ts';
-import { runOnCluster, useTestCluster } from '../support/cluster/eval.ts';
+import { privateDirs } from '../support/capture-run.ts';
+import { nonEmptyLines as lines, readResultLines } from '../support/cluster/compare.ts';
+import { runOnCluster } from '../support/cluster/eval.ts';
 import { ROOT } from '../support/cluster/ray.ts';
-import { slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
+import { SHARD_PER_NODE, slurmUnavailable, useSlurmCluster } from '../support/cluster/slurm.ts';
+import { coinLoopArgs, loopEnv, servedPolicy, standinTrainConfig, TINY_LLAMA } from '../support/coin-loop.ts';
 import { startStandin } from '../support/vllm-standin.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
 const SKIP =
   slurmUnavailable() ??
   (python?.transformers ? null : 'no Python with torch and transformers (npm run setup:python)');
-const MODEL = tinyLlamaSpec({ seed: 1 });
-
-const lines = (file: string) =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim());
 
 /** A verifier grader: reward 1 for sample 1 of a task, 0 for sample 0 (a group of 2 always differs). */
 const VERIFIER = `let t = '';
@@ -45,86 +39,34 @@ console.log(JSON.parse(t).sample % 2);
 `;
 
 describe('polar loop --cluster slurm --train-nodes 2', { skip: SKIP ?? false, timeout: 590_000 }, () => {
-  const state = useTestCluster('polar-loopslurm-', 'slurm', (net, dir) =>
-    startSlurm(net, dir, { nodes: 2, cpus: 2 }),
-  );
+  const state = useSlurmCluster('polar-loopslurm-');
 
   test('one step: rollouts on both nodes, training across both, the run folder a local loop writes', async () => {
     // a private home for the harness, removed with its folder at the end
     const { home } = await privateDirs();
     const standin = await startStandin({ host: state.net.bridgeIp });
     try {
-      // the stand-in's logprobs are made up: the trainer's check against its own is off
-      const config = join(state.tmp, 'train.json');
-      await writeFile(config, `${JSON.stringify({ sampling_gap_limit: 0 })}\n`);
       const verifier = join(state.tmp, 'reward-sample.mjs');
       await writeFile(verifier, VERIFIER);
       const run = join(state.tmp, 'loop');
+      const policy = servedPolicy(standin.url, await standinTrainConfig(state.tmp));
       const argv = [
         process.execPath,
         join(ROOT, 'bin/polar'),
-        'loop',
-        '--train-set',
-        join(ROOT, 'fixtures/loop/coin.jsonl'),
-        '--harness',
-        'pi',
-        '--backend',
-        'vllm',
-        '--backend-url',
-        standin.url,
-        '--model',
-        'Qwen/Qwen3-4B',
-        '--train-model',
-        MODEL,
-        '--train-config',
-        config,
-        '--reload-cmd',
-        'true',
-        '--grader',
-        `${process.execPath} ${verifier}`,
-        '--group-size',
-        '2',
-        '--tasks-per-step',
-        '2',
-        '--steps',
-        '1',
-        '--eval-every',
-        '0',
-        '--runtime',
-        'local',
-        '--allow-unsandboxed',
-        '--repos',
-        join(ROOT, 'fixtures/swe/repos'),
-        '--device',
-        'cpu',
-        '--lr',
-        '0.001',
-        '--agent-timeout',
-        '120',
-        '--test-timeout',
-        '60',
-        // two shards, each asking a whole node (2 CPUs, one sample at a time): one shard per node
-        '--cluster',
-        'slurm',
-        '--cluster-shards',
-        '2',
-        '--cluster-cpus',
-        '2',
-        '--cluster-memory',
-        '256MiB',
-        '--concurrency',
-        '1',
-        '--train-nodes',
-        '2',
-        '--out',
-        run,
+        ...coinLoopArgs(policy, { steps: 1, tasksPerStep: 2, lr: '0.001', out: run }, [
+          '--grader',
+          `${process.execPath} ${verifier}`,
+          '--eval-every',
+          '0',
+          // one shard on each node, one sample at a time
+          ...SHARD_PER_NODE,
+          '--cluster-memory',
+          '256MiB',
+          '--train-nodes',
+          '2',
+        ]),
       ];
-      const env = {
-        ...privateEnv(home),
-        SLURM_CONF: state.slurm.conf,
-        POLAR_OFFLINE: '1',
-        POLAR_PYTHON: python!.executable,
-      };
+      const env = loopEnv(home, python!.executable, { SLURM_CONF: state.slurm.conf });
       const r = await runOnCluster(state.net, argv, env, 480_000);
       assert.equal(r.code, 0, r.stderr);
 
@@ -183,7 +125,7 @@ describe('polar loop --cluster slurm --train-nodes 2', { skip: SKIP ?? false, ti
             'assert all(torch.isfinite(t.float()).all() for t in trained.values()), "non-finite weights"',
             'print(max(float((trained[k].float() - start[k].float()).abs().max()) for k in trained))',
           ].join('\n'),
-          MODEL,
+          TINY_LLAMA,
           join(step.checkpoint, 'model.safetensors'),
         ],
         { reject: false, env: { PYTHONPATH: join(ROOT, 'src/train/worker') } },

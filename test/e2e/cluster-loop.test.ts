@@ -13,15 +13,14 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
-import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
-import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { privateDirs } from '../support/capture-run.ts';
 import { runPolar } from '../support/cli.ts';
-import { readResultLines, runView } from '../support/cluster/compare.ts';
+import { nonEmptyLines as lines, readResultLines, runView } from '../support/cluster/compare.ts';
 import { polarOnHead, RAY_ENV, RAY_SKIP, ROOT, useRayCluster } from '../support/cluster/ray.ts';
+import { coinLoopArgs, loopEnv, servedPolicy, standinTrainConfig } from '../support/coin-loop.ts';
 import { startStandin } from '../support/vllm-standin.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
@@ -37,11 +36,6 @@ function sessions(evalDir: string): Array<Record<string, unknown>> {
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8').split('\n')[0]!) as Record<string, unknown>);
 }
 
-const lines = (file: string) =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim());
-
 describe('polar loop --cluster ray --train-nodes 2', { skip: SKIP ?? false, timeout: 590_000 }, () => {
   const c = useRayCluster('polar-loopray-');
 
@@ -50,60 +44,21 @@ describe('polar loop --cluster ray --train-nodes 2', { skip: SKIP ?? false, time
     const { home } = await privateDirs();
     const standin = await startStandin({ host: c.net.bridgeIp });
     try {
-      // the stand-in's logprobs are made up: the trainer's check against its own is off
-      const config = join(c.tmp, 'train.json');
-      await writeFile(config, `${JSON.stringify({ sampling_gap_limit: 0 })}\n`);
-      const args = (out: string) => [
-        'loop',
-        '--train-set',
-        join(ROOT, 'fixtures/loop/coin.jsonl'),
-        '--harness',
-        'pi',
-        '--backend',
-        'vllm',
-        '--backend-url',
-        standin.url,
-        '--model',
-        'Qwen/Qwen3-4B',
-        '--train-model',
-        tinyLlamaSpec({ seed: 1 }),
-        '--train-config',
-        config,
-        '--reload-cmd',
-        'true',
-        '--group-size',
-        '2',
-        '--tasks-per-step',
-        '2',
-        '--steps',
-        '1',
-        '--eval-every',
-        '0',
-        '--runtime',
-        'local',
-        '--allow-unsandboxed',
-        '--repos',
-        join(ROOT, 'fixtures/swe/repos'),
-        '--grade-empty-patches',
-        '--device',
-        'cpu',
-        '--lr',
-        '0.001',
-        '--concurrency',
-        '2',
-        '--agent-timeout',
-        '120',
-        '--test-timeout',
-        '60',
-        '--out',
-        out,
-      ];
-      const env = {
-        ...privateEnv(home),
-        ...Object.fromEntries(Object.entries(RAY_ENV).filter(([k]) => k.startsWith('RAY_'))),
-        POLAR_OFFLINE: '1',
-        POLAR_PYTHON: python!.executable,
-      } as Record<string, string>;
+      const policy = servedPolicy(standin.url, await standinTrainConfig(c.tmp));
+      const args = (out: string) =>
+        coinLoopArgs(policy, { steps: 1, tasksPerStep: 2, lr: '0.001', concurrency: 2, out }, [
+          '--eval-every',
+          '0',
+          '--grade-empty-patches',
+        ]);
+      const env = loopEnv(
+        home,
+        python!.executable,
+        Object.fromEntries(Object.entries(RAY_ENV).filter(([k]) => k.startsWith('RAY_'))) as Record<
+          string,
+          string
+        >,
+      );
 
       // the local loop (the reference) and the cluster's at once: the stand-in serves both
       const localRun = join(c.tmp, 'local-loop');

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { readResultLines } from '../support/cluster/compare.ts';
+import { assertEachSampleOnce, readResultLines } from '../support/cluster/compare.ts';
 import { goldEvalArgs, goldIds } from '../support/cluster/eval.ts';
 import { evalOnHead, RAY_SKIP, useRayCluster } from '../support/cluster/ray.ts';
 
@@ -40,13 +40,7 @@ describe('polar eval --cluster ray, a node lost', { skip: RAY_SKIP ?? false, tim
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /runs again elsewhere/);
     const lines = readResultLines(out);
-    const keys = lines.map((l) => `${l.instance_id}/${l.sample}`);
-    assert.equal(new Set(keys).size, keys.length, 'no sample twice');
-    assert.equal(keys.length, ids.length * 3, 'no sample lost');
-    assert.ok(
-      lines.every((l) => l.status !== 'error'),
-      'an infrastructure loss is never a score',
-    );
+    assertEachSampleOnce(lines, ids.length * 3);
     const again = lines.filter((l) => (l.cluster as { attempt: number }).attempt > 1);
     assert.ok(again.length > 0, 'some sample ran a second time');
     for (const l of again) assert.equal((l.cluster as { node: string }).node, survivor!.ip);

@@ -11,16 +11,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readResultLines, runView } from '../support/cluster/compare.ts';
-import {
-  goldEvalArgs,
-  goldIds,
-  localGoldRun,
-  POLAR_EVAL,
-  runOnCluster,
-  useTestCluster,
-} from '../support/cluster/eval.ts';
+import { goldEvalArgs, goldIds, localGoldRun, POLAR_EVAL, runOnCluster } from '../support/cluster/eval.ts';
 import type { TestNet } from '../support/cluster/netns.ts';
-import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
+import {
+  SHARD_PER_NODE,
+  type SlurmCluster,
+  slurmUnavailable,
+  useSlurmCluster,
+} from '../support/cluster/slurm.ts';
 
 const SKIP = slurmUnavailable();
 
@@ -29,23 +27,11 @@ const run = (net: TestNet, c: SlurmCluster, argv: string[], limitMs = 300_000) =
   runOnCluster(net, argv, c.env, limitMs);
 
 describe('polar eval --cluster slurm', { skip: SKIP ?? false, timeout: 590_000 }, () => {
-  const state = useTestCluster('polar-slurm-', 'slurm', (net, dir) =>
-    startSlurm(net, dir, { nodes: 2, cpus: 2 }),
-  );
+  const state = useSlurmCluster('polar-slurm-');
   const ids = goldIds;
   const polar = POLAR_EVAL;
-  // two shards, each asking a whole node (2 CPUs): one shard per node
-  const common = () => [
-    ...goldEvalArgs(ids(), 2),
-    '--cluster',
-    'slurm',
-    '--cluster-shards',
-    '2',
-    '--cluster-cpus',
-    '2',
-    '--concurrency',
-    '1',
-  ];
+  // one shard per node
+  const common = () => [...goldEvalArgs(ids(), 2), ...SHARD_PER_NODE];
   let local = '';
   const localRun = () => {
     local ||= localGoldRun(join(state.tmp, 'local'), ids(), 2);

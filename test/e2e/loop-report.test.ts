@@ -15,10 +15,10 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
-import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
-import { privateDirs, privateEnv } from '../support/capture-run.ts';
-import { ROOT, runPolar } from '../support/cli.ts';
+import { privateDirs } from '../support/capture-run.ts';
+import { runPolar } from '../support/cli.ts';
+import { coinLoopArgs, EMBEDDED_TINY, loopEnv } from '../support/coin-loop.ts';
 import { canImport, tensorboardScalars, watchTrackerImports } from '../support/trackers.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
@@ -65,55 +65,14 @@ describe('polar loop --report-to tensorboard on CPU', { skip: SKIP }, () => {
     try {
       const run = join(workdir, 'run');
       const watch = await watchTrackerImports(base);
-      const args = (steps: number) => [
-        'loop',
-        '--train-set',
-        join(ROOT, 'fixtures/loop/coin.jsonl'),
-        '--harness',
-        'pi',
-        '--backend',
-        'embedded',
-        '--model',
-        tinyLlamaSpec({ seed: 1 }),
-        '--max-tokens-cap',
-        '12',
-        // the random model's answers all stop at the cap: --overlong keep leaves them trainable
-        '--overlong',
-        'keep',
-        '--group-size',
-        '2',
-        // one task a step (fixtures/loop/coin.jsonl holds two): the shortest loop that still trains
-        '--tasks-per-step',
-        '1',
-        '--steps',
-        String(steps),
-        '--runtime',
-        'local',
-        '--allow-unsandboxed',
-        '--repos',
-        join(ROOT, 'fixtures/swe/repos'),
-        '--grade-empty-patches',
-        '--device',
-        'cpu',
-        '--lr',
-        '0.05',
-        '--concurrency',
-        '2',
-        '--agent-timeout',
-        '120',
-        '--test-timeout',
-        '60',
-        '--report-to',
-        'tensorboard',
-        '--out',
-        run,
-      ];
-      const env = {
-        ...privateEnv(home),
-        ...watch.env,
-        POLAR_OFFLINE: '1',
-        POLAR_PYTHON: python!.executable,
-      };
+      // one task a step (fixtures/loop/coin.jsonl holds two): the shortest loop that still trains
+      const args = (steps: number) =>
+        coinLoopArgs(EMBEDDED_TINY, { steps, tasksPerStep: 1, lr: '0.05', concurrency: 2, out: run }, [
+          '--grade-empty-patches',
+          '--report-to',
+          'tensorboard',
+        ]);
+      const env = loopEnv(home, python!.executable, watch.env);
       const opts = { cwd: workdir, env, extendEnv: false };
       // both runs within the test file's 600 s (scripts/test.mjs): each is killed at its limit, none outlives the test
       const first = await runPolar(args(2), { ...opts, timeoutMs: 330_000 });

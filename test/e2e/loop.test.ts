@@ -12,11 +12,11 @@ import { describe, test } from 'node:test';
 import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord, CaptureRecord, SessionRecord } from '../../src/capture/record.ts';
-import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
 import { readTrajectories } from '../../src/trajectory/reader.ts';
-import { privateDirs, privateEnv } from '../support/capture-run.ts';
+import { privateDirs } from '../support/capture-run.ts';
 import { ROOT, runPolar, startPolar } from '../support/cli.ts';
+import { coinLoopArgs, EMBEDDED_TINY, loopEnv } from '../support/coin-loop.ts';
 import { rescore } from '../support/tiny-model.ts';
 
 // the trainer's Python: .venv of `npm run setup:python` (or $POLAR_PYTHON), with torch and transformers
@@ -38,52 +38,13 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
     ensureFixtureRepos();
     const { home, workdir } = await privateDirs();
     const run = join(workdir, 'run');
-    const args = [
-      'loop',
-      '--train-set',
-      join(ROOT, 'fixtures/loop/coin.jsonl'),
-      '--eval-set',
-      join(ROOT, 'fixtures/loop/coin.jsonl'),
-      '--harness',
-      'pi',
-      '--backend',
-      'embedded',
-      '--model',
-      tinyLlamaSpec({ seed: 1 }),
-      '--max-tokens-cap',
-      '12',
-      // every answer of the random model stops at the cap of 12: --overlong mask (the default) would
-      // leave nothing to train on, and this test is about the loop's artifacts, not overlong traces
-      '--overlong',
-      'keep',
-      '--group-size',
-      '2',
-      '--tasks-per-step',
-      '2',
-      '--steps',
-      '2',
-      '--eval-every',
-      '2',
-      '--runtime',
-      'local',
-      '--allow-unsandboxed',
-      '--repos',
-      join(ROOT, 'fixtures/swe/repos'),
-      '--grade-empty-patches',
-      '--device',
-      'cpu',
-      '--lr',
-      '0.05',
-      '--concurrency',
-      '2',
-      '--agent-timeout',
-      '120',
-      '--test-timeout',
-      '60',
-      '--out',
-      run,
-    ];
-    const env = { ...privateEnv(home), POLAR_OFFLINE: '1', POLAR_PYTHON: python!.executable };
+    // --overlong keep (EMBEDDED_TINY): this test is about the loop's artifacts, not overlong traces
+    const args = coinLoopArgs(
+      EMBEDDED_TINY,
+      { steps: 2, tasksPerStep: 2, lr: '0.05', concurrency: 2, out: run },
+      ['--eval-set', join(ROOT, 'fixtures/loop/coin.jsonl'), '--eval-every', '2', '--grade-empty-patches'],
+    );
+    const env = loopEnv(home, python!.executable);
 
     // first attempt: killed while step 2 runs (after step 1 finished)
     const first = startPolar(args, { cwd: workdir, env, extendEnv: false });

@@ -6,50 +6,13 @@
  * checkpoint, the other finishes without one, each node keeps its own log.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
-import {
-  madeUpLogprobs,
-  NO_TORCH,
-  pythonWithTorch,
-  smallBatch,
-  TINY,
-  tempDir,
-  writeJsonl,
-} from '../unit/train/fixtures.ts';
-
-const probe = await pythonWithTorch();
-const BIN = fileURLToPath(new URL('../../bin/polar', import.meta.url));
-
-function train(args: string[]) {
-  return execa(process.execPath, [BIN, 'train', ...args], {
-    reject: false,
-    env: { NO_COLOR: '1', POLAR_PYTHON: probe?.python ?? '' },
-    timeout: 400_000,
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const steps = (out: string) =>
-  readFileSync(join(out, 'metrics.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, number>)
-    .filter((m) => (m as unknown as { event: string }).event === 'step');
+import { closedPort } from '../support/cli.ts';
+import { assertSameUpdate } from '../support/cluster/train-compare.ts';
+import { oneNode, polarTrain, probe, trainArgs } from '../support/cluster/train-run.ts';
+import { NO_TORCH, tempDir } from '../unit/train/fixtures.ts';
 
 describe(
   'polar train --nnodes 2 (one host, gloo on loopback)',
@@ -57,30 +20,15 @@ describe(
   () => {
     test('two nodes give one process its update; one of them checkpoints', async () => {
       const dir = await tempDir();
-      const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
-      // smallBatch's logprobs are made up: the sampling check is off (train.json)
-      const config = await madeUpLogprobs(dir);
-      const common = [
-        traj,
-        '--config',
-        config,
-        '--model',
-        TINY,
-        '--device',
-        'cpu',
-        '--batch-rollouts',
-        '4',
-        '--lr',
-        '0.01',
-      ];
+      const common = await trainArgs(dir, '0.01');
       const one = join(dir, 'one');
-      const single = await train([...common, '--out', one]);
-      assert.equal(single.exitCode, 0, single.stderr);
+      await oneNode(common, one);
 
       const two = join(dir, 'two');
-      const endpoint = `127.0.0.1:${await freePort()}`;
+      // a loopback port nothing listens on: node 0's rendezvous
+      const endpoint = `127.0.0.1:${await closedPort()}`;
       const node = (rank: number) =>
-        train([
+        polarTrain([
           ...common,
           '--out',
           two,
@@ -114,34 +62,8 @@ describe(
       );
       assert.ok(existsSync(join(two, 'worker.log')) && existsSync(join(two, 'worker-node1.log')));
 
-      const a = steps(one);
-      const b = steps(two);
-      assert.equal(b.length, a.length);
-      for (let i = 0; i < a.length; i++)
-        for (const key of ['loss', 'grad_norm', 'entropy'])
-          assert.ok(
-            Math.abs(a[i]![key]! - b[i]![key]!) <= 1e-5 * Math.max(1, Math.abs(a[i]![key]!)),
-            `step ${i + 1} ${key}: ${a[i]![key]} vs ${b[i]![key]}`,
-          );
-      // the weights after the last step, tensor by tensor
-      const compare = await execa(
-        probe!.python,
-        [
-          '-c',
-          [
-            'import sys, torch',
-            'from safetensors.torch import load_file',
-            'a, b = load_file(sys.argv[1]), load_file(sys.argv[2])',
-            'assert a.keys() == b.keys(), (a.keys(), b.keys())',
-            'print(max(float((a[k].float() - b[k].float()).abs().max()) for k in a))',
-          ].join('\n'),
-          join(one, 'step-2', 'model.safetensors'),
-          join(two, 'step-2', 'model.safetensors'),
-        ],
-        { reject: false },
-      );
-      assert.equal(compare.exitCode, 0, compare.stderr);
-      assert.ok(Number(compare.stdout.trim()) < 1e-5, `largest weight difference ${compare.stdout}`);
+      // the metrics of each step and the weights after the last, tensor by tensor, finite
+      await assertSameUpdate(probe!.python, one, two, 'step-2');
     });
   },
 );

@@ -1,6 +1,7 @@
 /**
  * argv -> the typed flags a subcommand's action receives, through the real program (src/cli.ts) with
- * every action replaced by a recorder: what each command file declares, parsed by commander, nothing run.
+ * every action replaced by a recorder: what each command file declares, parsed by commander, nothing run;
+ * and the `polar loop` argv the loop's argv tests start from (test/unit/cluster).
  */
 import { CommanderError } from 'commander';
 import { commanderMessage, program } from '../../src/cli.ts';
@@ -37,4 +38,35 @@ export function usageError(argv: string[]): string | null {
     if (error instanceof CommanderError) return commanderMessage(error);
     throw error;
   }
+}
+
+/** A policy served by vLLM at a cluster node's address: the words a loop step's `polar eval` gets as well. */
+export const SERVED_POLICY = [
+  '--backend',
+  'vllm',
+  '--backend-url',
+  'http://10.0.0.2:8000/v1',
+  '--model',
+  'Qwen/Qwen3-4B',
+];
+
+/**
+ * The least `polar loop` argv: its task file, Pi, `policy` (SERVED_POLICY unless given) and --out, then
+ * `extra`. The argv tests parse it; nothing reads the task file or writes --out unless a test runs it.
+ */
+export function loopArgv(
+  extra: string[] = [],
+  o: { policy?: string[]; trainSet?: string; out?: string } = {},
+): string[] {
+  return [
+    'loop',
+    '--train-set',
+    o.trainSet ?? 't.jsonl',
+    '--harness',
+    'pi',
+    ...(o.policy ?? SERVED_POLICY),
+    '--out',
+    o.out ?? '/tmp/x',
+    ...extra,
+  ];
 }

@@ -58,22 +58,14 @@ export function privateEnv(home: string): Record<string, string> {
   };
 }
 
-/** `polar capture -o OUT [extra]` against the vLLM server at `url` (Qwen/Qwen3-4B), the harness after `--`. */
+/** The flags of the vLLM server (or its stand-in) at `url`, serving Qwen/Qwen3-4B. */
+export function vllmFlags(url: string): string[] {
+  return ['--backend', 'vllm', '--backend-url', url, '--model', 'Qwen/Qwen3-4B'];
+}
+
+/** `polar capture -o OUT [extra]` against the vLLM server at `url` (vllmFlags), the harness after `--`. */
 export function captureArgs(out: string, url: string, harness: string[], extra: string[] = []): string[] {
-  return [
-    'capture',
-    '-o',
-    out,
-    ...extra,
-    '--backend',
-    'vllm',
-    '--backend-url',
-    url,
-    '--model',
-    'Qwen/Qwen3-4B',
-    '--',
-    ...harness,
-  ];
+  return ['capture', '-o', out, ...extra, ...vllmFlags(url), '--', ...harness];
 }
 
 /** What a script harness has before its own lines: `chat(content)` posts one user message to polar. */

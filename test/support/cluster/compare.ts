@@ -1,8 +1,10 @@
 /**
  * A run folder reduced to what must not depend on where its samples ran: result lines without timings,
  * node names and absolute paths; the report without its time and overheads; the names of every capture,
- * patch and log, and the bytes of patches and predictions.
+ * patch and log, and the bytes of patches and predictions. And what the cluster tests share to read result
+ * lines and check them after a node was lost.
  */
+import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
@@ -15,11 +17,26 @@ export interface RunView {
   gradings: Record<string, unknown>[];
 }
 
-export function readResultLines(dir: string): Record<string, unknown>[] {
-  return readFileSync(join(dir, 'results.jsonl'), 'utf8')
+/** A file's lines that hold more than white space. */
+export function nonEmptyLines(file: string): string[] {
+  return readFileSync(file, 'utf8')
     .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+    .filter((l) => l.trim());
+}
+
+export function readResultLines(dir: string): Record<string, unknown>[] {
+  return nonEmptyLines(join(dir, 'results.jsonl')).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** After a node was lost mid-run: each of `count` samples has one line, and none is scored as an error. */
+export function assertEachSampleOnce(lines: Record<string, unknown>[], count: number): void {
+  const keys = lines.map((l) => `${l.instance_id}/${l.sample}`);
+  assert.equal(new Set(keys).size, keys.length, 'no sample twice');
+  assert.equal(keys.length, count, 'no sample lost');
+  assert.ok(
+    lines.every((l) => l.status !== 'error'),
+    'an infrastructure loss is never a score',
+  );
 }
 
 export function runView(dir: string): RunView {

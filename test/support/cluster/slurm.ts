@@ -15,12 +15,15 @@
  * Each daemon listens in its own network namespace: Slurm's default ports (6817, 6818) are free there
  * by construction, so nothing here can clash with another user's Slurm on this machine.
  * No slurmdbd, no database: polar follows its jobs with squeue and their own exit files (src/cluster/slurm.ts).
+ * useSlurmCluster is the two-node cluster the Slurm end-to-end files share, SHARD_PER_NODE the flags that
+ * give each of its nodes one shard.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { chmodSync, createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { useTestCluster } from './eval.ts';
 import { netnsUnavailable, type TestNet, type TestNode } from './netns.ts';
 
 const BINARIES = ['munged', 'slurmctld', 'slurmd', 'sbatch', 'squeue', 'srun', 'scontrol', 'sinfo'];
@@ -196,3 +199,23 @@ async function until(deadline: number, ready: () => boolean | undefined, what: s
   }
   throw new Error(`slurm test cluster: ${what} not ready in time`);
 }
+
+/** The hooks of a describe on a cluster of two compute nodes of 2 CPUs each (useTestCluster, startSlurm). */
+export function useSlurmCluster(prefix: string): { net: TestNet; tmp: string; slurm: SlurmCluster } {
+  return useTestCluster(prefix, 'slurm', (net, dir) => startSlurm(net, dir, { nodes: 2, cpus: 2 }));
+}
+
+/**
+ * `--cluster slurm` on useSlurmCluster's nodes: two shards, each asking a whole node (its 2 CPUs) and
+ * running one sample at a time, so one shard runs on each node.
+ */
+export const SHARD_PER_NODE = [
+  '--cluster',
+  'slurm',
+  '--cluster-shards',
+  '2',
+  '--cluster-cpus',
+  '2',
+  '--concurrency',
+  '1',
+];

@@ -1,8 +1,8 @@
 /**
- * What the launcher tests of a training run across nodes share (train-srun.test.ts, train-ray.test.ts): the
- * run's flags and batch, the same run on one node (this machine, the reference), a launcher command run
- * on a test host under a time limit, and the check that the cluster run's checkpoint resumes on one node
- * with the update the one-node checkpoint makes.
+ * What the tests of a training run across nodes share (train-nodes, train-srun, train-ray): the run's
+ * flags and batch, `polar train` on this machine, the same run on one node (the reference), a launcher
+ * command run on a test host under a time limit, and the check that the cluster run's checkpoint resumes
+ * on one node with the update the one-node checkpoint makes.
  */
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -21,32 +21,25 @@ export const POLAR = `${process.execPath} ${BIN}`;
 export const WORKER = join(ROOT, 'src/train/worker');
 
 /** The training run's flags (less --out), its batch and train.json written into `dir`. */
-export async function trainArgs(dir: string): Promise<string[]> {
+export async function trainArgs(dir: string, lr = '0.001'): Promise<string[]> {
   const traj = await writeJsonl(join(dir, 'traj.jsonl'), smallBatch());
   // smallBatch's logprobs are made up: the sampling check is off (train.json)
   const config = await madeUpLogprobs(dir);
-  return [
-    traj,
-    '--config',
-    config,
-    '--model',
-    TINY,
-    '--device',
-    'cpu',
-    '--batch-rollouts',
-    '4',
-    '--lr',
-    '0.001',
-  ];
+  return [traj, '--config', config, '--model', TINY, '--device', 'cpu', '--batch-rollouts', '4', '--lr', lr];
+}
+
+/** `polar train ARGS` on this machine with the trainer's Python; killed after 400 s, never throws. */
+export function polarTrain(args: string[]) {
+  return execa(process.execPath, [BIN, 'train', ...args], {
+    reject: false,
+    env: { NO_COLOR: '1', POLAR_PYTHON: probe!.python },
+    timeout: 400_000,
+  });
 }
 
 /** The same run on one node (this machine), the reference. */
 export async function oneNode(args: string[], out: string): Promise<void> {
-  const r = await execa(process.execPath, [BIN, 'train', ...args, '--out', out], {
-    reject: false,
-    env: { NO_COLOR: '1', POLAR_PYTHON: probe!.python },
-    timeout: 300_000,
-  });
+  const r = await polarTrain([...args, '--out', out]);
   assert.equal(r.exitCode, 0, r.stderr);
 }
 

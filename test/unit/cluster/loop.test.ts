@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loopCluster, loopEvalWords, stepEvalArgv } from '../../../src/cluster/loop.ts';
 import { UsageError } from '../../../src/errors.ts';
-import { parseArgv } from '../../support/argv.ts';
+import { loopArgv, parseArgv, SERVED_POLICY } from '../../support/argv.ts';
 
 const ARGV = [
   'node',
@@ -17,12 +17,7 @@ const ARGV = [
   '--eval-set=held.jsonl',
   '--harness',
   'pi',
-  '--backend',
-  'vllm',
-  '--backend-url',
-  'http://10.0.0.2:8000/v1',
-  '--model',
-  'Qwen/Qwen3-4B',
+  ...SERVED_POLICY,
   '--train-model',
   'ckpt',
   '--group-size',
@@ -61,12 +56,7 @@ test("a step's eval words: the loop's flags dropped in both spellings, --harness
   assert.deepEqual(loopEvalWords(ARGV), [
     '--agent',
     'pi',
-    '--backend',
-    'vllm',
-    '--backend-url',
-    'http://10.0.0.2:8000/v1',
-    '--model',
-    'Qwen/Qwen3-4B',
+    ...SERVED_POLICY,
     '--runtime',
     'sandbox',
     '--grade-empty-patches',
@@ -126,21 +116,9 @@ test("a step's eval: its dataset, tasks, samples, folder and session meta before
 
 test('polar loop --cluster with the embedded engine is refused, naming both flags', async () => {
   const { loopOptions } = await import('../../../src/loop/command.ts');
-  const { flags } = parseArgv([
-    'loop',
-    '--train-set',
-    't.jsonl',
-    '--harness',
-    'pi',
-    '--backend',
-    'embedded',
-    '--model',
-    'tiny',
-    '--out',
-    '/tmp/x',
-    '--cluster',
-    'slurm',
-  ]);
+  const { flags } = parseArgv(
+    loopArgv(['--cluster', 'slurm'], { policy: ['--backend', 'embedded', '--model', 'tiny'] }),
+  );
   assert.throws(
     () => loopOptions(flags as never, []),
     (e: unknown) => e instanceof UsageError && /--cluster slurm with --backend embedded/.test(e.message),

@@ -1,14 +1,21 @@
 /**
  * A loop step's training across nodes (polar loop --train-nodes, src/cluster/train.ts) without a cluster:
  * the polar train words a node runs (parsed back by polar train's own parser into the request's options),
- * the srun and ray_torchrun command lines around them, and the combinations polar loop refuses.
+ * the srun and ray_torchrun command lines around them, and the combinations polar loop refuses (LoRA, from
+ * the flag or from train.json, through the CLI as a user runs it).
  */
 import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { launcherArgv, nodesTraining, trainWords } from '../../../src/cluster/train.ts';
 import { UsageError } from '../../../src/errors.ts';
 import { flagsToOptions, optionsToFlags } from '../../../src/train/options.ts';
-import { parseArgv } from '../../support/argv.ts';
+import { loopArgv, parseArgv } from '../../support/argv.ts';
+import { polarInProcess, ROOT } from '../../support/cli.ts';
+import { tempDir } from '../../support/temp.ts';
+
+const COIN = join(ROOT, 'fixtures/loop/coin.jsonl');
 
 const REQUEST = {
   trajectories: '/runs/l/step-2/traj.jsonl',
@@ -123,38 +130,49 @@ test('--train-nodes 1 is this machine; more needs --cluster', () => {
   );
 });
 
-test('polar loop refuses --train-nodes with --max-staleness >= 1, with --lora, and without --cluster', async () => {
+test('polar loop refuses --train-nodes with --max-staleness >= 1 and without --cluster', async () => {
   const { loopOptions } = await import('../../../src/loop/command.ts');
-  const base = [
-    'loop',
-    '--train-set',
-    't.jsonl',
-    '--harness',
-    'pi',
-    '--backend',
-    'vllm',
-    '--backend-url',
-    'http://10.0.0.2:8000/v1',
-    '--model',
-    'm',
-    '--out',
-    '/tmp/x',
-    '--train-nodes',
-    '2',
-  ];
+  const base = loopArgv(['--train-nodes', '2']);
   const refused = (extra: string[], pattern: RegExp) =>
     assert.throws(
       () => loopOptions(parseArgv([...base, ...extra]).flags as never, []),
       (e: unknown) => e instanceof UsageError && pattern.test(e.message),
     );
   refused(['--cluster', 'slurm', '--max-staleness', '1'], /--max-staleness 1 with --train-nodes 2/);
-  refused(['--cluster', 'slurm', '--lora'], /--lora with --train-nodes 2/);
   refused([], /--train-nodes 2 needs --cluster/);
   const o = loopOptions(parseArgv([...base, '--cluster', 'ray=10.0.0.1:6379']).flags as never, []);
   assert.equal(o.trainNodes?.nodes, 2);
   assert.equal(o.trainNodes?.engine, 'ray');
   assert.equal(o.trainNodes?.address, '10.0.0.1:6379');
   // the default: no training across nodes
-  const one = loopOptions(parseArgv(base.slice(0, -2)).flags as never, []);
+  const one = loopOptions(parseArgv(loopArgv()).flags as never, []);
   assert.equal(one.trainNodes, undefined);
+});
+
+test('LoRA with --train-nodes 2, from --lora or from the --train-config file, is refused before any rollout', async () => {
+  const dir = tempDir('polar-train-nodes-lora-');
+  const config = join(dir, 'train.json');
+  writeFileSync(config, `${JSON.stringify({ lora: true, lr: 1e-5 })}\n`);
+  const run = (name: string, extra: string[]) => {
+    const out = join(dir, name);
+    const argv = loopArgv([...extra, '--cluster', 'slurm', '--train-nodes', '2'], { trainSet: COIN, out });
+    return { out, done: polarInProcess(argv) };
+  };
+  const fromFile = run('file', ['--train-config', config]);
+  const file = await fromFile.done;
+  assert.equal(file.code, 2, file.stderr);
+  assert.ok(
+    file.stderr.includes(`"lora": true in --train-config ${config} with --train-nodes 2 is not supported`),
+    file.stderr,
+  );
+  assert.ok(file.stderr.includes(`set "lora" to false in ${config}`), file.stderr);
+  assert.match(file.stderr, /or leave --train-nodes at 1/);
+  assert.ok(!existsSync(fromFile.out), 'nothing written: refused before the first step');
+
+  const fromFlag = run('flag', ['--lora']);
+  const flag = await fromFlag.done;
+  assert.equal(flag.code, 2, flag.stderr);
+  assert.match(flag.stderr, /--lora with --train-nodes 2 is not supported/);
+  assert.match(flag.stderr, /drop --lora/);
+  assert.ok(!existsSync(fromFlag.out));
 });

@@ -1,13 +1,14 @@
 /**
  * Issue 17, items 2 and 7, over real requests on 127.0.0.1: polar gym requires its bearer token, refuses
- * a row whose instance_id or repo would leave their folders and a row carrying its own commands or image
- * (unless --trust-row-commands), reads small bodies only, and a bounded number of them at once.
+ * a row whose instance_id or repo would leave their folders (the climb looked for where it would land,
+ * inside the test's own folder whatever TMPDIR is) and a row carrying its own commands or image (unless
+ * --trust-row-commands), reads small bodies only, and a bounded number of them at once.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Backend } from '../../../src/backends/types.ts';
 import { type Gym, type GymOptions, startGym } from '../../../src/gym/server.ts';
@@ -30,19 +31,31 @@ const unusedBackend: Backend = {
   async close() {},
 };
 
-async function gymWith(extra: Partial<GymOptions> = {}): Promise<{ gym: Gym; out: string }> {
-  const out = tempDir('polar-gym-hard-');
+/** The folders a gym is given below its own fresh folder: --out is `OUT/runs`, the repositories `OUT/repos`. */
+const OUT = ['a', 'a/b', 'a/b/c', 'a/b/c/d'];
+const GIVEN = [...OUT, 'a/b/c/d/repos', 'a/b/c/d/runs'];
+
+/**
+ * A gym whose --out (`out`/runs) and repositories (`out`/repos) sit four folders down in a fresh folder
+ * (`root`): a name that climbs four levels out of any folder the gym writes in lands inside root, where
+ * a test can look, whatever TMPDIR is (with one folder of its own in TMPDIR, such a name would land in
+ * TMPDIR itself or above it, next to other programs' files).
+ */
+async function gymWith(extra: Partial<GymOptions> = {}): Promise<{ gym: Gym; out: string; root: string }> {
+  const root = tempDir('polar-gym-hard-');
+  const out = join(root, OUT.at(-1)!);
+  mkdirSync(join(out, 'repos'), { recursive: true });
   const gym = await startGym({
     harness: 'pi',
     backend: { kind: 'tokens', model: 'Qwen/Qwen3-4B' },
     backendInstance: unusedBackend,
-    runtime: new LocalRuntime({ reposDir: tempDir('polar-gym-repos-') }),
+    runtime: new LocalRuntime({ reposDir: join(out, 'repos') }),
     placement: 'host',
     out: join(out, 'runs'),
     port: 0,
     ...extra,
   });
-  return { gym, out };
+  return { gym, out, root };
 }
 
 const instance = (over: Record<string, unknown> = {}) => ({
@@ -64,8 +77,9 @@ const rowWith = (inst: Record<string, unknown>) => ({
 describe('polar gym: token, rows, bodies', () => {
   let gym: Gym;
   let out: string;
+  let root: string;
   before(async () => {
-    ({ gym, out } = await gymWith());
+    ({ gym, out, root } = await gymWith());
   });
   after(() => gym.close());
 
@@ -89,12 +103,21 @@ describe('polar gym: token, rows, bodies', () => {
   });
 
   test('an instance_id that climbs out of --out is refused; nothing is written', async () => {
-    for (const id of ['../../../../x/pwned', '..', 'a/b', 'a\\b', '']) {
+    const climb = '../../../../x/pwned';
+    // where it would land from --out, from a rollout's folder in it, or from its captures/: inside root
+    for (const from of ['runs', 'runs/t0-r0', 'runs/t0-r0/captures', 'repos'])
+      assert.ok(!relative(root, resolve(out, from, climb)).startsWith('..'), from);
+    for (const id of [climb, '..', 'a/b', 'a\\b', '']) {
       const r = await post('/run', rowWith(instance({ instance_id: id })));
       assert.equal(r.status, 400, id);
       assert.match(await message(r), /instance_id/);
     }
-    assert.equal(existsSync(resolve(out, 'runs/../../../../x')), false);
+    // nothing anywhere in root but the folders the gym was given, and no rollout folder in --out
+    const made = (await readdir(root, { recursive: true })).sort();
+    assert.deepEqual(
+      made.filter((p) => !GIVEN.includes(p)),
+      [],
+    );
     assert.deepEqual(existsSync(join(out, 'runs')) ? await readdir(join(out, 'runs')) : [], []);
   });
 

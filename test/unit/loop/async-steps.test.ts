@@ -20,25 +20,15 @@ import { observeStep } from '../../../src/loop/observe.ts';
 import type { Axis, Reporter } from '../../../src/tracking/reporter.ts';
 import { CHECKPOINT_FILES } from '../../../src/train/schema.ts';
 import { emptyStats } from '../../../src/trajectory/stats.ts';
+import { resultLine } from '../../support/results.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const tmp = tempDir('polar-async-steps-');
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-function result(task: string, sample: number, reward: number | null): ResultLine {
-  return {
-    instance_id: task,
-    repo: 'o/r',
-    sample,
-    status: reward === null ? 'error' : reward >= 1 ? 'resolved' : 'unresolved',
-    resolved: reward !== null && reward >= 1,
-    reward,
-    reason: reward === null ? 'no model answer: all 2 calls to the backend failed' : null,
-    suspicious: false,
-    durations_ms: { total: 1000, agent: 0, tests: 0, overhead: 0 },
-    agent: { calls: 2, failed_calls: reward === null ? 2 : 0 },
-  } as ResultLine;
-}
+/** a sample of 2 model calls that took a second */
+const result = (task: string, sample: number, reward: number | null): ResultLine =>
+  resultLine(task, sample, reward, { calls: 2, seconds: 1 });
 
 /** groups/g-NNNNNN/ as polar eval leaves it: results.jsonl line by line, report.json over them. */
 function groupDir(out: string, group: number, lines: ResultLine[]): string {

@@ -13,27 +13,11 @@ import { reportTargets } from '../../../src/options/parsers.ts';
 import { reportSetup } from '../../../src/options/report.ts';
 import { buildFigures, evalFigures, quantile, trainFigures } from '../../../src/tracking/figures.ts';
 import { emptyStats } from '../../../src/trajectory/stats.ts';
+import { resultLine } from '../../support/results.ts';
 
-function result(
-  task: string,
-  sample: number,
-  reward: number | null,
-  extra: Partial<ResultLine> = {},
-): ResultLine {
-  return {
-    instance_id: task,
-    repo: 'o/r',
-    sample,
-    status: reward === null ? 'error' : reward >= 1 ? 'resolved' : 'unresolved',
-    resolved: reward !== null && reward >= 1,
-    reward,
-    reason: reward === null ? 'no model answer: all 2 calls to the backend failed' : null,
-    suspicious: false,
-    durations_ms: { total: 1000 * (sample + 1), agent: 0, tests: 0, overhead: 0 },
-    agent: { calls: 4, failed_calls: reward === null ? 4 : 0 },
-    ...extra,
-  } as ResultLine;
-}
+/** a sample of 4 model calls; sample k took k + 1 seconds */
+const result = (task: string, sample: number, reward: number | null, extra: Partial<ResultLine> = {}) =>
+  resultLine(task, sample, reward, { calls: 4, seconds: sample + 1 }, extra);
 
 function reportOf(results: ResultLine[], samples: number): Report {
   const ids = [...new Set(results.map((r) => r.instance_id))];

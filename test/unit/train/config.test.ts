@@ -68,6 +68,45 @@ describe('train config', () => {
     assert.equal(resolveTrainConfig({ ...base, flags: { model: 'm', nproc: 2, device: 'cpu' } }).nproc, 2);
   });
 
+  test("LoRA across nodes (--nnodes, a loop's --train-nodes) is refused, naming the flag or the file's key", () => {
+    const nodes = { count: 2, flag: '--nnodes' };
+    const configFile = { path: '/cfg/train.json', flag: '--config' };
+    const refusal = (what: string, fix: string) => (e: unknown) =>
+      e instanceof UsageError &&
+      e.message ===
+        `${what} with --nnodes 2 is not supported: LoRA trains in one process (as with --gpus > 1), not across nodes` &&
+      e.hint!.startsWith(`${fix} to train the whole model across the nodes, or leave --nnodes at 1`);
+    assert.throws(
+      () => resolveTrainConfig({ ...base, flags: { model: 'm', lora: true }, nodes }),
+      refusal('--lora', 'drop --lora'),
+    );
+    assert.throws(
+      () => resolveTrainConfig({ ...base, file: { lora: true }, configFile, flags: { model: 'm' }, nodes }),
+      refusal('"lora": true in --config /cfg/train.json', 'set "lora" to false in /cfg/train.json'),
+    );
+    // the same LoRA on one node, and the whole model on two, are runs
+    assert.equal(
+      resolveTrainConfig({ ...base, file: { lora: true }, configFile, flags: { model: 'm' } }).lora,
+      true,
+    );
+    const one = { count: 1, flag: '--nnodes' };
+    assert.equal(
+      resolveTrainConfig({ ...base, file: { lora: true }, flags: { model: 'm' }, nodes: one }).lora,
+      true,
+    );
+    assert.equal(
+      resolveTrainConfig({ ...base, file: { lora: false }, configFile, flags: { model: 'm' }, nodes }).lora,
+      false,
+    );
+    // --gpus 2 names where LoRA came from as well
+    assert.throws(
+      () => resolveTrainConfig({ ...base, file: { lora: true }, configFile, flags: { model: 'm', gpus: 2 } }),
+      (e: unknown) =>
+        e instanceof UsageError &&
+        e.message.startsWith('"lora": true in --config /cfg/train.json with --gpus > 1'),
+    );
+  });
+
   test('--resume without --model takes the model from the checkpoint', () => {
     const c = resolveTrainConfig({ ...base, resume: '/d/ckpt', flags: {} });
     assert.equal(c.model, '/d/ckpt');

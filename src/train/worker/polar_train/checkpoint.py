@@ -7,7 +7,9 @@ The optimiser state goes through torch's own engine for state dicts across paral
 parameter name in every case, so a checkpoint of N processes (FSDP) resumes on M, one process included
 (checkpoint version 2, docs/train.md "Checkpoints, resume and failures"). Version 1 keyed it as the
 optimiser did (parameter ids in one process, names under FSDP): ids are renamed on load; a version-1
-checkpoint of several CPU processes is refused (its Adam moments are one shared buffer, below)."""
+checkpoint of several CPU processes is refused (its Adam moments are one shared buffer, below). Under FSDP
+the model's weights are gathered whole by the same engine (get_model_state_dict), not through
+FSDP.state_dict_type, which torch deprecates."""
 import hashlib
 import json
 import os
@@ -15,7 +17,12 @@ import shutil
 from typing import TYPE_CHECKING
 
 import torch
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict, set_optimizer_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_optimizer_state_dict,
+)
 
 from .model import torch_load
 from .schema import CHECKPOINT_META, CONFIG_COPY, LATEST, STATE_FILE
@@ -84,13 +91,16 @@ def replace_dir(tmp: str, final: str) -> None:
 
 
 def _state_options(trainer: "Trainer", save: bool) -> StateDictOptions:
-    """How torch's engine gathers (save) or shards (restore) the optimiser state. Under FSDP the state is
-    whole on saving; on GPUs it is gathered to rank 0's CPU memory (cpu_offload). On the CPU every rank
-    gathers it whole instead: FSDP's offload to the CPU is a no-op there (torch 2.13,
-    fsdp/_optim_utils.py, _unflatten_orig_param_states: `value.cpu()` of a CPU tensor is itself), which
-    leaves each Adam moment a view of the one all-gather buffer that the next moment's gather overwrites:
-    exp_avg and exp_avg_sq saved as one shared tensor, the NaN weights of a resumed run. Without the offload,
-    FSDP clones each moment. Restoring, every rank has read the whole file: no broadcast."""
+    """How torch's engine gathers (save) or shards (restore) the optimiser state, and gathers the model's
+    weights (save). Under FSDP both are whole on saving; on GPUs they are gathered to rank 0's CPU memory
+    (cpu_offload: FSDP's rank0_only and offload_to_cpu, torch 2.13 distributed/checkpoint/state_dict.py
+    _verify_options), the other ranks getting none. On the CPU every rank gathers them whole instead:
+    FSDP's offload to the CPU is a no-op there for the optimiser (fsdp/_optim_utils.py,
+    _unflatten_orig_param_states: `value.cpu()` of a CPU tensor is itself), which leaves each Adam moment a
+    view of the one all-gather buffer that the next moment's gather overwrites: exp_avg and exp_avg_sq saved
+    as one shared tensor, the NaN weights of a resumed run; for the model the process crashed in FSDP's clone
+    of a gathered weight (SIGSEGV, 2 CPU processes on gloo). Without the offload, FSDP clones each moment and
+    each weight. Restoring, every rank has read the whole file: no broadcast."""
     gpu = trainer.device.type == "cuda"
     return StateDictOptions(full_state_dict=trainer.dist, cpu_offload=trainer.dist and save and gpu)
 
@@ -151,12 +161,7 @@ def save(trainer: "Trainer") -> str:
     if trainer.rank == 0:
         _check_own_storage(optim_state)
     if trainer.dist:
-        from torch.distributed.fsdp import FullStateDictConfig, StateDictType
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
-        with FSDP.state_dict_type(trainer.model, StateDictType.FULL_STATE_DICT,
-                                  FullStateDictConfig(offload_to_cpu=trainer.device.type == "cuda", rank0_only=True)):
-            full = trainer.model.state_dict()
+        full = get_model_state_dict(trainer.model, options=_state_options(trainer, save=True))
         model_state = {k[len("model."):]: v for k, v in full.items() if k.startswith("model.")}
     if trainer.rank == 0:
         tmp = fresh_dir(cfg["out"], name)
