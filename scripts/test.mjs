@@ -3,10 +3,13 @@
 // runs every tier in turn and prints each one's wall time; `--tier NAME[,NAME]` runs those tiers
 // (`npm run test:unit` is `--tier unit`); paths (files or folders) run just those files. Other `--`
 // flags go to node --test. Node 20's --test does not expand globs, hence this file.
+// The fast tier runs bundled (scripts/test-bundle.mjs: one JavaScript file per test file, no tsx in the
+// test processes), unless POLAR_TEST_BUNDLE=0; the other tiers, and paths given, run the sources.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { delimiter, join, relative } from 'node:path';
 import { TIER_ORDER, TIERS, tierOf } from '../test/tiers.mjs';
+import { bundleTests } from './test-bundle.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -57,12 +60,11 @@ const env = existsSync(venvBin)
   ? { ...process.env, PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` }
   : process.env;
 
-function run(files, tierConcurrency) {
+function run(files, tierConcurrency, bundled = false) {
   const result = spawnSync(
     process.execPath,
     [
-      '--import',
-      'tsx',
+      ...(bundled ? [] : ['--import', 'tsx']),
       '--test',
       `--test-concurrency=${tierConcurrency ?? concurrency}`,
       '--test-timeout=600000',
@@ -94,7 +96,10 @@ for (const tier of tierNames ?? TIER_ORDER) {
   if (files.length === 0) continue;
   console.log(`\n# tier ${tier}: ${files.length} files (${TIERS[tier]?.about ?? 'the fast tier'})`);
   const started = performance.now();
-  const status = run(files, TIERS[tier]?.concurrency);
+  const bundled = tier === 'unit' && process.env.POLAR_TEST_BUNDLE !== '0';
+  const status = bundled
+    ? run(await bundleTests(root, files), TIERS[tier]?.concurrency, true)
+    : run(files, TIERS[tier]?.concurrency);
   const seconds = (performance.now() - started) / 1000;
   summary.push({ tier, files: files.length, seconds, ok: status === 0 });
   if (status !== 0) failed = true;

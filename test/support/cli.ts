@@ -9,6 +9,7 @@
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Serializer } from 'node:v8';
 import { execa, execaSync, type Options, type Result, type ResultPromise } from 'execa';
 
 /** The repository root. */
@@ -101,6 +102,23 @@ export interface InProcessRun {
 let inProcessQueue: Promise<unknown> = Promise.resolve();
 
 /**
+ * What every message of node's test runner starts with: a test file run by `node --test` reports to the
+ * runner on its stdout, in V8's serialization format (Node 20's v8-serializer reporter).
+ */
+const V8_HEADER = (() => {
+  const serializer = new Serializer();
+  serializer.writeHeader();
+  return serializer.releaseBuffer();
+})();
+
+/** A chunk the test runner writes on stdout (not polar's output): it goes on to the runner. */
+function isRunnerMessage(chunk: string | Uint8Array): boolean {
+  return (
+    typeof chunk !== 'string' && chunk.length > V8_HEADER.length && V8_HEADER.every((b, i) => chunk[i] === b)
+  );
+}
+
+/**
  * Runs `polar ARGS` in this process through src/cli.ts `main` (what bin/polar runs), one at a time:
  * stdout and stderr are captured, `env` is set for the run and restored after it, polar's log starts
  * from its defaults (no -q or --debug left over from the run before). No stdin, no cwd, no signals:
@@ -118,8 +136,13 @@ export function polarInProcess(
 async function runInProcess(args: string[], env: Record<string, string | undefined>): Promise<InProcessRun> {
   const out: string[] = [];
   const err: string[] = [];
-  const capture = (into: string[]) =>
+  const { write: stdoutWrite } = process.stdout;
+  const { write: stderrWrite } = process.stderr;
+  const capture = (into: string[], original: typeof process.stdout.write, stream: NodeJS.WriteStream) =>
     ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      // the test runner's own messages, written while polar runs, are not polar's output
+      if (isRunnerMessage(chunk))
+        return (original as (...a: unknown[]) => boolean).call(stream, chunk, ...rest);
       into.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
       const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
       done?.();
@@ -137,12 +160,10 @@ async function runInProcess(args: string[], env: Record<string, string | undefin
     import('../../src/cli.ts'),
     import('../../src/util/log.ts'),
   ]);
-  const { write: stdoutWrite } = process.stdout;
-  const { write: stderrWrite } = process.stderr;
   set(env);
   log.configure({ quiet: false, debug: process.env.POLAR_DEBUG === '1' });
-  process.stdout.write = capture(out);
-  process.stderr.write = capture(err);
+  process.stdout.write = capture(out, stdoutWrite, process.stdout);
+  process.stderr.write = capture(err, stderrWrite, process.stderr);
   try {
     const code = await main(['node', 'polar', ...args]);
     return { code, stdout: out.join(''), stderr: err.join('') };

@@ -11,7 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { runPolar } from '../../support/cli.ts';
+import { polarInProcess } from '../../support/cli.ts';
 
 const tmp = await mkdtemp(join(tmpdir(), 'polar-report-refusals-'));
 after(() => rm(tmp, { recursive: true, force: true }));
@@ -20,7 +20,7 @@ test('polar train --nnodes 2 --report-to tensorboard: refused, nothing made', as
   const traj = join(tmp, 'traj.jsonl');
   await writeFile(traj, '{}\n');
   const out = join(tmp, 'train-out');
-  const r = await runPolar([
+  const r = await polarInProcess([
     'train',
     traj,
     '--model',
@@ -36,7 +36,7 @@ test('polar train --nnodes 2 --report-to tensorboard: refused, nothing made', as
     '--out',
     out,
   ]);
-  assert.equal(r.exitCode, 2, r.stderr);
+  assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /--report-to with --nnodes > 1 is not supported/);
   assert.match(r.stderr, /drop --report-to .*or train on one node/);
   assert.ok(!existsSync(out), 'no run folder');
@@ -44,7 +44,7 @@ test('polar train --nnodes 2 --report-to tensorboard: refused, nothing made', as
 
 test('polar eval --cluster slurm --report-to wandb: refused before the dataset is read, nothing made', async () => {
   const out = join(tmp, 'eval-out');
-  const r = await runPolar([
+  const r = await polarInProcess([
     'eval',
     '--dataset',
     join(tmp, 'absent.jsonl'),
@@ -57,7 +57,7 @@ test('polar eval --cluster slurm --report-to wandb: refused before the dataset i
     '--out',
     out,
   ]);
-  assert.equal(r.exitCode, 2, r.stderr);
+  assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /--report-to is not supported with --cluster slurm yet/);
   assert.match(r.stderr, /drop --report-to .*--cluster ray or without --cluster/);
   assert.ok(!existsSync(out), 'no run folder');

@@ -1,24 +1,12 @@
 /** `polar doctor --backend ... --backend-url ...`: the probe's report on stdout, exit 0 only when ready. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { main } from '../../../src/cli.ts';
+import { polarInProcess } from '../../support/cli.ts';
 import { startStandin } from '../../support/vllm-standin.ts';
 
 async function doctor(args: string[]): Promise<{ code: number; out: string }> {
-  const write = process.stdout.write;
-  let out = '';
-  process.stdout.write = ((chunk: string) => {
-    out += chunk;
-    return true;
-  }) as typeof process.stdout.write;
-  const before = process.exitCode;
-  try {
-    const code = await main(['node', 'polar', 'doctor', ...args]);
-    return { code, out };
-  } finally {
-    process.stdout.write = write;
-    process.exitCode = before;
-  }
+  const { code, stdout } = await polarInProcess(['doctor', ...args]);
+  return { code, out: stdout };
 }
 
 test('polar doctor: a ready vLLM exits 0; one without tool calling exits 4 naming the flags', async () => {

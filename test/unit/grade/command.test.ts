@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gradeLogFile } from '../../../src/grade/command.ts';
-import { runPolarSync as polar, ROOT } from '../../support/cli.ts';
+import { polarInProcess as polar, ROOT } from '../../support/cli.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const DIR = join(ROOT, 'fixtures/swe-logs');
@@ -39,7 +39,7 @@ test('polar grade --repo gives the official status map of every fixture log (v4.
   assert.ok(checked >= 12 * 14);
 });
 
-test('polar grade CLI: --json, --instance report and resolved, usage errors', () => {
+test('polar grade CLI: --json, --instance report and resolved, usage errors', async () => {
   const dir = tempDir('polar-grade-');
   const row = {
     instance_id: 'django__django-1',
@@ -56,20 +56,20 @@ test('polar grade CLI: --json, --instance report and resolved, usage errors', ()
     ]),
   };
   writeFileSync(join(dir, 'row.json'), JSON.stringify(row));
-  const r = polar(['grade', log('django-runner.log'), '--instance', join(dir, 'row.json'), '--json']);
+  const r = await polar(['grade', log('django-runner.log'), '--instance', join(dir, 'row.json'), '--json']);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.equal(out.tests['Named URLs should be reversible.'], 'PASSED');
   assert.deepEqual(out.FAIL_TO_PASS.passed, ['Named URLs should be reversible.']);
   assert.deepEqual(out.PASS_TO_PASS.failed, ['A documented test that fails.']);
   assert.equal(out.resolved, false);
-  const text = polar(['grade', log('sympy-runner.log'), '--repo', 'sympy/sympy']);
+  const text = await polar(['grade', log('sympy-runner.log'), '--repo', 'sympy/sympy']);
   assert.equal(text.code, 0, text.stderr);
   assert.match(text.stdout, /^PASSED {3}test_expand$/m);
-  const noRepo = polar(['grade', log('sympy-runner.log')]);
+  const noRepo = await polar(['grade', log('sympy-runner.log')]);
   assert.equal(noRepo.code, 2);
   assert.match(noRepo.stderr, /--repo/);
-  const badParser = polar(['grade', log('sympy-runner.log'), '--repo', 'a/b', '--log-parser', 'nope']);
+  const badParser = await polar(['grade', log('sympy-runner.log'), '--repo', 'a/b', '--log-parser', 'nope']);
   assert.equal(badParser.code, 2);
   assert.match(badParser.stderr, /--log-parser nope/);
 });
