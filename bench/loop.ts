@@ -22,9 +22,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
-import { DEFAULTS } from '../src/options/defaults.ts';
 import { type AsyncDriver, type Journal, StalenessScheduler } from '../src/loop/async.ts';
-import type { OverduePolicy } from '../src/options/defaults.ts';
+import { DEFAULTS, type OverduePolicy } from '../src/options/defaults.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
