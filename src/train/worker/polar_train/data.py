@@ -37,8 +37,9 @@ class Sample:
 
 
 class Rollout:
-    def __init__(self, index, record_id, group, reward, advantage, samples):
+    def __init__(self, index, record_id, group, reward, advantage, samples, policy_version=None):
         self.index = index
+        self.policy_version = policy_version  # the policy that sampled it (polar loop), or None
         self.record_id = record_id
         self.group = group
         self.reward = reward
@@ -131,7 +132,8 @@ def build_rollouts(records: Sequence[dict], advantages: Sequence[float], need_lo
                     if lps is not None:
                         slp.append(float(lps[j]))
             samples.append(Sample(ids, sel_pos, sel_tgt, slp if lps is not None else None, adv, ri))
-        rollouts.append(Rollout(ri, rec.get("id"), rec.get("group_id"), rec.get("reward"), adv, samples))
+        rollouts.append(Rollout(ri, rec.get("id"), rec.get("group_id"), rec.get("reward"), adv, samples,
+                                rec.get("policy_version")))
     return rollouts
 
 

@@ -286,6 +286,20 @@ class SamplingCheck(Base):
         self.assertIn("sampled from another model", str(caught.exception))
         self.assertFalse(os.path.exists(os.path.join(self.dir, "o2", "latest")), "refused before any checkpoint")
 
+    def test_older_policies_samples_are_not_compared(self):
+        # polar loop --max-staleness 1: samples of version 0 trained from version 1 differ by what step 1
+        # learnt; only samples of the version being trained say whether the model is the right one
+        other = sampled_by(helpers.TINY.replace("seed=0", "seed=1"), helpers.random_records(n_groups=1))
+        stale = [dict(r, policy_version=0) for r in other]
+        self.events = []
+        t = self.run_trainer(stale, max_steps=1, sampling_gap_limit=2.0, policy_version=1, max_staleness=1)
+        self.assertEqual(t.global_step, 1)
+        self.assertTrue(any(str(e.get("message", "")).startswith("sampling check skipped") for e in self.events))
+        own_version = [dict(r, policy_version=1) for r in other]
+        with self.assertRaises(SamplingMismatch):
+            self.run_trainer(own_version, max_steps=1, sampling_gap_limit=2.0, policy_version=1, max_staleness=1,
+                             out=os.path.join(self.dir, "o3"))
+
     def test_without_tis_another_models_samples_warn(self):
         other = sampled_by(helpers.TINY.replace("seed=0", "seed=1"), helpers.random_records(n_groups=1))
         self.events = []
