@@ -10,7 +10,7 @@
  * Like validate.ts's light record, the three token arrays are only checked to be arrays (or null) here;
  * their elements are checked by validate.ts.
  */
-import type { CallRecord } from './record.ts';
+import { CALL_APIS, type CallRecord } from './record.ts';
 
 /** A check of one value: its output (as zod's would be), or FAIL with `failedAt` set to the field. */
 type Check = (value: unknown, path: string) => unknown;
@@ -108,15 +108,7 @@ export const CALL_FIELDS: Record<string, Check> = {
   id: str1,
   session: str1,
   seq: nonNegInt,
-  api: oneOf([
-    'openai-responses',
-    'anthropic-messages',
-    'openai-chat',
-    'gemini',
-    'anthropic-count-tokens',
-    'gemini-count-tokens',
-    'models',
-  ]),
+  api: oneOf(CALL_APIS),
   harness: str,
   stream: bool,
   started_at: str1,

@@ -58,21 +58,24 @@ export const callErrorSchema = z.looseObject({
   status: z.number().int(),
 });
 
+/** The wire APIs a call record may name (its `api`); the hand-written check (call-check.ts) reads them too. */
+export const CALL_APIS = [
+  'openai-responses',
+  'anthropic-messages',
+  'openai-chat',
+  'gemini',
+  'anthropic-count-tokens',
+  'gemini-count-tokens',
+  'models',
+] as const;
+
 export const callRecordSchema = z.looseObject({
   v: version,
   type: z.literal('call'),
   id: z.string().min(1),
   session: z.string().min(1),
   seq: z.number().int().nonnegative(),
-  api: z.enum([
-    'openai-responses',
-    'anthropic-messages',
-    'openai-chat',
-    'gemini',
-    'anthropic-count-tokens',
-    'gemini-count-tokens',
-    'models',
-  ]),
+  api: z.enum(CALL_APIS),
   harness: z.string(),
   stream: z.boolean(),
   started_at: isoTime,
