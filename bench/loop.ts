@@ -4,7 +4,7 @@
  * over 0 (wait), the idle fraction of the trainer and of the rollout slots, and the fraction of slot time
  * spent on samples that were then dropped (busy, so not idle, but of no use to training).
  *
- * 1. A simulated cluster driving the real scheduler (src/loop/async.ts, StalenessScheduler): a stand-in
+ * 1. A simulated cluster driving the real scheduler (at K >= 1 also under --overdue drop --oversample N) (src/loop/async.ts, StalenessScheduler): a stand-in
  *    agent whose time per sample follows a heavy-tailed distribution (Pareto, alpha 1.5: most samples are
  *    quick, a few take many times the median, as SWE tasks do), a trainer step of fixed cost, a fixed
  *    number of rollout slots. Times are virtual milliseconds (the same figures under any load;
@@ -15,7 +15,10 @@
  *    Pi, the transformers trainer (needs .venv; POLAR_BENCH_LOOP_REAL=0 skips it). Slot idle fraction from
  *    the samples' recorded durations.
  *
- * Sizes: POLAR_BENCH_LOOP_STEPS (default 8), POLAR_BENCH_LOOP_SCALE (ms per unit of sample time, 20).
+ * Sizes: POLAR_BENCH_LOOP_STEPS (default 64: long enough that the first batch's wait, which no schedule
+ * avoids, is a small part of the idle time; the real loop runs at most 3), POLAR_BENCH_LOOP_SCALE (ms per
+ * unit of sample time, 20), POLAR_BENCH_LOOP_SEED (the draws, 7), POLAR_BENCH_LOOP_OVERSAMPLE (the
+ * --oversample of the extra --overdue drop row at K >= 1, 2; 0: no such row).
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
@@ -56,6 +59,8 @@ interface Cluster {
   drawByTask: boolean;
   /** virtual milliseconds (the default) rather than real timers */
   virtual: boolean;
+  /** the draws' seed */
+  seed: number;
 }
 
 const noJournal: Journal = { append: async () => {} };
@@ -153,7 +158,7 @@ function virtualClock(): Clock {
   };
 }
 
-async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
+async function simulate(c: Cluster, K: number, overdue: OverduePolicy, oversample = 0) {
   const clock = c.virtual ? virtualClock() : realClock;
   const driver: AsyncDriver = {
     taskFor: (step, index) => `task-${(step - 1) * c.tasksPerStep + index}`,
@@ -164,7 +169,7 @@ async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
             // keyed by (group, sample): a dropped group's task launched again draws afresh, as a retry
             // of a sample does; POLAR_BENCH_LOOP_DRAW=task keys by (task, sample): a slow task stays slow
             const key = c.drawByTask ? taskIndex(plan.task) : plan.group;
-            const units = pareto(uniform(key, sample, 7), c.alpha, c.cap);
+            const units = pareto(uniform(key, sample, c.seed), c.alpha, c.cap);
             await clock.sleep(units * c.scaleMs, ctx.cancel, ctx.signal);
           }),
         ),
@@ -182,6 +187,7 @@ async function simulate(c: Cluster, K: number, overdue: OverduePolicy) {
       slots: c.slots,
       maxStaleness: K,
       overdue,
+      oversample,
       version: 0,
       journal: noJournal,
       clock: clock.now,
@@ -248,7 +254,7 @@ async function realLoop(K: number, steps: number): Promise<{ wallMs: number; slo
 }
 
 export async function benchLoop(): Promise<void> {
-  const steps = Number(process.env.POLAR_BENCH_LOOP_STEPS ?? 8);
+  const steps = Number(process.env.POLAR_BENCH_LOOP_STEPS ?? 64);
   const c: Cluster = {
     steps,
     tasksPerStep: 4,
@@ -260,6 +266,7 @@ export async function benchLoop(): Promise<void> {
     cap: 30,
     drawByTask: process.env.POLAR_BENCH_LOOP_DRAW === 'task',
     virtual: process.env.POLAR_BENCH_LOOP_CLOCK !== 'real',
+    seed: Number(process.env.POLAR_BENCH_LOOP_SEED ?? 7),
   };
   // a trainer step as long as a step's rollouts take on average (samples / slots x the Pareto mean
   // alpha / (alpha - 1)): the balance at which overlapping them pays most
@@ -267,7 +274,7 @@ export async function benchLoop(): Promise<void> {
   console.log(
     `\n## loop: simulated cluster, ${c.steps} steps x ${c.tasksPerStep} groups x ${c.groupSize} samples, ` +
       `${c.slots} slots, sample time Pareto(alpha ${c.alpha}) x ${c.scaleMs} ms (cap ${c.cap}x) drawn per ` +
-      `${c.drawByTask ? 'task' : 'group'}, trainer step ${c.trainMs} ms`,
+      `${c.drawByTask ? 'task' : 'group'} (seed ${c.seed}), trainer step ${c.trainMs} ms`,
   );
   // real timers' figures are wall times: a loaded machine stretches them (say the load with them)
   const load = () =>
@@ -280,12 +287,22 @@ export async function benchLoop(): Promise<void> {
       : `  real timers; load average at the start: ${load()}`,
   );
   let base = 0;
+  const E = Number(process.env.POLAR_BENCH_LOOP_OVERSAMPLE ?? 2);
+  // (at K = 0 no group is ever overdue: polar loop refuses --overdue drop there)
+  const policies = (K: number) =>
+    K === 0
+      ? [{ overdue: 'wait' as const, oversample: 0 }]
+      : [
+          { overdue: 'wait' as const, oversample: 0 },
+          { overdue: 'drop' as const, oversample: 0 },
+          ...(E > 0 ? [{ overdue: 'drop' as const, oversample: E }] : []),
+        ];
   for (const K of [0, 1, 2]) {
-    for (const overdue of ['wait', 'drop'] as const) {
-      const r = await simulate(c, K, overdue);
+    for (const { overdue, oversample } of policies(K)) {
+      const r = await simulate(c, K, overdue, oversample);
       if (K === 0 && overdue === 'wait') base = r.wallMs;
       console.log(
-        `  --max-staleness ${K} --overdue ${overdue}: ${(r.wallMs / 1000).toFixed(2)} s, ` +
+        `  --max-staleness ${K} --overdue ${overdue}${oversample ? ` --oversample ${oversample}` : ''}: ${(r.wallMs / 1000).toFixed(2)} s, ` +
           `speed-up ${(base / r.wallMs).toFixed(2)}x, ` +
           `idle: trainer ${pct(r.trainerIdle)} (${pct(r.trainerWaitDue)} waiting for a group the bound cannot carry), ` +
           `rollout slots ${pct(r.slotIdle)} (${pct(r.slotHeld)} while the bound held the next groups back); ` +

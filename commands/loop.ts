@@ -62,6 +62,15 @@ export function defineLoop(program: Command, report: Report): void {
         DEFAULTS.overdue,
       ),
     )
+    .addOption(
+      withDefault(
+        new Option(
+          '--oversample <n>',
+          'with --overdue drop, n groups run beyond those the staleness bound lets the next steps train; each step trains the first complete groups and what goes stale is dropped (less waiting for the long tail, more slot time spent)',
+        ).argParser(nonNegativeInt),
+        DEFAULTS.oversample,
+      ),
+    )
     .requiredOption('--out <dir>', 'run directory (run/step-N/...)')
     .addOption(
       withDefault(

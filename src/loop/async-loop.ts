@@ -68,6 +68,7 @@ export async function runAsyncSteps(
         groupSize: o.groupSize,
         maxStaleness: K,
         ...(o.overdue ? { overdue: o.overdue } : {}),
+        ...(o.oversample ? { oversample: o.oversample } : {}),
         slots: o.concurrency,
         version: first - 1,
         journal: fileJournal(journalPath),

@@ -6,7 +6,10 @@
  * group of --group-size samples of one task, trained only when all its samples are in.
  *
  * - Launch: groups are launched in order; the k-th live group is meant for step floor(k / T) + 1 (T:
- *   --tasks-per-step) and may start once version (that step - 1 - K) is published. Its samples wait for
+ *   --tasks-per-step) and may start once version (that step - 1 - K) is published, i.e. while fewer than
+ *   (version + K + 1) x T groups are live; --oversample E lets E more run (slime's over-sampling: more
+ *   groups than the steps may train, the first complete ones trained, the rest dropped when stale or
+ *   overdue, slime/rollout/sglang_rollout.py generate_rollout_async at THUDM/slime 0044b40). Its samples wait for
  *   one of the rollout slots (--concurrency), first come first served; each records the version current
  *   when its slot was given (the proxy records the version of every call, src/proxy/call.ts).
  * - Batch: step N trains the first T complete groups (in launch order) whose samples are all at most K
@@ -266,7 +269,8 @@ export class StalenessScheduler {
       const live = this.live();
       if (live >= this.o.steps * T) return;
       const meantFor = Math.floor(live / T) + 1;
-      if (meantFor - 1 - this.o.maxStaleness > this.version) return;
+      const window = (this.version + this.o.maxStaleness + 1) * T;
+      if (live >= window + (this.o.oversample ?? 0)) return;
       // --overdue drop: a dropped group's task first, so no task of the schedule is lost or doubled
       const replaces = this.relaunch.shift();
       const task = replaces?.task ?? this.driver.taskFor(meantFor, live % T);

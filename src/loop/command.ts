@@ -36,6 +36,8 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, Repor
   maxStaleness?: number;
   /** --overdue (DEFAULTS.overdue) */
   overdue?: OverduePolicy;
+  /** --oversample (DEFAULTS.oversample) */
+  oversample?: number;
   out: string;
   concurrency: number;
   reloadCmd?: string;
@@ -90,6 +92,11 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
       `--overdue ${overdue} without --max-staleness: at 0 every step waits for its own groups, none is ever overdue`,
       'give --max-staleness 1 or more with it, or drop --overdue (docs/loop.md, "Overdue groups")',
     );
+  if (f.oversample && overdue !== 'drop')
+    throw new UsageError(
+      `--oversample ${f.oversample} without --overdue drop: under ${f.maxStaleness ? '--overdue wait a step waits for its due groups, so groups beyond the window only add work that goes stale' : '--max-staleness 0 every step runs exactly its own groups'}`,
+      'give --max-staleness 1 or more and --overdue drop with it, or drop --oversample (docs/loop.md, "Over-sampling")',
+    );
   const trainModel = f.trainModel ?? backend.model;
   const rewards = rewardSetup(f, { groups: true, command: 'loop' });
   return {
@@ -111,6 +118,7 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     ...(f.maxStaleness ? { maxStaleness: f.maxStaleness } : {}),
     // (the default is left out of the options: a run's config.json reads as it did before the flag)
     ...(overdue !== DEFAULTS.overdue.value ? { overdue } : {}),
+    ...(f.oversample ? { oversample: f.oversample } : {}),
     out: f.out,
     concurrency: f.concurrency,
     agentTimeoutMs: f.agentTimeout,

@@ -63,6 +63,8 @@ export interface LoopOptions {
   maxStaleness?: number;
   /** --overdue: what a step does about a running group the bound cannot carry (absent: wait; src/loop/async.ts) */
   overdue?: OverduePolicy;
+  /** --oversample: groups in flight beyond the bound's window (absent: 0; needs overdue drop) */
+  oversample?: number;
   out: string;
   concurrency: number;
   agentTimeoutMs: number;

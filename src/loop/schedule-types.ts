@@ -74,6 +74,11 @@ export interface SchedulerOptions {
   journal: Journal;
   /** --overdue: what a step does about a running group the bound cannot carry (absent: wait) */
   overdue?: OverduePolicy;
+  /**
+   * --oversample: groups launched beyond the bound's window ((K + 1) x tasksPerStep groups past the
+   * trained ones); absent: 0
+   */
+  oversample?: number;
   /** the journal's records from an earlier attempt (--resume) */
   replay?: ScheduleRecord[];
   signal?: AbortSignal;

@@ -174,6 +174,11 @@ export const DEFAULTS = {
   maxStaleness: d(0),
   /** polar loop --overdue: a step waits for a group the staleness bound cannot carry (unbiased; it stalls) */
   overdue: d<OverduePolicy>('wait'),
+  /**
+   * polar loop --oversample (with --overdue drop): groups launched beyond the staleness bound's window,
+   * the first complete ones trained, what goes stale dropped (slot time spent for less waiting; 0: none)
+   */
+  oversample: d(0),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
 } as const;

@@ -168,6 +168,69 @@ describe('--overdue', () => {
     assert.ok(s.stats.slotWastedMs > 0 && s.stats.slotWastedMs <= s.stats.slotBusyMs);
   });
 
+  test('--oversample: groups beyond the window run; the first complete train, the stale ones go again', async () => {
+    const run = gated();
+    const journal = memoryJournal();
+    const has = (type: string, group: number) =>
+      journal.records.some((r) => r.type === type && 'group' in r && r.group === group);
+    // step 1's training lasts until the test lets it end
+    let endStep1 = () => {};
+    const step1 = new Promise<void>((resolve) => {
+      endStep1 = resolve;
+    });
+    const driver: AsyncDriver = {
+      ...run.driver,
+      async train(batch) {
+        await run.driver.train(batch);
+        if (batch.step === 1) await step1;
+      },
+    };
+    const s = new StalenessScheduler(
+      { ...options, slots: 12, overdue: 'drop', oversample: 2, journal },
+      driver,
+    );
+    const done = s.run();
+    // the window holds (K + 1) x 2 = 4 groups; 2 more run: every task of the 3 steps starts under version 0
+    await until(() => [0, 1, 2, 3, 4, 5].every((g) => run.started.get(g) === 2), 'groups 0-5 started');
+    // the first complete groups train, whatever step they were launched for
+    run.finish(1, 4);
+    await until(() => run.batches.length === 1, 'step 1 training');
+    assert.deepEqual(ids(run.batches[0]!), [1, 4]);
+    // three groups end while step 1 trains: step 2 takes two; group 0, still running, is cancelled
+    run.finish(2, 3, 5);
+    await until(() => [2, 3, 5].every((g) => has('complete', g)), 'groups 2, 3 and 5 complete');
+    endStep1();
+    await until(() => run.batches.length === 2, 'step 2 trained');
+    assert.deepEqual(ids(run.batches[1]!), [2, 3]);
+    assert.equal(run.aborted.get(0), 2);
+    // group 5 (version 0) is 2 versions old at step 3: dropped as stale, its task launched again
+    run.finishAll();
+    await done;
+    assert.equal(run.batches.length, 3);
+    checkTrained(run.batches, 1);
+    const dropped = journal.records.flatMap((r) =>
+      r.type === 'dropped' ? [[r.group, r.step, r.reason]] : [],
+    );
+    assert.deepEqual(dropped, [
+      [0, 2, 'overdue'],
+      [5, 3, 'stale'],
+    ]);
+    const trained = run.batches.flatMap((b) => b.groups);
+    assert.deepEqual(trained.map((g) => g.task).sort(), ALL_TASKS, 'every task trained once');
+    assert.deepEqual(
+      run.batches[2]!.groups.map((g) => [g.task, g.versions]),
+      [
+        ['t1-0', [1, 1]],
+        ['t3-1', [2, 2]],
+      ],
+    );
+    assert.deepEqual(
+      run.batches.map((b) => b.staleness.dropped),
+      [0, 2, 2],
+    );
+    assert.ok(s.stats.slotWastedMs > 0 && s.stats.slotWastedMs <= s.stats.slotBusyMs);
+  });
+
   test('wait: step 2 waits for the overdue group, and runs as without the option', async () => {
     const schedules: Array<{ batches: number[][]; records: ScheduleRecord[] }> = [];
     for (const overdue of ['wait', undefined] as const) {

@@ -351,6 +351,20 @@ describe('argv -> typed flags', () => {
       /^--overdue skip is not one of wait, drop/,
     );
   });
+  test('loop --oversample: 0 by default and left out of the options; needs --overdue drop', () => {
+    const base = ['loop', '--train-set', 't.jsonl', '--out', 'run', '--harness', 'pi'];
+    const options = (extra: string[]) =>
+      loopOptions(parseArgv([...base, ...extra]).flags as unknown as LoopFlags);
+    assert.equal(DEFAULTS.oversample.value, 0);
+    assert.ok(!('oversample' in options(['--max-staleness', '1', '--overdue', 'drop'])));
+    assert.equal(options(['--max-staleness', '1', '--overdue', 'drop', '--oversample', '2']).oversample, 2);
+    for (const extra of [['--max-staleness', '1'], []])
+      assert.throws(
+        () => options([...extra, '--oversample', '2']),
+        (e: unknown) => e instanceof UsageError && /^--oversample 2 without --overdue drop/.test(e.message),
+      );
+    assert.match(usageError([...base, '--oversample', '-1']) ?? '', /^--oversample -1/);
+  });
 });
 
 describe('usage errors name the flag', () => {
