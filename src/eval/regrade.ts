@@ -124,15 +124,21 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
   return { report, results: next, regraded, changed, kept: next.length - regraded };
 }
 
-/** The CLI side of `polar eval --regrade`: loads the dataset, re-grades, prints the report. */
-export async function regradeCommand(o: {
-  out: string;
-  dataset: string;
-  split?: string;
-  /** the run's --grader: with a verifier command the rows need no FAIL_TO_PASS (as when it ran) */
-  grader?: Grader;
-  json?: boolean;
-}): Promise<number> {
+/**
+ * The CLI side of `polar eval --regrade`: loads the dataset, re-grades, prints the report (on stdout, or
+ * through `print`: a caller that wants the text, such as a test, need not replace process.stdout.write).
+ */
+export async function regradeCommand(
+  o: {
+    out: string;
+    dataset: string;
+    split?: string;
+    /** the run's --grader: with a verifier command the rows need no FAIL_TO_PASS (as when it ran) */
+    grader?: Grader;
+    json?: boolean;
+  },
+  print: (text: string) => void = (text) => process.stdout.write(text),
+): Promise<number> {
   const instances = await loadDataset(o.dataset, {
     split: o.split,
     verifier: o.grader?.kind === 'verifier' || o.grader?.kind === 'judge',
@@ -141,8 +147,7 @@ export async function regradeCommand(o: {
   log.info(
     `re-graded ${outcome.regraded} samples from their logs (${outcome.changed} changed), kept ${outcome.kept}`,
   );
-  if (o.json) process.stdout.write(`${JSON.stringify(outcome.report, null, 2)}\n`);
-  else process.stdout.write(`${formatReport(outcome.report)}\n`);
+  print(o.json ? `${JSON.stringify(outcome.report, null, 2)}\n` : `${formatReport(outcome.report)}\n`);
   log.info(`rewrote ${resolve(o.out)}/{results.jsonl,report.json}`);
   return 0;
 }

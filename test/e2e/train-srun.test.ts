@@ -7,15 +7,15 @@
  * checkpoint is written once, each node ran on its own host, and the srun run's checkpoint resumed on one
  * node makes the update the 1-node checkpoint makes (it gave NaN weights before checkpoint version 2,
  * docs/train.md). A small learning rate: the tiny model stays finite. Bounded: every process has a time
- * limit, the clusters are stopped by pid and the namespaces removed in `after`.
+ * limit; the cluster (useSlurmCluster, shared with the other Slurm files) is stopped by pid and the
+ * namespaces removed in `after`.
  */
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { TestNet } from '../support/cluster/netns.ts';
+import { describe, test } from 'node:test';
 import { ROOT } from '../support/cluster/ray.ts';
-import { type SlurmCluster, slurmUnavailable, startSlurm } from '../support/cluster/slurm.ts';
+import { slurmUnavailable, useSlurmCluster } from '../support/cluster/slurm.ts';
 import { assertSameUpdate } from '../support/cluster/train-compare.ts';
 import {
   assertResumesOnOneNode,
@@ -26,23 +26,13 @@ import {
   trainArgs,
   WORKER,
 } from '../support/cluster/train-run.ts';
-import { tempDir } from '../support/temp.ts';
 import { NO_TORCH } from '../unit/train/fixtures.ts';
 
 describe(
   'polar train across 2 Slurm nodes: srun, one task per node',
   { skip: probe ? (slurmUnavailable() ?? false) : NO_TORCH, timeout: 590_000 },
   () => {
-    const state = {} as { net: TestNet; slurm: SlurmCluster; tmp: string };
-    before(async () => {
-      state.tmp = tempDir('polar-srun-train-');
-      state.net = TestNet.create(3);
-      state.slurm = await startSlurm(state.net, join(state.tmp, 'slurm'), { nodes: 2, cpus: 2 });
-    });
-    after(async () => {
-      await state.net?.destroy();
-      if (state.tmp) rmSync(state.tmp, { recursive: true, force: true });
-    });
+    const state = useSlurmCluster('polar-srun-train-');
 
     const one = () => join(state.tmp, 'one');
     const two = () => join(state.tmp, 'two');

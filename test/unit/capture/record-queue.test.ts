@@ -9,41 +9,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { newCounters, recordCalls } from '../../../src/capture/call-record.ts';
-import { CaptureWriter } from '../../../src/capture/writer.ts';
-import type { CompletedCall } from '../../../src/proxy/call.ts';
+import { completedCall, startRecording } from '../../support/call-recording.ts';
 import { tempDir } from '../../support/temp.ts';
-
-function completed(id: string): CompletedCall {
-  const now = new Date();
-  const body = { model: 'm', messages: [{ role: 'user', content: `hello ${id}` }] };
-  return {
-    id,
-    api: 'openai-chat',
-    modelCall: true,
-    stream: false,
-    startedAt: now,
-    endedAt: now,
-    ttfbMs: 1,
-    backendMs: 1,
-    totalMs: 2,
-    request: {
-      method: 'POST',
-      path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json' },
-      body,
-      raw: Buffer.from(JSON.stringify(body)),
-    },
-    canonicalRequest: null,
-    canonicalResponse: null,
-    backendRequest: null,
-    tokens: { promptTokenIds: null, completionTokenIds: null, completionLogprobs: null },
-    response: { status: 200, body: { ok: true } },
-    error: null,
-    warnings: [],
-    backendInfo: {},
-  };
-}
 
 function lines(file: string): Array<{ id: string; seq: number }> {
   const text = readFileSync(file, 'utf8');
@@ -58,14 +25,9 @@ function lines(file: string): Array<{ id: string; seq: number }> {
 for (const format of [1, 2] as const) {
   test(`format v${format}: calls are numbered at once and written on the next turn, in the order they ended`, async () => {
     const file = join(tempDir('polar-queue-'), 'c.jsonl');
-    const writer = new CaptureWriter(file, { format });
-    const counters = newCounters();
-    const complete = recordCalls(
-      { id: 's', key: 'polar-key-0123456789', harness: 'generic', tokenExact: false, writer },
-      counters,
-    );
-    complete(completed('call_b'));
-    complete(completed('call_a'));
+    const { writer, counters, complete } = startRecording(file, { format });
+    complete(completedCall('call_b'));
+    complete(completedCall('call_a'));
     assert.equal(counters.seq, 2, 'numbered when handed over');
     assert.deepEqual(lines(file), [], 'nothing written on the call path');
     assert.equal(counters.calls, 0);
@@ -84,21 +46,16 @@ for (const format of [1, 2] as const) {
 
 test('flush writes the queued calls now, and the next turn writes nothing twice', async () => {
   const file = join(tempDir('polar-queue-'), 'c.jsonl');
-  const writer = new CaptureWriter(file);
-  const counters = newCounters();
-  const complete = recordCalls(
-    { id: 's', key: 'polar-key-0123456789', harness: 'generic', tokenExact: false, writer },
-    counters,
-  );
-  complete(completed('call_1'));
-  complete(completed('call_2'));
+  const { writer, counters, complete } = startRecording(file);
+  complete(completedCall('call_1'));
+  complete(completedCall('call_2'));
   complete.flush();
   assert.deepEqual(
     lines(file).map((r) => r.id),
     ['call_1', 'call_2'],
   );
   await nextTurn();
-  complete(completed('call_3'));
+  complete(completedCall('call_3'));
   await nextTurn();
   assert.deepEqual(
     lines(file).map((r) => [r.id, r.seq]),

@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { sampleKey } from '../../../src/eval/results.ts';
 import { runEval } from '../../../src/eval/run.ts';
-import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import type { RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
+import { standInAgent } from '../../support/stand-in-agent.ts';
 import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEvalOptions, MINI } from './helpers.ts';
 
@@ -35,21 +36,7 @@ test('a cancelled run: the cut sample is handed the signal, never graded nor rec
     }
     return { ...ended, sessionId: `sess-${o.sample}`, signal: null, status: 'completed' };
   };
-  const agent = new HarnessAgent({
-    harness: 'pi',
-    backend: { kind: 'embedded', model: 'm' },
-    model: 'm',
-    placement: 'host',
-    runCapture: fake,
-    createBackend: async () => ({
-      kind: 'embedded',
-      tokenExact: true,
-      url: null,
-      generate: async function* () {},
-      countTokens: async () => ({ tokens: 0, exact: false }),
-      close: async () => {},
-    }),
-  });
+  const agent = standInAgent(fake);
   const out = join(tempDir('polar-eval-cancel-'), 'run');
   const r = await runEval(
     localEvalOptions([instance!], agent, out, { samples: 2, concurrency: 2, cancel: cancel.signal }),

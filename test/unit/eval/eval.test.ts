@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { gradingRecordSchema } from '../../../src/capture/record.ts';
 import { runEval } from '../../../src/eval/run.ts';
-import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import type { RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { gradePatch } from '../../../src/rollout/grade.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { standInAgent } from '../../support/stand-in-agent.ts';
 import { tempDir } from '../../support/temp.ts';
 import {
   fixtures,
@@ -224,22 +225,7 @@ test('harness agent seam: runCapture runs in the instance env, the capture gets 
       output: o.output,
     };
   };
-  const agent = new HarnessAgent({
-    harness: 'pi',
-    backend: { kind: 'embedded', model: 'm' },
-    model: 'm',
-    placement: 'host',
-    runCapture: fake,
-    // the backend is created once per run and handed to runCapture; a stand-in object is enough here
-    createBackend: async () => ({
-      kind: 'embedded',
-      tokenExact: true,
-      url: null,
-      generate: async function* () {},
-      countTokens: async () => ({ tokens: 0, exact: false }),
-      close: async () => {},
-    }),
-  });
+  const agent = standInAgent(fake);
   const out = join(tmp, 'harness');
   const { report, results } = await runEval(localEvalOptions([instance!], agent, out));
   assert.equal(report.counts.resolved, 1);

@@ -8,11 +8,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import type { Backend } from '../../../src/backends/types.ts';
 import { type EvalOptions, runEval } from '../../../src/eval/run.ts';
-import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import type { HarnessAgent, RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { infraFailure } from '../../../src/rollout/outcome.ts';
+import { standInAgent } from '../../support/stand-in-agent.ts';
 import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, localEvalOptions, MINI, polar } from './helpers.ts';
 
@@ -23,14 +23,6 @@ const readJsonl = (p: string) =>
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l));
-const stubBackend: Backend = {
-  kind: 'embedded',
-  tokenExact: true,
-  url: null,
-  generate: async function* () {},
-  countTokens: async () => ({ tokens: 0, exact: false }),
-  close: async () => {},
-};
 
 let instance: SweInstance;
 before(async () => {
@@ -59,17 +51,6 @@ function fakeCapture(
       output: o.output,
     };
   };
-}
-
-function agentWith(runCapture: RunCapture): HarnessAgent {
-  return new HarnessAgent({
-    harness: 'pi',
-    backend: { kind: 'embedded', model: 'm' },
-    model: 'm',
-    placement: 'host',
-    runCapture,
-    createBackend: async () => stubBackend,
-  });
 }
 
 const evalOptions = (out: string, agent: HarnessAgent, extra: Partial<EvalOptions> = {}) =>
@@ -101,7 +82,7 @@ test('infraFailure: every call failed, or no call and no completion; a harness t
 test('a harness whose calls all failed is an error: no reward, no grading record, run again by --resume', async () => {
   const out = join(tmp, 'down');
   const down = await runEval(
-    evalOptions(out, agentWith(fakeCapture({ calls: 12, errors: 12, status: 'error' }))),
+    evalOptions(out, standInAgent(fakeCapture({ calls: 12, errors: 12, status: 'error' }))),
   );
   const [line] = down.results;
   assert.equal(line!.status, 'error');
@@ -117,7 +98,7 @@ test('a harness whose calls all failed is an error: no reward, no grading record
   );
   // --resume runs it again, into a fresh capture with one session
   const again = await runEval(
-    evalOptions(out, agentWith(fakeCapture({ calls: 2, errors: 0, status: 'completed' }, applyGold)), {
+    evalOptions(out, standInAgent(fakeCapture({ calls: 2, errors: 0, status: 'completed' }, applyGold)), {
       resume: true,
     }),
   );
@@ -133,7 +114,7 @@ test('an interrupted sample is neither graded nor recorded, and --resume leaves 
   const interrupted = await runEval(
     evalOptions(
       out,
-      agentWith(
+      standInAgent(
         fakeCapture({ calls: 2, errors: 0, status: 'completed' }, (cwd) => {
           applyGold(cwd);
           controller.abort();
@@ -149,7 +130,7 @@ test('an interrupted sample is neither graded nor recorded, and --resume leaves 
   assert.ok(!existsSync(capture), 'the partial capture is set aside');
   assert.ok(!readJsonl(`${capture}.interrupted`).some((r) => r.type === 'grading'));
   const resumed = await runEval(
-    evalOptions(out, agentWith(fakeCapture({ calls: 2, errors: 0, status: 'completed' }, applyGold)), {
+    evalOptions(out, standInAgent(fakeCapture({ calls: 2, errors: 0, status: 'completed' }, applyGold)), {
       resume: true,
     }),
   );
@@ -168,7 +149,7 @@ test('a capture left by a crash (no result line) is set aside before the sample 
     `${JSON.stringify({ v: 1, type: 'session', id: 'ghost' })}\n`,
   );
   const r = await runEval(
-    evalOptions(out, agentWith(fakeCapture({ calls: 1, errors: 0, status: 'completed' }, applyGold)), {
+    evalOptions(out, standInAgent(fakeCapture({ calls: 1, errors: 0, status: 'completed' }, applyGold)), {
       resume: true,
     }),
   );

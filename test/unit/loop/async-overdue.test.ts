@@ -22,6 +22,7 @@ import {
   type ScheduleRecord,
   StalenessScheduler,
 } from '../../../src/loop/async.ts';
+import { checkBound, memoryJournal, turns } from '../../support/staleness.ts';
 import { tempDir } from '../../support/temp.ts';
 
 /**
@@ -35,10 +36,6 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   }
   assert.fail(`never happened: ${what}`);
 }
-
-const settle = async (turns = 200) => {
-  for (let i = 0; i < turns; i++) await new Promise((r) => setImmediate(r));
-};
 
 /** A driver whose samples end when `finish(group)` (or `auto`) lets them, and whose training ends at once. */
 function gated() {
@@ -99,16 +96,6 @@ function gated() {
   };
 }
 
-function memoryJournal(): Journal & { records: ScheduleRecord[] } {
-  const records: ScheduleRecord[] = [];
-  return {
-    records,
-    async append(r) {
-      records.push(r);
-    },
-  };
-}
-
 const options = { steps: 3, tasksPerStep: 2, groupSize: 2, slots: 8, version: 0, maxStaleness: 1 };
 const ids = (b: Batch) => b.groups.map((g) => g.group);
 const ALL_TASKS = ['t1-0', 't1-1', 't2-0', 't2-1', 't3-0', 't3-1'];
@@ -121,18 +108,6 @@ async function toStepTwo(run: ReturnType<typeof gated>) {
   assert.deepEqual(ids(run.batches[0]!), [1, 2]);
   await until(() => run.started.get(4) === 2, 'group 4 started under version 1');
   run.finish(3, 4);
-}
-
-function checkTrained(batches: Batch[], K: number) {
-  const seen = new Set<number>();
-  for (const b of batches) {
-    assert.equal(b.groups.length, 2, `step ${b.step} trains 2 groups`);
-    for (const g of b.groups) {
-      assert.ok(!seen.has(g.group), `group ${g.group} trained once`);
-      seen.add(g.group);
-      for (const v of g.versions) assert.ok(b.step - 1 - v <= K, `step ${b.step}: version ${v}`);
-    }
-  }
 }
 
 describe('--overdue', () => {
@@ -159,7 +134,7 @@ describe('--overdue', () => {
     run.finishAll();
     await done;
     assert.equal(run.batches.length, 3);
-    checkTrained(run.batches, 1);
+    checkBound(run.batches, 1);
     const trained = run.batches.flatMap((b) => b.groups);
     assert.ok(!trained.some((g) => g.group === 0), 'the cancelled group is never trained');
     assert.ok(trained.some((g) => g.group === replacement.group));
@@ -239,7 +214,7 @@ describe('--overdue', () => {
       const s = new StalenessScheduler({ ...options, ...(overdue ? { overdue } : {}), journal }, run.driver);
       const done = s.run();
       await toStepTwo(run);
-      await settle();
+      await turns(200);
       assert.equal(run.batches.length, 1, 'step 2 waits for group 0');
       assert.equal(run.aborted.get(0), undefined, 'nothing cancelled');
       run.finish(0);
@@ -247,7 +222,7 @@ describe('--overdue', () => {
       assert.deepEqual(ids(run.batches[1]!), [0, 3], 'group 0 carried into step 2');
       run.finishAll();
       await done;
-      checkTrained(run.batches, 1);
+      checkBound(run.batches, 1);
       assert.ok(!journal.records.some((r) => 'reason' in r || 'replaces' in r));
       schedules.push({ batches: run.batches.map(ids), records: journal.records });
     }
@@ -287,7 +262,7 @@ describe('--overdue', () => {
       [2, 3],
     );
     const batches = [...first.batches, ...second.batches];
-    checkTrained(batches, 1);
+    checkBound(batches, 1);
     const trained = batches.flatMap((b) => b.groups);
     assert.ok(!trained.some((g) => g.group === 0), 'the dropped group is never trained');
     assert.equal(second.runs.get(0), undefined, 'nor run again');

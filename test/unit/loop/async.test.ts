@@ -17,25 +17,11 @@ import {
   type AsyncDriver,
   type Batch,
   fileJournal,
-  type Journal,
   readJournal,
-  type ScheduleRecord,
   StalenessScheduler,
 } from '../../../src/loop/async.ts';
+import { checkBound, memoryJournal, turns } from '../../support/staleness.ts';
 import { tempDir } from '../../support/temp.ts';
-
-const turns = async (n: number) => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
-};
-
-function memoryJournal(records: ScheduleRecord[] = []): Journal & { records: ScheduleRecord[] } {
-  return {
-    records,
-    async append(r) {
-      records.push(r);
-    },
-  };
-}
 
 interface Event {
   kind: 'launch' | 'sample' | 'sample-end' | 'train-start' | 'train-end';
@@ -82,22 +68,6 @@ function standIn(opts: {
 }
 
 const base = { steps: 4, tasksPerStep: 2, groupSize: 2, slots: 4, version: 0 };
-
-function checkBound(batches: Batch[], K: number) {
-  const seen = new Set<number>();
-  for (const b of batches) {
-    assert.equal(b.groups.length, 2, `step ${b.step} trains 2 groups`);
-    for (const g of b.groups) {
-      assert.ok(!seen.has(g.group), `group ${g.group} trained once`);
-      seen.add(g.group);
-      for (const v of g.versions) {
-        assert.ok(b.step - 1 - v <= K, `step ${b.step}: a sample of version ${v} (bound ${K})`);
-        assert.ok(v <= b.step - 1, 'no sample from a version not yet published');
-      }
-    }
-    assert.ok(b.staleness.max <= K);
-  }
-}
 
 describe('the staleness scheduler', () => {
   test('K = 0: each step samples only from the newest policy, the next step starts after it', async () => {

@@ -7,10 +7,9 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { newCounters, recordCalls } from '../../../src/capture/call-record.ts';
-import { CaptureWriter } from '../../../src/capture/writer.ts';
-import type { CompletedCall } from '../../../src/proxy/call.ts';
+import { newCounters } from '../../../src/capture/call-record.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../../src/util/json-depth.ts';
+import { completedCall, startRecording } from '../../support/call-recording.ts';
 import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts';
 import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
@@ -113,23 +112,11 @@ describe('deeply nested request bodies', () => {
 describe('recording never throws into the call path', () => {
   test('a record too deep to serialise is written degraded, and session counters agree', async () => {
     const dir = tempDir('polar-nested-');
-    const writer = new CaptureWriter(join(dir, 'c.jsonl'));
-    const counters = newCounters();
     const key = 'polar-key-abc';
-    const complete = recordCalls({ id: 's', key, harness: 'generic', tokenExact: false, writer }, counters);
+    const { writer, counters, complete } = startRecording(join(dir, 'c.jsonl'), { key });
     let deep: unknown = [];
     for (let i = 0; i < 20_000; i++) deep = [deep];
-    const now = new Date();
-    const call: CompletedCall = {
-      id: 'call_1',
-      api: 'openai-chat',
-      modelCall: true,
-      stream: false,
-      startedAt: now,
-      endedAt: now,
-      ttfbMs: 1,
-      backendMs: 1,
-      totalMs: 2,
+    const call = completedCall('call_1', {
       request: {
         method: 'POST',
         path: '/v1/chat/completions',
@@ -138,14 +125,7 @@ describe('recording never throws into the call path', () => {
         raw: Buffer.from(`{"deep":"(text)","note":"${key}"}`),
       },
       canonicalRequest: { deep } as never,
-      canonicalResponse: null,
-      backendRequest: null,
-      tokens: { promptTokenIds: null, completionTokenIds: null, completionLogprobs: null },
-      response: { status: 200, body: { ok: true } },
-      error: null,
-      warnings: [],
-      backendInfo: {},
-    };
+    });
     assert.doesNotThrow(() => complete(call));
     // records are written off the response path (next event-loop turn); flush writes them now
     assert.doesNotThrow(() => complete.flush());

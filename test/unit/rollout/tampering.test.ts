@@ -8,11 +8,11 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import type { Backend } from '../../../src/backends/types.ts';
 import { runEval } from '../../../src/eval/run.ts';
-import { HarnessAgent, type RunCapture } from '../../../src/rollout/agents.ts';
+import type { RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { detectTampering } from '../../../src/rollout/tampering.ts';
+import { standInAgent } from '../../support/stand-in-agent.ts';
 import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from '../eval/helpers.ts';
 
@@ -150,15 +150,6 @@ test(
   },
 );
 
-const stubBackend: Backend = {
-  kind: 'embedded',
-  tokenExact: true,
-  url: null,
-  generate: async function* () {},
-  countTokens: async () => ({ tokens: 0, exact: false }),
-  close: async () => {},
-};
-
 /** every file under `dir` but .git's, with its text */
 function tree(dir: string): Array<[string, string]> {
   const out: Array<[string, string]> = [];
@@ -209,14 +200,7 @@ test("the agent's environment holds none of the grader's files: no test patch, n
       output: o.output,
     };
   };
-  const agent = new HarnessAgent({
-    harness: 'pi',
-    backend: { kind: 'embedded', model: 'm' },
-    model: 'm',
-    placement: 'host',
-    runCapture: capture,
-    createBackend: async () => stubBackend,
-  });
+  const agent = standInAgent(capture);
   // two samples one after the other: the second agent runs once the first one's test log is written
   const r = await runEval(localEvalOptions([instance], agent, out, { samples: 2 }));
   assert.deepEqual(

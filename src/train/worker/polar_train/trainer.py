@@ -48,6 +48,19 @@ def resolve(config: dict) -> dict:
     return cfg
 
 
+def refuse_multiprocess_lora(cfg: dict, world: int) -> None:
+    """LoRA trains in one process: the adapter is merged into the model's weights when a checkpoint is saved
+    (peft, model.py save_pretrained), which FSDP shards over the processes. polar's launchers refuse it
+    (src/train/config.ts resolveTrainConfig); a worker started some other way (torchrun or srun by hand)
+    refuses it here, on every rank, before a process group is opened or a model loaded."""
+    if cfg.get("lora") and world > 1:
+        raise ConfigError(
+            'config: "lora": true with %d processes (WORLD_SIZE=%d) is not supported: LoRA trains in one process, '
+            "its adapter merged into weights that FSDP shards over the processes; set \"lora\" to false to train "
+            "the whole model across the processes, or start one process (torchrun --nproc_per_node 1 on one node; "
+            "polar train --gpus 1) to train LoRA" % (world, world))
+
+
 def lr_lambda(schedule: str, warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
     def f(update: int) -> float:
         if warmup > 0 and update < warmup:
@@ -71,6 +84,7 @@ class Trainer:
         self.emit = emit
         self.rank = int(os.environ.get("RANK", "0"))
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        refuse_multiprocess_lora(self.cfg, self.world)
         self.dist = self.world > 1 or bool(self.cfg["fsdp"])  # fsdp: FSDP even for one process (bench)
         self.device = self._device()
         self.last_checkpoint: Optional[str] = None

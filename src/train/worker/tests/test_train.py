@@ -4,6 +4,7 @@ import os
 import tempfile
 import unittest
 from contextlib import redirect_stdout
+from unittest import mock
 
 import torch
 
@@ -240,6 +241,25 @@ class Entry(Base):
         code, events = self.run_main(dict(base, debug_inject_nan_step=1))
         self.assertEqual(code, 3)
         self.assertEqual(events[-1]["kind"], "non_finite")
+
+    def test_lora_with_several_processes_is_refused_before_anything_starts(self):
+        traj = helpers.write_jsonl(os.path.join(self.dir, "t.jsonl"), helpers.random_records(n_groups=1))
+        out = os.path.join(self.dir, "o")
+        config = {"trajectories": traj, "model": helpers.TINY, "out": out, "device": "cpu", "lora": True}
+        # rank 1 of 2, as torchrun or srun would start it without polar's launcher
+        with mock.patch.dict(os.environ, {"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1"}):
+            code, events = self.run_main(config)
+        self.assertEqual(code, 1)
+        self.assertEqual(events[-1]["event"], "error")
+        self.assertEqual(events[-1]["kind"], "config")
+        message = events[-1]["message"]
+        self.assertIn('"lora": true with 2 processes', message)
+        self.assertIn('set "lora" to false', message)
+        self.assertIn("--nproc_per_node 1", message)
+        self.assertFalse(os.path.exists(out), "refused before the run wrote anything")
+        # one process: the same config trains
+        code, events = self.run_main(dict(config, max_steps=1, sampling_gap_limit=0))
+        self.assertEqual(code, 0, events[-1])
 
 
 def _has(name):
