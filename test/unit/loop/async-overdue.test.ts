@@ -182,7 +182,7 @@ describe('--overdue', () => {
     run.finishAll();
     await done;
     assert.equal(run.batches.length, 3);
-    checkTrained(run.batches, 1);
+    checkBound(run.batches, 1);
     const dropped = journal.records.flatMap((r) =>
       r.type === 'dropped' ? [[r.group, r.step, r.reason]] : [],
     );
