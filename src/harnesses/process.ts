@@ -2,7 +2,9 @@
  * Runs one harness process for `polar capture`: its own process group (so polar can end everything it
  * started) unless it reads polar's terminal, a watchdog that ends it if polar dies (rundir.ts), polar's
  * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, a timeout that takes the group down too, and
- * an abort signal that ends this harness's group alone (polar loop cancelling one group's samples).
+ * an abort signal that ends this harness's group alone (polar loop cancelling one group's samples). A
+ * harness that runs elsewhere through a client here (`docker exec`) outlives its client: whoever launched
+ * it removes its container after it ends, and the watchdog does (`orphaned`) if polar dies first.
  */
 import { realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -59,6 +61,8 @@ export interface HarnessProcessOptions {
   runDir: string | null;
   /** ends this harness alone: SIGTERM to its group (SIGKILL 5 s later), the result `interrupted` */
   signal?: AbortSignal;
+  /** run by the watchdog if polar dies while the harness runs, after it ended the group (a container's `rm -f`) */
+  orphaned?: string[];
 }
 
 export interface HarnessProcessResult {
@@ -126,7 +130,8 @@ export async function runHarnessProcess(
       forceKillAfterDelay: 5000,
       ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
     });
-    watchdog = child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir) : undefined;
+    watchdog =
+      child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir, options.orphaned) : undefined;
     if (options.signal) {
       if (options.signal.aborted) onAbort();
       else options.signal.addEventListener('abort', onAbort, { once: true });
