@@ -60,6 +60,8 @@ export interface CaptureRunOptions {
     cwd: string;
     env: Record<string, string>;
     close(): Promise<void>;
+    /** what ends the harness where it runs should polar die (HarnessLaunch.orphaned) */
+    orphaned?: string[];
   }>;
   onCall?: (record: CallRecord) => void;
   /** ends the harness (its process group) as a forwarded interrupt does: the session ends `interrupted` */
@@ -228,7 +230,12 @@ function harnessNotFound(file: string, harness: string): EnvironmentError {
 
 /** Spawns the harness (as launched, or as prepared) and says when it could not start at all. */
 async function startHarness(
-  launch: { command: string[]; cwd?: string | undefined; env: Record<string, string> },
+  launch: {
+    command: string[];
+    cwd?: string | undefined;
+    env: Record<string, string>;
+    orphaned?: string[] | undefined;
+  },
   options: CaptureRunOptions,
   runDir: string,
   profileName: string,
@@ -243,6 +250,7 @@ async function startHarness(
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     runDir: options.keepRunDir ? null : runDir,
+    ...(launch.orphaned?.length ? { orphaned: launch.orphaned } : {}),
   });
   const { result } = run;
   if (result.failed && result.exitCode === undefined && !result.signal && !result.timedOut) {

@@ -2,8 +2,12 @@
  * Runs one harness process for `polar capture`: its own process group (so polar can end everything it
  * started) unless it reads polar's terminal, a watchdog that ends it if polar dies (rundir.ts), polar's
  * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, a timeout that takes the group down too, and
- * an abort signal that ends this harness's group alone (polar loop cancelling one group's samples).
+ * an abort signal that ends this harness alone (polar loop cancelling one group's samples): its group, and
+ * what it started in other groups (a detached tool, as Pi runs its bash tool), walked by parent pid. A
+ * harness that runs elsewhere through a client here (`docker exec`) outlives its client: whoever launched
+ * it removes its container after it ends, and the watchdog does (`orphaned`) if polar dies first.
  */
+import { spawnSync } from 'node:child_process';
 import { realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { execa, type Result } from 'execa';
@@ -49,6 +53,25 @@ export function harnessSearchPath(path = process.env.PATH ?? ''): string {
   return [...local, dirname(process.execPath), path].join(delimiter);
 }
 
+/**
+ * `roots` and their descendants now, by parent pid (`ps`, as the watchdog walks them): a tool the harness
+ * started in a session of its own (Pi's bash tool: `detached`) is outside the harness's process group but
+ * keeps its parent link while the harness lives.
+ */
+export function processTree(roots: number[]): number[] {
+  const ps = spawnSync('ps', ['-A', '-o', 'pid=,ppid='], { encoding: 'utf8' });
+  const children = new Map<number, number[]>();
+  for (const line of (ps.stdout ?? '').split('\n')) {
+    const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+    if (!pid || ppid === undefined) continue;
+    children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  }
+  const out = [...roots];
+  for (let i = 0; i < out.length; i++)
+    for (const c of children.get(out[i]!) ?? []) if (!out.includes(c)) out.push(c);
+  return out;
+}
+
 export interface HarnessProcessOptions {
   cwd?: string;
   env: Record<string, string>;
@@ -57,8 +80,13 @@ export interface HarnessProcessOptions {
   timeoutMs?: number;
   /** removed by the watchdog if polar dies (null: keep it) */
   runDir: string | null;
-  /** ends this harness alone: SIGTERM to its group (SIGKILL 5 s later), the result `interrupted` */
+  /**
+   * ends this harness alone: SIGTERM to its group and its descendants in other groups (SIGKILL 5 s later,
+   * or once it has ended), the result `interrupted`
+   */
   signal?: AbortSignal;
+  /** run by the watchdog if polar dies while the harness runs, after it ended the group (a container's `rm -f`) */
+  orphaned?: string[];
 }
 
 export interface HarnessProcessResult {
@@ -99,13 +127,26 @@ export async function runHarnessProcess(
     handlers.set(name, handler);
     process.on(name, handler);
   }
-  // an abort (`signal`): the harness's group is ended by its pid, as a forwarded signal ends it
+  // an abort (`signal`): the harness's group is ended by its pid, as a forwarded signal ends it, and so
+  // are its descendants in other groups (walked before the harness dies and they lose their parent)
   let forceKill: NodeJS.Timeout | undefined;
+  let abortTree: number[] | null = null;
+  const signalTree = (pids: number[], name: NodeJS.Signals) => {
+    signalHarness(name);
+    for (const pid of pids.slice(1))
+      try {
+        process.kill(pid, name);
+      } catch {}
+  };
   const onAbort = () => {
     interrupted = true;
     log.debug('capture: the run was cancelled, ending the harness');
-    signalHarness('SIGTERM');
-    forceKill = setTimeout(() => signalHarness('SIGKILL'), 5000);
+    const pid = child?.pid;
+    const tree = pid === undefined ? [] : processTree([pid]);
+    abortTree = tree;
+    signalTree(tree, 'SIGTERM');
+    // what the tree started since, too (a descendant's own children keep their parent link)
+    forceKill = setTimeout(() => signalTree(processTree(tree), 'SIGKILL'), 5000);
     forceKill.unref();
   };
   let watchdog: ReturnType<typeof startWatchdog> | undefined;
@@ -126,7 +167,8 @@ export async function runHarnessProcess(
       forceKillAfterDelay: 5000,
       ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
     });
-    watchdog = child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir) : undefined;
+    watchdog =
+      child.pid !== undefined ? startWatchdog(child.pid, group, options.runDir, options.orphaned) : undefined;
     if (options.signal) {
       if (options.signal.aborted) onAbort();
       else options.signal.addEventListener('abort', onAbort, { once: true });
@@ -137,6 +179,8 @@ export async function runHarnessProcess(
     return { result, interrupted };
   } finally {
     if (forceKill) clearTimeout(forceKill);
+    // a cancelled harness has ended: what it started and left behind goes now
+    if (abortTree) signalTree(processTree(abortTree), 'SIGKILL');
     options.signal?.removeEventListener('abort', onAbort);
     watchdog?.release();
     for (const [name, handler] of handlers) process.off(name, handler);

@@ -65,10 +65,17 @@ export interface Watchdog {
 
 /**
  * Starts the watchdog for a running harness: a small node process in its own process group that ends
- * the harness (its group when `group`, else its process tree) and removes `runDir` if polar dies first.
+ * the harness (its group when `group`, else its process tree), runs `orphaned` (a command that ends what
+ * runs elsewhere: a container's `rm -f`) and removes `runDir` if polar dies first.
  */
-export function startWatchdog(harnessPid: number, group: boolean, runDir: string | null): Watchdog {
-  const child = spawn(process.execPath, [WATCHDOG, String(harnessPid), group ? '1' : '0', runDir ?? '-'], {
+export function startWatchdog(
+  harnessPid: number,
+  group: boolean,
+  runDir: string | null,
+  orphaned: string[] = [],
+): Watchdog {
+  const args = [WATCHDOG, String(harnessPid), group ? '1' : '0', runDir ?? '-', ...orphaned];
+  const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ['pipe', 'ignore', 'ignore'],
   });

@@ -4,11 +4,16 @@
 // exits. If the pipe closes without `done`, polar died (SIGKILL, OOM, a crash): the watchdog ends the
 // harness and what it started, then removes the private run dir. Polar's own exit path does both itself.
 //
+// A harness that runs elsewhere through a client on this host (`docker exec`: the process in the container
+// outlives its client, moby/moby#9098) comes with a command that ends it there (`docker rm -f <container>`),
+// run once the client is ended.
+//
 // usage: node watchdog.mjs <harness pid> <group: 1 when the harness leads its own process group> <run dir | ->
+//        [command that ends the harness where it runs, and its arguments]
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 
-const [pidArg, groupArg, runDir] = process.argv.slice(2);
+const [pidArg, groupArg, runDir, ...orphaned] = process.argv.slice(2);
 const pid = Number(pidArg);
 const group = groupArg === '1';
 let input = '';
@@ -67,6 +72,8 @@ async function onClose() {
     for (let i = 0; i < 30 && pids.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
     signal(pids, 'SIGKILL');
   }
+  // bounded: an engine that hangs must not keep the watchdog forever
+  if (orphaned.length > 0) spawnSync(orphaned[0], orphaned.slice(1), { stdio: 'ignore', timeout: 60_000 });
   if (runDir && runDir !== '-') rmSync(runDir, { recursive: true, force: true });
   process.exit(0);
 }

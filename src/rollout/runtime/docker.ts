@@ -335,7 +335,13 @@ class ContainerEnv implements InstanceEnv {
       argv = [CONTAINER_NODE, CONTAINER_FORWARDER, `${target.port}=${bridge.socket}`, '--', ...argv];
     }
     const launched = this.dialect.launch(this.name, argv, request.passEnv, request.env);
-    return { ...launched, cwd: tmpdir(), close: async () => bridge?.close() };
+    return {
+      ...launched,
+      cwd: tmpdir(),
+      close: async () => bridge?.close(),
+      // polar dead: its watchdog removes the container, and the harness in it (killing the exec client does not)
+      orphaned: this.dialect.remove(this.name),
+    };
   }
 
   envSetup(setup: EnvSetup): string[] {

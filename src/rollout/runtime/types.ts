@@ -73,6 +73,12 @@ export interface HarnessLaunch {
   env: Record<string, string>;
   /** stops what the launch started on the host (the proxy's socket bridge); called once the harness ended */
   close(): Promise<void>;
+  /**
+   * the command that ends the harness where it really runs, should polar die while it runs (the harness
+   * watchdog runs it): a container's `rm -f`, since ending the `exec` client on this host leaves the
+   * process in the container running (moby/moby#9098); absent where ending the client's group is enough
+   */
+  orphaned?: string[];
 }
 
 /** A limit a run hit, as reported on the sample's result line (`agent.limit`). */

@@ -1,7 +1,8 @@
 /**
  * A harness run's abort signal (src/harnesses/process.ts; polar loop --overdue drop cancels one group's
  * samples through it): aborting one run ends that harness's process group, by its pid, as a forwarded
- * interrupt does (the result says interrupted), and leaves another harness running beside it alone.
+ * interrupt does (the result says interrupted), and leaves another harness running beside it alone; what
+ * the harness started in a session of its own (a detached tool) ends with it.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -70,4 +71,40 @@ test('an aborted harness run ends that harness alone, as interrupted', async () 
   // a run aborted before it starts is ended as soon as it is spawned
   const r3 = await harness(join(dir, 'three'), AbortSignal.abort());
   assert.equal(r3.interrupted, true);
+});
+
+/** ended, its parent not yet told (a zombie is no process of the harness's any more) */
+const zombie = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
+  } catch {
+    return true;
+  }
+};
+
+test('an aborted harness run ends what the harness started in a session of its own too', async () => {
+  // a harness that starts a tool as Pi starts its bash tool (detached: a session and group of its own)
+  // and, unlike Pi, leaves it behind when it is ended
+  const dir = tempDir('polar-harness-abort-tool-');
+  const tool = `require('fs').writeFileSync(${JSON.stringify(join(dir, 'tool'))}, String(process.pid)); setTimeout(() => process.exit(3), 60000);`;
+  const script = `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(tool)}], { detached: true, stdio: 'ignore' }).unref(); setTimeout(() => process.exit(3), 60000);`;
+  const cancel = new AbortController();
+  const run = runHarnessProcess(process.execPath, ['-e', script], {
+    env: {},
+    stdio: 'pipe',
+    stdin: 'ignore',
+    runDir: null,
+    signal: cancel.signal,
+  });
+  const toolPid = await pidIn(join(dir, 'tool'));
+  cancel.abort(new Error('cancelled'));
+  const r = await run;
+  assert.equal(r.interrupted, true);
+  let gone = false;
+  for (let i = 0; i < 500 && !gone; i++) {
+    gone = !alive(toolPid) || zombie(toolPid);
+    if (!gone) await new Promise((r) => setTimeout(r, 20));
+  }
+  if (!gone) process.kill(toolPid, 'SIGKILL');
+  assert.ok(gone, 'the tool in its own session ended with the cancelled harness');
 });
