@@ -38,6 +38,7 @@ const LOOP_ONLY: Record<string, boolean> = {
   '--lr': true,
   '--max-staleness': true,
   '--overdue': true,
+  '--oversample': true,
   '--overlong': true,
   '--overlong-buffer': true,
   '--dynamic-sampling': true,
