@@ -66,14 +66,17 @@ export async function waitForBackend(
   let lastTick = 0;
   let why = '';
   for (;;) {
-    const left = deadline - Date.now();
+    // one poll waits 5 s at most, and never past the deadline (a server that takes connections and never
+    // answers kept a 2 s wait going 10 s: two whole 5 s polls)
+    const pollMs = Math.max(100, Math.min(5000, deadline - Date.now()));
     const outcome = nemo
       ? await postJson(
           url,
           { model: options.model, prompt: 'ok' },
-          { signal: AbortSignal.timeout(5000), timeoutMs: 5000, headers },
+          { signal: AbortSignal.timeout(pollMs), timeoutMs: pollMs, headers },
         )
-      : await getJson(url, { timeoutMs: 5000, headers });
+      : await getJson(url, { timeoutMs: pollMs, headers });
+    const left = deadline - Date.now();
     if (outcome.ok) return;
     // any HTTP answer but a gateway's 502/503 means the server is up (what it says, the probe judges)
     const f = outcome.fault;

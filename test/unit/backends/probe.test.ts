@@ -196,6 +196,27 @@ describe('waitForBackend', () => {
     assert.deepEqual(paths, ['/v1/models Bearer k']);
   });
 
+  test('a server that takes connections and never answers: the wait ends at its deadline, not a poll later', async () => {
+    const { createServer: tcpServer } = await import('node:net');
+    const held: import('node:net').Socket[] = [];
+    const silent = tcpServer((socket) => held.push(socket));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
+    const t0 = Date.now();
+    try {
+      await assert.rejects(
+        waitForBackend({ kind: 'vllm', url, model: 'm' }, { timeoutMs: 1500 }),
+        /did not answer within 2 s/,
+      );
+      // each poll used to wait its whole 5 s: a 1.5 s wait ended after 10 s
+      const took = Date.now() - t0;
+      assert.ok(took < 4500, `a 1.5 s wait took ${took} ms`);
+    } finally {
+      for (const socket of held) socket.destroy();
+      silent.close();
+    }
+  });
+
   test('gives up after --backend-timeout with one line naming the URL', async () => {
     const { server, url } = await serve(() => {});
     await new Promise<void>((r) => server.close(() => r()));
