@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { delimiter, join, relative } from 'node:path';
-import { TIER_ORDER, TIERS, tierOf } from '../test/tiers.mjs';
+import { SLOWEST_FIRST, startOrder, TIER_ORDER, TIERS, tierOf, UNIT_CONCURRENCY } from '../test/tiers.mjs';
 import { bundleTests } from './test-bundle.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -53,6 +53,13 @@ for (const [name, tier] of Object.entries(TIERS)) {
   }
 }
 
+for (const entry of SLOWEST_FIRST) {
+  if (!existsSync(join(root, entry))) {
+    console.error(`test/tiers.mjs: SLOWEST_FIRST names ${entry}, which does not exist`);
+    process.exit(2);
+  }
+}
+
 const concurrency = process.env.POLAR_TEST_CONCURRENCY ?? '2';
 // the Python environment of `npm run setup:python` first on PATH: its python3 has pytest (SWE fixtures)
 const venvBin = join(root, '.venv', 'bin');
@@ -92,13 +99,13 @@ if (targets.length > 0) {
 const summary = [];
 let failed = false;
 for (const tier of tierNames ?? TIER_ORDER) {
-  const files = all.filter((f) => tierOf(f) === tier);
+  const files = startOrder(all.filter((f) => tierOf(f) === tier));
   if (files.length === 0) continue;
   console.log(`\n# tier ${tier}: ${files.length} files (${TIERS[tier]?.about ?? 'the fast tier'})`);
   const started = performance.now();
   const bundled = tier === 'unit' && process.env.POLAR_TEST_BUNDLE !== '0';
   const status = bundled
-    ? run(await bundleTests(root, files), TIERS[tier]?.concurrency, true)
+    ? run(await bundleTests(root, files), process.env.POLAR_TEST_CONCURRENCY ?? UNIT_CONCURRENCY, true)
     : run(files, TIERS[tier]?.concurrency);
   const seconds = (performance.now() - started) / 1000;
   summary.push({ tier, files: files.length, seconds, ok: status === 0 });

@@ -5,6 +5,11 @@
 // in TIER_ORDER.
 
 // A tier may set `concurrency` (test files at once; scripts/test.mjs's default is 2, POLAR_TEST_CONCURRENCY).
+
+// The fast tier's test files at once. Its tests mostly wait (timers, sockets, child processes), so 4 on 2
+// cores beat 2: 124-164 s against 146-195 s for the tier, runs alternated on a quiet machine, 2026-12-02/03
+// (the CPU the tier needs, about 260 s, bounds it at 130 s on 2 cores).
+export const UNIT_CONCURRENCY = 4;
 /** @type {Record<string, { about: string, files: string[], concurrency?: number }>} */
 export const TIERS = {
   swe: {
@@ -53,6 +58,36 @@ export const TIERS = {
     files: ['test/unit/inspect/browser.test.ts'],
   },
 };
+
+// The slowest files, started before the rest of their tier so that it does not end on one of them running
+// alone (node --test starts files in the order given). Most of their time is waiting (timers, child
+// processes, a 31 s stream), not CPU. Measured one file at a time on 2 cores, 2026-12-03 (s): calls-at-close
+// 40, credentials 21 (15 after the backend-wait fix), failed-write 12, exit-codes 11, sandbox 11, embedded 11,
+// connections 9, check-shape 7, publish 7, watchdog-orphaned 7.
+export const SLOWEST_FIRST = [
+  'test/unit/serve/calls-at-close.test.ts',
+  'test/unit/capture/credentials.test.ts',
+  'test/unit/capture/failed-write.test.ts',
+  'test/unit/cli/exit-codes.test.ts',
+  'test/unit/rollout/sandbox.test.ts',
+  'test/unit/backends/embedded.test.ts',
+  'test/unit/http/connections.test.ts',
+  'test/unit/scripts/check-shape.test.ts',
+  'test/unit/loop/publish.test.ts',
+  'test/unit/harnesses/watchdog-orphaned.test.ts',
+];
+
+/** A tier's files in the order they start: SLOWEST_FIRST's first, then the rest as given. */
+export function startOrder(files) {
+  const rank = (f) => {
+    const i = SLOWEST_FIRST.indexOf(f);
+    return i < 0 ? SLOWEST_FIRST.length : i;
+  };
+  return files
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+    .map(({ f }) => f);
+}
 
 /** The order `npm test` runs them in: the fast tier first. */
 export const TIER_ORDER = ['unit', 'swe', 'python', 'e2e', 'learn', 'browser'];
