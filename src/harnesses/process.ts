@@ -1,9 +1,10 @@
 /**
  * Runs one harness process for `polar capture`: its own process group (so polar can end everything it
  * started) unless it reads polar's terminal, a watchdog that ends it if polar dies (rundir.ts), polar's
- * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, a timeout that takes the group down too, and
- * an abort signal that ends this harness alone (polar loop cancelling one group's samples): its group, and
- * what it started in other groups (a detached tool, as Pi runs its bash tool), walked by parent pid. A
+ * SIGINT / SIGTERM / SIGHUP forwarded to the whole group, and a timeout and an abort signal (polar loop
+ * cancelling one group's samples) that end this harness alone: its group, and what it started in other
+ * groups (a detached tool, as Pi runs its bash tool), walked by parent pid. A forwarded signal reaches the
+ * group only (a tree walked then could hold reused pids by the time an interactive harness exits). A
  * harness that runs elsewhere through a client here (`docker exec`) outlives its client: whoever launched
  * it removes its container after it ends, and the watchdog does (`orphaned`) if polar dies first.
  */
@@ -138,17 +139,30 @@ export async function runHarnessProcess(
         process.kill(pid, name);
       } catch {}
   };
+  const endTree = () => {
+    const pid = child?.pid;
+    const tree = pid === undefined ? [] : processTree([pid]);
+    abortTree = [...new Set([...(abortTree ?? []), ...tree])];
+    signalTree(tree, 'SIGTERM');
+    // what the tree started since, too (a descendant's own children keep their parent link)
+    forceKill ??= setTimeout(() => signalTree(processTree(abortTree ?? []), 'SIGKILL'), 5000);
+    forceKill.unref();
+  };
   const onAbort = () => {
     interrupted = true;
     log.debug('capture: the run was cancelled, ending the harness');
-    const pid = child?.pid;
-    const tree = pid === undefined ? [] : processTree([pid]);
-    abortTree = tree;
-    signalTree(tree, 'SIGTERM');
-    // what the tree started since, too (a descendant's own children keep their parent link)
-    forceKill = setTimeout(() => signalTree(processTree(tree), 'SIGKILL'), 5000);
-    forceKill.unref();
+    endTree();
   };
+  // the timeout ends the tree as a cancel does (execa's own timeout signalled the harness alone: a tool
+  // it detached ran on); the result says `timedOut` as execa's did
+  let timedOut = false;
+  const timeout = options.timeoutMs
+    ? setTimeout(() => {
+        timedOut = true;
+        log.debug(`capture: the harness ran past ${options.timeoutMs} ms, ending it`);
+        endTree();
+      }, options.timeoutMs)
+    : undefined;
   let watchdog: ReturnType<typeof startWatchdog> | undefined;
   try {
     child = execa(file, args, {
@@ -162,7 +176,6 @@ export async function runHarnessProcess(
       reject: false,
       preferLocal: true,
       localDir: process.cwd(),
-      ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
       killSignal: 'SIGTERM',
       forceKillAfterDelay: 5000,
       ...(options.stdio === 'pipe' ? { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 } : {}),
@@ -174,12 +187,16 @@ export async function runHarnessProcess(
       else options.signal.addEventListener('abort', onAbort, { once: true });
     }
     const result = (await child) as Result;
-    // a timed-out harness's tools (a hung test run) die with it
-    if (result.timedOut) signalHarness('SIGKILL');
+    if (timedOut) {
+      (result as { timedOut: boolean }).timedOut = true;
+      // a timed-out harness's tools (a hung test run) die with it
+      signalHarness('SIGKILL');
+    }
     return { result, interrupted };
   } finally {
+    if (timeout) clearTimeout(timeout);
     if (forceKill) clearTimeout(forceKill);
-    // a cancelled harness has ended: what it started and left behind goes now
+    // a cancelled or timed-out harness has ended: what it started and left behind goes now
     if (abortTree) signalTree(processTree(abortTree), 'SIGKILL');
     options.signal?.removeEventListener('abort', onAbort);
     watchdog?.release();

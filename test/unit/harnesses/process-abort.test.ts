@@ -108,3 +108,28 @@ test('an aborted harness run ends what the harness started in a session of its o
   if (!gone) process.kill(toolPid, 'SIGKILL');
   assert.ok(gone, 'the tool in its own session ended with the cancelled harness');
 });
+
+test('a harness run past its timeout ends with what it started in a session of its own', async () => {
+  // execa's timeout signals the harness alone: the detached tool ran on after the harness timed out
+  const dir = tempDir('polar-harness-timeout-tool-');
+  const tool = `require('fs').writeFileSync(${JSON.stringify(join(dir, 'tool'))}, String(process.pid)); setTimeout(() => process.exit(3), 60000);`;
+  const script = `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(tool)}], { detached: true, stdio: 'ignore' }).unref(); setTimeout(() => process.exit(3), 60000);`;
+  const run = runHarnessProcess(process.execPath, ['-e', script], {
+    env: {},
+    stdio: 'pipe',
+    stdin: 'ignore',
+    runDir: null,
+    timeoutMs: 3000,
+  });
+  const toolPid = await pidIn(join(dir, 'tool'));
+  const r = await run;
+  assert.equal(r.result.timedOut, true);
+  assert.equal(r.interrupted, false);
+  let gone = false;
+  for (let i = 0; i < 500 && !gone; i++) {
+    gone = !alive(toolPid) || zombie(toolPid);
+    if (!gone) await new Promise((r) => setTimeout(r, 20));
+  }
+  if (!gone) process.kill(toolPid, 'SIGKILL');
+  assert.ok(gone, 'the tool in its own session ended with the timed-out harness');
+});
