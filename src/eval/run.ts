@@ -86,6 +86,13 @@ export async function appendGrading(capture: string, sessionId: string, line: Re
   await appendPrivate(capture, `${JSON.stringify(record)}\n`);
 }
 
+/** What ends a sample's grading: an interrupt, or this run's cancel (its grade is then discarded). */
+function stopSignal(options: EvalOptions): { signal?: AbortSignal } {
+  const signals = [options.signal, options.cancel].filter((s): s is AbortSignal => s !== undefined);
+  if (signals.length === 0) return {};
+  return { signal: signals.length === 1 ? signals[0]! : AbortSignal.any(signals) };
+}
+
 /** Grades one sample with a verifier command (src/rollout/verifier.ts); its output goes to `logPath`. */
 async function verify(
   options: EvalOptions,
@@ -105,7 +112,7 @@ async function verify(
   const v = await runVerifier(
     command,
     { row, sample, patch, capture, final_message: await finalMessage(capture) },
-    { timeoutMs: options.testTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) },
+    { timeoutMs: options.testTimeoutMs, ...stopSignal(options) },
   );
   if (v.output) await writeAtomic(logPath, v.output);
   return v;
@@ -153,6 +160,7 @@ async function runSample(
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
         ...(options.rejectTampering ? { rejectTampering: true } : {}),
+        ...stopSignal(options),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
       if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);

@@ -14,6 +14,8 @@ export interface ExecOptions {
   graceMs?: number;
   /** replace the environment instead of extending process.env */
   extendEnv?: boolean;
+  /** ends the process tree as a timeout does (SIGTERM, then SIGKILL after `graceMs`); `cancelled` says so */
+  signal?: AbortSignal;
 }
 
 export interface ExecResult {
@@ -22,6 +24,8 @@ export interface ExecResult {
   /** stdout and stderr interleaved */
   output: string;
   timedOut: boolean;
+  /** ended by `signal` (a cancelled sample, an interrupt) */
+  cancelled?: boolean;
   durationMs: number;
   /** set when the command could not be started at all (ENOENT, EACCES) */
   spawnError?: string;
@@ -77,15 +81,27 @@ export async function execTree(
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
+  const end = () => {
+    if (pid === undefined || forceTimer) return;
+    killGroup(pid, 'SIGTERM');
+    forceTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), options.graceMs ?? 2000);
+    forceTimer.unref();
+  };
   if (options.timeoutMs !== undefined && options.timeoutMs > 0 && pid !== undefined) {
     timer = setTimeout(() => {
       timedOut = true;
-      killGroup(pid, 'SIGTERM');
-      forceTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), options.graceMs ?? 2000);
-      forceTimer.unref();
+      end();
     }, options.timeoutMs);
   }
+  let cancelled = false;
+  const onAbort = () => {
+    cancelled = true;
+    end();
+  };
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
   const result = await child;
+  options.signal?.removeEventListener('abort', onAbort);
   if (timer) clearTimeout(timer);
   if (forceTimer) clearTimeout(forceTimer);
   if (pid !== undefined) {
@@ -99,6 +115,7 @@ export async function execTree(
     signal: result.signal ?? null,
     output: typeof result.all === 'string' ? result.all : '',
     timedOut,
+    ...(cancelled ? { cancelled } : {}),
     durationMs: performance.now() - started,
     ...(spawnFailed ? { spawnError: result.shortMessage ?? 'could not start' } : {}),
   };

@@ -62,7 +62,20 @@ export interface GradeOptions {
   gradeEmpty?: boolean;
   /** grade a patch that changes how the tests run 0 without running them (--reject-test-tampering) */
   rejectTampering?: boolean;
+  /**
+   * a cancelled sample (polar loop --overdue drop) or an interrupt: the test run is ended and the grade is
+   * an `error` no one records (the caller discards a cancelled sample)
+   */
+  signal?: AbortSignal;
 }
+
+const cancelled = (durations?: Durations, environment?: string | null): GradeResult =>
+  result({
+    status: 'error',
+    reason: 'grading cancelled',
+    ...(durations ? { durations_ms: durations } : {}),
+    ...(environment !== undefined ? { environment } : {}),
+  });
 
 const emptyOutcome = (): TestOutcome => ({ passed: [], failed: [], uncounted: [] });
 
@@ -334,6 +347,7 @@ async function gradeTests(
   const durations: Durations = { setup: performance.now() - t0, apply: 0, install: 0, tests: 0, parse: 0 };
   const environment = env.environment?.cached.name ?? null;
   try {
+    if (options.signal?.aborted) return cancelled(durations, environment);
     const t1 = performance.now();
     const applied: ApplyResult = empty
       ? { applied: true, method: null, output: '' }
@@ -348,15 +362,19 @@ async function gradeTests(
         environment,
       });
     }
+    if (options.signal?.aborted) return cancelled(durations, environment);
     const installed = await installSample(runtime, instance, env, durations);
     if (typeof installed !== 'string') return installed;
     const script = await evalScriptFor(instance, spec as Spec | null, env);
+    if (options.signal?.aborted) return cancelled(durations, environment);
     const t2 = performance.now();
     const run = await env.exec(script, {
       timeoutMs: options.testTimeoutMs,
       ...(env.environment ? { env: env.environment.guardEnv() } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     durations.tests = performance.now() - t2;
+    if (run.cancelled || options.signal?.aborted) return cancelled(durations, environment);
     const base = {
       apply_method: applied.method,
       durations_ms: durations,

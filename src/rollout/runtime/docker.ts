@@ -42,7 +42,10 @@ export interface Mount {
 }
 
 export type ContainerEngine = 'docker' | 'podman' | 'apptainer';
-export type Runner = (argv: string[], options: { input?: string; timeoutMs?: number }) => Promise<ExecResult>;
+export type Runner = (
+  argv: string[],
+  options: { input?: string; timeoutMs?: number; signal?: AbortSignal },
+) => Promise<ExecResult>;
 
 export interface ContainerRuntimeOptions {
   engine?: ContainerEngine;
@@ -314,7 +317,9 @@ class ContainerEnv implements InstanceEnv {
     });
     // the host-side limit is a backstop for a hung engine; the in-container `timeout` kills the tree
     const backstop = options.timeoutMs === undefined ? undefined : options.timeoutMs + 15_000;
-    return this.runner(argv, { input: options.input, timeoutMs: backstop }).then((r) =>
+    // a cancel ends the engine's client; the process in the container ends when the container is removed
+    const signal = options.signal ? { signal: options.signal } : {};
+    return this.runner(argv, { input: options.input, timeoutMs: backstop, ...signal }).then((r) =>
       r.exitCode === 124 || r.exitCode === 137 ? { ...r, timedOut: true } : r,
     );
   }

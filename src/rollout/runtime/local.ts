@@ -139,6 +139,7 @@ class LocalEnv implements InstanceEnv {
       },
       timeoutMs: options.timeoutMs,
       input: options.input,
+      ...(options.signal ? { signal: options.signal } : {}),
     });
   }
 

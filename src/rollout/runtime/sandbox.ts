@@ -278,6 +278,7 @@ class SandboxEnv implements InstanceEnv {
       extendEnv: false,
       timeoutMs: options.timeoutMs,
       input: options.input,
+      ...(options.signal ? { signal: options.signal } : {}),
     });
   }
 

@@ -24,6 +24,8 @@ export interface EnvExecOptions {
   timeoutMs?: number;
   env?: Record<string, string>;
   input?: string;
+  /** ends the command's tree (a cancelled sample): a container's process ends with the container */
+  signal?: AbortSignal;
 }
 
 /** A host environment made visible inside: read-only mounts at the same path, and PATH entries first. */

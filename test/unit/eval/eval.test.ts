@@ -239,3 +239,24 @@ test('harness agent seam: runCapture runs in the instance env, the capture gets 
   assert.equal(grading.session, 'sess-1');
   assert.ok(readdirSync(join(out, 'captures')).length === 1);
 });
+
+test('a cancelled sample (polar loop --overdue drop) ends its grading: the hanging test run is cut at once', async () => {
+  const js6 = miniRows().find((r) => r.instance_id === 'polar-fixtures__jsutil-6')!;
+  const hanging = String(js6.patch).replace(
+    'for (let i = start; step > 0 ? i < stop : i > stop; i += step)',
+    'for (;;) {} for (let i = start; step > 0 ? i < stop : i > stop; i += step)',
+  );
+  const instance = (await loadDataset(MINI)).find((i) => i.instance_id === js6.instance_id)!;
+  const cancel = new AbortController();
+  const t0 = Date.now();
+  // cancelled 2 s in: the tests are running by then on any machine, or are cancelled before they start
+  setTimeout(() => cancel.abort(new Error('cancelled')), 2000);
+  const g = await gradePatch(new LocalRuntime({ reposDir: REPOS }), instance, hanging, {
+    testTimeoutMs: 120_000,
+    signal: cancel.signal,
+  });
+  assert.equal(g.status, 'error');
+  assert.equal(g.reason, 'grading cancelled');
+  // before the cancel, the run would have gone on to the 120 s test timeout
+  assert.ok(Date.now() - t0 < 60_000, `grading ended ${Date.now() - t0} ms after it started`);
+});
