@@ -21,6 +21,7 @@ import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, runVerifier } from '../rollout/verifier.ts';
+import { eitherSignal } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { appendPrivate, mkdirPrivate, writeAtomic } from '../util/private-files.ts';
@@ -86,13 +87,6 @@ export async function appendGrading(capture: string, sessionId: string, line: Re
   await appendPrivate(capture, `${JSON.stringify(record)}\n`);
 }
 
-/** What ends a sample's grading: an interrupt, or this run's cancel (its grade is then discarded). */
-function stopSignal(options: EvalOptions): { signal?: AbortSignal } {
-  const signals = [options.signal, options.cancel].filter((s): s is AbortSignal => s !== undefined);
-  if (signals.length === 0) return {};
-  return { signal: signals.length === 1 ? signals[0]! : AbortSignal.any(signals) };
-}
-
 /** Grades one sample with a verifier command (src/rollout/verifier.ts); its output goes to `logPath`. */
 async function verify(
   options: EvalOptions,
@@ -112,7 +106,7 @@ async function verify(
   const v = await runVerifier(
     command,
     { row, sample, patch, capture, final_message: await finalMessage(capture) },
-    { timeoutMs: options.testTimeoutMs, ...stopSignal(options) },
+    { timeoutMs: options.testTimeoutMs, ...eitherSignal(options.signal, options.cancel) },
   );
   if (v.output) await writeAtomic(logPath, v.output);
   return v;
@@ -160,7 +154,7 @@ async function runSample(
         testTimeoutMs: options.testTimeoutMs,
         ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
         ...(options.rejectTampering ? { rejectTampering: true } : {}),
-        ...stopSignal(options),
+        ...eitherSignal(options.signal, options.cancel),
       });
       if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
       if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);

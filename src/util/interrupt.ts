@@ -17,6 +17,13 @@ export function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (constants.signals[signal] ?? constants.signals.SIGINT);
 }
 
+/** `{ signal }` aborted by the first of `signals` to abort, `{}` when none is given (to spread into options). */
+export function eitherSignal(...signals: (AbortSignal | undefined)[]): { signal?: AbortSignal } {
+  const given = signals.filter((s): s is AbortSignal => s !== undefined);
+  if (given.length === 0) return {};
+  return { signal: given.length === 1 ? given[0]! : AbortSignal.any(given) };
+}
+
 /** A command stopped by a signal: its exit code is 128 + the signal's number, its hint how to continue. */
 export class InterruptedError extends PolarError {
   readonly signal: NodeJS.Signals;
