@@ -1,7 +1,12 @@
 /**
  * Runs a command as the leader of its own process group, so a timeout kills the whole tree (a test
  * runner and the workers it forked, a harness and its tool subprocesses), not only the direct child.
+ * The live groups are killed when polar exits, and by the reaper (reaper.mjs) when polar dies without
+ * exiting (SIGKILL, an OOM kill): a hanging test run no longer outlives it.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 
 export interface ExecOptions {
@@ -33,6 +38,26 @@ export interface ExecResult {
 
 const liveGroups = new Set<number>();
 
+const REAPER = fileURLToPath(new URL('./reaper.mjs', import.meta.url));
+let reaper: { child: ChildProcess; stdin: Writable } | null = null;
+
+/** The reaper, started before the first group (in a group of its own, never holding polar open). */
+function startReaper(): void {
+  if (!reaper) {
+    const child = spawn(process.execPath, [REAPER], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    child.on('error', () => {});
+    child.unref();
+    const stdin = child.stdin as Writable;
+    stdin.on('error', () => {});
+    (stdin as Writable & { unref?: () => void }).unref?.();
+    reaper = { child, stdin };
+  }
+}
+
+function tellReaper(line: string): void {
+  reaper?.stdin.write(`${line}\n`);
+}
+
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
@@ -46,7 +71,10 @@ export function killAllTrees(signal: NodeJS.Signals = 'SIGKILL'): void {
   for (const pid of liveGroups) killGroup(pid, signal);
 }
 
-process.once('exit', () => killAllTrees('SIGKILL'));
+process.once('exit', () => {
+  killAllTrees('SIGKILL');
+  reaper?.stdin.end('done\n');
+});
 
 export async function execTree(
   file: string,
@@ -61,6 +89,8 @@ export async function execTree(
   // a test runner polar itself runs under must not leak into the commands it runs (node --test would
   // think it is nested and run nothing)
   delete env.NODE_TEST_CONTEXT;
+  // before the command: started after it, a polar killed in between left the group unknown to the reaper
+  startReaper();
   const child = execa(file, args, {
     cwd: options.cwd,
     env,
@@ -77,7 +107,10 @@ export async function execTree(
     maxBuffer: 256 * 1024 * 1024,
   });
   const pid = child.pid;
-  if (pid !== undefined) liveGroups.add(pid);
+  if (pid !== undefined) {
+    liveGroups.add(pid);
+    tellReaper(`+${pid}`);
+  }
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
   let forceTimer: NodeJS.Timeout | undefined;
@@ -108,6 +141,7 @@ export async function execTree(
     // the leader exited; make sure nothing it left behind in its group survives
     killGroup(pid, 'SIGKILL');
     liveGroups.delete(pid);
+    tellReaper(`-${pid}`);
   }
   const spawnFailed = result.failed && result.exitCode === undefined && result.signal === undefined;
   return {
