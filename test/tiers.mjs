@@ -7,8 +7,7 @@
 // A tier may set `concurrency` (test files at once; scripts/test.mjs's default is 2, POLAR_TEST_CONCURRENCY).
 
 // The fast tier's test files at once. Its tests mostly wait (timers, sockets, child processes), so 4 on 2
-// cores beat 2: 124-164 s against 146-195 s for the tier, runs alternated on a quiet machine, 2026-12-02/03
-// (the CPU the tier needs, about 260 s, bounds it at 130 s on 2 cores).
+// cores beat 2: 124-164 s against 146-195 s for the tier, runs alternated on a quiet machine, 2026-12-02/03.
 export const UNIT_CONCURRENCY = 4;
 /** @type {Record<string, { about: string, files: string[], concurrency?: number }>} */
 export const TIERS = {
