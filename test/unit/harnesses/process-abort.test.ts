@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runHarnessProcess } from '../../../src/harnesses/process.ts';
+import { endsWithin, running } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
 
 /**
@@ -38,15 +39,6 @@ async function pidIn(file: string): Promise<number> {
   assert.fail(`the stand-in harness never started (${file})`);
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 test('an aborted harness run ends that harness alone, as interrupted', async () => {
   const dir = tempDir('polar-harness-abort-');
   const one = new AbortController();
@@ -64,7 +56,7 @@ test('an aborted harness run ends that harness alone, as interrupted', async () 
   assert.equal(r1.interrupted, true);
   assert.equal(r1.result.signal, 'SIGTERM', 'ended by SIGTERM to its group');
   assert.equal(secondEnded, false, 'the other harness still runs');
-  assert.ok(alive(pid2));
+  assert.ok(running(pid2));
   two.abort(new Error('cancelled'));
   const r2 = await second;
   assert.equal(r2.interrupted, true);
@@ -72,15 +64,6 @@ test('an aborted harness run ends that harness alone, as interrupted', async () 
   const r3 = await harness(join(dir, 'three'), AbortSignal.abort());
   assert.equal(r3.interrupted, true);
 });
-
-/** ended, its parent not yet told (a zombie is no process of the harness's any more) */
-const zombie = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
-  } catch {
-    return true;
-  }
-};
 
 test('an aborted harness run ends what the harness started in a session of its own too', async () => {
   // a harness that starts a tool as Pi starts its bash tool (detached: a session and group of its own)
@@ -100,13 +83,10 @@ test('an aborted harness run ends what the harness started in a session of its o
   cancel.abort(new Error('cancelled'));
   const r = await run;
   assert.equal(r.interrupted, true);
-  let gone = false;
-  for (let i = 0; i < 500 && !gone; i++) {
-    gone = !alive(toolPid) || zombie(toolPid);
-    if (!gone) await new Promise((r) => setTimeout(r, 20));
-  }
-  if (!gone) process.kill(toolPid, 'SIGKILL');
-  assert.ok(gone, 'the tool in its own session ended with the cancelled harness');
+  assert.ok(
+    await endsWithin(toolPid, 10_000),
+    'the tool in its own session ended with the cancelled harness',
+  );
 });
 
 test('a harness run past its timeout ends with what it started in a session of its own', async () => {
@@ -125,11 +105,8 @@ test('a harness run past its timeout ends with what it started in a session of i
   const r = await run;
   assert.equal(r.result.timedOut, true);
   assert.equal(r.interrupted, false);
-  let gone = false;
-  for (let i = 0; i < 500 && !gone; i++) {
-    gone = !alive(toolPid) || zombie(toolPid);
-    if (!gone) await new Promise((r) => setTimeout(r, 20));
-  }
-  if (!gone) process.kill(toolPid, 'SIGKILL');
-  assert.ok(gone, 'the tool in its own session ended with the timed-out harness');
+  assert.ok(
+    await endsWithin(toolPid, 10_000),
+    'the tool in its own session ended with the timed-out harness',
+  );
 });

@@ -11,25 +11,8 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { execTree } from '../../../src/rollout/exec.ts';
 import { ROOT } from '../../support/cli.ts';
+import { endsWithin } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** A process's state letter (Z: a zombie, ended and not yet reaped by its parent). */
-const state = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] ?? '';
-  } catch {
-    return '';
-  }
-};
 
 /** What `file` says once something is written there (bounded: fails rather than hangs). */
 async function written(file: string): Promise<string> {
@@ -59,13 +42,7 @@ await run;`;
   const sleeper = Number(await written(file));
   await written(`${file}.told`);
   polar.kill('SIGKILL');
-  let gone = false;
-  for (let i = 0; i < 500 && !gone; i++) {
-    gone = !alive(sleeper) || state(sleeper) === 'Z';
-    if (!gone) await new Promise((r) => setTimeout(r, 20));
-  }
-  if (!gone) process.kill(sleeper, 'SIGKILL');
-  assert.ok(gone, 'the test command ended with polar');
+  assert.ok(await endsWithin(sleeper, 10_000), 'the test command ended with polar');
 });
 
 test('a command that ends normally leaves nothing for the reaper; polar exits at once', async () => {
