@@ -147,15 +147,20 @@ export async function benchProxy(): Promise<void> {
 
   const phasePeaks: Array<[string, number]> = [['sequential', await polarChild.rss()]];
   const rounds = Number(process.env.POLAR_BENCH_PROXY_ROUNDS ?? 2);
-  console.log(`\n| concurrency | path | calls/s (best of ${rounds} alternated rounds) | errors | vs bare |`);
-  console.log('|---|---|---|---|---|');
+  console.log(
+    `\n| concurrency | path | calls/s (best of ${rounds} alternated rounds) | errors | vs bare | proxy CPU ms/call |`,
+  );
+  console.log('|---|---|---|---|---|---|');
+  const children = { bare: bareChild, polar: polarChild } as Record<string, Child | undefined>;
   for (const concurrency of [1, 16, 64]) {
     const total = Math.max(64, concurrency * 8);
     const rates: Record<string, number> = {};
     const errors: Record<string, number> = {};
+    const cpuMs: Record<string, number> = {};
     for (let round = 0; round < rounds; round++) {
       for (const [name, p] of entries) {
         let next = 0;
+        const c0 = await children[name]?.cpu();
         const t0 = performance.now();
         await Promise.all(
           Array.from({ length: concurrency }, async () => {
@@ -166,11 +171,13 @@ export async function benchProxy(): Promise<void> {
           }),
         );
         rates[name] = Math.max(rates[name] ?? 0, total / ((performance.now() - t0) / 1000));
+        const child = children[name];
+        if (child && c0 !== undefined) cpuMs[name] = (cpuMs[name] ?? 0) + ((await child.cpu()) - c0) / total;
       }
     }
     for (const [name] of entries) {
       console.log(
-        `| ${concurrency} | ${name} | ${rates[name]!.toFixed(0)} | ${errors[name] ?? 0} | ${(rates[name]! / rates.bare!).toFixed(2)}x |`,
+        `| ${concurrency} | ${name} | ${rates[name]!.toFixed(0)} | ${errors[name] ?? 0} | ${(rates[name]! / rates.bare!).toFixed(2)}x | ${cpuMs[name] === undefined ? '-' : (cpuMs[name]! / rounds).toFixed(2)} |`,
       );
     }
     if (concurrency === 64) {

@@ -3,6 +3,7 @@
  * ProxyFaults (a passed limit, the network, an upstream error status), the SSE reader of a streamed body,
  * and the readings of inference servers' error bodies.
  */
+import { StringDecoder } from 'node:string_decoder';
 import { type Deadline, type HttpResponse, request, timeLimit } from '../http/client.ts';
 import { fault, type ProxyFault } from '../protocols/canonical.ts';
 import { SseDecoder, type SseEvent, SseEventTooLarge } from '../protocols/sse.ts';
@@ -211,10 +212,12 @@ export async function getJson(
  */
 export async function* sseEvents(response: BackendResponse): AsyncGenerator<SseEvent> {
   const decoder = new SseDecoder();
-  const text = new TextDecoder();
+  // node's StringDecoder, not TextDecoder: the same text for valid UTF-8 (a character split between two
+  // reads is held until its last byte), about a tenth of the cost per read on the proxy's hot path
+  const text = new StringDecoder('utf8');
   for await (const chunk of response.body) {
-    for (const event of decoder.push(text.decode(chunk, { stream: true }))) yield event;
+    for (const event of decoder.push(text.write(chunk as Buffer))) yield event;
   }
-  for (const event of decoder.push(text.decode())) yield event;
+  for (const event of decoder.push(text.end())) yield event;
   for (const event of decoder.flush()) yield event;
 }

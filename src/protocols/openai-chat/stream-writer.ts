@@ -8,14 +8,15 @@ export function createStreamWriter(ctx: { created: number; includeUsage?: boolea
   let id = 'chatcmpl';
   let model = '';
   let roleSent = false;
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-    encodeSse({
-      id,
-      object: 'chat.completion.chunk',
-      created: ctx.created,
-      model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
-    });
+  // every chunk of the stream starts with the same text up to its delta: written once (a chunk per token
+  // is on the proxy's hot path), the same bytes JSON.stringify gives for the whole chunk object
+  let head = '';
+  const start = () =>
+    `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(ctx.created)},"model":${JSON.stringify(model)},"choices":[{"index":0,"delta":`;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => {
+    if (head === '') head = start();
+    return `${head}${JSON.stringify(delta)},"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
+  };
   const withRole = (delta: Record<string, unknown>) => {
     if (roleSent) return delta;
     roleSent = true;
@@ -27,6 +28,7 @@ export function createStreamWriter(ctx: { created: number; includeUsage?: boolea
         case 'start':
           id = event.id;
           model = event.model;
+          head = '';
           return '';
         case 'reasoning-delta':
           return chunk(withRole({ reasoning_content: event.text }));

@@ -288,6 +288,48 @@ describe('openai-chat stream writer (what Pi accepts)', () => {
     assert.deepEqual(reparser.end().response.toolCalls, response.toolCalls);
   });
 
+  test('each chunk is the text JSON.stringify gives for the chunk object, byte for byte', () => {
+    // (the writer writes a chunk's fixed head once per stream; this pins it to the object it stands for)
+    const writer = createStreamWriter({ created: 1_700_000_000 });
+    const id = 'chatcmpl_"q\\\u2028é';
+    const model = 'org/model "β"';
+    const events: StreamEvent[] = [
+      { type: 'start', id, model },
+      { type: 'reasoning-delta', text: 'think "a"\n' },
+      { type: 'text-delta', text: 'é\u0000</script>' },
+      { type: 'tool-call-start', index: 0, id: 'call_1', name: 'bash' },
+      { type: 'tool-call-delta', index: 0, arguments: '{"command":"ls"}' },
+      { type: 'tool-call-end', index: 0 },
+    ];
+    const ours = decodeSse(events.map((e) => writer.write(e)).join(''));
+    const chunk = (delta: Record<string, unknown>) =>
+      JSON.stringify({
+        id,
+        object: 'chat.completion.chunk',
+        created: 1_700_000_000,
+        model,
+        choices: [{ index: 0, delta, finish_reason: null }],
+      });
+    assert.deepEqual(
+      ours.map((e) => e.data),
+      [
+        chunk({ role: 'assistant', reasoning_content: 'think "a"\n' }),
+        chunk({ content: 'é\u0000</script>' }),
+        chunk({
+          tool_calls: [
+            { index: 0, id: 'call_1', type: 'function', function: { name: 'bash', arguments: '' } },
+          ],
+        }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '{"command":"ls"}' } }] }),
+      ],
+    );
+    // a second stream's start gives its own head
+    writer.write({ type: 'start', id: 'other', model: 'm2' });
+    const next = JSON.parse(decodeSse(writer.write({ type: 'text-delta', text: 'x' }))[0]!.data);
+    assert.equal(next.id, 'other');
+    assert.equal(next.model, 'm2');
+  });
+
   test('non-streaming render and error shape', () => {
     const body = renderResponse(
       {
