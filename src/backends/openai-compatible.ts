@@ -140,23 +140,32 @@ export class OpenAICompatibleBackend implements Backend {
   async *generate(request: CanonicalRequest, context: CallContext): AsyncGenerator<StreamEvent> {
     const deadline = new CallDeadline(context.signal, this.options);
     try {
-      yield* this.generateWithin(request, context, deadline);
+      const started = await this.start(request, context, deadline);
+      if (!started.ok) {
+        yield { type: 'error', error: started.fault };
+        return;
+      }
+      const id = `resp_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+      const type = started.response.headers.get('content-type') ?? '';
+      // (the events come from fromStream through this generator alone: each level of delegation costs
+      // every event turns of the microtask queue, and a call streams an event per token)
+      yield* started.stream && type.includes('text/event-stream')
+        ? this.fromStream(started.response, id, context, request, deadline)
+        : this.fromCompletion(started.response, id, context, request, deadline);
     } finally {
       deadline.dispose();
     }
   }
 
-  private async *generateWithin(
+  /** Fits max_tokens and sends the request (once more, refitted, after a context-length 400). */
+  private async start(
     request: CanonicalRequest,
     context: CallContext,
     deadline: CallDeadline,
-  ): AsyncGenerator<StreamEvent> {
+  ): Promise<{ ok: true; response: BackendResponse; stream: boolean } | { ok: false; fault: ProxyFault }> {
     const stream = this.kind !== 'sglang';
     const maxTokens = await this.fit(request, context);
-    if (typeof maxTokens === 'object') {
-      yield { type: 'error', error: maxTokens };
-      return;
-    }
+    if (typeof maxTokens === 'object') return { ok: false, fault: maxTokens };
     let outcome: Outcome = await this.post(request, context, deadline, stream, maxTokens);
     // a server whose context this backend could not measure says so in its 400: fit once from that
     const retry = outcome.ok ? null : retryAfterContextFault(outcome.fault, maxTokens);
@@ -164,17 +173,7 @@ export class OpenAICompatibleBackend implements Backend {
       context.recorder.annotate('max_tokens_fit', retry);
       outcome = await this.post(request, context, deadline, stream, retry.sent);
     }
-    if (!outcome.ok) {
-      yield { type: 'error', error: outcome.fault };
-      return;
-    }
-    const id = `resp_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    const type = outcome.response.headers.get('content-type') ?? '';
-    if (!stream || !type.includes('text/event-stream')) {
-      yield* this.fromCompletion(outcome.response, id, context, request, deadline);
-      return;
-    }
-    yield* this.fromStream(outcome.response, id, context, request, deadline);
+    return outcome.ok ? { ok: true, response: outcome.response, stream } : outcome;
   }
 
   private async *fromStream(
@@ -218,7 +217,7 @@ export class OpenAICompatibleBackend implements Backend {
         }
         if (typeof chunk.usage?.completion_tokens === 'number')
           usageCompletion = chunk.usage.completion_tokens;
-        yield* parser.push(chunk);
+        for (const event of parser.push(chunk)) yield event;
       }
     } catch (error) {
       yield { type: 'error', error: transportFault(url, error, deadline) };
@@ -242,7 +241,7 @@ export class OpenAICompatibleBackend implements Backend {
       yield { type: 'error', error: problem };
       return;
     }
-    yield* done.events;
+    for (const event of done.events) yield event;
   }
 
   private async *fromCompletion(
@@ -294,7 +293,7 @@ export class OpenAICompatibleBackend implements Backend {
       yield { type: 'error', error: problem };
       return;
     }
-    yield* done.events;
+    for (const event of done.events) yield event;
   }
 
   private noIds(detail: string) {

@@ -13,16 +13,19 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 /**
  * The time limits of one request, for the whole request: a total limit from the request to the end of
- * the body, and an idle limit between two reads of the body once the response has started. One
- * AbortController, aborted by plain timers this object holds, so the limits cannot be garbage-collected
- * while the request runs (an `AbortSignal.timeout` referenced only through `AbortSignal.any` can be, and
- * then never fires: nodejs/node#48951, #52203).
+ * the body, and an idle limit between two reads of the body once the response has started. Plain timers
+ * this object holds stop it, so the limits cannot be garbage-collected while the request runs (an
+ * `AbortSignal.timeout` referenced only through `AbortSignal.any` can be, and then never fires:
+ * nodejs/node#48951, #52203). No AbortController: the client stops its request through `onAbort`, and a
+ * controller (an EventTarget) per backend call was a measurable share of the proxy's hot path.
  */
 export class Deadline {
-  readonly signal: AbortSignal;
   /** which limit ended the request, if one did */
   expired: 'total' | 'idle' | null = null;
-  private readonly controller = new AbortController();
+  /** whether the request was stopped: a limit passed, or the caller's signal aborted */
+  aborted = false;
+  /** why it was stopped (the limit's TimeoutError, the caller's reason), once it was */
+  reason: unknown = undefined;
   private total: NodeJS.Timeout | undefined;
   private idle: NodeJS.Timeout | undefined;
   private readonly onParentAbort: () => void;
@@ -41,7 +44,6 @@ export class Deadline {
     private readonly parent?: AbortSignal,
     private readonly unref = false,
   ) {
-    this.signal = this.controller.signal;
     this.onParentAbort = () => this.abort(parent?.reason);
     if (parent?.aborted) this.onParentAbort();
     else parent?.addEventListener('abort', this.onParentAbort, { once: true });
@@ -51,7 +53,7 @@ export class Deadline {
 
   /** the response started, or a chunk of its body arrived: the idle clock starts over */
   touch(): void {
-    if (this.idleMs <= 0 || this.signal.aborted) return;
+    if (this.idleMs <= 0 || this.aborted) return;
     if (this.idle) this.idle.refresh();
     else {
       this.idle = setTimeout(() => this.expire('idle'), this.idleMs);
@@ -65,8 +67,8 @@ export class Deadline {
    * (and node:http's own `signal` option one more, with a stream watcher) on every request.
    */
   onAbort(stop: (reason: unknown) => void): () => void {
-    if (this.signal.aborted) {
-      stop(this.signal.reason);
+    if (this.aborted) {
+      stop(this.reason);
       return () => {};
     }
     this.stops.add(stop);
@@ -74,8 +76,11 @@ export class Deadline {
   }
 
   private abort(reason: unknown): void {
-    this.controller.abort(reason);
-    for (const stop of [...this.stops]) stop(this.signal.reason);
+    if (this.aborted) return;
+    this.aborted = true;
+    // (the reason AbortController.abort() gives when it is given none)
+    this.reason = reason ?? new DOMException('This operation was aborted', 'AbortError');
+    for (const stop of [...this.stops]) stop(this.reason);
     this.stops.clear();
   }
 
@@ -92,7 +97,7 @@ export class Deadline {
   }
 
   private expire(which: 'total' | 'idle'): void {
-    if (this.signal.aborted) return;
+    if (this.aborted) return;
     this.expired = which;
     clearTimeout(this.total);
     clearTimeout(this.idle);
@@ -133,9 +138,9 @@ const agents = {
   https: new HttpsAgent({ keepAlive: true, timeout: 4000 }),
 };
 
-/** The error a stopped request fails with: the signal's reason (a limit, the caller), as fetch rejects. */
-function abortReason(signal: AbortSignal, error: unknown): unknown {
-  return signal.aborted ? (signal.reason ?? error) : error;
+/** The error a stopped request fails with: the deadline's reason (a limit, the caller), as fetch rejects. */
+function abortReason(deadline: Deadline, error: unknown): unknown {
+  return deadline.aborted ? (deadline.reason ?? error) : error;
 }
 
 function bodyLength(body: string | Buffer | readonly Buffer[]): number {
@@ -148,10 +153,9 @@ function bodyLength(body: string | Buffer | readonly Buffer[]): number {
 
 function send(url: URL, options: RequestOptions, headers: Record<string, string>): Promise<IncomingMessage> {
   const { deadline } = options;
-  const { signal } = deadline;
   const body = options.body;
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
+    if (deadline.aborted) return reject(deadline.reason);
     const https = url.protocol === 'https:';
     const req = (https ? httpsRequest : httpRequest)(
       url,
@@ -170,7 +174,7 @@ function send(url: URL, options: RequestOptions, headers: Record<string, string>
       );
     });
     req.once('close', forget);
-    req.on('error', (error) => reject(abortReason(signal, error)));
+    req.on('error', (error) => reject(abortReason(deadline, error)));
     if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
     else {
       // (the pieces go out with the headers in one writev once the socket is there)
@@ -190,7 +194,7 @@ function wrap(res: IncomingMessage, deadline: Deadline, release: boolean): HttpR
           yield chunk as Buffer;
         }
       } catch (error) {
-        throw abortReason(deadline.signal, error);
+        throw abortReason(deadline, error);
       } finally {
         if (release) deadline.dispose();
       }

@@ -26,21 +26,27 @@ interface Entry {
 class TextCache {
   private readonly map = new Map<string, Entry>();
   private size = 0;
+  /** the entry at the end of the order (a hit on it needs no move) */
+  private newest: Entry | undefined;
 
   constructor(private readonly maxSize: number) {}
 
   entry(value: string): Entry {
     const hit = this.map.get(value);
     if (hit !== undefined) {
-      // most recently used: to the end of the order
-      this.map.delete(value);
-      this.map.set(value, hit);
+      // most recently used: to the end of the order (each map operation compares the long key again)
+      if (hit !== this.newest) {
+        this.map.delete(value);
+        this.map.set(value, hit);
+        this.newest = hit;
+      }
       return hit;
     }
     const entry: Entry = { text: JSON.stringify(value), bytes: null };
     const size = value.length + entry.text.length;
     if (size > this.maxSize) return entry;
     this.map.set(value, entry);
+    this.newest = entry;
     this.add(size);
     return entry;
   }
@@ -59,6 +65,7 @@ class TextCache {
     for (const [k, v] of this.map) {
       if (this.size <= this.maxSize) break;
       this.map.delete(k);
+      if (v === this.newest) this.newest = undefined;
       this.size -= k.length + v.text.length + (v.bytes?.length ?? 0);
     }
   }
