@@ -1,6 +1,8 @@
 /** `npm run bench`: every benchmark, or those named (`npm run bench -- proxy build`). */
 const benches: Record<string, () => Promise<void>> = {
   proxy: async () => (await import('./proxy.ts')).benchProxy(),
+  // the proxy's CPU per call as instructions under valgrind (a count the machine's load does not move)
+  'proxy-instructions': async () => (await import('./proxy-instructions.ts')).benchProxyInstructions(),
   build: async () => (await import('./build.ts')).benchBuild(),
   capture: async () => (await import('./capture.ts')).benchCapture(),
   eval: async () => (await import('./eval.ts')).benchEval(),
