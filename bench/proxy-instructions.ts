@@ -81,6 +81,11 @@ async function measure(kind: string, n: number): Promise<number> {
     return total;
   } finally {
     clearTimeout(limit);
+    // (a failed callgrind_control leaves the program waiting for its signal: it goes too)
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
     rmSync(dir, { recursive: true, force: true });
   }
 }
