@@ -10,7 +10,7 @@
  * the driver turns callgrind's instrumentation on and off around the measured calls only.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import httpProxy from 'http-proxy';
@@ -19,6 +19,7 @@ import { newCounters, recordCalls } from '../src/capture/call-record.ts';
 import { CaptureWriter } from '../src/capture/writer.ts';
 import { ProxyServer } from '../src/proxy/server.ts';
 import { startFastBackend } from './fast-backend.ts';
+import { BENCH_REQUEST, streamingCall } from './proxy-client.ts';
 
 const [kind, count] = process.argv.slice(2);
 if (kind !== 'direct' && kind !== 'bare' && kind !== 'polar') {
@@ -60,48 +61,13 @@ if (kind === 'polar') {
 }
 
 const agent = new Agent({ keepAlive: true });
-const body = JSON.stringify({
-  model: 'm',
-  stream: true,
-  stream_options: { include_usage: true },
-  messages: [
-    { role: 'system', content: 'You are a coding agent.' },
-    { role: 'user', content: 'x'.repeat(100 * 1024) },
-  ],
-});
-const target = new URL(`${root}/v1/chat/completions`);
-
-function call(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = request(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          authorization: `Bearer ${key}`,
-        },
-      },
-      (res) => {
-        let tail = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          tail = (tail + d).slice(-64);
-        });
-        res.on('end', () => resolve(res.statusCode === 200 && tail.includes('[DONE]')));
-      },
-    );
-    req.on('error', () => resolve(false));
-    req.end(body);
-  });
-}
+const url = `${root}/v1/chat/completions`;
+const headers = { authorization: `Bearer ${key}` };
 
 async function calls(k: number): Promise<void> {
-  for (let i = 0; i < k; i++) if (!(await call())) throw new Error(`${kind}: call ${i} failed`);
+  for (let i = 0; i < k; i++)
+    if (!(await streamingCall(url, BENCH_REQUEST, headers, agent)).ok)
+      throw new Error(`${kind}: call ${i} failed`);
 }
 
 const gated = process.env.POLAR_BENCH_GATE === '1';

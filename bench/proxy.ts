@@ -11,48 +11,14 @@
  * half of bare's, zero errors, RSS < 300 MB.
  */
 import { fork } from 'node:child_process';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { startFastBackend } from './fast-backend.ts';
+import { BENCH_REQUEST, streamingCall } from './proxy-client.ts';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-
-function call(
-  url: string,
-  body: string,
-  headers: Record<string, string>,
-): Promise<{ ok: boolean; ms: number }> {
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    const u = new URL(url);
-    const req = request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          ...headers,
-        },
-      },
-      (res) => {
-        let tail = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => {
-          tail = (tail + d).slice(-64);
-        });
-        res.on('end', () =>
-          resolve({ ok: res.statusCode === 200 && tail.includes('[DONE]'), ms: performance.now() - t0 }),
-        );
-      },
-    );
-    req.on('error', () => resolve({ ok: false, ms: performance.now() - t0 }));
-    req.end(body);
-  });
-}
+const call = (url: string, body: string, headers: Record<string, string>) =>
+  streamingCall(url, body, headers, agent);
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -100,15 +66,7 @@ export async function benchProxy(): Promise<void> {
   const bareChild = await startChild('bare', backend.url, key);
   const polarChild = await startChild('polar', backend.url, key);
 
-  const body = JSON.stringify({
-    model: 'm',
-    stream: true,
-    stream_options: { include_usage: true },
-    messages: [
-      { role: 'system', content: 'You are a coding agent.' },
-      { role: 'user', content: 'x'.repeat(100 * 1024) },
-    ],
-  });
+  const body = BENCH_REQUEST;
   const paths = {
     direct: { url: `${backend.url}/chat/completions`, headers: {} },
     bare: { url: `${bareChild.url}/v1/chat/completions`, headers: {} },
