@@ -18,29 +18,15 @@ import { loadDataset } from '../../../src/rollout/dataset.ts';
 import type { ExecResult } from '../../../src/rollout/exec.ts';
 import { ContainerRuntime } from '../../../src/rollout/runtime/docker.ts';
 import { ROOT } from '../../support/cli.ts';
+import { procStat, running } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
 import { MINI } from '../eval/helpers.ts';
 
 const FAKE = join(ROOT, 'test/support/fake-docker.mjs');
 
-/** A process's state and parent (null once it is gone). */
-function stat(pid: number): { state: string; ppid: number } | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return { state: f[0]!, ppid: Number(f[1]) };
-  } catch {
-    return null;
-  }
-}
-/** alive and no zombie */
-const alive = (pid: number) => {
-  const s = stat(pid);
-  return s !== null && s.state !== 'Z' && s.state !== 'X';
-};
 /** whether `ancestor` is `pid`'s parent, or its parent's, and so on */
 function descends(pid: number, ancestor: number): boolean {
-  for (let p = stat(pid)?.ppid ?? 0; p > 1; p = stat(p)?.ppid ?? 0) if (p === ancestor) return true;
+  for (let p = procStat(pid)?.ppid ?? 0; p > 1; p = procStat(p)?.ppid ?? 0) if (p === ancestor) return true;
   return false;
 }
 
@@ -101,22 +87,22 @@ describe('a harness run through `docker exec` when polar dies (SIGKILL)', () => 
   test('without the runtime’s command the watchdog ends the client, and the harness in the container runs on', async () => {
     const { state, harness, client } = await killPolarMidRun(false);
     try {
-      assert.ok(await until(() => !alive(client), 30_000), 'the watchdog ended the exec client');
-      assert.ok(alive(harness), 'the process in the container outlived its client (moby/moby#9098)');
+      assert.ok(await until(() => !running(client), 30_000), 'the watchdog ended the exec client');
+      assert.ok(running(harness), 'the process in the container outlived its client (moby/moby#9098)');
     } finally {
       await execa(process.execPath, [FAKE, 'rm', '-f', 'c1'], { env: { FAKE_DOCKER_STATE: state } });
     }
-    assert.ok(await until(() => !alive(harness), 30_000), 'rm -f ended it');
+    assert.ok(await until(() => !running(harness), 30_000), 'rm -f ended it');
   });
 
   test('with the runtime’s `rm -f` the watchdog removes the container, and the harness ends with it', async () => {
     const { state, harness, client } = await killPolarMidRun(true);
     try {
-      assert.ok(await until(() => !alive(harness), 30_000), 'the harness in the container ended');
-      assert.ok(!alive(client));
+      assert.ok(await until(() => !running(harness), 30_000), 'the harness in the container ended');
+      assert.ok(!running(client));
       assert.ok(await until(() => !existsSync(join(state, 'c1')), 30_000), 'the container is gone');
     } finally {
-      if (alive(harness)) process.kill(harness, 'SIGKILL');
+      if (running(harness)) process.kill(harness, 'SIGKILL');
     }
   });
 });
