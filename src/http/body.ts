@@ -66,7 +66,7 @@ export async function readBody(
   req: IncomingMessage,
   maxBytes: number,
   claim?: BodyClaim,
-): Promise<{ text: string; bytes: Buffer } | { error: BodyError }> {
+): Promise<ReadBody | { error: BodyError }> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();
@@ -112,8 +112,19 @@ export async function readBody(
     const message = `could not read the request body: ${(error as Error).message}`;
     return { error: { kind: 'unreadable', status: 400, message } };
   }
-  const bytes = Buffer.concat(chunks);
-  return { text: bytes.toString('utf8'), bytes };
+  return new ReadBody(Buffer.concat(chunks));
+}
+
+/** A body read whole: its bytes, and its text decoded when first asked for (the proxy parses the bytes). */
+export class ReadBody {
+  private decoded: string | undefined;
+
+  constructor(readonly bytes: Buffer) {}
+
+  get text(): string {
+    this.decoded ??= this.bytes.toString('utf8');
+    return this.decoded;
+  }
 }
 
 function tooLarge(message: string): { error: BodyError } {

@@ -17,7 +17,8 @@ import {
 } from '../protocols/canonical.ts';
 import { ProtocolError } from '../protocols/errors.ts';
 import type { FrontProtocol, RequestTarget } from '../protocols/front.ts';
-import { depthProblem } from '../util/json-depth.ts';
+import { parseJsonBody } from '../util/json-body.ts';
+import { depthProblemMessage } from '../util/json-depth.ts';
 import { log } from '../util/log.ts';
 import type { CallInProgress } from './call.ts';
 
@@ -56,14 +57,14 @@ export async function readJsonBody(scope: CallScope): Promise<{ body: unknown } 
     const kind = e.kind === 'too_large' ? 'too_large' : e.kind === 'busy' ? 'overloaded' : 'invalid_request';
     return { fault: fault(kind, e.message, e.status) };
   }
-  const deep = depthProblem(read.bytes);
-  if (deep) {
-    // refused before anything walks it (conversion, the record's serialisation would overflow the stack)
-    call.requestBody = read.text.slice(0, 4096);
-    return { fault: fault('invalid_request', deep) };
-  }
   try {
-    const body = JSON.parse(read.text) as unknown;
+    const parsed = parseJsonBody(read.bytes);
+    if ('deep' in parsed) {
+      // refused before anything walks it (conversion, the record's serialisation would overflow the stack)
+      call.requestBody = read.text.slice(0, 4096);
+      return { fault: fault('invalid_request', depthProblemMessage()) };
+    }
+    const body = parsed.value;
     call.requestBody = body;
     call.rawBody = read.bytes;
     return { body };

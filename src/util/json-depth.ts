@@ -9,9 +9,11 @@ export const MAX_JSON_DEPTH = 256;
 
 /** Why a request body is refused for its nesting (checked before anything parses or walks it), or null. */
 export function depthProblem(bytes: Uint8Array): string | null {
-  return nestsDeeperThan(bytes, MAX_JSON_DEPTH)
-    ? `request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`
-    : null;
+  return nestsDeeperThan(bytes, MAX_JSON_DEPTH) ? depthProblemMessage() : null;
+}
+
+export function depthProblemMessage(): string {
+  return `request body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`;
 }
 
 /**
@@ -20,15 +22,41 @@ export function depthProblem(bytes: Uint8Array): string | null {
  * string content: prompts, tool output), so the scan steps byte by byte mostly through the structure.
  */
 export function nestsDeeperThan(bytes: Uint8Array, max: number): boolean {
+  return scanJson(bytes, max, Number.POSITIVE_INFINITY).deeper;
+}
+
+/**
+ * One pass over a JSON text's bytes: whether it nests deeper than max, and where its string literals of
+ * at least minLiteral bytes (between the quotes) stand as values (not as keys: a key is followed by a
+ * colon), as [open quote, close quote] index pairs, flat. The scan stops at the first nesting past max.
+ */
+export function scanJson(
+  bytes: Uint8Array,
+  max: number,
+  minLiteral: number,
+): { deeper: boolean; literals: number[] } {
+  const literals: number[] = [];
   let depth = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
     if (b === 0x22) {
-      i = stringEnd(bytes, i);
-      if (i < 0) return false; // an unterminated string: nothing after it nests
+      const close = stringEnd(bytes, i);
+      // an unterminated string: nothing after it nests
+      if (close < 0) return { deeper: false, literals };
+      if (close - i - 1 >= minLiteral && !isKey(bytes, close)) literals.push(i, close);
+      i = close;
     } else if (b === 0x7b || b === 0x5b) {
-      if (++depth > max) return true;
+      if (++depth > max) return { deeper: true, literals };
     } else if (b === 0x7d || b === 0x5d) depth--;
+  }
+  return { deeper: false, literals };
+}
+
+/** whether the string closed at `close` is an object key: a colon follows it, after JSON whitespace */
+function isKey(bytes: Uint8Array, close: number): boolean {
+  for (let i = close + 1; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return b === 0x3a;
   }
   return false;
 }

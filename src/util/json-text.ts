@@ -15,6 +15,8 @@ const MAX_DEPTH = 64;
 
 /** A long string's JSON text, and its UTF-8 bytes once a writer asked for them. */
 interface Entry {
+  /** the string itself, as first seen (the one instance interning hands out) */
+  key: string;
   text: string;
   bytes: Buffer | null;
 }
@@ -42,7 +44,7 @@ class TextCache {
       }
       return hit;
     }
-    const entry: Entry = { text: JSON.stringify(value), bytes: null };
+    const entry: Entry = { key: value, text: JSON.stringify(value), bytes: null };
     const size = value.length + entry.text.length;
     if (size > this.maxSize) return entry;
     this.map.set(value, entry);
@@ -196,4 +198,14 @@ export function stringifyJsonPieces(value: unknown): Buffer[] {
   writer.value(value, 0);
   writer.cut();
   return pieces;
+}
+
+/**
+ * The cache's instance of a long string (remembered when new), or the string itself when short. A request
+ * body's long strings are replaced by it (src/util/json-body.ts): the copy a parse made dies at once
+ * instead of surviving young collections while its call is in flight, and the lookups that serialise it
+ * again (the backend request, the record) find the instance itself.
+ */
+export function internString(text: string): string {
+  return text.length < LONG ? text : cache.entry(text).key;
 }

@@ -1,0 +1,144 @@
+/**
+ * JSON.parse of a request body's bytes, with its long string literals remembered by their bytes. A
+ * harness resends its whole conversation with every call, so most of a body is the same literals as the
+ * call before (the system prompt, files read, tool output), and decoding and scanning them again was the
+ * largest single cost of the proxy's call (about a tenth of its instructions for a 100 KB body). Each
+ * string literal of MIN_LITERAL bytes or more in a value position is looked up by its bytes (compared
+ * with memcmp); one seen before is neither decoded nor scanned again: the body is parsed with a short
+ * placeholder in its place, which is then replaced by the remembered string. A literal not seen before
+ * is parsed on its own and remembered. The value equals JSON.parse of the text, key for key; a text that
+ * does not parse throws what JSON.parse throws for the whole text.
+ */
+import { randomBytes } from 'node:crypto';
+import { MAX_JSON_DEPTH, scanJson } from './json-depth.ts';
+import { internString } from './json-text.ts';
+
+/** Literals shorter than this (in bytes, between the quotes) are parsed in place each time. */
+const MIN_LITERAL = 1024;
+/** Bytes and characters the remembered literals hold at most (least recently used go first). */
+const MAX_REMEMBERED = 16 * 1024 * 1024;
+
+/** A placeholder's text: a per-process random mark, which no request can name without knowing it. */
+const MARK = `\u0000polar-literal-${randomBytes(12).toString('hex')}-`;
+/** the placeholder's opening quote and escaped mark (its number and closing quote follow) */
+const MARK_JSON = JSON.stringify(MARK).slice(0, -1);
+
+interface Literal {
+  bytes: Buffer;
+  value: string;
+}
+
+/** Literals by their byte length (a Map keyed by the bytes themselves would hash 100 KB each lookup). */
+class Literals {
+  private readonly byLength = new Map<number, Literal[]>();
+  /** every literal, least recently used first */
+  private readonly order = new Set<Literal>();
+  private size = 0;
+
+  get(bytes: Buffer): string | undefined {
+    const same = this.byLength.get(bytes.length);
+    if (same === undefined) return undefined;
+    for (const literal of same) {
+      if (literal.bytes.equals(bytes)) {
+        this.order.delete(literal);
+        this.order.add(literal);
+        return literal.value;
+      }
+    }
+    return undefined;
+  }
+
+  add(bytes: Buffer, value: string): void {
+    const size = bytes.length + value.length;
+    if (size > MAX_REMEMBERED) return;
+    // (a copy: a view would keep the whole request body alive)
+    const literal: Literal = { bytes: Buffer.from(bytes), value };
+    const same = this.byLength.get(bytes.length);
+    if (same) same.push(literal);
+    else this.byLength.set(bytes.length, [literal]);
+    this.order.add(literal);
+    this.size += size;
+    for (const old of this.order) {
+      if (this.size <= MAX_REMEMBERED) break;
+      this.order.delete(old);
+      const bucket = this.byLength.get(old.bytes.length)!;
+      bucket.splice(bucket.indexOf(old), 1);
+      if (bucket.length === 0) this.byLength.delete(old.bytes.length);
+      this.size -= old.bytes.length + old.value.length;
+    }
+  }
+}
+
+const remembered = new Literals();
+
+/**
+ * A JSON body's value from its bytes, or `deep` when it nests deeper than MAX_JSON_DEPTH (then nothing
+ * was parsed: walking such a value would overflow the stack). Throws JSON.parse's SyntaxError for a text
+ * that is not JSON. Long strings in the value are the instances json-text's cache holds.
+ */
+export function parseJsonBody(bytes: Buffer): { value: unknown } | { deep: true } {
+  const scan = scanJson(bytes, MAX_JSON_DEPTH, MIN_LITERAL);
+  if (scan.deeper) return { deep: true };
+  const literals = scan.literals;
+  if (literals.length === 0) return { value: JSON.parse(bytes.toString('utf8')) };
+  const values: string[] = [];
+  let text = '';
+  let at = 0;
+  for (let k = 0; k < literals.length; k += 2) {
+    const open = literals[k]!;
+    const close = literals[k + 1]!;
+    const inner = bytes.subarray(open + 1, close);
+    let value = remembered.get(inner);
+    if (value === undefined) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(bytes.toString('utf8', open, close + 1));
+      } catch {
+        // (left in the text: the whole text's parse reports it)
+        continue;
+      }
+      value = internString(parsed as string);
+      remembered.add(inner, value);
+    }
+    // (the quotes are ASCII: no character is cut between the pieces)
+    text += `${bytes.toString('utf8', at, open)}${MARK_JSON}${values.length}"`;
+    values.push(value);
+    at = close + 1;
+  }
+  text += bytes.toString('utf8', at);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // the error, and its position, as JSON.parse gives them for the body as it came
+    return { value: JSON.parse(bytes.toString('utf8')) };
+  }
+  return { value: place(value, values) };
+}
+
+/** The value with each placeholder replaced by its string (in place; the value itself when a placeholder). */
+function place(value: unknown, values: string[]): unknown {
+  if (typeof value === 'string') return placed(value, values);
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = place(value[i], values);
+    return value;
+  }
+  const object = value as Record<string, unknown>;
+  for (const key of Object.keys(object)) {
+    const item = object[key];
+    const next = place(item, values);
+    if (next === item) continue;
+    // (an own "__proto__" key from JSON.parse: an assignment would set the prototype instead)
+    Object.defineProperty(object, key, { value: next, enumerable: true, writable: true, configurable: true });
+  }
+  return value;
+}
+
+function placed(text: string, values: string[]): string {
+  if (!text.startsWith(MARK)) return text;
+  const value = values[Number(text.slice(MARK.length))];
+  if (value === undefined)
+    throw new Error(`json-body: placeholder ${text.slice(MARK.length)} has no literal`);
+  return value;
+}
