@@ -2,10 +2,10 @@
  * JSON.parse of a request body's bytes, with its long string literals remembered by their bytes. A
  * harness resends its whole conversation with every call, so most of a body is the same literals as the
  * call before (the system prompt, files read, tool output), and decoding and scanning them again was the
- * largest single cost of the proxy's call (about a tenth of its instructions for a 100 KB body). Each
- * string literal of MIN_LITERAL bytes or more in a value position is looked up by its bytes (compared
- * with memcmp); one seen before is neither decoded nor scanned again: the body is parsed with a short
- * placeholder in its place, which is then replaced by the remembered string. A literal not seen before
+ * largest single cost of the proxy's call (about a tenth of its instructions for a 100 KB body). At each
+ * opening quote the scan of the body's structure looks the literal up by its first bytes and compares
+ * the rest (memcmp): one of MIN_LITERAL bytes or more seen before is neither scanned nor decoded again:
+ * the body is parsed with a short placeholder in its place, which is then replaced by the string. A literal not seen before
  * is parsed on its own and remembered. The value equals JSON.parse of the text, key for key; a text that
  * does not parse throws what JSON.parse throws for the whole text.
  */
@@ -28,42 +28,60 @@ interface Literal {
   value: string;
 }
 
-/** Literals by their byte length (a Map keyed by the bytes themselves would hash 100 KB each lookup). */
+/** The number a literal is filed under: its first 8 bytes (the caller checks there are that many). */
+function prefixKey(bytes: Buffer, at: number): number {
+  return bytes.readUInt32LE(at) * 0x200000 + (bytes.readUInt32LE(at + 4) & 0x1fffff);
+}
+
+/**
+ * Literals by their first bytes, so that a scan finds one from its opening quote alone and steps over it
+ * (a Map keyed by the bytes themselves would hash 100 KB on each lookup).
+ */
 class Literals {
-  private readonly byLength = new Map<number, Literal[]>();
+  private readonly byPrefix = new Map<number, Literal[]>();
   /** every literal, least recently used first */
   private readonly order = new Set<Literal>();
   private size = 0;
 
-  get(bytes: Buffer): string | undefined {
-    const same = this.byLength.get(bytes.length);
+  /**
+   * The literal whose content starts after the quote at `open` in `bytes` and is closed by a quote right
+   * after it, or undefined. The content of a literal that once parsed cannot hold an unescaped quote or
+   * end in an escape, so that quote is the one that closes the string.
+   */
+  at(bytes: Buffer, open: number): Literal | undefined {
+    const start = open + 1;
+    if (start + MIN_LITERAL >= bytes.length) return undefined;
+    const same = this.byPrefix.get(prefixKey(bytes, start));
     if (same === undefined) return undefined;
     for (const literal of same) {
-      if (literal.bytes.equals(bytes)) {
-        this.order.delete(literal);
-        this.order.add(literal);
-        return literal.value;
-      }
+      const close = start + literal.bytes.length;
+      if (bytes[close] !== 0x22) continue;
+      if (bytes.compare(literal.bytes, 0, literal.bytes.length, start, close) !== 0) continue;
+      this.order.delete(literal);
+      this.order.add(literal);
+      return literal;
     }
     return undefined;
   }
 
-  add(bytes: Buffer, value: string): void {
-    const size = bytes.length + value.length;
-    if (size > MAX_REMEMBERED) return;
+  add(content: Buffer, value: string): void {
+    const size = content.length + value.length;
+    if (size > MAX_REMEMBERED || content.length < MIN_LITERAL) return;
     // (a copy: a view would keep the whole request body alive)
-    const literal: Literal = { bytes: Buffer.from(bytes), value };
-    const same = this.byLength.get(bytes.length);
+    const literal: Literal = { bytes: Buffer.from(content), value };
+    const key = prefixKey(literal.bytes, 0);
+    const same = this.byPrefix.get(key);
     if (same) same.push(literal);
-    else this.byLength.set(bytes.length, [literal]);
+    else this.byPrefix.set(key, [literal]);
     this.order.add(literal);
     this.size += size;
     for (const old of this.order) {
       if (this.size <= MAX_REMEMBERED) break;
       this.order.delete(old);
-      const bucket = this.byLength.get(old.bytes.length)!;
+      const oldKey = prefixKey(old.bytes, 0);
+      const bucket = this.byPrefix.get(oldKey)!;
       bucket.splice(bucket.indexOf(old), 1);
-      if (bucket.length === 0) this.byLength.delete(old.bytes.length);
+      if (bucket.length === 0) this.byPrefix.delete(oldKey);
       this.size -= old.bytes.length + old.value.length;
     }
   }
@@ -77,7 +95,13 @@ const remembered = new Literals();
  * that is not JSON. Long strings in the value are the instances json-text's cache holds.
  */
 export function parseJsonBody(bytes: Buffer): { value: unknown } | { deep: true } {
-  const scan = scanJson(bytes, MAX_JSON_DEPTH, MIN_LITERAL);
+  const known = new Map<number, Literal>();
+  const scan = scanJson(bytes, MAX_JSON_DEPTH, MIN_LITERAL, (open) => {
+    const literal = remembered.at(bytes, open);
+    if (literal === undefined) return -1;
+    known.set(open, literal);
+    return open + 1 + literal.bytes.length;
+  });
   if (scan.deeper) return { deep: true };
   const literals = scan.literals;
   if (literals.length === 0) return { value: JSON.parse(bytes.toString('utf8')) };
@@ -87,8 +111,7 @@ export function parseJsonBody(bytes: Buffer): { value: unknown } | { deep: true 
   for (let k = 0; k < literals.length; k += 2) {
     const open = literals[k]!;
     const close = literals[k + 1]!;
-    const inner = bytes.subarray(open + 1, close);
-    let value = remembered.get(inner);
+    let value = known.get(open)?.value;
     if (value === undefined) {
       let parsed: unknown;
       try {
@@ -98,7 +121,7 @@ export function parseJsonBody(bytes: Buffer): { value: unknown } | { deep: true 
         continue;
       }
       value = internString(parsed as string);
-      remembered.add(inner, value);
+      remembered.add(bytes.subarray(open + 1, close), value);
     }
     // (the quotes are ASCII: no character is cut between the pieces)
     text += `${bytes.toString('utf8', at, open)}${MARK_JSON}${values.length}"`;

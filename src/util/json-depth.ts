@@ -29,18 +29,22 @@ export function nestsDeeperThan(bytes: Uint8Array, max: number): boolean {
  * One pass over a JSON text's bytes: whether it nests deeper than max, and where its string literals of
  * at least minLiteral bytes (between the quotes) stand as values (not as keys: a key is followed by a
  * colon), as [open quote, close quote] index pairs, flat. The scan stops at the first nesting past max.
+ * `known`, when given, names the closing quote of a literal it recognises at an opening quote (one seen
+ * before, src/util/json-body.ts), or -1: such a literal is stepped over without reading its bytes.
  */
 export function scanJson(
   bytes: Uint8Array,
   max: number,
   minLiteral: number,
+  known?: (open: number) => number,
 ): { deeper: boolean; literals: number[] } {
   const literals: number[] = [];
   let depth = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
     if (b === 0x22) {
-      const close = stringEnd(bytes, i);
+      const seen = known === undefined ? -1 : known(i);
+      const close = seen >= 0 ? seen : stringEnd(bytes, i);
       // an unterminated string: nothing after it nests
       if (close < 0) return { deeper: false, literals };
       if (close - i - 1 >= minLiteral && !isKey(bytes, close)) literals.push(i, close);

@@ -175,3 +175,23 @@ test('a string that looks like a placeholder without its mark stays as it is; a 
   const deep = `{"a":"${long}","b":${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}}`;
   assert.deepEqual(parseJsonBody(Buffer.from(deep)), { deep: true });
 });
+
+test('a remembered literal is stepped over only where the string ends right after it', () => {
+  const a = 'a'.repeat(1500);
+  same(`{"x":"${a}"}`);
+  // the same bytes, then more of the string: a longer literal, an escaped quote, an escape cut in two
+  same(`{"x":"${a}${'b'.repeat(600)}","y":1}`);
+  same(`{"x":"${a}\\"","y":"${a}"}`);
+  same(`{"x":"${a}\\\\","y":["${a}"]}`);
+  // as a key, it is a key
+  same(`{"${a}":"${a}","z":{"${a}":["${a}",{"${a}":2}]}}`);
+  // a remembered literal inside a text that is not JSON after it
+  const bad = `{"x":"${a}","y":[1,}`;
+  let expected = '';
+  try {
+    JSON.parse(bad);
+  } catch (error) {
+    expected = (error as Error).message;
+  }
+  assert.throws(() => parseJsonBody(Buffer.from(bad)), { name: 'SyntaxError', message: expected });
+});
