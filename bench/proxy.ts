@@ -14,7 +14,7 @@ import { fork } from 'node:child_process';
 import { Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { startFastBackend } from './fast-backend.ts';
-import { BENCH_REQUEST, streamingCall } from './proxy-client.ts';
+import { agentRequest, BENCH_REQUEST, streamingCall } from './proxy-client.ts';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 const call = (url: string, body: string, headers: Record<string, string>) =>
@@ -72,35 +72,47 @@ export async function benchProxy(): Promise<void> {
     bare: { url: `${bareChild.url}/v1/chat/completions`, headers: {} },
     polar: { url: `${polarChild.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } },
   } as const;
-
-  console.log(
-    `\n## proxy: streaming chat call, ${(Buffer.byteLength(body) / 1024).toFixed(0)} KB request, ${iterations} calls per path, paths alternated call by call`,
-  );
   const entries = Object.entries(paths);
-  for (let i = 0; i < 30; i++) for (const [, p] of entries) await call(p.url, body, p.headers); // warm-up
-  const ms: Record<string, number[]> = Object.fromEntries(entries.map(([n]) => [n, []]));
-  const cpu0 = { bare: await bareChild.cpu(), polar: await polarChild.cpu() };
-  for (let i = 0; i < iterations; i++) {
-    for (const [name, p] of entries) ms[name]!.push((await call(p.url, body, p.headers)).ms);
-  }
-  const cpuPerCall = {
-    bare: ((await bareChild.cpu()) - cpu0.bare) / iterations,
-    polar: ((await polarChild.cpu()) - cpu0.polar) / iterations,
-  };
-  const lat: Record<string, { p50: number; p99: number }> = {};
-  for (const [name] of entries) lat[name] = { p50: pct(ms[name]!, 50), p99: pct(ms[name]!, 99) };
-  console.log('| path | p50 ms | p99 ms | p50 vs bare | p99 vs bare | proxy CPU ms/call |');
-  console.log('|---|---|---|---|---|---|');
-  for (const [name, l] of Object.entries(lat)) {
-    const cpu = name === 'direct' ? '-' : cpuPerCall[name as 'bare' | 'polar'].toFixed(2);
+
+  /** p50/p99 per path and each proxy's CPU per call, the paths alternated call by call */
+  const latency = async (title: string, bodyOf: (i: number) => string) => {
+    console.log(`\n## proxy: ${title}, ${iterations} calls per path, paths alternated call by call`);
+    for (let i = 0; i < 30; i++) for (const [, p] of entries) await call(p.url, bodyOf(i), p.headers); // warm-up
+    const ms: Record<string, number[]> = Object.fromEntries(entries.map(([n]) => [n, []]));
+    const cpu0 = { bare: await bareChild.cpu(), polar: await polarChild.cpu() };
+    for (let i = 0; i < iterations; i++) {
+      // (the same body on every path: a turn's new content is new to each)
+      const b = bodyOf(30 + i);
+      for (const [name, p] of entries) ms[name]!.push((await call(p.url, b, p.headers)).ms);
+    }
+    const cpuPerCall = {
+      bare: ((await bareChild.cpu()) - cpu0.bare) / iterations,
+      polar: ((await polarChild.cpu()) - cpu0.polar) / iterations,
+    };
+    const lat: Record<string, { p50: number; p99: number }> = {};
+    for (const [name] of entries) lat[name] = { p50: pct(ms[name]!, 50), p99: pct(ms[name]!, 99) };
+    console.log('| path | p50 ms | p99 ms | p50 vs bare | p99 vs bare | proxy CPU ms/call |');
+    console.log('|---|---|---|---|---|---|');
+    for (const [name, l] of Object.entries(lat)) {
+      const cpu = name === 'direct' ? '-' : cpuPerCall[name as 'bare' | 'polar'].toFixed(2);
+      console.log(
+        `| ${name} | ${l.p50.toFixed(3)} | ${l.p99.toFixed(3)} | ${(l.p50 / lat.bare!.p50).toFixed(2)}x | ${(l.p99 / lat.bare!.p99).toFixed(2)}x | ${cpu} |`,
+      );
+    }
+    const p50Ratio = lat.polar!.p50 / lat.bare!.p50;
+    const p99Ratio = lat.polar!.p99 / lat.bare!.p99;
     console.log(
-      `| ${name} | ${l.p50.toFixed(3)} | ${l.p99.toFixed(3)} | ${(l.p50 / lat.bare!.p50).toFixed(2)}x | ${(l.p99 / lat.bare!.p99).toFixed(2)}x | ${cpu} |`,
+      `polar vs bare pass-through: p50 ${p50Ratio.toFixed(2)}x (target <= 1.5x: ${p50Ratio <= 1.5 ? 'met' : 'NOT met'}), p99 ${p99Ratio.toFixed(2)}x (target <= 2x: ${p99Ratio <= 2 ? 'met' : 'NOT met'}), CPU per call ${(cpuPerCall.polar / cpuPerCall.bare).toFixed(2)}x`,
     );
-  }
-  const p50Ratio = lat.polar!.p50 / lat.bare!.p50;
-  const p99Ratio = lat.polar!.p99 / lat.bare!.p99;
-  console.log(
-    `polar vs bare pass-through: p50 ${p50Ratio.toFixed(2)}x (target <= 1.5x: ${p50Ratio <= 1.5 ? 'met' : 'NOT met'}), p99 ${p99Ratio.toFixed(2)}x (target <= 2x: ${p99Ratio <= 2 ? 'met' : 'NOT met'}), CPU per call ${(cpuPerCall.polar / cpuPerCall.bare).toFixed(2)}x`,
+  };
+  await latency(
+    `streaming chat call, ${(Buffer.byteLength(body) / 1024).toFixed(0)} KB request (one long user turn)`,
+    () => body,
+  );
+  // (a harness's real turn: code with escapes in many messages, and something new every turn)
+  await latency(
+    `streaming chat call, an agent's turn of ${(Buffer.byteLength(agentRequest(0)) / 1024).toFixed(0)} KB (20 tool results of source code, one new per call)`,
+    agentRequest,
   );
 
   const phasePeaks: Array<[string, number]> = [['sequential', await polarChild.rss()]];

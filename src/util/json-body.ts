@@ -3,11 +3,11 @@
  * harness resends its whole conversation with every call, so most of a body is the same literals as the
  * call before (the system prompt, files read, tool output), and decoding and scanning them again was the
  * largest single cost of the proxy's call (about a tenth of its instructions for a 100 KB body). At each
- * opening quote the scan of the body's structure looks the literal up by its first bytes and compares
- * the rest (memcmp): one of MIN_LITERAL bytes or more seen before is neither scanned nor decoded again:
- * the body is parsed with a short placeholder in its place, which is then replaced by the string. A literal not seen before
- * is parsed on its own and remembered. The value equals JSON.parse of the text, key for key; a text that
- * does not parse throws what JSON.parse throws for the whole text.
+ * opening quote, the scan of the body's structure looks the literal up by its first bytes and compares
+ * the rest (memcmp): one of MIN_LITERAL bytes or more seen before is neither scanned nor decoded again,
+ * and the body is parsed with a short placeholder in its place, then replaced by the remembered string.
+ * A literal not seen before is parsed on its own and remembered. The value equals JSON.parse of the
+ * text, key for key; a text that does not parse throws what JSON.parse throws for the whole text.
  */
 import { randomBytes } from 'node:crypto';
 import { MAX_JSON_DEPTH, scanJson } from './json-depth.ts';
