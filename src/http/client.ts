@@ -22,9 +22,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 export class Deadline {
   /** which limit ended the request, if one did */
   expired: 'total' | 'idle' | null = null;
-  /** whether the request was stopped: a limit passed, or the caller's signal aborted */
-  aborted = false;
-  /** why it was stopped (the limit's TimeoutError, the caller's reason), once it was */
+  /** why it was stopped (the limit's TimeoutError, the caller's reason), once it was; never undefined then */
   reason: unknown = undefined;
   private total: NodeJS.Timeout | undefined;
   private idle: NodeJS.Timeout | undefined;
@@ -75,9 +73,13 @@ export class Deadline {
     return () => this.stops.delete(stop);
   }
 
+  /** whether the request was stopped: a limit passed, or the caller's signal aborted */
+  get aborted(): boolean {
+    return this.reason !== undefined;
+  }
+
   private abort(reason: unknown): void {
     if (this.aborted) return;
-    this.aborted = true;
     // (the reason AbortController.abort() gives when it is given none)
     this.reason = reason ?? new DOMException('This operation was aborted', 'AbortError');
     for (const stop of [...this.stops]) stop(this.reason);
@@ -140,7 +142,7 @@ const agents = {
 
 /** The error a stopped request fails with: the deadline's reason (a limit, the caller), as fetch rejects. */
 function abortReason(deadline: Deadline, error: unknown): unknown {
-  return deadline.aborted ? (deadline.reason ?? error) : error;
+  return deadline.aborted ? deadline.reason : error;
 }
 
 function bodyLength(body: string | Buffer | readonly Buffer[]): number {
