@@ -2,7 +2,7 @@
  * JSON.parse of a request body's bytes, with its long string literals remembered by their bytes. A
  * harness resends its whole conversation with every call, so most of a body is the same literals as the
  * call before (the system prompt, files read, tool output), and decoding and scanning them again was the
- * largest single cost of the proxy's call (about a tenth of its instructions for a 100 KB body). At each
+ * largest single cost of the proxy's call (about 0.7 M of its own 4.5 M instructions, 100 KB body). At each
  * opening quote, the scan of the body's structure looks the literal up by its first bytes and compares
  * the rest (memcmp): one of MIN_LITERAL bytes or more seen before is neither scanned nor decoded again,
  * and the body is parsed with a short placeholder in its place, then replaced by the remembered string.
