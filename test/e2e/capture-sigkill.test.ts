@@ -9,17 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import { execa } from 'execa';
 import { privateDirs, privateEnv } from '../support/capture-run.ts';
 import { runPolar, startPolar } from '../support/cli.ts';
+import { running as alive } from '../support/processes.ts';
 import { tempDir } from '../support/temp.ts';
 import { type Standin, startStandin } from '../support/vllm-standin.ts';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Waits for a condition polled every 50 ms (bounded: the test fails rather than hangs). */
 async function until(what: string, check: () => boolean | Promise<boolean>, tries = 600): Promise<void> {

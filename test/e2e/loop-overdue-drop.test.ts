@@ -23,6 +23,7 @@ import { findPython } from '../../src/train/env.ts';
 import { privateDirs } from '../support/capture-run.ts';
 import { ROOT, startPolar } from '../support/cli.ts';
 import { loopEnv, servedPolicy, standinTrainConfig } from '../support/coin-loop.ts';
+import { running as alive, membersOf, procStat } from '../support/processes.ts';
 import { type ChatBody, type Policy, startStandin } from '../support/vllm-standin.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
@@ -42,35 +43,6 @@ const runPolicy: Policy = (body: ChatBody) => {
   const command = text.slice(at + MARK.length).split('\n')[0]!;
   return { toolCalls: [{ name: 'bash', arguments: { command } }] };
 };
-
-/** A process's state and process group, from /proc (null once it is gone). */
-function procStat(pid: number): { state: string; pgrp: number } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0]!, pgrp: Number(fields[2]) };
-  } catch {
-    return null;
-  }
-}
-
-/** Alive: it exists and is no zombie (a killed process its parent has not reaped is gone for us). */
-const alive = (pid: number) => {
-  const s = procStat(pid);
-  return s !== null && s.state !== 'Z' && s.state !== 'X';
-};
-
-/** Every process now in one of `groups`. */
-function membersOf(groups: Set<number>): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    const s = procStat(pid);
-    if (s && groups.has(s.pgrp) && alive(pid)) out.push(pid);
-  }
-  return out;
-}
 
 /** What this test reads of a step.json. */
 interface Step {
