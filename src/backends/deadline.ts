@@ -17,12 +17,31 @@ export interface DeadlineOptions {
 }
 
 export class CallDeadline extends Deadline {
+  /** what the limits stay on for after the call's answer is complete (see outlive) */
+  private after: Promise<unknown> | undefined;
+
   constructor(parent: AbortSignal, options: DeadlineOptions = {}) {
     super(
       options.timeoutMs ?? DEFAULTS.backendTimeoutMs.value,
       options.idleTimeoutMs ?? DEFAULTS.backendIdleTimeoutMs.value,
       parent,
     );
+  }
+
+  /**
+   * Keeps the limits running for `work` (the rest of a response body, read after the answer was
+   * complete): dispose() then lets go only once it has settled, so a backend that never ends its
+   * response is still cut by the idle or total limit.
+   */
+  outlive(work: Promise<unknown>): void {
+    this.after = work;
+  }
+
+  override dispose(): void {
+    const after = this.after;
+    this.after = undefined;
+    if (after === undefined) super.dispose();
+    else void after.finally(() => super.dispose());
   }
 
   /** the fault for a call a limit ended */

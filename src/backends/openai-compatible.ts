@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { trimSlash } from '../http/client.ts';
 import { type CanonicalRequest, fault, type ProxyFault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
+import { log } from '../util/log.ts';
 import { fitMaxTokens, retryAfterContextFault } from './context-fit.ts';
 import { CallDeadline } from './deadline.ts';
 import {
@@ -187,11 +188,20 @@ export class OpenAICompatibleBackend implements Backend {
     const parser = new ChatStreamParser(id, request.model);
     let first = true;
     let usageCompletion: number | null = null;
+    const events = sseEvents(response);
+    let readOn = false;
     try {
-      // read to the end of the body even after [DONE]: leaving early cancels the body, and the
-      // HTTP client then closes the keep-alive connection instead of reusing it
-      for await (const event of sseEvents(response)) {
-        if (event.data === '[DONE]') continue;
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        const event = next.value;
+        if (event.data === '[DONE]') {
+          // the stream's last event: the answer is complete now, not once the body's end has been read
+          // (in the same read, or the next). That end is read after it, under the call's limits: leaving
+          // the body unread would cancel it, and the HTTP client would then close the keep-alive
+          // connection instead of reusing it.
+          deadline.outlive(readToEnd(events, url));
+          readOn = true;
+          break;
+        }
         let chunk: StreamChunk;
         try {
           chunk = JSON.parse(event.data) as StreamChunk;
@@ -222,6 +232,9 @@ export class OpenAICompatibleBackend implements Backend {
     } catch (error) {
       yield { type: 'error', error: transportFault(url, error, deadline) };
       return;
+    } finally {
+      // a call that ends before [DONE] (a fault, the harness leaving) cancels the rest of the body
+      if (!readOn) await events.return(undefined).catch(() => undefined);
     }
     for (const w of parser.warnings) context.recorder.warn(w);
     if (!parser.finished) {
@@ -362,6 +375,19 @@ interface StreamChunk {
 }
 
 /** About 4 characters a token: used only when the server cannot count. */
+/**
+ * Reads what follows a stream's [DONE] to the body's end (nothing, from a server that keeps to the
+ * protocol: events after it are not part of the answer). A failure here (a limit, the connection) has
+ * no call left to fail: the connection is then simply not reused.
+ */
+async function readToEnd(events: AsyncGenerator<unknown>, url: string): Promise<void> {
+  try {
+    while (!(await events.next()).done);
+  } catch (error) {
+    log.debug(`backend ${url}: reading the end of a finished stream: ${(error as Error)?.message ?? error}`);
+  }
+}
+
 export function estimateTokens(request: CanonicalRequest): number {
   const text = JSON.stringify(request.messages) + JSON.stringify(request.tools);
   return Math.ceil(text.length / 4);

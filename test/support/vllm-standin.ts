@@ -99,6 +99,12 @@ export interface Fault {
   message?: string;
   /** a slow generation: stream each chunk this many ms after the one before (a long answer, a busy server) */
   chunkDelayMs?: number;
+  /**
+   * end the body this many ms after `data: [DONE]` (Infinity: never). vLLM streams through Starlette's
+   * StreamingResponse, which sends the body's end as a message of its own after the last chunk
+   * (starlette/responses.py, StreamingResponse.stream_response): a separate write, later than [DONE].
+   */
+  endAfterDoneMs?: number;
 }
 
 export interface StandinOptions {
@@ -135,6 +141,8 @@ export interface Standin {
   faults: Fault[];
   /** runtimeLora: the adapters loaded now, name -> path */
   adapters: Map<string, string>;
+  /** TCP connections accepted so far, those open now, and the responses sent to their end */
+  connections: { accepted: number; open: number; responsesEnded: number };
   close(): Promise<void>;
 }
 
@@ -281,12 +289,21 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     });
   });
   const sockets = new Set<import('node:net').Socket>();
+  const connections = {
+    accepted: 0,
+    responsesEnded: 0,
+    get open() {
+      return sockets.size;
+    },
+  };
   server.on('connection', (s) => {
     sockets.add(s);
+    connections.accepted++;
     s.on('close', () => sockets.delete(s));
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.once('finish', () => connections.responsesEnded++);
     const path = (req.url ?? '').split('?')[0];
     // `vllm serve --api-key`: the /v1 routes check the bearer token (api_server.py AuthenticationMiddleware)
     if (options.apiKey && path !== '/health' && req.headers.authorization !== `Bearer ${options.apiKey}`) {
@@ -565,15 +582,25 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     });
     events.push('data: [DONE]\n\n');
     const delay = fault?.chunkDelayMs ?? 0;
-    if (delay <= 0) {
+    const endAfterDone = fault?.endAfterDoneMs;
+    const end = () => {
+      if (endAfterDone === undefined) res.end();
+      else if (Number.isFinite(endAfterDone)) setTimeout(() => res.end(), endAfterDone);
+    };
+    if (delay <= 0 && endAfterDone === undefined) {
       res.end(events.join(''));
+      return;
+    }
+    if (delay <= 0) {
+      res.write(events.join(''));
+      end();
       return;
     }
     const next = () => {
       if (res.destroyed) return;
       const event = events.shift();
       if (event === undefined) {
-        res.end();
+        end();
         return;
       }
       res.write(event);
@@ -590,6 +617,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     calls,
     faults,
     adapters,
+    connections,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -185,6 +185,50 @@ describe('vLLM chat backend: errors as the server gives them', () => {
   });
 });
 
+/** Polls until `check` holds (every 20 ms, at most `ms`): false if it never did. */
+async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
+  for (const t0 = Date.now(); Date.now() - t0 < ms; await new Promise((r) => setTimeout(r, 20)))
+    if (check()) return true;
+  return check();
+}
+
+describe('vLLM chat backend: the end of a stream', () => {
+  test('the answer is complete at [DONE], not at the end of the body (a server that never sends it)', async () => {
+    await withStandin({}, async (standin) => {
+      standin.faults.push({ endAfterDoneMs: Number.POSITIVE_INFINITY });
+      // (reading to the body's end first, the call would wait for the idle limit and fail with it)
+      const { error, response } = await run(standin, request('hi', { tools: [] }), { idleTimeoutMs: 60_000 });
+      assert.equal(error, undefined);
+      assert.equal(response?.content, 'Hello from the stand-in.');
+      assert.equal(response?.finishReason, 'stop');
+    });
+  });
+
+  test("the body's end is read after the answer, not cancelled: the keep-alive connection stays", async () => {
+    await withStandin({}, async (standin) => {
+      standin.faults.push({ endAfterDoneMs: 50 });
+      const { error } = await run(standin, request('hi', { tools: [] }));
+      assert.equal(error, undefined);
+      // (a body cancelled at [DONE] closes its connection at once: the server could not end the response)
+      assert.ok(await eventually(() => standin.connections.responsesEnded === 1), 'the response was ended');
+      assert.equal(standin.connections.open, 1, 'its connection is still open, for the next call');
+      assert.equal(standin.connections.accepted, 1);
+    });
+  });
+
+  test('a body that never ends after [DONE] is cut by the idle limit: its connection closes, none is left', async () => {
+    await withStandin({}, async (standin) => {
+      standin.faults.push({ endAfterDoneMs: Number.POSITIVE_INFINITY });
+      const { error } = await run(standin, request('hi', { tools: [] }), { idleTimeoutMs: 200 });
+      assert.equal(error, undefined, 'the call had its whole answer');
+      assert.ok(await eventually(() => standin.connections.open === 0), 'the connection was closed');
+      const next = await run(standin, request('hi again', { tools: [] }));
+      assert.equal(next.error, undefined);
+      assert.equal(standin.connections.accepted, 2, 'the cut connection was not reused');
+    });
+  });
+});
+
 describe('vLLM chat backend: reasoning fields and auth', () => {
   for (const field of ['reasoning', 'reasoning_content'] as const) {
     test(`reasoning read from \`${field}\``, async () => {
