@@ -26,6 +26,7 @@ import {
   sseEvents,
   transportFault,
 } from './http.ts';
+import { parseWithPromptIds } from './prompt-ids.ts';
 import { ContextLength, tokenizeChat } from './server-info.ts';
 import { abortFault, checkCompletionIds, type IdsCheck } from './token-check.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';
@@ -204,7 +205,7 @@ export class OpenAICompatibleBackend implements Backend {
         }
         let chunk: StreamChunk;
         try {
-          chunk = JSON.parse(event.data) as StreamChunk;
+          chunk = parseWithPromptIds(event.data) as StreamChunk;
         } catch {
           context.recorder.warn(`backend sent a non-JSON SSE data line: ${event.data.slice(0, 200)}`);
           continue;
@@ -268,7 +269,7 @@ export class OpenAICompatibleBackend implements Backend {
     const text = await response.text().catch(() => '');
     let raw: unknown;
     try {
-      raw = JSON.parse(text);
+      raw = parseWithPromptIds(text);
     } catch {
       const what = errorDetail(text);
       yield {
