@@ -1,8 +1,12 @@
-/** Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy) or `bare` (http-proxy). */
+/**
+ * Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy) or `bare` (http-proxy).
+ * With POLAR_BENCH_PHASES=1 it also notes when each call reaches each phase (bench/proxy-phases.ts).
+ */
 
+import { subscribe } from 'node:diagnostics_channel';
 import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import httpProxy from 'http-proxy';
@@ -12,6 +16,47 @@ import { CaptureWriter } from '../src/capture/writer.ts';
 import { ProxyServer } from '../src/proxy/server.ts';
 
 const [kind, backendUrl, key] = process.argv.slice(2) as [string, string, string];
+
+/**
+ * Each call's phases in ms after its request head was parsed, from node:http's diagnostics channels
+ * (node v20 lib/_http_client.js and _http_server.js): `http.client.request.start` is published in
+ * ClientRequest's _finish (the backend request handed to the socket whole), `http.client.response.finish`
+ * when the backend's response head is parsed, `http.server.response.finish` at the answer's 'finish' (for
+ * polar after the call record is written, which follows the answer's last write in the same turn).
+ * One call at a time (the phases benchmark is sequential): a phase keeps its first time.
+ */
+const phases: Record<string, number[]> = {};
+if (process.env.POLAR_BENCH_PHASES) {
+  let t0 = 0;
+  let call: Record<string, number> = {};
+  const mark = (name: string) => {
+    call[name] ??= performance.now() - t0;
+  };
+  subscribe('http.server.request.start', (m) => {
+    const { request } = m as { request: IncomingMessage };
+    t0 = performance.now();
+    call = {};
+    request.once('end', () => mark('request body read'));
+  });
+  subscribe('http.client.request.start', () => mark('backend request sent'));
+  subscribe('http.client.response.finish', (m) => {
+    mark('backend response head');
+    (m as { response: IncomingMessage }).response.once('end', () => mark('backend response end'));
+  });
+  // the answer's end handed to the socket: no channel says so, so ServerResponse.end is wrapped (here only)
+  const end = ServerResponse.prototype.end;
+  ServerResponse.prototype.end = function (this: ServerResponse, ...args: Parameters<typeof end>) {
+    mark('answer ended');
+    return end.apply(this, args);
+  } as typeof end;
+  subscribe('http.server.response.finish', () => {
+    mark('answer finished');
+    for (const [name, ms] of Object.entries(call)) {
+      phases[name] ??= [];
+      phases[name].push(ms);
+    }
+  });
+}
 let url: string;
 let dir: string | undefined;
 if (kind === 'bare') {
@@ -58,6 +103,10 @@ process.on('message', (m) => {
   if (m === 'cpu') {
     const c = process.cpuUsage();
     process.send!({ cpu: (c.user + c.system) / 1000 });
+  }
+  if (m === 'phases') {
+    process.send!({ phases });
+    for (const name of Object.keys(phases)) delete phases[name];
   }
 });
 process.send!({ url });

@@ -25,9 +25,16 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
-type Child = { url: string; rss(): Promise<number>; cpu(): Promise<number>; kill(): void };
+export type Child = {
+  url: string;
+  rss(): Promise<number>;
+  cpu(): Promise<number>;
+  /** each phase's times (ms after the request head) since the last ask: POLAR_BENCH_PHASES=1 only */
+  phases(): Promise<Record<string, number[]>>;
+  kill(): void;
+};
 
-async function startChild(kind: 'polar' | 'bare', backendUrl: string, key: string): Promise<Child> {
+export async function startChild(kind: 'polar' | 'bare', backendUrl: string, key: string): Promise<Child> {
   const child = fork(fileURLToPath(new URL('./proxy-child.ts', import.meta.url)), [kind, backendUrl, key], {
     execArgv: [
       '--import',
@@ -53,6 +60,11 @@ async function startChild(kind: 'polar' | 'bare', backendUrl: string, key: strin
       new Promise((resolve) => {
         child.once('message', (m) => resolve((m as { cpu: number }).cpu));
         child.send('cpu');
+      }),
+    phases: () =>
+      new Promise((resolve) => {
+        child.once('message', (m) => resolve((m as { phases: Record<string, number[]> }).phases));
+        child.send('phases');
       }),
     kill: () => child.kill('SIGINT'),
   };

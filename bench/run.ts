@@ -1,6 +1,8 @@
 /** `npm run bench`: every benchmark, or those named (`npm run bench -- proxy build`). */
 const benches: Record<string, () => Promise<void>> = {
   proxy: async () => (await import('./proxy.ts')).benchProxy(),
+  // where a call's time goes, phase by phase, bare against polar (node:http's diagnostics channels)
+  'proxy-phases': async () => (await import('./proxy-phases.ts')).benchProxyPhases(),
   // the proxy's CPU per call as instructions under valgrind (a count the machine's load does not move)
   'proxy-instructions': async () => (await import('./proxy-instructions.ts')).benchProxyInstructions(),
   build: async () => (await import('./build.ts')).benchBuild(),
