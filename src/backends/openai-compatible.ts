@@ -196,7 +196,9 @@ export class OpenAICompatibleBackend implements Backend {
         const event = next.value;
         if (event.data === '[DONE]') {
           // the stream's last event: the answer is complete now, not once the body's end has been read
-          // (in the same read, or the next). That end is read after it, under the call's limits: leaving
+          // (vLLM's StreamingResponse sends that end as a write of its own after the last chunk:
+          // vllm/entrypoints/openai/chat_completion/api_router.py, starlette/responses.py
+          // StreamingResponse.stream_response). That end is read after it, under the call's limits: leaving
           // the body unread would cancel it, and the HTTP client would then close the keep-alive
           // connection instead of reusing it.
           deadline.outlive(readToEnd(events, url));

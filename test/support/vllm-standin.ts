@@ -100,9 +100,11 @@ export interface Fault {
   /** a slow generation: stream each chunk this many ms after the one before (a long answer, a busy server) */
   chunkDelayMs?: number;
   /**
-   * end the body this many ms after `data: [DONE]` (Infinity: never). vLLM streams through Starlette's
-   * StreamingResponse, which sends the body's end as a message of its own after the last chunk
-   * (starlette/responses.py, StreamingResponse.stream_response): a separate write, later than [DONE].
+   * end the body this many ms after `data: [DONE]` (Infinity: never). vLLM answers a streamed chat call
+   * with Starlette's StreamingResponse (vllm/entrypoints/openai/chat_completion/api_router.py,
+   * create_chat_completion), which sends the body's end as a message of its own after the last chunk
+   * (encode/starlette starlette/responses.py @02aa6eb, StreamingResponse.stream_response): a separate
+   * write, later than [DONE].
    */
   endAfterDoneMs?: number;
 }
