@@ -174,8 +174,13 @@ export function completionToEvents(
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const optStr = (v: unknown) => v === undefined || v === null || typeof v === 'string';
-const optInts = (v: unknown) =>
-  v === undefined || v === null || (Array.isArray(v) && v.every(Number.isInteger));
+/** (a loop: `every(Number.isInteger)` took 270 us on a prompt's 30k ids, the loop 20 us) */
+function optInts(v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (!Array.isArray(v)) return false;
+  for (let i = 0; i < v.length; i++) if (!Number.isInteger(v[i])) return false;
+  return true;
+}
 
 /**
  * The hot path: a hand-written check of exactly the fields the parser reads, for the common chunk

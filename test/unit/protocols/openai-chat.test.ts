@@ -216,6 +216,24 @@ describe('openai-chat backend stream parsing (vLLM token-id contract)', () => {
     assert.equal(parser.end().response.content, '');
   });
 
+  test('prompt ids that are not all integers: a warning, and no ids kept', () => {
+    for (const ids of [
+      [1, 2.5, 3],
+      [1, '2', 3],
+      [1, null],
+      [1, [2]],
+    ]) {
+      const parser = new ChatStreamParser('r', 'm');
+      parser.push({ prompt_token_ids: ids, choices: [] });
+      assert.equal(parser.warnings.length, 1, JSON.stringify(ids));
+      assert.equal(parser.end().tokens.promptTokenIds, null);
+    }
+    const parser = new ChatStreamParser('r', 'm');
+    parser.push({ prompt_token_ids: [1, 2, 3], choices: [] });
+    assert.deepEqual(parser.warnings, []);
+    assert.deepEqual(parser.end().tokens.promptTokenIds, [1, 2, 3]);
+  });
+
   test('SGLang-style non-streaming answer with meta_info logprobs', () => {
     const done = completionToEvents(
       {
