@@ -377,7 +377,6 @@ interface StreamChunk {
   choices?: { finish_reason?: unknown }[];
 }
 
-/** About 4 characters a token: used only when the server cannot count. */
 /**
  * Reads what follows a stream's [DONE] to the body's end (nothing, from a server that keeps to the
  * protocol: events after it are not part of the answer). A failure here (a limit, the connection) has
@@ -391,6 +390,7 @@ async function readToEnd(events: AsyncGenerator<unknown>, url: string): Promise<
   }
 }
 
+/** About 4 characters a token: used only when the server cannot count. */
 export function estimateTokens(request: CanonicalRequest): number {
   const text = JSON.stringify(request.messages) + JSON.stringify(request.tools);
   return Math.ceil(text.length / 4);
