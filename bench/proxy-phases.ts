@@ -35,11 +35,16 @@ export async function benchProxyPhases(): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   const backend = await startFastBackend();
   const key = 'polar-bench-key-0123456789';
+  // (the children inherit it when they start; benchmarks after this one start theirs without)
   process.env.POLAR_BENCH_PHASES = '1';
-  const children = {
-    bare: await startChild('bare', backend.url, key),
-    polar: await startChild('polar', backend.url, key),
-  };
+  const children = await Promise.all([
+    startChild('bare', backend.url, key),
+    startChild('polar', backend.url, key),
+  ])
+    .then(([bare, polar]) => ({ bare, polar }))
+    .finally(() => {
+      delete process.env.POLAR_BENCH_PHASES;
+    });
   try {
     const paths = {
       bare: { url: `${children.bare.url}/v1/chat/completions`, headers: {} },
