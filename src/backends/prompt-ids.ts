@@ -15,6 +15,7 @@
  * throws what JSON.parse throws for it.
  */
 import { randomBytes } from 'node:crypto';
+import { PrefixCache } from '../util/prefix-cache.ts';
 
 const KEY = '"prompt_token_ids":[';
 /** Arrays shorter than this (ids) are parsed in place each time. */
@@ -34,15 +35,17 @@ interface Remembered {
   ids: readonly number[];
 }
 
+/** Arrays by the first characters of their text (src/util/prefix-cache.ts). */
 class RememberedIds {
-  private readonly byPrefix = new Map<string, Remembered[]>();
-  /** every entry, least recently used first */
-  private readonly order = new Set<Remembered>();
-  private size = 0;
+  private readonly cache = new PrefixCache<string, Remembered>(
+    (entry) => entry.text.slice(0, PREFIX),
+    (entry) => entry.ids.length,
+    MAX_REMEMBERED_IDS,
+  );
 
   /** The longest remembered array whose text is `text` or starts `text`, followed by a comma. */
   find(text: string): Remembered | undefined {
-    const same = this.byPrefix.get(text.slice(0, PREFIX));
+    const same = this.cache.candidates(text.slice(0, PREFIX));
     if (same === undefined) return undefined;
     let best: Remembered | undefined;
     for (const entry of same) {
@@ -52,36 +55,14 @@ class RememberedIds {
       // (a slice compared with ===: memcmp; startsWith walks the characters one by one)
       if (text.slice(0, n) === entry.text) best = entry;
     }
-    if (best !== undefined) {
-      this.order.delete(best);
-      this.order.add(best);
-    }
+    if (best !== undefined) this.cache.touch(best);
     return best;
   }
 
   /** Remembers an array; one it extends (a shorter prefix of it) is dropped: the conversation grew. */
   add(text: string, ids: readonly number[], extends_: Remembered | undefined): void {
-    if (extends_ !== undefined) this.drop(extends_);
-    const key = text.slice(0, PREFIX);
-    const entry: Remembered = { text, ids };
-    const same = this.byPrefix.get(key);
-    if (same === undefined) this.byPrefix.set(key, [entry]);
-    else same.push(entry);
-    this.order.add(entry);
-    this.size += ids.length;
-    for (const oldest of this.order) {
-      if (this.size <= MAX_REMEMBERED_IDS) break;
-      this.drop(oldest);
-    }
-  }
-
-  private drop(entry: Remembered): void {
-    if (!this.order.delete(entry)) return;
-    this.size -= entry.ids.length;
-    const key = entry.text.slice(0, PREFIX);
-    const same = this.byPrefix.get(key)!.filter((e) => e !== entry);
-    if (same.length > 0) this.byPrefix.set(key, same);
-    else this.byPrefix.delete(key);
+    if (extends_ !== undefined) this.cache.drop(extends_);
+    this.cache.add({ text, ids });
   }
 }
 

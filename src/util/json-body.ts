@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { MAX_JSON_DEPTH, scanJson } from './json-depth.ts';
 import { internString } from './json-text.ts';
+import { PrefixCache } from './prefix-cache.ts';
 
 /** Literals shorter than this (in bytes, between the quotes) are parsed in place each time. */
 const MIN_LITERAL = 1024;
@@ -35,13 +36,14 @@ function prefixKey(bytes: Buffer, at: number): number {
 
 /**
  * Literals by their first bytes, so that a scan finds one from its opening quote alone and steps over it
- * (a Map keyed by the bytes themselves would hash 100 KB on each lookup).
+ * (src/util/prefix-cache.ts).
  */
 class Literals {
-  private readonly byPrefix = new Map<number, Literal[]>();
-  /** every literal, least recently used first */
-  private readonly order = new Set<Literal>();
-  private size = 0;
+  private readonly cache = new PrefixCache<number, Literal>(
+    (literal) => prefixKey(literal.bytes, 0),
+    (literal) => literal.bytes.length + literal.value.length,
+    MAX_REMEMBERED,
+  );
 
   /**
    * The literal whose content starts after the quote at `open` in `bytes` and is closed by a quote right
@@ -51,39 +53,22 @@ class Literals {
   at(bytes: Buffer, open: number): Literal | undefined {
     const start = open + 1;
     if (start + MIN_LITERAL >= bytes.length) return undefined;
-    const same = this.byPrefix.get(prefixKey(bytes, start));
+    const same = this.cache.candidates(prefixKey(bytes, start));
     if (same === undefined) return undefined;
     for (const literal of same) {
       const close = start + literal.bytes.length;
       if (bytes[close] !== 0x22) continue;
       if (bytes.compare(literal.bytes, 0, literal.bytes.length, start, close) !== 0) continue;
-      this.order.delete(literal);
-      this.order.add(literal);
+      this.cache.touch(literal);
       return literal;
     }
     return undefined;
   }
 
   add(content: Buffer, value: string): void {
-    const size = content.length + value.length;
-    if (size > MAX_REMEMBERED || content.length < MIN_LITERAL) return;
+    if (content.length < MIN_LITERAL) return;
     // (a copy: a view would keep the whole request body alive)
-    const literal: Literal = { bytes: Buffer.from(content), value };
-    const key = prefixKey(literal.bytes, 0);
-    const same = this.byPrefix.get(key);
-    if (same) same.push(literal);
-    else this.byPrefix.set(key, [literal]);
-    this.order.add(literal);
-    this.size += size;
-    for (const old of this.order) {
-      if (this.size <= MAX_REMEMBERED) break;
-      this.order.delete(old);
-      const oldKey = prefixKey(old.bytes, 0);
-      const bucket = this.byPrefix.get(oldKey)!;
-      bucket.splice(bucket.indexOf(old), 1);
-      if (bucket.length === 0) this.byPrefix.delete(oldKey);
-      this.size -= old.bytes.length + old.value.length;
-    }
+    this.cache.add({ bytes: Buffer.from(content), value });
   }
 }
 
