@@ -15,6 +15,7 @@ import { trimSlash } from '../http/client.ts';
 import { type CanonicalRequest, fault, type ProxyFault, type StreamEvent } from '../protocols/canonical.ts';
 import { buildRequest, ChatStreamParser, completionToEvents } from '../protocols/openai-chat/index.ts';
 import { log } from '../util/log.ts';
+import { parseWithPromptIds } from '../util/prompt-ids.ts';
 import { fitMaxTokens, retryAfterContextFault } from './context-fit.ts';
 import { CallDeadline } from './deadline.ts';
 import {
@@ -26,7 +27,6 @@ import {
   sseEvents,
   transportFault,
 } from './http.ts';
-import { parseWithPromptIds } from './prompt-ids.ts';
 import { ContextLength, tokenizeChat } from './server-info.ts';
 import { abortFault, checkCompletionIds, type IdsCheck } from './token-check.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { InputError } from '../errors.ts';
 import { parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
+import { parseWithPromptIds } from '../util/prompt-ids.ts';
 import { CaptureDecoder } from './codec.ts';
 import type { CaptureRecord } from './record.ts';
 
@@ -29,7 +30,11 @@ export async function* readCapture(source: string, options: ReadOptions = {}): A
   const decoder = new CaptureDecoder(source);
   for await (const line of readLines(source, options.stdin)) {
     try {
-      yield { record: decoder.decode(line.line, parseJsonLine(source, line)), source, line: line.line };
+      yield {
+        record: decoder.decode(line.line, parseJsonLine(source, line, undefined, parseWithPromptIds)),
+        source,
+        line: line.line,
+      };
     } catch (error) {
       if (error instanceof TruncatedLine) {
         if (options.onInvalid) options.onInvalid(error);

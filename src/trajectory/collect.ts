@@ -17,6 +17,7 @@ import { InputError } from '../errors.ts';
 import { isTokenCount } from '../protocols/canonical.ts';
 import { type JsonlLine, parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
+import { parseWithPromptIds } from '../util/prompt-ids.ts';
 import { captureShaped, type ScannedInputs } from './inputs.ts';
 import type { MergeCall } from './merge.ts';
 import { isLengthStop, maxTokensInForce } from './overlong.ts';
@@ -199,7 +200,7 @@ function parseRecord(
   stats: BuildStats,
 ): CaptureRecord | null {
   try {
-    return decoder.decode(line.line, parseJsonLine(source, line));
+    return decoder.decode(line.line, parseJsonLine(source, line, undefined, parseWithPromptIds));
   } catch (error) {
     if (error instanceof TruncatedLine) {
       count(stats.notes, 'cut-off last record (ignored)');

@@ -80,15 +80,18 @@ const NOT_JSON_HINT = 'each line must be one JSON object; use --skip-invalid to 
 
 /**
  * Parses one JSONL line. Malformed JSON throws InputError naming file:line, except on an unterminated last
- * line, which throws TruncatedLine: the last record of a file cut while it was being written.
+ * line, which throws TruncatedLine: the last record of a file cut while it was being written. `parse` is
+ * JSON.parse or one that gives the same value and throws the same errors (the capture readers pass
+ * src/util/prompt-ids.ts's).
  */
 export function parseJsonLine(
   source: string,
   line: Pick<JsonlLine, 'line' | 'text'> & { terminated?: boolean },
   hint: string | undefined = NOT_JSON_HINT,
+  parse: (text: string) => unknown = JSON.parse,
 ): unknown {
   try {
-    return JSON.parse(line.text);
+    return parse(line.text);
   } catch (error) {
     if (line.terminated === false) {
       throw new TruncatedLine(

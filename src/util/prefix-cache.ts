@@ -3,7 +3,7 @@
  * characters), least recently used first out. The caller finds a value by comparing the candidates under
  * a key with what it holds (memcmp), since a Map keyed by the whole value would hash it on each lookup.
  * Shared by the request-body literals (src/util/json-body.ts) and the prompt ids of servers' answers
- * (src/backends/prompt-ids.ts).
+ * (src/util/prompt-ids.ts).
  */
 export class PrefixCache<K, E> {
   private readonly byKey = new Map<K, E[]>();

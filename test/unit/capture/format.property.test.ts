@@ -15,6 +15,7 @@ import { readCapture } from '../../../src/capture/reader.ts';
 import type { CaptureRecord } from '../../../src/capture/record.ts';
 import { type CaptureFormat, CaptureWriter } from '../../../src/capture/writer.ts';
 import { buildTrajectories } from '../../../src/trajectory/build.ts';
+import { promptIdsReused } from '../../../src/util/prompt-ids.ts';
 import { captureArb } from '../../support/capture-arbitraries.ts';
 import { type Step, sessionRecord, syntheticCalls } from '../../support/synthetic-capture.ts';
 import { tempDir } from '../../support/temp.ts';
@@ -92,6 +93,39 @@ describe('capture format v2', () => {
       'canonical_request',
       'backend_request.body',
     ]);
+  });
+
+  it("reads a v1 session's growing prompts from the ones before, the same records as JSON.parse", async () => {
+    // (src/util/prompt-ids.ts: a v1 call record holds the whole prompt; the reader parses only what is new)
+    const steps: Step[] = [
+      'extend',
+      'extend',
+      'retry',
+      'extend',
+      'subagent',
+      'extend',
+      'compaction',
+      'extend',
+    ];
+    const records = [
+      sessionRecord('s'),
+      ...syntheticCalls({ id: 's', steps, seed: 3, newIds: 400, completionIds: 120, textChars: 50 }),
+    ];
+    const path = writeCapture(records, 1);
+    const expected = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as CaptureRecord);
+    const before = promptIdsReused.extended;
+    const got = await readAll(path);
+    assert.deepEqual(got, expected);
+    assert.ok(
+      promptIdsReused.extended >= before + 4,
+      `${promptIdsReused.extended - before} prompts extended`,
+    );
+    // each record holds arrays of its own
+    (got[2] as { prompt_token_ids: number[] }).prompt_token_ids.fill(0);
+    assert.deepEqual(await readAll(path), expected);
   });
 
   it('reads a capture cut at any byte up to its last whole record', async () => {

@@ -1,10 +1,12 @@
 /**
- * JSON.parse of a server's answer that carries the prompt's token ids (vLLM's first stream chunk and its
- * whole completion: a top-level `prompt_token_ids`, ../shared/reference/real-servers.md), with the ids
- * array remembered by its text. An agent's conversation only grows, so each call's prompt ids are the
- * previous call's, then the previous completion and the new turn: parsing the array again was the
- * largest per-call cost of a long agent run (30k ids, 190 KB of JSON: 1.4 ms here, against 6 us to
- * compare the text with the one remembered and a copy of the array).
+ * JSON.parse of a text that carries a prompt's token ids as a top-level `prompt_token_ids` array, with the
+ * array remembered by its text: a server's answer (vLLM's first stream chunk and its whole completion,
+ * ../shared/reference/real-servers.md) and a capture file's call record (format v1 holds each call's whole
+ * prompt; the capture readers, src/capture/reader.ts and src/trajectory/collect.ts, parse lines with it).
+ * An agent's conversation only grows, so each call's prompt ids are the previous call's, then the previous
+ * completion and the new turn: parsing the array again was the largest per-call cost of a long agent run
+ * (30k ids, 190 KB of JSON: 1.4 ms here, against 6 us to compare the text with the one remembered and a
+ * copy of the array) and most of what `polar build` spent reading a v1 capture.
  *
  * The array's text is found by its key (`"prompt_token_ids":[` cannot occur inside a JSON string: the
  * quote before the colon would be escaped there) and the first `]` after it. Its text equals a remembered
@@ -15,7 +17,7 @@
  * throws what JSON.parse throws for it.
  */
 import { randomBytes } from 'node:crypto';
-import { PrefixCache } from '../util/prefix-cache.ts';
+import { PrefixCache } from './prefix-cache.ts';
 
 const KEY = '"prompt_token_ids":[';
 /** Arrays shorter than this (ids) are parsed in place each time. */
@@ -32,7 +34,8 @@ const MARK_JSON = JSON.stringify(MARK);
 interface Remembered {
   /** the array's text between its brackets */
   text: string;
-  ids: readonly number[];
+  /** never handed out (callers get copies): an array that is extended grows in place */
+  ids: number[];
 }
 
 /** Arrays by the first characters of their text (src/util/prefix-cache.ts). */
@@ -59,10 +62,19 @@ class RememberedIds {
     return best;
   }
 
-  /** Remembers an array; one it extends (a shorter prefix of it) is dropped: the conversation grew. */
-  add(text: string, ids: readonly number[], extends_: Remembered | undefined): void {
-    if (extends_ !== undefined) this.cache.drop(extends_);
-    this.cache.add({ text, ids });
+  /**
+   * Remembers an array. Its text is copied: `text` is a slice of the line or event it came from, and V8
+   * keeps a slice's whole parent string alive (a capture reader's line is itself a slice of a chunk of
+   * megabytes: `polar build` held 90 MB more with views). Slicing a concatenation flattens it into a new
+   * string first, so the text kept is a slice of that copy alone.
+   */
+  add(text: string, ids: number[]): void {
+    this.cache.add({ text: ` ${text}`.slice(1), ids });
+  }
+
+  /** Forgets an array, before it is extended in place (the cache counts its ids as they are now). */
+  drop(entry: Remembered): void {
+    this.cache.drop(entry);
   }
 }
 
@@ -99,11 +111,18 @@ function idsOf(text: string): number[] | null {
   else {
     // (what follows the comma must hold at least one value: `[1,2,]` is not JSON)
     const rest = numbers(text.slice(known.text.length + 1));
-    ids = rest === null || rest.length === 0 ? null : known.ids.concat(rest);
-    if (ids !== null) promptIdsReused.extended++;
+    if (rest === null || rest.length === 0) ids = null;
+    else {
+      // the conversation grew: the shorter array is forgotten and grows in place into the longer one
+      // (a copy of 30k ids cost more than parsing the new ones)
+      remembered.drop(known);
+      ids = known.ids;
+      for (let i = 0; i < rest.length; i++) ids.push(rest[i]!);
+      promptIdsReused.extended++;
+    }
   }
   if (ids === null || ids.length < MIN_IDS) return ids;
-  remembered.add(text, ids, known);
+  remembered.add(text, ids);
   return ids.slice();
 }
 

@@ -1,10 +1,10 @@
 /**
- * parseWithPromptIds (src/backends/prompt-ids.ts) is JSON.parse: the same value, key for key and in key
+ * parseWithPromptIds (src/util/prompt-ids.ts) is JSON.parse: the same value, key for key and in key
  * order, and the same error, whatever the answer holds; the prompt ids it remembers only save parsing.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseWithPromptIds, promptIdsReused } from '../../../src/backends/prompt-ids.ts';
+import { parseWithPromptIds, promptIdsReused } from '../../../src/util/prompt-ids.ts';
 import { seededRandom } from '../../../src/util/random.ts';
 
 const rand = seededRandom(7);
@@ -69,6 +69,14 @@ describe('prompt ids parsed with what earlier answers held', () => {
     b.prompt_token_ids.length = 0;
     const c = parseWithPromptIds(firstChunk([...prompt, 5])) as { prompt_token_ids: number[] };
     assert.deepEqual(c.prompt_token_ids, [...prompt, 5]);
+    // the remembered array grows in place into the next, longer one: what was handed out stays as it was
+    const d = parseWithPromptIds(firstChunk([...prompt, 5, 6, 7])) as { prompt_token_ids: number[] };
+    assert.deepEqual(d.prompt_token_ids, [...prompt, 5, 6, 7]);
+    assert.deepEqual(c.prompt_token_ids, [...prompt, 5]);
+    assert.deepEqual(
+      (parseWithPromptIds(firstChunk([...prompt, 5, 8])) as { prompt_token_ids: number[] }).prompt_token_ids,
+      [...prompt, 5, 8],
+    );
   });
 
   test('what is not a plain top-level array of numbers goes to JSON.parse', () => {
