@@ -175,8 +175,10 @@ export function decodeIds(
       `keeps ${keep} ids of a base with ${prompt.length + second.length} (prompt + completion)`,
     );
   }
-  const out = prompt.slice(0, Math.min(keep, prompt.length));
-  for (let i = prompt.length; i < keep; i++) out.push(second[i - prompt.length]!);
-  for (const id of delta.add as number[]) out.push(id);
-  return out;
+  const add = delta.add as number[];
+  // one concat makes the array at its final length (pushing onto a slice copied 30k ids twice: once to
+  // slice, again when the first push outgrew it)
+  if (keep <= prompt.length)
+    return keep === prompt.length ? prompt.concat(add) : prompt.slice(0, keep).concat(add);
+  return prompt.concat(second.slice(0, keep - prompt.length), add);
 }
