@@ -1,5 +1,6 @@
 /**
- * Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy) or `bare` (http-proxy).
+ * Runs one proxy in its own process for bench/proxy.ts: `polar` (the capture proxy), `bare` (http-proxy)
+ * or `floor` (bench/proxy-floor.ts: the least a recording proxy must do).
  * With POLAR_BENCH_PHASES=1 it also notes when each call reaches each phase (bench/proxy-phases.ts).
  */
 
@@ -14,6 +15,7 @@ import { createBackend } from '../src/backends/index.ts';
 import { newCounters, recordCalls } from '../src/capture/call-record.ts';
 import { CaptureWriter } from '../src/capture/writer.ts';
 import { ProxyServer } from '../src/proxy/server.ts';
+import { startFloorProxy } from './proxy-floor.ts';
 
 const [kind, backendUrl, key] = process.argv.slice(2) as [string, string, string];
 
@@ -67,6 +69,9 @@ if (kind === 'bare') {
   const server = createServer((req, res) => proxy.web(req, res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+} else if (kind === 'floor') {
+  dir = await mkdtemp(join(tmpdir(), 'polar-bench-'));
+  url = await startFloorProxy(backendUrl, join(dir, 'capture.jsonl'));
 } else {
   dir = await mkdtemp(join(tmpdir(), 'polar-bench-'));
   const proxy = new ProxyServer();

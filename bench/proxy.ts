@@ -1,7 +1,9 @@
 /**
- * Proxy overhead and throughput. Three paths to the same backend, in one run:
+ * Proxy overhead and throughput. Four paths to the same backend, in one run:
  *   direct  : client -> backend
  *   bare    : client -> http-proxy (a plain pass-through) -> backend
+ *   floor   : client -> the least a recording proxy must do (bench/proxy-floor.ts: parse the request and
+ *             every event, write them on, append the token ids) -> backend; a yardstick, no product
  *   polar   : client -> polar's capture proxy (parse, convert, record to a capture file) -> backend
  * Latency is per call at p50/p99 for a streaming ~100 KB request; throughput at 1, 16 and 64
  * concurrent streaming sessions; CPU milliseconds per call of each proxy process (process.cpuUsage, which
@@ -34,7 +36,11 @@ export type Child = {
   kill(): void;
 };
 
-export async function startChild(kind: 'polar' | 'bare', backendUrl: string, key: string): Promise<Child> {
+export async function startChild(
+  kind: 'polar' | 'bare' | 'floor',
+  backendUrl: string,
+  key: string,
+): Promise<Child> {
   const child = fork(fileURLToPath(new URL('./proxy-child.ts', import.meta.url)), [kind, backendUrl, key], {
     execArgv: [
       '--import',
@@ -76,12 +82,19 @@ export async function benchProxy(): Promise<void> {
   const key = 'polar-bench-key-0123456789';
   // each proxy runs in its own process, as in real use (the harness is another process)
   const bareChild = await startChild('bare', backend.url, key);
+  const floorChild = await startChild('floor', backend.url, key);
   const polarChild = await startChild('polar', backend.url, key);
+  const children: Record<string, Child | undefined> = {
+    bare: bareChild,
+    floor: floorChild,
+    polar: polarChild,
+  };
 
   const body = BENCH_REQUEST;
   const paths = {
     direct: { url: `${backend.url}/chat/completions`, headers: {} },
     bare: { url: `${bareChild.url}/v1/chat/completions`, headers: {} },
+    floor: { url: `${floorChild.url}/v1/chat/completions`, headers: {} },
     polar: { url: `${polarChild.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } },
   } as const;
   const entries = Object.entries(paths);
@@ -91,22 +104,22 @@ export async function benchProxy(): Promise<void> {
     console.log(`\n## proxy: ${title}, ${iterations} calls per path, paths alternated call by call`);
     for (let i = 0; i < 30; i++) for (const [, p] of entries) await call(p.url, bodyOf(i), p.headers); // warm-up
     const ms: Record<string, number[]> = Object.fromEntries(entries.map(([n]) => [n, []]));
-    const cpu0 = { bare: await bareChild.cpu(), polar: await polarChild.cpu() };
+    const cpu0: Record<string, number> = {};
+    for (const [name, child] of Object.entries(children)) cpu0[name] = await child!.cpu();
     for (let i = 0; i < iterations; i++) {
       // (the same body on every path: a turn's new content is new to each)
       const b = bodyOf(30 + i);
       for (const [name, p] of entries) ms[name]!.push((await call(p.url, b, p.headers)).ms);
     }
-    const cpuPerCall = {
-      bare: ((await bareChild.cpu()) - cpu0.bare) / iterations,
-      polar: ((await polarChild.cpu()) - cpu0.polar) / iterations,
-    };
+    const cpuPerCall: Record<string, number> = {};
+    for (const [name, child] of Object.entries(children))
+      cpuPerCall[name] = ((await child!.cpu()) - cpu0[name]!) / iterations;
     const lat: Record<string, { p50: number; p99: number }> = {};
     for (const [name] of entries) lat[name] = { p50: pct(ms[name]!, 50), p99: pct(ms[name]!, 99) };
     console.log('| path | p50 ms | p99 ms | p50 vs bare | p99 vs bare | proxy CPU ms/call |');
     console.log('|---|---|---|---|---|---|');
     for (const [name, l] of Object.entries(lat)) {
-      const cpu = name === 'direct' ? '-' : cpuPerCall[name as 'bare' | 'polar'].toFixed(2);
+      const cpu = cpuPerCall[name]?.toFixed(2) ?? '-';
       console.log(
         `| ${name} | ${l.p50.toFixed(3)} | ${l.p99.toFixed(3)} | ${(l.p50 / lat.bare!.p50).toFixed(2)}x | ${(l.p99 / lat.bare!.p99).toFixed(2)}x | ${cpu} |`,
       );
@@ -114,7 +127,7 @@ export async function benchProxy(): Promise<void> {
     const p50Ratio = lat.polar!.p50 / lat.bare!.p50;
     const p99Ratio = lat.polar!.p99 / lat.bare!.p99;
     console.log(
-      `polar vs bare pass-through: p50 ${p50Ratio.toFixed(2)}x (target <= 1.5x: ${p50Ratio <= 1.5 ? 'met' : 'NOT met'}), p99 ${p99Ratio.toFixed(2)}x (target <= 2x: ${p99Ratio <= 2 ? 'met' : 'NOT met'}), CPU per call ${(cpuPerCall.polar / cpuPerCall.bare).toFixed(2)}x`,
+      `polar vs bare pass-through: p50 ${p50Ratio.toFixed(2)}x (target <= 1.5x: ${p50Ratio <= 1.5 ? 'met' : 'NOT met'}), p99 ${p99Ratio.toFixed(2)}x (target <= 2x: ${p99Ratio <= 2 ? 'met' : 'NOT met'}), CPU per call ${(cpuPerCall.polar! / cpuPerCall.bare!).toFixed(2)}x (floor: p50 ${(lat.floor!.p50 / lat.bare!.p50).toFixed(2)}x, CPU ${(cpuPerCall.floor! / cpuPerCall.bare!).toFixed(2)}x)`,
     );
   };
   await latency(
@@ -133,7 +146,6 @@ export async function benchProxy(): Promise<void> {
     `\n| concurrency | path | calls/s (best of ${rounds} alternated rounds) | errors | vs bare | proxy CPU ms/call |`,
   );
   console.log('|---|---|---|---|---|---|');
-  const children = { bare: bareChild, polar: polarChild } as Record<string, Child | undefined>;
   for (const concurrency of [1, 16, 64]) {
     const total = Math.max(64, concurrency * 8);
     const rates: Record<string, number> = {};
@@ -165,7 +177,7 @@ export async function benchProxy(): Promise<void> {
     if (concurrency === 64) {
       const r = rates.polar! / rates.bare!;
       console.log(
-        `polar at 64 concurrent: ${r.toFixed(2)}x bare (target >= 0.5x: ${r >= 0.5 ? 'met' : 'NOT met'})`,
+        `polar at 64 concurrent: ${r.toFixed(2)}x bare (target >= 0.5x: ${r >= 0.5 ? 'met' : 'NOT met'}; floor ${(rates.floor! / rates.bare!).toFixed(2)}x)`,
       );
     }
     phasePeaks.push([`${concurrency} concurrent`, await polarChild.rss()]);
@@ -177,8 +189,7 @@ export async function benchProxy(): Promise<void> {
   console.log(
     `\npeak RSS of the polar proxy process: ${(rss / 1048576).toFixed(0)} MB (target < 300 MB: ${rss < 300 * 1048576 ? 'met' : 'NOT met'})`,
   );
-  polarChild.kill();
-  bareChild.kill();
+  for (const child of Object.values(children)) child!.kill();
   await backend.close();
   agent.destroy();
 }
