@@ -28,6 +28,9 @@ export interface ExecResult {
   signal: string | null;
   /** stdout and stderr interleaved */
   output: string;
+  /** each on its own (a command whose answer is its stdout) */
+  stdout: string;
+  stderr: string;
   timedOut: boolean;
   /** ended by `signal` (a cancelled sample, an interrupt) */
   cancelled?: boolean;
@@ -148,6 +151,8 @@ export async function execTree(
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
     output: typeof result.all === 'string' ? result.all : '',
+    stdout: typeof result.stdout === 'string' ? result.stdout : '',
+    stderr: typeof result.stderr === 'string' ? result.stderr : '',
     timedOut,
     ...(cancelled ? { cancelled } : {}),
     durationMs: performance.now() - started,

@@ -5,9 +5,9 @@
  * prints anything but a number in [0, 1] is an infrastructure failure (src/rollout/outcome.ts): the sample
  * is an `error` with no reward, never a 0 that GRPO would train on.
  */
-import { execa } from 'execa';
 import { readCapture } from '../capture/reader.ts';
 import { UsageError } from '../errors.ts';
+import { execTree } from './exec.ts';
 
 /** What the verifier reads on stdin. */
 export interface VerifierInput {
@@ -69,31 +69,34 @@ export function parseReward(stdout: string): number | string {
   return value;
 }
 
-/** Runs `command` through the shell with `input` as JSON on stdin. */
+/**
+ * Runs `command` through the shell with `input` as JSON on stdin, as the leader of its own process group
+ * (src/rollout/exec.ts): a timeout or a cancel ends the whole tree (the test runner the shell started and
+ * its workers), not only the shell.
+ */
 export async function runVerifier(
   command: string,
   input: VerifierInput,
   options: { timeoutMs: number; cwd?: string; signal?: AbortSignal },
 ): Promise<VerifierResult> {
-  const r = await execa(command, {
-    shell: true,
+  const r = await execTree('/bin/sh', ['-c', command], {
     input: JSON.stringify(input),
-    reject: false,
-    timeout: options.timeoutMs,
-    all: true,
+    timeoutMs: options.timeoutMs,
     ...(options.cwd ? { cwd: options.cwd } : {}),
-    ...(options.signal ? { cancelSignal: options.signal } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
-  const output = typeof r.all === 'string' ? r.all : '';
+  const { output } = r;
   const named = `verifier grader \`${command}\``;
   if (r.timedOut)
     return { error: `${named} timed out after ${options.timeoutMs} ms (--test-timeout)`, output };
-  if (r.failed || r.exitCode !== 0) {
-    const why = r.exitCode !== undefined ? `exited ${r.exitCode}` : (r.shortMessage ?? 'could not run');
-    const tail = (typeof r.stderr === 'string' ? r.stderr : '').trim().split('\n').slice(-3).join(' | ');
+  if (r.cancelled) return { error: `${named} was stopped: the sample was cancelled`, output };
+  if (r.spawnError !== undefined) return { error: `${named} could not run: ${r.spawnError}`, output };
+  if (r.exitCode !== 0) {
+    const why = r.exitCode !== null ? `exited ${r.exitCode}` : `was killed by ${r.signal ?? 'a signal'}`;
+    const tail = r.stderr.trim().split('\n').slice(-3).join(' | ');
     return { error: `${named} ${why}${tail ? `: ${tail}` : ''}`, output };
   }
-  const reward = parseReward(typeof r.stdout === 'string' ? r.stdout : '');
+  const reward = parseReward(r.stdout);
   if (typeof reward === 'string') return { error: `${named} ${reward}`, output };
   return { reward, output };
 }

@@ -106,7 +106,7 @@ test('ContainerRuntime drives the engine through its runner (fake engine)', asyn
   const calls: string[][] = [];
   const runner = async (argv: string[], o: { input?: string }): Promise<ExecResult> => {
     calls.push(o.input === undefined ? argv : [...argv, `<stdin:${o.input.length}>`]);
-    return { exitCode: 0, signal: null, output: 'ok', timedOut: false, durationMs: 1 };
+    return { exitCode: 0, signal: null, output: 'ok', stdout: 'ok', stderr: '', timedOut: false, durationMs: 1 };
   };
   const rt = new ContainerRuntime({ engine: 'docker', runner });
   const [instance] = await loadDataset(MINI);
@@ -183,7 +183,7 @@ test('a graded row runs its set-up in the container before the tests; a 5.x eval
   const scripts: string[] = [];
   const runner = async (argv: string[]): Promise<ExecResult> => {
     if (argv[1] === 'exec' && argv.at(-3) === 'bash') scripts.push(argv.at(-1)!);
-    return { exitCode: 0, signal: null, output: '', timedOut: false, durationMs: 1 };
+    return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
   };
   const rt = new ContainerRuntime({ engine: 'docker', runner });
   const g = await gradePatch(rt, row({ version: '2.2' }), 'diff --git a/x b/x\n', { testTimeoutMs: 5000 });
@@ -220,6 +220,8 @@ test('ContainerRuntime.check reports a missing engine', async () => {
     exitCode: 1,
     signal: null,
     output: 'Cannot connect to the Docker daemon',
+    stdout: '',
+    stderr: 'Cannot connect to the Docker daemon',
     timedOut: false,
     durationMs: 1,
   });

@@ -54,7 +54,7 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
   const lines: string[][] = [];
   const runner = async (argv: string[]): Promise<ExecResult> => {
     lines.push(argv);
-    return { exitCode: 0, signal: null, output: '', timedOut: false, durationMs: 1 };
+    return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
   };
   const tmpRoot = tempDir('polar-setup-test-');
   const { runtime } = await setupEvaluation(setup, { runner, tmpRoot });

@@ -23,6 +23,7 @@ import {
   type VerifierInput,
 } from '../../../src/rollout/verifier.ts';
 import { parseArgv } from '../../support/argv.ts';
+import { endsWithin } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
 import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from '../eval/helpers.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
@@ -66,6 +67,30 @@ test('runVerifier: the reward the command prints, or an error naming the command
   assert.match(await errorOf('text'), /"looks good", not a number/);
   assert.match(await errorOf('range'), /printed 1\.5, outside \[0, 1\]/);
   assert.match(await errorOf('sleep', 1_000), /timed out after 1000 ms/);
+});
+
+test('runVerifier: a timeout or a cancel ends what the shell started too, not only the shell', async () => {
+  // the shell starts a worker (as `bash run_tests.sh` starts pytest) and waits for it
+  const worker = (pidFile: string) => `sleep 60 & echo $! > ${pidFile}; wait`;
+  const pidOf = (file: string) => Number(readFileSync(file, 'utf8').trim());
+  const timedOut = await runVerifier(worker(join(tmp, 'w1.pid')), input({}), { timeoutMs: 500 });
+  assert.ok('error' in timedOut && /timed out after 500 ms/.test(timedOut.error));
+  const first = pidOf(join(tmp, 'w1.pid'));
+  // (a moment for the group's SIGKILL to land; a killed worker left unreaped is not running)
+  assert.ok(await endsWithin(first, 2000), `worker ${first} outlived the verifier's timeout`);
+
+  const cancel = new AbortController();
+  setTimeout(() => cancel.abort(), 300);
+  const cancelled = await runVerifier(worker(join(tmp, 'w2.pid')), input({}), {
+    timeoutMs: 30_000,
+    signal: cancel.signal,
+  });
+  assert.ok('error' in cancelled && /was stopped: the sample was cancelled/.test(cancelled.error));
+  const second = pidOf(join(tmp, 'w2.pid'));
+  assert.ok(await endsWithin(second, 2000), `worker ${second} outlived the cancel`);
+  // killed by a signal of its own: said so, no reward
+  const killed = await runVerifier('kill -9 $$', input({}), { timeoutMs: 30_000 });
+  assert.ok('error' in killed && /was killed by SIGKILL/.test(killed.error), JSON.stringify(killed));
 });
 
 test('--grader: polar, swebench or a command, classified once into a tagged value; a bare word is refused', () => {
