@@ -113,7 +113,15 @@ describe('the container runtime hands its removal with every harness it launches
       const calls: string[][] = [];
       const runner = async (argv: string[]): Promise<ExecResult> => {
         calls.push(argv);
-        return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
+        return {
+          exitCode: 0,
+          signal: null,
+          output: '',
+          stdout: '',
+          stderr: '',
+          timedOut: false,
+          durationMs: 1,
+        };
       };
       const rt = new ContainerRuntime({ engine, harness: true, runner, mounts: [] });
       const [instance] = await loadDataset(MINI);

@@ -106,7 +106,15 @@ test('ContainerRuntime drives the engine through its runner (fake engine)', asyn
   const calls: string[][] = [];
   const runner = async (argv: string[], o: { input?: string }): Promise<ExecResult> => {
     calls.push(o.input === undefined ? argv : [...argv, `<stdin:${o.input.length}>`]);
-    return { exitCode: 0, signal: null, output: 'ok', stdout: 'ok', stderr: '', timedOut: false, durationMs: 1 };
+    return {
+      exitCode: 0,
+      signal: null,
+      output: 'ok',
+      stdout: 'ok',
+      stderr: '',
+      timedOut: false,
+      durationMs: 1,
+    };
   };
   const rt = new ContainerRuntime({ engine: 'docker', runner });
   const [instance] = await loadDataset(MINI);

@@ -195,7 +195,15 @@ describe('apptainer command lines (no engine here: these are its tests)', () => 
     const calls: Array<{ argv: string[]; input?: string }> = [];
     const runner = async (argv: string[], o: { input?: string }): Promise<ExecResult> => {
       calls.push({ argv, ...(o.input !== undefined ? { input: o.input } : {}) });
-      return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
+      return {
+        exitCode: 0,
+        signal: null,
+        output: '',
+        stdout: '',
+        stderr: '',
+        timedOut: false,
+        durationMs: 1,
+      };
     };
     const rt = new ContainerRuntime({ engine: 'apptainer', harness: true, runner, mounts: [] });
     const [instance] = await loadDataset(MINI);
@@ -229,7 +237,15 @@ describe('docker: a private folder per container, never shared', () => {
     const runs: string[][] = [];
     const runner = async (argv: string[]): Promise<ExecResult> => {
       if (argv[1] === 'run') runs.push(argv);
-      return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
+      return {
+        exitCode: 0,
+        signal: null,
+        output: '',
+        stdout: '',
+        stderr: '',
+        timedOut: false,
+        durationMs: 1,
+      };
     };
     const rt = new ContainerRuntime({ engine: 'docker', harness: true, runner });
     const [instance] = await loadDataset(MINI);
