@@ -18,6 +18,7 @@ import { loadDataset } from '../../../src/rollout/dataset.ts';
 import type { ExecResult } from '../../../src/rollout/exec.ts';
 import { ContainerRuntime } from '../../../src/rollout/runtime/docker.ts';
 import { ROOT } from '../../support/cli.ts';
+import { execResult } from '../../support/exec-result.ts';
 import { procStat, running } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
 import { MINI } from '../eval/helpers.ts';
@@ -113,15 +114,7 @@ describe('the container runtime hands its removal with every harness it launches
       const calls: string[][] = [];
       const runner = async (argv: string[]): Promise<ExecResult> => {
         calls.push(argv);
-        return {
-          exitCode: 0,
-          signal: null,
-          output: '',
-          stdout: '',
-          stderr: '',
-          timedOut: false,
-          durationMs: 1,
-        };
+        return execResult();
       };
       const rt = new ContainerRuntime({ engine, harness: true, runner, mounts: [] });
       const [instance] = await loadDataset(MINI);

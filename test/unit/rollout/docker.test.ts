@@ -15,6 +15,7 @@ import {
   sweGymImage,
 } from '../../../src/rollout/runtime/docker.ts';
 import { specFor } from '../../../src/rollout/specs.ts';
+import { execResult } from '../../support/exec-result.ts';
 import { MINI } from '../eval/helpers.ts';
 
 test('official image names use _1776_ and lower case', () => {
@@ -106,15 +107,7 @@ test('ContainerRuntime drives the engine through its runner (fake engine)', asyn
   const calls: string[][] = [];
   const runner = async (argv: string[], o: { input?: string }): Promise<ExecResult> => {
     calls.push(o.input === undefined ? argv : [...argv, `<stdin:${o.input.length}>`]);
-    return {
-      exitCode: 0,
-      signal: null,
-      output: 'ok',
-      stdout: 'ok',
-      stderr: '',
-      timedOut: false,
-      durationMs: 1,
-    };
+    return execResult({ stdout: 'ok' });
   };
   const rt = new ContainerRuntime({ engine: 'docker', runner });
   const [instance] = await loadDataset(MINI);
@@ -191,7 +184,7 @@ test('a graded row runs its set-up in the container before the tests; a 5.x eval
   const scripts: string[] = [];
   const runner = async (argv: string[]): Promise<ExecResult> => {
     if (argv[1] === 'exec' && argv.at(-3) === 'bash') scripts.push(argv.at(-1)!);
-    return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
+    return execResult();
   };
   const rt = new ContainerRuntime({ engine: 'docker', runner });
   const g = await gradePatch(rt, row({ version: '2.2' }), 'diff --git a/x b/x\n', { testTimeoutMs: 5000 });
@@ -224,15 +217,8 @@ test('a graded row runs its set-up in the container before the tests; a 5.x eval
 });
 
 test('ContainerRuntime.check reports a missing engine', async () => {
-  const runner = async (): Promise<ExecResult> => ({
-    exitCode: 1,
-    signal: null,
-    output: 'Cannot connect to the Docker daemon',
-    stdout: '',
-    stderr: 'Cannot connect to the Docker daemon',
-    timedOut: false,
-    durationMs: 1,
-  });
+  const runner = async (): Promise<ExecResult> =>
+    execResult({ exitCode: 1, stderr: 'Cannot connect to the Docker daemon' });
   await assert.rejects(new ContainerRuntime({ runner }).check(), /docker is not usable: Cannot connect/);
 });
 

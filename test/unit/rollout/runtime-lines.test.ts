@@ -27,6 +27,7 @@ import {
   SandboxCgroup,
 } from '../../../src/rollout/runtime/limits.ts';
 import { knownFix } from '../../../src/rollout/runtime/probe.ts';
+import { execResult } from '../../support/exec-result.ts';
 import { tempDir } from '../../support/temp.ts';
 import { MINI, REPOS as REPOS_DIR } from '../eval/helpers.ts';
 
@@ -195,15 +196,7 @@ describe('apptainer command lines (no engine here: these are its tests)', () => 
     const calls: Array<{ argv: string[]; input?: string }> = [];
     const runner = async (argv: string[], o: { input?: string }): Promise<ExecResult> => {
       calls.push({ argv, ...(o.input !== undefined ? { input: o.input } : {}) });
-      return {
-        exitCode: 0,
-        signal: null,
-        output: '',
-        stdout: '',
-        stderr: '',
-        timedOut: false,
-        durationMs: 1,
-      };
+      return execResult();
     };
     const rt = new ContainerRuntime({ engine: 'apptainer', harness: true, runner, mounts: [] });
     const [instance] = await loadDataset(MINI);
@@ -237,15 +230,7 @@ describe('docker: a private folder per container, never shared', () => {
     const runs: string[][] = [];
     const runner = async (argv: string[]): Promise<ExecResult> => {
       if (argv[1] === 'run') runs.push(argv);
-      return {
-        exitCode: 0,
-        signal: null,
-        output: '',
-        stdout: '',
-        stderr: '',
-        timedOut: false,
-        durationMs: 1,
-      };
+      return execResult();
     };
     const rt = new ContainerRuntime({ engine: 'docker', harness: true, runner });
     const [instance] = await loadDataset(MINI);

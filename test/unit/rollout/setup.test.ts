@@ -17,6 +17,7 @@ import type { ExecResult } from '../../../src/rollout/exec.ts';
 import { createRuntime } from '../../../src/rollout/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup, setupEvaluation } from '../../../src/rollout/setup.ts';
 import { parseArgv } from '../../support/argv.ts';
+import { execResult } from '../../support/exec-result.ts';
 import { tempDir } from '../../support/temp.ts';
 import { MINI } from '../eval/helpers.ts';
 
@@ -54,7 +55,7 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
   const lines: string[][] = [];
   const runner = async (argv: string[]): Promise<ExecResult> => {
     lines.push(argv);
-    return { exitCode: 0, signal: null, output: '', stdout: '', stderr: '', timedOut: false, durationMs: 1 };
+    return execResult();
   };
   const tmpRoot = tempDir('polar-setup-test-');
   const { runtime } = await setupEvaluation(setup, { runner, tmpRoot });
