@@ -100,6 +100,9 @@ export async function readBody(
       source.removeListener('end', onEnd);
       source.removeListener('error', onError);
       source.removeListener('close', onClose);
+      // (a decompressor's late error, once nobody listens, must not end the process; the request
+      // itself emits errors only to listeners)
+      if (source !== req) source.on('error', () => {});
       resolve(error);
     };
     const refuse = (error: BodyError) => {

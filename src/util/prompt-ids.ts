@@ -65,8 +65,8 @@ class RememberedIds {
   /**
    * Remembers an array. Its text is copied: `text` is a slice of the line or event it came from, and V8
    * keeps a slice's whole parent string alive (a capture reader's line is itself a slice of a chunk of
-   * megabytes: `polar build` held 90 MB more with views). Slicing a concatenation flattens it into a new
-   * string first, so the text kept is a slice of that copy alone.
+   * megabytes: `polar build`'s peak RSS was about 80 MB higher with views). Slicing a concatenation
+   * flattens it into a new string first, so the text kept is a slice of that copy alone.
    */
   add(text: string, ids: number[]): void {
     this.cache.add({ text: ` ${text}`.slice(1), ids });
