@@ -32,16 +32,53 @@ const MARK = `polar-ids-${randomBytes(12).toString('hex')}`;
 const MARK_JSON = JSON.stringify(MARK);
 
 interface Remembered {
-  /** the array's text between its brackets */
-  text: string;
+  /**
+   * the array's text between its brackets, in pieces of at most PIECE characters, each its own copy: one
+   * string of the whole text (190 KB for 30k ids) would be a large object, which V8 maps fresh from the
+   * system and unmaps when it dies, so each call paid the page faults of its size; an extended array
+   * keeps its earlier pieces and adds copies of the new text only
+   */
+  pieces: string[];
+  /** the text's length (the pieces' lengths summed) */
+  length: number;
   /** never handed out (callers get copies): an array that is extended grows in place */
   ids: number[];
+}
+
+/**
+ * Characters a piece of remembered text holds at most: a one-byte string of this many stays under V8's
+ * large-object size (kMaxRegularHeapObjectSize = 1 << (kPageSizeBits - 1) in v8/src/common/globals.h,
+ * kPageSizeBits 18 on x64 in v8/src/base/build_config.h: 128 KB), so it is allocated in pages V8 reuses;
+ * a large object's pages never come from V8's pool. On a machine where a page fault costs 9 us (measured
+ * on 2026-12-03 here), a 190 KB copy cost 0.6 ms in faults alone.
+ */
+const PIECE = 1 << 16;
+
+/**
+ * Copies of `text` from `from` on, in pieces of at most PIECE characters, onto `pieces`. A slice of a
+ * string is a view that keeps its whole parent alive (here a line that is itself a slice of a megabyte
+ * chunk of a capture file: `polar build`'s peak RSS was about 80 MB higher with views); slicing a
+ * concatenation flattens it into a new string first, so each piece kept is a view of its own copy alone.
+ */
+function copyPieces(text: string, from: number, pieces: string[]): void {
+  for (let at = from; at < text.length; at += PIECE) pieces.push(` ${text.slice(at, at + PIECE)}`.slice(1));
+}
+
+/** Whether `text` starts with the remembered pieces (each slice compared with ===: memcmp). */
+function startsWithPieces(text: string, pieces: readonly string[]): boolean {
+  let at = 0;
+  for (const piece of pieces) {
+    const end = at + piece.length;
+    if (text.slice(at, end) !== piece) return false;
+    at = end;
+  }
+  return true;
 }
 
 /** Arrays by the first characters of their text (src/util/prefix-cache.ts). */
 class RememberedIds {
   private readonly cache = new PrefixCache<string, Remembered>(
-    (entry) => entry.text.slice(0, PREFIX),
+    (entry) => entry.pieces[0]!.slice(0, PREFIX),
     (entry) => entry.ids.length,
     MAX_REMEMBERED_IDS,
   );
@@ -52,24 +89,30 @@ class RememberedIds {
     if (same === undefined) return undefined;
     let best: Remembered | undefined;
     for (const entry of same) {
-      const n = entry.text.length;
-      if (best !== undefined && n <= best.text.length) continue;
+      const n = entry.length;
+      if (best !== undefined && n <= best.length) continue;
       if (n > text.length || (n < text.length && text.charCodeAt(n) !== 0x2c)) continue;
-      // (a slice compared with ===: memcmp; startsWith walks the characters one by one)
-      if (text.slice(0, n) === entry.text) best = entry;
+      // (slices compared with ===: memcmp; startsWith walks the characters one by one)
+      if (startsWithPieces(text, entry.pieces)) best = entry;
     }
     if (best !== undefined) this.cache.touch(best);
     return best;
   }
 
-  /**
-   * Remembers an array. Its text is copied: `text` is a slice of the line or event it came from, and V8
-   * keeps a slice's whole parent string alive (a capture reader's line is itself a slice of a chunk of
-   * megabytes: `polar build`'s peak RSS was about 80 MB higher with views). Slicing a concatenation
-   * flattens it into a new string first, so the text kept is a slice of that copy alone.
-   */
+  /** Remembers an array with copies of its text (copyPieces). */
   add(text: string, ids: number[]): void {
-    this.cache.add({ text: ` ${text}`.slice(1), ids });
+    const pieces: string[] = [];
+    copyPieces(text, 0, pieces);
+    this.cache.add({ pieces, length: text.length, ids });
+  }
+
+  /**
+   * Remembers `entry` extended to `text` (which starts with its text and a comma) and `ids` (its ids grown
+   * in place): its pieces are kept, the new text is copied after them. The entry must have been dropped.
+   */
+  extend(entry: Remembered, text: string, ids: number[]): void {
+    copyPieces(text, entry.length, entry.pieces);
+    this.cache.add({ pieces: entry.pieces, length: text.length, ids });
   }
 
   /** Forgets an array, before it is extended in place (the cache counts its ids as they are now). */
@@ -102,27 +145,26 @@ function numbers(text: string): number[] | null {
  */
 function idsOf(text: string): number[] | null {
   const known = remembered.find(text);
-  if (known !== undefined && known.text.length === text.length) {
+  if (known === undefined) {
+    const ids = numbers(text);
+    if (ids === null || ids.length < MIN_IDS) return ids;
+    remembered.add(text, ids);
+    return ids.slice();
+  }
+  if (known.length === text.length) {
     promptIdsReused.same++;
     return known.ids.slice();
   }
-  let ids: number[] | null;
-  if (known === undefined) ids = numbers(text);
-  else {
-    // (what follows the comma must hold at least one value: `[1,2,]` is not JSON)
-    const rest = numbers(text.slice(known.text.length + 1));
-    if (rest === null || rest.length === 0) ids = null;
-    else {
-      // the conversation grew: the shorter array is forgotten and grows in place into the longer one
-      // (a copy of 30k ids cost more than parsing the new ones)
-      remembered.drop(known);
-      ids = known.ids;
-      for (let i = 0; i < rest.length; i++) ids.push(rest[i]!);
-      promptIdsReused.extended++;
-    }
-  }
-  if (ids === null || ids.length < MIN_IDS) return ids;
-  remembered.add(text, ids);
+  // (what follows the comma must hold at least one value: `[1,2,]` is not JSON)
+  const rest = numbers(text.slice(known.length + 1));
+  if (rest === null || rest.length === 0) return null;
+  // the conversation grew: the shorter array is forgotten and grows in place into the longer one (a copy
+  // of 30k ids cost more than parsing the new ones), its text keeps its pieces
+  remembered.drop(known);
+  const ids = known.ids;
+  for (let i = 0; i < rest.length; i++) ids.push(rest[i]!);
+  promptIdsReused.extended++;
+  remembered.extend(known, text, ids);
   return ids.slice();
 }
 

@@ -59,6 +59,36 @@ describe('prompt ids parsed with what earlier answers held', () => {
     same(firstChunk(turn1.slice(0, 2000)));
   });
 
+  test('a long prompt, its text remembered in pieces: growth over many turns, a change in any piece', () => {
+    // 30k ids are about 180k characters: three pieces of 64k, then one more per turn
+    let prompt = ids(30_000);
+    const before = { ...promptIdsReused };
+    same(firstChunk(prompt));
+    for (let turn = 0; turn < 6; turn++) {
+      prompt = [...prompt, ...ids(1 + ((rand() * 400) | 0))];
+      same(firstChunk(prompt));
+    }
+    same(firstChunk(prompt));
+    assert.equal(promptIdsReused.extended, before.extended + 6, 'each turn parsed only its new ids');
+    assert.equal(promptIdsReused.same, before.same + 1);
+    const text = firstChunk(prompt);
+    const at = text.indexOf('"prompt_token_ids":[') + '"prompt_token_ids":['.length;
+    // an id changed in each first-copied piece, at a piece's first and last characters, and in a turn's
+    // own piece: never the remembered ids
+    for (const offset of [10, 65_535, 65_536, 100_000, 131_072, text.length - at - 50]) {
+      const i = at + offset;
+      const digit = text[i]! >= '0' && text[i]! <= '9' ? i : i + 1;
+      const changed = `${text.slice(0, digit)}${text[digit] === '9' ? '8' : '9'}${text.slice(digit + 1)}`;
+      const reused = { ...promptIdsReused };
+      same(changed);
+      assert.deepEqual(promptIdsReused, reused, `a change at ${offset} was not taken for the remembered ids`);
+    }
+    // the same again, then a compaction and a branch from it
+    same(text);
+    same(firstChunk(prompt.slice(0, 20_000)));
+    same(firstChunk([...prompt.slice(0, 20_000), ...ids(10)]));
+  });
+
   test('each answer gets an array of its own: changing it changes nothing later', () => {
     const prompt = ids(2000);
     const a = parseWithPromptIds(firstChunk(prompt)) as { prompt_token_ids: number[] };
