@@ -99,20 +99,15 @@ class RememberedIds {
     return best;
   }
 
-  /** Remembers an array with copies of its text (copyPieces). */
-  add(text: string, ids: number[]): void {
-    const pieces: string[] = [];
-    copyPieces(text, 0, pieces);
-    this.cache.add({ pieces, length: text.length, ids });
-  }
-
   /**
-   * Remembers `entry` extended to `text` (which starts with its text and a comma) and `ids` (its ids grown
-   * in place): its pieces are kept, the new text is copied after them. The entry must have been dropped.
+   * Remembers an array with copies of its text (copyPieces). `grown` is the entry it was extended from
+   * (`text` starts with its text and a comma; it was dropped, then its ids grown in place into `ids`):
+   * its pieces are kept and only the new text is copied after them.
    */
-  extend(entry: Remembered, text: string, ids: number[]): void {
-    copyPieces(text, entry.length, entry.pieces);
-    this.cache.add({ pieces: entry.pieces, length: text.length, ids });
+  add(text: string, ids: number[], grown?: Remembered): void {
+    const pieces = grown?.pieces ?? [];
+    copyPieces(text, grown?.length ?? 0, pieces);
+    this.cache.add({ pieces, length: text.length, ids });
   }
 
   /** Forgets an array, before it is extended in place (the cache counts its ids as they are now). */
@@ -164,7 +159,7 @@ function idsOf(text: string): number[] | null {
   const ids = known.ids;
   for (let i = 0; i < rest.length; i++) ids.push(rest[i]!);
   promptIdsReused.extended++;
-  remembered.extend(known, text, ids);
+  remembered.add(text, ids, known);
   return ids.slice();
 }
 
