@@ -4,7 +4,6 @@ import { BACKEND_KINDS } from '../src/backends/kinds.ts';
 import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
-import { JUDGE_MODES } from '../src/judge/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
   bytes,
@@ -26,6 +25,7 @@ import {
   urlList,
 } from '../src/options/parsers.ts';
 import { parseReward } from '../src/options/reward.ts';
+import { JUDGE_MODES } from '../src/rollout/judge/types.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
 
 /**

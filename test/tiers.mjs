@@ -19,7 +19,7 @@ export const TIERS = {
       'test/unit/cluster/merge.test.ts',
       'test/unit/gym/continuity.test.ts',
       'test/unit/gym/nemo-rl.test.ts',
-      'test/unit/judge/judge.test.ts',
+      'test/unit/rollout/judge.test.ts',
       'test/unit/rollout/setup.test.ts',
       'test/unit/rollout/swebench.test.ts',
       'test/unit/rollout/tampering.test.ts',

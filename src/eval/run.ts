@@ -13,12 +13,12 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
 import { EnvBuildError } from '../env/types.ts';
-import { recordFinished } from '../judge/finish.ts';
 import type { RewardSetup } from '../options/judge.ts';
 import type { Agent, AgentOutcome } from '../rollout/agents.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { killAllTrees } from '../rollout/exec.ts';
 import { type GradeResult, gradePatch } from '../rollout/grade.ts';
+import { recordFinished } from '../rollout/judge/finish.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { finalMessage, runVerifier } from '../rollout/verifier.ts';
 import { eitherSignal } from '../util/interrupt.ts';
@@ -136,7 +136,7 @@ async function runSample(
     if (options.signal?.aborted || options.cancel?.aborted) return null;
     // a row's own grader wins (the dataset reader keeps only a command there)
     const verifier = instance.grader ?? options.verifier;
-    // --grader judge: the judge alone grades, when the sample is recorded (src/judge/finish.ts)
+    // --grader judge: the judge alone grades, when the sample is recorded (src/rollout/judge/finish.ts)
     const judgeOnly = options.rewards?.primary === 'judge';
     if (failure === null && options.grade !== 'none' && judgeOnly) {
       // nothing to run here

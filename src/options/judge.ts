@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { UsageError } from '../errors.ts';
-import type { JudgeConfig, JudgeMode } from '../judge/types.ts';
+import type { JudgeConfig, JudgeMode } from '../rollout/judge/types.ts';
 import type { Grader } from '../rollout/verifier.ts';
 import { backendUrls } from './backend.ts';
 import { DEFAULTS } from './defaults.ts';

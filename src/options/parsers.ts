@@ -124,7 +124,7 @@ export function overlongMode<const Old extends string>(old: readonly Old[] = [])
 
 /**
  * --grader: polar (the SWE grader), swebench (the official harness), judge (a model with --rubric,
- * src/judge/) or a verifier command (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
+ * src/rollout/judge/) or a verifier command (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
  * command on PATH.
  */
 export const grader: Parser<Grader> = (v) => {

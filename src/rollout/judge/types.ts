@@ -25,7 +25,7 @@ export interface JudgeSample {
   key: string;
   /** the task's statement (the first user message of the rollout, else the row's problem statement) */
   task: string;
-  /** the rollout's final messages and tool calls, as text (src/judge/transcript.ts) */
+  /** the rollout's final messages and tool calls, as text (src/rollout/judge/transcript.ts) */
   transcript: string;
   /** the agent's patch ('' when none) */
   patch: string;

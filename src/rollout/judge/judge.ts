@@ -1,15 +1,15 @@
 /**
  * The judge: asks an OpenAI-compatible chat completions server (through polar's one HTTP client) for a
  * verdict on one rollout (single mode) or on a task's samples together (group mode, RULER), records
- * every call in the run folder's judge.jsonl (src/judge/records.ts; never a capture, never trained on)
+ * every call in the run folder's judge.jsonl (src/rollout/judge/records.ts; never a capture, never trained on)
  * and answers a question it has already answered in this run folder from there, by content hash (rubric,
  * transcripts, patches, model and mode), so a --resume does not ask again. An answer that cannot be
  * read is asked once more, saying what was wrong; a server that is down, times out or answers what
  * cannot be read twice is a JudgeFailure: the sample is an infrastructure error, never a 0.
  */
 import { createHash } from 'node:crypto';
-import { request, timeLimit, trimSlash } from '../http/client.ts';
-import { redactUrl } from '../http/redact.ts';
+import { request, timeLimit, trimSlash } from '../../http/client.ts';
+import { redactUrl } from '../../http/redact.ts';
 import { type ChatMessage, groupMessages, readGroup, readSingle, singleMessages } from './prompt.ts';
 import { type JudgeAttempt, type JudgeRecord, JudgeRecords } from './records.ts';
 import { type JudgeConfig, JudgeFailure, type JudgeSample, type JudgeScore } from './types.ts';

@@ -4,8 +4,8 @@
  * calls, and the session's id. Long messages and long transcripts are cut (the task statement and the
  * end are kept: what the agent finally did is what the rubric usually asks about), and the cut is said.
  */
-import { readCapture } from '../capture/reader.ts';
-import type { CanonicalMessage, CanonicalResponse, ToolCall } from '../protocols/canonical.ts';
+import { readCapture } from '../../capture/reader.ts';
+import type { CanonicalMessage, CanonicalResponse, ToolCall } from '../../protocols/canonical.ts';
 
 /** a message longer than this shows its head and tail */
 const MESSAGE_CHARS = 4000;

@@ -6,7 +6,7 @@
  * prompt, each trajectory in `<trajectory id="N">`, ids from 1, one score per trajectory, relative
  * scoring because GRPO only needs the order within a group). Answers are read leniently (a code fence,
  * a `<think>` block or words around the JSON object are skipped) but checked strictly: a number in
- * [0, 1] per sample, every trajectory once, or the answer is unreadable (src/judge/judge.ts asks again
+ * [0, 1] per sample, every trajectory once, or the answer is unreadable (src/rollout/judge/judge.ts asks again
  * once, then it is an infrastructure failure).
  */
 import type { JudgeSample } from './types.ts';

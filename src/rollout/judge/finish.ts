@@ -9,12 +9,12 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { setAside } from '../eval/out.ts';
-import type { ResultLine } from '../eval/report.ts';
-import type { RewardSetup } from '../options/judge.ts';
-import { combineReward, type RewardName } from '../options/reward.ts';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { log } from '../util/log.ts';
+import { setAside } from '../../eval/out.ts';
+import type { ResultLine } from '../../eval/report.ts';
+import type { RewardSetup } from '../../options/judge.ts';
+import { combineReward, type RewardName } from '../../options/reward.ts';
+import { log } from '../../util/log.ts';
+import type { SweInstance } from '../dataset.ts';
 import { Judge } from './judge.ts';
 import { readTranscript } from './transcript.ts';
 import { JudgeFailure, type JudgeSample, type JudgeScore } from './types.ts';

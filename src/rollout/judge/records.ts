@@ -8,10 +8,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { InputError } from '../errors.ts';
-import { parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
-import { appendPrivate } from '../util/private-files.ts';
-import { firstIssue } from '../util/zod.ts';
+import { InputError } from '../../errors.ts';
+import { parseJsonLine, readLines, TruncatedLine } from '../../util/jsonl.ts';
+import { appendPrivate } from '../../util/private-files.ts';
+import { firstIssue } from '../../util/zod.ts';
 import { JUDGE_MODES } from './types.ts';
 
 /** the judge's records in a run folder */
