@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ensureFixtureRepos } from '../scripts/swe-fixtures.ts';
-import { runEval } from '../src/eval/run.ts';
 import { GoldAgent } from '../src/rollout/agents.ts';
 import { loadDataset } from '../src/rollout/dataset.ts';
+import { runEval } from '../src/rollout/run/run.ts';
 import { LocalRuntime } from '../src/rollout/runtime/local.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');

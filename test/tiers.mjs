@@ -15,6 +15,7 @@ export const TIERS = {
     about: 'SWE fixture tasks run for real: git clones, patches, the fixtures’ tests (pytest, node:test)',
     files: [
       'test/unit/eval/',
+      'test/unit/rollout/run/',
       'test/unit/backends/wiring.test.ts',
       'test/unit/cluster/merge.test.ts',
       'test/unit/gym/continuity.test.ts',

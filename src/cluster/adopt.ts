@@ -7,10 +7,10 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { EVAL_FILES } from '../eval/files.ts';
-import type { ResultLine } from '../eval/report.ts';
-import { readResults } from '../eval/results.ts';
-import type { EvalDirs, SampleJob } from '../eval/run.ts';
+import { EVAL_FILES } from '../rollout/run/files.ts';
+import type { ResultLine } from '../rollout/run/report.ts';
+import { readResults } from '../rollout/run/results.ts';
+import type { EvalDirs, SampleJob } from '../rollout/run/run.ts';
 import { mkdirPrivate } from '../util/private-files.ts';
 
 /** The files of sample `key` in a run folder: captures/<key>.jsonl*, patches/<key>.diff, logs/<key>.* */

@@ -2,10 +2,10 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EvalFlags } from '../eval/command.ts';
-import { type EvalOutcome, runEvalWith } from '../eval/run.ts';
-import type { RunSettings } from '../eval/settings.ts';
 import { backendUrls } from '../options/backend.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
+import { type EvalOutcome, runEvalWith } from '../rollout/run/run.ts';
+import type { RunSettings } from '../rollout/run/settings.ts';
 import type { EvaluationSetup } from '../rollout/setup.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';

@@ -10,10 +10,10 @@
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
-import { EVAL_FILES } from '../eval/files.ts';
-import { readResults } from '../eval/results.ts';
-import type { EvalOutcome } from '../eval/run.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
+import { EVAL_FILES } from '../rollout/run/files.ts';
+import { readResults } from '../rollout/run/results.ts';
+import type { EvalOutcome } from '../rollout/run/run.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { wordsAfter } from './argv.ts';

@@ -1,11 +1,11 @@
 /**
  * A run folder's report.json read back by the cluster paths (a shard's report for --merge, the merged
  * report after the Slurm jobs, the report of a loop step's cluster rollouts): parsed and validated with
- * the report's own schema (src/eval/report.ts `reportSchema`), a bad file an InputError naming the field.
+ * the report's own schema (src/rollout/run/report.ts `reportSchema`), a bad file an InputError naming the field.
  */
 import { readFileSync } from 'node:fs';
 import { InputError } from '../errors.ts';
-import { type Report, reportSchema } from '../eval/report.ts';
+import { type Report, reportSchema } from '../rollout/run/report.ts';
 import { firstIssue } from '../util/zod.ts';
 
 export function readRunReport(path: string, hint?: string): Report {

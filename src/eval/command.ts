@@ -10,6 +10,10 @@ import { type ReportFlags, type ReportSetup, reportSetup } from '../options/repo
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
+import { checkOut } from '../rollout/run/out.ts';
+import { formatReport } from '../rollout/run/report.ts';
+import { type EvalOutcome, runEval } from '../rollout/run/run.ts';
+import { checkSettings, type RunSettings, runSettings } from '../rollout/run/settings.ts';
 import {
   checkAgentSetup,
   checkPredictions,
@@ -21,10 +25,6 @@ import type { Grader } from '../rollout/verifier.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { checkOut } from './out.ts';
-import { formatReport } from './report.ts';
-import { type EvalOutcome, runEval } from './run.ts';
-import { checkSettings, type RunSettings, runSettings } from './settings.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
 export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags, ReportFlags {

@@ -11,13 +11,19 @@ import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
+import { EVAL_FILES } from '../rollout/run/files.ts';
+import {
+  buildReport,
+  formatReport,
+  type Report,
+  type ResultLine,
+  reportSchema,
+} from '../rollout/run/report.ts';
+import { readResults, sampleKey } from '../rollout/run/results.ts';
 import type { Grader } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
 import { writeAtomic } from '../util/private-files.ts';
 import { type Lenient, readLenient } from '../util/zod.ts';
-import { EVAL_FILES } from './files.ts';
-import { buildReport, formatReport, type Report, type ResultLine, reportSchema } from './report.ts';
-import { readResults, sampleKey } from './results.ts';
 
 export interface RegradeOptions {
   out: string;

@@ -7,7 +7,7 @@
  *   run/step-N/traj.jsonl            trajectories (docs/trajectory-format.md)
  *   run/step-N/build-stats.json      BuildStats (src/trajectory/stats.ts)
  *   run/step-N/train/metrics.jsonl   train worker step events (docs/train.md, "Step metrics")
- *   run/step-N/eval/report.json      eval report of the rollouts (src/eval/report.ts)
+ *   run/step-N/eval/report.json      eval report of the rollouts (src/rollout/run/report.ts)
  *   run/step-N/heldout/report.json   held-out eval report (held-out steps only)
  *   run/step-N/[eval/]captures/      capture files (counted)
  *   run/step-0/                      the starting policy: its export (skipped), and its held-out eval
@@ -21,10 +21,10 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, s
 import { basename, dirname, join } from 'node:path';
 import type { z } from 'zod';
 import { InputError } from '../errors.ts';
-import { EVAL_FILES } from '../eval/files.ts';
-import { reportSchema } from '../eval/report.ts';
 import { LOOP_FILES, stepDirName, stepNumber, stepSummarySchema } from '../loop/files.ts';
 import type { StepHealth } from '../loop/health.ts';
+import { EVAL_FILES } from '../rollout/run/files.ts';
+import { reportSchema } from '../rollout/run/report.ts';
 import { CHECKPOINT_FILES, type StepEvent, stepEventSchema } from '../train/schema.ts';
 import { readTrajectories } from '../trajectory/reader.ts';
 import type { TrajectoryRecord } from '../trajectory/record.ts';
@@ -42,7 +42,7 @@ export interface TrajectoryFile {
 /** A line of metrics.jsonl: the train worker's `step` event (src/train/schema.ts, docs/train.md). */
 export type MetricLine = Lenient<StepEvent> & { step: number };
 
-/** The parts of an eval report.json (src/eval/report.ts `reportSchema`) the page shows. */
+/** The parts of an eval report.json (src/rollout/run/report.ts `reportSchema`) the page shows. */
 export interface EvalSummary {
   pass_at_1: number | null;
   pass_at_1_std: number | null;
@@ -161,7 +161,7 @@ function asWritten<T extends z.ZodType>(
   return data;
 }
 
-/** What the page shows of an eval report.json (reportSchema, src/eval/report.ts). */
+/** What the page shows of an eval report.json (reportSchema, src/rollout/run/report.ts). */
 export function evalSummary(
   report: unknown,
   warnings: string[] = [],

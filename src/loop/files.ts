@@ -10,7 +10,7 @@ export const LOOP_FILES = {
   config: 'loop.json',
   /** step-N/step.json: the step's summary, written last (a step without it is not done) */
   step: 'step.json',
-  /** step-N/eval/: the step's rollouts, an evaluation folder (src/eval/files.ts); eval-R/: extra round R */
+  /** step-N/eval/: the step's rollouts, an evaluation folder (src/rollout/run/files.ts); eval-R/: extra round R */
   rollouts: 'eval',
   /** step-N/draws.json: with --dynamic-sampling, each round's tasks, written before it runs */
   draws: 'draws.json',
@@ -57,7 +57,7 @@ export const stepSummarySchema = z.object({
   policy: z.string(),
   checkpoint: z.string(),
   tasks: z.array(z.string()),
-  /** pass_at_1 null only when no rollout has a result (src/eval/report.ts) */
+  /** pass_at_1 null only when no rollout has a result (src/rollout/run/report.ts) */
   rollouts: z.object({ pass_at_1: z.number().nullable(), samples: z.number().int().nonnegative() }),
   heldout: z.object({ pass_at_1: z.number().nullable() }).nullable(),
   trajectories: z.number().int().nonnegative(),

@@ -8,7 +8,7 @@
  * `polar inspect` shows it. docs/loop.md, "Rollout health".
  */
 import { z } from 'zod';
-import type { ResultLine } from '../eval/report.ts';
+import type { ResultLine } from '../rollout/run/report.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
 import { plural } from '../util/plural.ts';
 

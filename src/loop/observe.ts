@@ -6,9 +6,10 @@
  * each at its step. src/loop/loop.ts and src/loop/async-loop.ts call these at a few places; the figures
  * themselves are src/tracking/figures.ts.
  */
-import type { ResultLine } from '../eval/report.ts';
-import type { EvalOutcome } from '../eval/run.ts';
+
 import type { ReportSetup } from '../options/report.ts';
+import type { ResultLine } from '../rollout/run/report.ts';
+import type { EvalOutcome } from '../rollout/run/run.ts';
 import { buildFigures, evalFigures, trainFigures } from '../tracking/figures.ts';
 import { openReporter, type Reporter } from '../tracking/reporter.ts';
 import type { BuildStats } from '../trajectory/stats.ts';

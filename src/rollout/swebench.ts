@@ -7,15 +7,15 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { EnvironmentError } from '../errors.ts';
-import { EVAL_FILES, samplePredictionsFile } from '../eval/files.ts';
-import type { EvalOutcome } from '../eval/run.ts';
-import { writeReport } from '../eval/run.ts';
 import { writeAtomic } from '../util/private-files.ts';
 import type { Agent } from './agents.ts';
 import type { SweInstance } from './dataset.ts';
 import { execTree } from './exec.ts';
 import type { GradeStatus } from './grade.ts';
 import { isInfraFailure } from './outcome.ts';
+import { EVAL_FILES, samplePredictionsFile } from './run/files.ts';
+import type { EvalOutcome } from './run/run.ts';
+import { writeReport } from './run/run.ts';
 import type { Runtime } from './runtime/types.ts';
 
 /**

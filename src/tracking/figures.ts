@@ -5,8 +5,9 @@
  * (metrics.jsonl, results.jsonl, report.json, build-stats.json), so every logged value can be checked
  * against its file. docs/train.md, "Watching a run", lists them.
  */
-import type { Report, ResultLine } from '../eval/report.ts';
+
 import { tag } from '../loop/health.ts';
+import type { Report, ResultLine } from '../rollout/run/report.ts';
 import { STEP_METRICS } from '../train/schema.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
 

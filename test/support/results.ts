@@ -1,10 +1,10 @@
 /**
- * A results.jsonl line (src/eval/report.ts ResultLine) made by hand, for the tests that count over results
+ * A results.jsonl line (src/rollout/run/report.ts ResultLine) made by hand, for the tests that count over results
  * (rollout health, tracker figures, the asynchronous loop's groups): a reward of 1 or more is resolved, a
  * null reward an infrastructure error whose model calls all failed; the test gives the calls a sample made
  * and the seconds it took.
  */
-import type { ResultLine } from '../../src/eval/report.ts';
+import type { ResultLine } from '../../src/rollout/run/report.ts';
 
 export function resultLine(
   task: string,

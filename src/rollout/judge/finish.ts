@@ -2,19 +2,19 @@
  * A sample's reward made final: the judge asked (alone, or with the rest of its task's group once the
  * group is in), every component kept on the result line (`rewards`, `judge`) and the total computed by
  * the --reward expression (src/options/reward.ts). Runs where polar eval records each finished sample
- * (src/eval/run.ts runEvalWith), after the sample's own grading, so the grading record appended to the
+ * (src/rollout/run/run.ts runEvalWith), after the sample's own grading, so the grading record appended to the
  * capture carries the final reward. A judge failure makes the sample an infrastructure `error` (no
  * reward, capture set aside, run again by --resume), never a 0. An errored sample is passed on as it is;
  * in group mode it still counts toward its group being complete, but is not shown to the judge.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { setAside } from '../../eval/out.ts';
-import type { ResultLine } from '../../eval/report.ts';
 import type { RewardSetup } from '../../options/judge.ts';
 import { combineReward, type RewardName } from '../../options/reward.ts';
 import { log } from '../../util/log.ts';
 import type { SweInstance } from '../dataset.ts';
+import { setAside } from '../run/out.ts';
+import type { ResultLine } from '../run/report.ts';
 import { Judge } from './judge.ts';
 import { readTranscript } from './transcript.ts';
 import { JudgeFailure, type JudgeSample, type JudgeScore } from './types.ts';
@@ -166,7 +166,7 @@ function failure(error: unknown): JudgeFailure {
 }
 
 /**
- * A run's `record` behind the finisher (src/eval/run.ts runEvalWith): the judge asked, the components
+ * A run's `record` behind the finisher (src/rollout/run/run.ts runEvalWith): the judge asked, the components
  * combined, then the grading record appended to the capture (or, for a judge failure, the capture set
  * aside as any errored sample's: `polar build DIR` does not read it) and the line recorded.
  */

@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { ensureFixtureRepos } from '../../../scripts/swe-fixtures.ts';
-import { localEval, MINI, runnableIds } from '../../unit/eval/helpers.ts';
+import { localEval, MINI, runnableIds } from '../../unit/rollout/run/helpers.ts';
 import { ROOT } from '../cli.ts';
 import { tempDir } from '../temp.ts';
 import { TestNet } from './netns.ts';

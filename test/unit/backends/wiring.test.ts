@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { closedUrl, runPolar } from '../../support/cli.ts';
 import { tempDir } from '../../support/temp.ts';
 import { type Standin, startStandin } from '../../support/vllm-standin.ts';
-import { fixtures, MINI, REPOS } from '../eval/helpers.ts';
+import { fixtures, MINI, REPOS } from '../rollout/run/helpers.ts';
 
 const run = (args: string[]) => runPolar(args, { timeoutMs: 120_000 });
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runView } from '../../support/cluster/compare.ts';
 import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEval, runnableIds } from '../eval/helpers.ts';
+import { fixtures, localEval, runnableIds } from '../rollout/run/helpers.ts';
 
 let tmp: string;
 const ids = () => runnableIds().slice(0, 3).join(',');

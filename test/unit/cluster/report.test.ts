@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { readRunReport } from '../../../src/cluster/report.ts';
 import { InputError } from '../../../src/errors.ts';
-import { buildReport } from '../../../src/eval/report.ts';
+import { buildReport } from '../../../src/rollout/run/report.ts';
 import { tempDir } from '../../support/temp.ts';
 
 test('a report.json of this polar reads back; a bad one is an InputError naming the file and field', async () => {

@@ -12,14 +12,22 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { Environments } from '../../../src/env/build.ts';
-import { runEval } from '../../../src/eval/run.ts';
 import type { Agent } from '../../../src/rollout/agents.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
+import { runEval } from '../../../src/rollout/run/run.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
 import { tempDir } from '../../support/temp.ts';
-import { ENVS, envFixtures, localEvalOptions, offlinePip, polar, REPOS, ROOT } from '../eval/helpers.ts';
+import {
+  ENVS,
+  envFixtures,
+  localEvalOptions,
+  offlinePip,
+  polar,
+  REPOS,
+  ROOT,
+} from '../rollout/run/helpers.ts';
 
 const tmp = tempDir('polar-envs-');
 const cache = join(tmp, 'cache');

@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { CaptureWriter } from '../../../src/capture/writer.ts';
 import { sessionEndRecord, sessionRecord, syntheticCalls } from '../../support/synthetic-capture.ts';
 import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEval, polar } from './helpers.ts';
+import { fixtures, localEval, polar } from '../rollout/run/helpers.ts';
 
 const dir = tempDir('polar-modes-');
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import { before, test } from 'node:test';
 import { regradeRun } from '../../../src/eval/regrade.ts';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEval, MINI, polar } from './helpers.ts';
+import { fixtures, localEval, MINI, polar } from '../rollout/run/helpers.ts';
 
 before(() => fixtures());
 

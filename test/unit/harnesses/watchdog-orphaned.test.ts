@@ -21,7 +21,7 @@ import { ROOT } from '../../support/cli.ts';
 import { execResult } from '../../support/exec-result.ts';
 import { procStat, running } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI } from '../eval/helpers.ts';
+import { MINI } from '../rollout/run/helpers.ts';
 
 const FAKE = join(ROOT, 'test/support/fake-docker.mjs');
 

@@ -129,7 +129,7 @@ describe('run directories', () => {
     assert.throws(() => readRunDir(dir), InputError);
   });
 
-  test('evalSummary takes the fields of src/eval/report.ts Report and tolerates others', () => {
+  test('evalSummary takes the fields of src/rollout/run/report.ts Report and tolerates others', () => {
     assert.deepEqual(
       evalSummary({
         pass_at_1: { mean: 0.5, std: 0.1 },

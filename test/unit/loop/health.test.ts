@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Report, ResultLine } from '../../../src/eval/report.ts';
-import { buildReport } from '../../../src/eval/report.ts';
 import { stepSummarySchema } from '../../../src/loop/files.ts';
 import { formatHealth, HEALTH_THRESHOLDS, healthFigures, stepHealth } from '../../../src/loop/health.ts';
 import { reportTargets } from '../../../src/options/parsers.ts';
 import { reportSetup } from '../../../src/options/report.ts';
+import type { Report, ResultLine } from '../../../src/rollout/run/report.ts';
+import { buildReport } from '../../../src/rollout/run/report.ts';
 import { buildFigures, evalFigures, quantile, trainFigures } from '../../../src/tracking/figures.ts';
 import { emptyStats } from '../../../src/trajectory/stats.ts';
 import { resultLine } from '../../support/results.ts';

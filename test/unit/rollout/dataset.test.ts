@@ -14,7 +14,7 @@ import {
   selectInstances,
 } from '../../../src/rollout/dataset.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI, miniRows } from '../eval/helpers.ts';
+import { MINI, miniRows } from './run/helpers.ts';
 
 const dir = tempDir('polar-ds-');
 

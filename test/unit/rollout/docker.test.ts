@@ -16,7 +16,7 @@ import {
 } from '../../../src/rollout/runtime/docker.ts';
 import { specFor } from '../../../src/rollout/specs.ts';
 import { execResult } from '../../support/exec-result.ts';
-import { MINI } from '../eval/helpers.ts';
+import { MINI } from './run/helpers.ts';
 
 test('official image names use _1776_ and lower case', () => {
   assert.equal(

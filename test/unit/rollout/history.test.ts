@@ -17,7 +17,7 @@ import { HistoryStore, scrubLines } from '../../../src/rollout/runtime/history.t
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { futureRepos, hunterScript } from '../../support/future-repo.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI } from '../eval/helpers.ts';
+import { MINI } from './run/helpers.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
 

@@ -12,7 +12,6 @@ import { after, before, test } from 'node:test';
 import { runBuild } from '../../../src/build/command.ts';
 import { CAPTURE_VERSION } from '../../../src/capture/record.ts';
 import { UsageError } from '../../../src/errors.ts';
-import { runEval } from '../../../src/eval/run.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { type JudgeFlags, rewardSetup } from '../../../src/options/judge.ts';
 import { parseReward } from '../../../src/options/reward.ts';
@@ -20,6 +19,7 @@ import { type Agent, type AgentContext, type AgentOutcome, GoldAgent } from '../
 import { parseRow, type SweInstance } from '../../../src/rollout/dataset.ts';
 import { JUDGE_FILE } from '../../../src/rollout/judge/records.ts';
 import { applyPatch } from '../../../src/rollout/patch.ts';
+import { runEval } from '../../../src/rollout/run/run.ts';
 import type { Grader } from '../../../src/rollout/verifier.ts';
 import { parseArgv } from '../../support/argv.ts';
 import {
@@ -29,7 +29,7 @@ import {
   startJudgeStandIn,
 } from '../../support/judge-standin.ts';
 import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEvalOptions, miniRows } from '../eval/helpers.ts';
+import { fixtures, localEvalOptions, miniRows } from './run/helpers.ts';
 
 const tmp = tempDir('polar-judge-');
 const RUBRIC = join(tmp, 'rubric.md');

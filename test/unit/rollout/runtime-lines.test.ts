@@ -29,7 +29,7 @@ import {
 import { knownFix } from '../../../src/rollout/runtime/probe.ts';
 import { execResult } from '../../support/exec-result.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI, REPOS as REPOS_DIR } from '../eval/helpers.ts';
+import { MINI, REPOS as REPOS_DIR } from './run/helpers.ts';
 
 describe('bwrap command lines', () => {
   const system = [{ path: '/usr' }, { path: '/bin', symlink: 'usr/bin' }, { path: '/etc' }];

@@ -19,7 +19,7 @@ import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
 import type { InstanceEnv } from '../../../src/rollout/runtime/types.ts';
 import { futureRepos, hunterScript } from '../../support/future-repo.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI } from '../eval/helpers.ts';
+import { MINI } from './run/helpers.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
 const probe = await probeSandbox();

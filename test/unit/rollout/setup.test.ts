@@ -19,7 +19,7 @@ import { type EvaluationSetup, harnessSetup, setupEvaluation } from '../../../sr
 import { parseArgv } from '../../support/argv.ts';
 import { execResult } from '../../support/exec-result.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI } from '../eval/helpers.ts';
+import { MINI } from './run/helpers.ts';
 
 const SHARED = [
   '--harness',

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Report, ResultLine } from '../../../src/eval/report.ts';
 import type { Agent } from '../../../src/rollout/agents.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import type { Report, ResultLine } from '../../../src/rollout/run/report.ts';
 import type { Runtime } from '../../../src/rollout/runtime/types.ts';
 import { runSwebenchGrader, swebenchArgs } from '../../../src/rollout/swebench.ts';
 import { tempDir } from '../../support/temp.ts';
-import { MINI, ROOT } from '../eval/helpers.ts';
+import { MINI, ROOT } from './run/helpers.ts';
 
 test('--grader swebench: a relative local dataset becomes absolute; --split and --timeout are passed on', () => {
   const local = swebenchArgs('fixtures/swe/mini.jsonl', '/o/p.jsonl', 'r1', 2, ['a', 'b'], {

@@ -8,13 +8,13 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { runEval } from '../../../src/eval/run.ts';
 import type { RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
+import { runEval } from '../../../src/rollout/run/run.ts';
 import { detectTampering } from '../../../src/rollout/tampering.ts';
 import { standInAgent } from '../../support/stand-in-agent.ts';
 import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from '../eval/helpers.ts';
+import { fixtures, localEval, localEvalOptions, MINI, miniRows, pytestSkip } from './run/helpers.ts';
 
 const tmp = tempDir('polar-tampering-');
 const readJsonl = (p: string) =>

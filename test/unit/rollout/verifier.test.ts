@@ -8,13 +8,13 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { regradeCommand } from '../../../src/eval/regrade.ts';
-import { runEval } from '../../../src/eval/run.ts';
 import { gymVerifier } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { type BackendFlags, backendOptions } from '../../../src/options/backend.ts';
 import { grader } from '../../../src/options/parsers.ts';
 import { GoldAgent } from '../../../src/rollout/agents.ts';
 import { loadDataset, parseRow, type SweInstance } from '../../../src/rollout/dataset.ts';
+import { runEval } from '../../../src/rollout/run/run.ts';
 import {
   finalMessage,
   type Grader,
@@ -25,8 +25,8 @@ import {
 import { parseArgv } from '../../support/argv.ts';
 import { endsWithin } from '../../support/processes.ts';
 import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from '../eval/helpers.ts';
 import { call, jsonl, session } from '../trajectory/builder.ts';
+import { fixtures, localEvalOptions, MINI, miniRows, ROOT } from './run/helpers.ts';
 
 const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
 const tmp = tempDir('polar-verifier-');

@@ -8,12 +8,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { type EvalOptions, runEval } from '../../../src/eval/run.ts';
-import type { HarnessAgent, RunCapture } from '../../../src/rollout/agents.ts';
-import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
-import { infraFailure } from '../../../src/rollout/outcome.ts';
-import { standInAgent } from '../../support/stand-in-agent.ts';
-import { tempDir } from '../../support/temp.ts';
+import type { HarnessAgent, RunCapture } from '../../../../src/rollout/agents.ts';
+import { loadDataset, type SweInstance } from '../../../../src/rollout/dataset.ts';
+import { infraFailure } from '../../../../src/rollout/outcome.ts';
+import { type EvalOptions, runEval } from '../../../../src/rollout/run/run.ts';
+import { standInAgent } from '../../../support/stand-in-agent.ts';
+import { tempDir } from '../../../support/temp.ts';
 import { fixtures, localEval, localEvalOptions, MINI, polar } from './helpers.ts';
 
 const tmp = tempDir('polar-honest-');

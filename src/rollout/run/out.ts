@@ -8,8 +8,8 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import { UsageError } from '../errors.ts';
-import { mkdirPrivate } from '../util/private-files.ts';
+import { UsageError } from '../../errors.ts';
+import { mkdirPrivate } from '../../util/private-files.ts';
 import { EVAL_FILES, EVAL_RUN_ENTRIES } from './files.ts';
 
 export interface OutChoice {

@@ -3,12 +3,12 @@ import * as fs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
-import { ensureFixtureRepos, ensureFixtureWheels } from '../../../scripts/swe-fixtures.ts';
-import type { EvalOptions } from '../../../src/eval/run.ts';
-import type { Agent } from '../../../src/rollout/agents.ts';
-import type { SweInstance } from '../../../src/rollout/dataset.ts';
-import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
-import { ROOT, runPolarSync } from '../../support/cli.ts';
+import { ensureFixtureRepos, ensureFixtureWheels } from '../../../../scripts/swe-fixtures.ts';
+import type { Agent } from '../../../../src/rollout/agents.ts';
+import type { SweInstance } from '../../../../src/rollout/dataset.ts';
+import type { EvalOptions } from '../../../../src/rollout/run/run.ts';
+import { LocalRuntime } from '../../../../src/rollout/runtime/local.ts';
+import { ROOT, runPolarSync } from '../../../support/cli.ts';
 
 export { ROOT };
 export const MINI = join(ROOT, 'fixtures/swe/mini.jsonl');

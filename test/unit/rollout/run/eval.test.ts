@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { gradingRecordSchema } from '../../../src/capture/record.ts';
-import { runEval } from '../../../src/eval/run.ts';
-import type { RunCapture } from '../../../src/rollout/agents.ts';
-import { loadDataset } from '../../../src/rollout/dataset.ts';
-import { gradePatch } from '../../../src/rollout/grade.ts';
-import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
-import { standInAgent } from '../../support/stand-in-agent.ts';
-import { tempDir } from '../../support/temp.ts';
+import { gradingRecordSchema } from '../../../../src/capture/record.ts';
+import type { RunCapture } from '../../../../src/rollout/agents.ts';
+import { loadDataset } from '../../../../src/rollout/dataset.ts';
+import { gradePatch } from '../../../../src/rollout/grade.ts';
+import { runEval } from '../../../../src/rollout/run/run.ts';
+import { LocalRuntime } from '../../../../src/rollout/runtime/local.ts';
+import { standInAgent } from '../../../support/stand-in-agent.ts';
+import { tempDir } from '../../../support/temp.ts';
 import {
   fixtures,
   gitHead,

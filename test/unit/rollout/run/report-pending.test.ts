@@ -4,8 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildReport, formatReport, type ResultLine, reportSchema } from '../../../src/eval/report.ts';
-import { evalSummary } from '../../../src/inspect/reader.ts';
+import { evalSummary } from '../../../../src/inspect/reader.ts';
+import {
+  buildReport,
+  formatReport,
+  type ResultLine,
+  reportSchema,
+} from '../../../../src/rollout/run/report.ts';
 
 const context = { dataset: 'd', agent: 'a', model: 'm', runtime: 'local', instances: ['x', 'y'], samples: 3 };
 const line = (instance_id: string, sample: number, resolved: boolean): ResultLine => ({

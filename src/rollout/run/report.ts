@@ -4,13 +4,13 @@
  * polar's own overhead per sample (wall time minus the agent and the tests).
  */
 import { z } from 'zod';
-import { GRADE_STATUSES, type GradeStatus } from '../rollout/grade.ts';
+import { GRADE_STATUSES, type GradeStatus } from '../grade.ts';
 
 const gradeStatusSchema = z.enum(GRADE_STATUSES);
 
 /**
  * One line of results.jsonl (EVAL_FILES.results): the core every reader counts on, and what else the
- * writer (src/eval/run.ts) adds (the agent's summary, the grading detail, the files) as further keys.
+ * writer (src/rollout/run/run.ts) adds (the agent's summary, the grading detail, the files) as further keys.
  */
 export const resultLineSchema = z.looseObject({
   instance_id: z.string(),

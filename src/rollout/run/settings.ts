@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { InputError, UsageError } from '../errors.ts';
-import { log } from '../util/log.ts';
-import { writeAtomic } from '../util/private-files.ts';
-import type { EvalFlags } from './command.ts';
+import { InputError, UsageError } from '../../errors.ts';
+import type { EvalFlags } from '../../eval/command.ts';
+import { log } from '../../util/log.ts';
+import { writeAtomic } from '../../util/private-files.ts';
 import { EVAL_FILES } from './files.ts';
 
 /** flag -> the value it resolved to (undefined: not given, the default applies) */

@@ -5,27 +5,27 @@
  * result and never stops the run; --resume skips samples already graded; whole files are written
  * atomically (temp + rename) and results.jsonl grows one complete line at a time.
  * An infrastructure failure (src/rollout/outcome.ts) is an `error` with no reward and no grading record,
- * and its capture is set aside (src/eval/out.ts); so is the capture of a sample cut short by an
+ * and its capture is set aside (src/rollout/run/out.ts); so is the capture of a sample cut short by an
  * interrupt, which is neither graded nor recorded and runs again on --resume.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { CAPTURE_VERSION, type GradingRecord } from '../capture/record.ts';
-import { EnvBuildError } from '../env/types.ts';
-import type { RewardSetup } from '../options/judge.ts';
-import type { Agent, AgentOutcome } from '../rollout/agents.ts';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { killAllTrees } from '../rollout/exec.ts';
-import { type GradeResult, gradePatch } from '../rollout/grade.ts';
-import { recordFinished } from '../rollout/judge/finish.ts';
-import type { Runtime } from '../rollout/runtime/types.ts';
-import { finalMessage, runVerifier } from '../rollout/verifier.ts';
-import { eitherSignal } from '../util/interrupt.ts';
-import { log } from '../util/log.ts';
-import { plural } from '../util/plural.ts';
-import { appendPrivate, mkdirPrivate, writeAtomic } from '../util/private-files.ts';
-import { insideDir } from '../util/safe-path.ts';
+import { CAPTURE_VERSION, type GradingRecord } from '../../capture/record.ts';
+import { EnvBuildError } from '../../env/types.ts';
+import type { RewardSetup } from '../../options/judge.ts';
+import { eitherSignal } from '../../util/interrupt.ts';
+import { log } from '../../util/log.ts';
+import { plural } from '../../util/plural.ts';
+import { appendPrivate, mkdirPrivate, writeAtomic } from '../../util/private-files.ts';
+import { insideDir } from '../../util/safe-path.ts';
+import type { Agent, AgentOutcome } from '../agents.ts';
+import type { SweInstance } from '../dataset.ts';
+import { killAllTrees } from '../exec.ts';
+import { type GradeResult, gradePatch } from '../grade.ts';
+import { recordFinished } from '../judge/finish.ts';
+import type { Runtime } from '../runtime/types.ts';
+import { finalMessage, runVerifier } from '../verifier.ts';
 import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
 import { prepareOut, setAside } from './out.ts';

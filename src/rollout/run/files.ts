@@ -18,7 +18,7 @@ export const EVAL_FILES = {
   patches: 'patches',
   /** logs/<key>.test.log and the agent's log */
   logs: 'logs',
-  /** the settings that decide the results (src/eval/settings.ts): --resume refuses another */
+  /** the settings that decide the results (src/rollout/run/settings.ts): --resume refuses another */
   run: 'run.json',
   /**
    * a cluster run's bookkeeping (src/cluster/): the Ray driver's spec and log, sample folders on their
@@ -27,7 +27,7 @@ export const EVAL_FILES = {
   cluster: '.cluster',
 } as const;
 
-/** The files and folders that make a folder an evaluation's (src/eval/out.ts refuses to mix two runs). */
+/** The files and folders that make a folder an evaluation's (src/rollout/run/out.ts refuses to mix two runs). */
 export const EVAL_RUN_ENTRIES: readonly string[] = [
   EVAL_FILES.results,
   EVAL_FILES.report,

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { settingsDiff } from '../../../src/eval/settings.ts';
-import { tempDir } from '../../support/temp.ts';
+import { settingsDiff } from '../../../../src/rollout/run/settings.ts';
+import { tempDir } from '../../../support/temp.ts';
 import { fixtures, localEval } from './helpers.ts';
 
 const tmp = tempDir('polar-resume-settings-');

@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { sampleKey } from '../../../src/eval/results.ts';
-import { runEval } from '../../../src/eval/run.ts';
-import type { RunCapture } from '../../../src/rollout/agents.ts';
-import { loadDataset } from '../../../src/rollout/dataset.ts';
-import { standInAgent } from '../../support/stand-in-agent.ts';
-import { tempDir } from '../../support/temp.ts';
+import type { RunCapture } from '../../../../src/rollout/agents.ts';
+import { loadDataset } from '../../../../src/rollout/dataset.ts';
+import { sampleKey } from '../../../../src/rollout/run/results.ts';
+import { runEval } from '../../../../src/rollout/run/run.ts';
+import { standInAgent } from '../../../support/stand-in-agent.ts';
+import { tempDir } from '../../../support/temp.ts';
 import { fixtures, localEvalOptions, MINI } from './helpers.ts';
 
 before(() => fixtures());

@@ -1,7 +1,7 @@
 /** The progress line of an evaluation: a bar on a terminal, one line per sample otherwise. */
 
-import { eta } from '../util/eta.ts';
-import { log } from '../util/log.ts';
+import { eta } from '../../util/eta.ts';
+import { log } from '../../util/log.ts';
 import type { ResultLine } from './report.ts';
 
 export class Progress {

@@ -4,11 +4,11 @@
  * environment's set-up commit when there is one). An infrastructure failure of a harness is reported
  * as `failure`, never as a patch to grade.
  */
-import { setUpForAgent } from '../env/layer.ts';
-import type { AgentOutcome } from '../rollout/agents.ts';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { infraFailure } from '../rollout/outcome.ts';
-import { extractPatch } from '../rollout/patch.ts';
+import { setUpForAgent } from '../../env/layer.ts';
+import type { AgentOutcome } from '../agents.ts';
+import type { SweInstance } from '../dataset.ts';
+import { infraFailure } from '../outcome.ts';
+import { extractPatch } from '../patch.ts';
 import type { EvalOptions } from './run.ts';
 
 export interface AgentPhase {

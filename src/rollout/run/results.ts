@@ -3,9 +3,9 @@
  * time, read back by --resume, --regrade and a cluster's merge.
  */
 import { existsSync } from 'node:fs';
-import { InputError } from '../errors.ts';
-import { parseJsonLine, readLines, TruncatedLine } from '../util/jsonl.ts';
-import { firstIssue } from '../util/zod.ts';
+import { InputError } from '../../errors.ts';
+import { parseJsonLine, readLines, TruncatedLine } from '../../util/jsonl.ts';
+import { firstIssue } from '../../util/zod.ts';
 import { type ResultLine, resultLineSchema } from './report.ts';
 
 export function sampleKey(instanceId: string, sample: number): string {
