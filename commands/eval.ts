@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import type { EvalFlags } from '../src/eval/command.ts';
+import type { EvalFlags } from '../src/eval/flags.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {

@@ -1,7 +1,7 @@
 /** `polar eval --cluster ray[=ADDRESS]`: the run folder written here, its samples run on the cluster's nodes. */
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EvalFlags } from '../eval/command.ts';
+import type { EvalFlags } from '../eval/flags.ts';
 import { backendUrls } from '../options/backend.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { type EvalOutcome, runEvalWith } from '../rollout/run/run.ts';

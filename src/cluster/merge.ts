@@ -7,7 +7,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
-import { type EvalFlags, finish, selectedInstances } from '../eval/command.ts';
+import { finish, selectedInstances } from '../eval/command.ts';
+import type { EvalFlags } from '../eval/flags.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import type { Report } from '../rollout/run/report.ts';
 import { readResults, sampleKey } from '../rollout/run/results.ts';

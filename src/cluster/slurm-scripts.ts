@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PolarError } from '../errors.ts';
-import type { EvalFlags } from '../eval/command.ts';
+import type { EvalFlags } from '../eval/flags.ts';
 import { backendUrls } from '../options/backend.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { EVAL_FILES, EVAL_RUN_ENTRIES } from '../rollout/run/files.ts';

@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { EnvironmentError, EXIT } from '../errors.ts';
-import type { EvalFlags } from '../eval/command.ts';
+import type { EvalFlags } from '../eval/flags.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { prepareOut } from '../rollout/run/out.ts';
 import { log } from '../util/log.ts';

@@ -2,18 +2,17 @@
 import { resolve } from 'node:path';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
-import { HARNESS_NAMES, type HarnessName } from '../harnesses/types.ts';
-import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
-import { type JudgeFlags, type RewardSetup, rewardSetup } from '../options/judge.ts';
-import type { ClusterChoice } from '../options/parsers.ts';
-import { type ReportFlags, type ReportSetup, reportSetup } from '../options/report.ts';
-import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
+import { HARNESS_NAMES } from '../harnesses/types.ts';
+import { backendOptions, backendUrls } from '../options/backend.ts';
+import { type RewardSetup, rewardSetup } from '../options/judge.ts';
+import { type ReportSetup, reportSetup } from '../options/report.ts';
+import { runtimeSetup } from '../options/rollout.ts';
 import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
 import { checkOut } from '../rollout/run/out.ts';
 import { formatReport } from '../rollout/run/report.ts';
 import { type EvalOutcome, runEval } from '../rollout/run/run.ts';
-import { checkSettings, type RunSettings, runSettings } from '../rollout/run/settings.ts';
+import { checkSettings, type RunSettings } from '../rollout/run/settings.ts';
 import {
   checkAgentSetup,
   checkPredictions,
@@ -21,62 +20,11 @@ import {
   setupEvaluation,
 } from '../rollout/setup.ts';
 import { runSwebenchGrader } from '../rollout/swebench.ts';
-import type { Grader } from '../rollout/verifier.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-
-/** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
-export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags, ReportFlags {
-  dataset: string;
-  split: string;
-  agent?: AgentName;
-  /** --harness, the old name of --agent for a harness (deprecated) */
-  harness?: HarnessName;
-  agentCmd?: string;
-  predictions?: string;
-  promptTemplate?: string;
-  samples: number;
-  concurrency: number;
-  out: string;
-  instances?: string[];
-  limit?: number;
-  shard?: { index: number; count: number };
-  resume?: boolean;
-  overwrite?: boolean;
-  /** polar, swebench or a verifier command (src/rollout/verifier.ts) */
-  grader: Grader;
-  json?: boolean;
-  failUnder?: number;
-  gradeEmptyPatches?: boolean;
-  rejectTestTampering?: boolean;
-  keepEnvs?: boolean;
-  quiet?: boolean;
-  regrade?: boolean;
-  /** hidden: only this sample index of each instance (a cluster node's share of a run) */
-  sampleIndex?: number;
-  /** hidden: where this share of a cluster run runs (a Slurm shard's node and job): each result's `cluster` */
-  clusterTag?: Record<string, unknown>;
-  /** hidden: more session meta for every capture (polar loop --cluster: the policy's step, as a local loop records it) */
-  sessionMeta?: Record<string, unknown>;
-  /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/cluster/) */
-  cluster?: ClusterChoice;
-  /** per sample on the cluster */
-  clusterCpus: number;
-  /** bytes per sample on the cluster */
-  clusterMemory: number;
-  /** a folder every node and this machine see */
-  clusterShared?: string;
-  clusterRetries: number;
-  /** how a node starts polar (default: this polar) */
-  clusterPolar?: string;
-  /** slurm: array tasks (shards) */
-  clusterShards?: number;
-  /** slurm: more sbatch arguments (repeatable) */
-  sbatchArg?: string[];
-  /** --merge DIR...: shard folders merged into --out */
-  merge?: string[];
-}
+import type { EvalFlags } from './flags.ts';
+import { runSettings } from './settings.ts';
 
 /**
  * The agent of `polar eval`: --agent, or --harness, its old name for a harness (still works for a

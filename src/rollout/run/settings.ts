@@ -3,57 +3,18 @@
  * that `--resume` never mixes two settings in one run: another model, sampling, token cap, agent,
  * runtime, grader or time limit is refused, naming the flag. What only changes how the run goes
  * (concurrency, the instance selection, backend URL and call time limits, --samples: more samples of
- * the same setting) may change on resume. docs/eval.md, "One run per --out".
+ * the same setting) may change on resume. docs/eval.md, "One run per --out". Which flags those are is
+ * the command's to say (polar eval's: src/eval/settings.ts).
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { InputError, UsageError } from '../../errors.ts';
-import type { EvalFlags } from '../../eval/command.ts';
 import { log } from '../../util/log.ts';
 import { writeAtomic } from '../../util/private-files.ts';
 import { EVAL_FILES } from './files.ts';
 
 /** flag -> the value it resolved to (undefined: not given, the default applies) */
 export type RunSettings = Record<string, unknown>;
-
-const digest = (file: string): string =>
-  existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 16) : file;
-
-/** The resolved options of `polar eval` that decide its results, by the flag that sets each. */
-export function runSettings(f: EvalFlags): RunSettings {
-  return {
-    '--dataset': existsSync(f.dataset) ? resolve(f.dataset) : f.dataset,
-    '--split': f.split,
-    '--agent': f.agent ?? f.harness,
-    '--agent-cmd': f.agentCmd,
-    '--predictions': f.predictions ? digest(f.predictions) : undefined,
-    '--prompt-template': f.promptTemplate ? digest(f.promptTemplate) : undefined,
-    '--pi-api': f.piApi,
-    '--backend': f.backend ?? (f.backendUrl ? 'vllm' : undefined),
-    '--model': f.model,
-    '--tokenizer': f.tokenizer,
-    '--chat-template-kwargs': f.chatTemplateKwargs,
-    '--temperature': f.temperature,
-    '--top-p': f.topP,
-    '--max-tokens': f.maxTokens,
-    '--max-tokens-cap': f.maxTokensCap,
-    '--seed': f.seed,
-    '--no-require-token-ids': f.requireTokenIds === false ? true : undefined,
-    '--runtime': f.runtime,
-    '--image': f.image,
-    // seconds, as the flags take them
-    '--agent-timeout': f.agentTimeout / 1000,
-    '--test-timeout': f.testTimeout / 1000,
-    '--grader': f.grader,
-    '--grade-empty-patches': f.gradeEmptyPatches ? true : undefined,
-    // the judge's verdicts and the reward they make (docs/judge.md)
-    '--rubric': f.rubric ? digest(f.rubric) : undefined,
-    '--judge-model': f.judgeModel,
-    '--judge-mode': f.rubric || f.grader.kind === 'judge' ? (f.judgeMode ?? 'single') : undefined,
-    '--reward': f.reward?.text,
-  };
-}
 
 const shown = (v: unknown): string => (v === undefined ? '(not given)' : JSON.stringify(v));
 

@@ -18,7 +18,7 @@ import {
   shardPlan,
   shardScript,
 } from '../../../src/cluster/slurm-scripts.ts';
-import type { EvalFlags } from '../../../src/eval/command.ts';
+import type { EvalFlags } from '../../../src/eval/flags.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
 import { tempDir } from '../../support/temp.ts';
 
