@@ -262,7 +262,7 @@ export function addRolloutFlags(cmd: Command): Command {
     );
 }
 
-/** --env-cache: where the environments built from the specs are kept (src/env/). */
+/** --env-cache: where the environments built from the specs are kept (src/rollout/env/). */
 export const envCacheOption = (): Option =>
   withDefault(
     new Option('--env-cache <dir>', 'where environments built from the specs are kept'),

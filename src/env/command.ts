@@ -6,10 +6,10 @@
 import { existsSync } from 'node:fs';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
+import { Environments } from '../rollout/env/build.ts';
+import type { EnvRecipe } from '../rollout/env/types.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { Environments } from './build.ts';
-import type { EnvRecipe } from './types.ts';
 
 export interface EnvBuildFlags {
   dataset: string;

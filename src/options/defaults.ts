@@ -128,7 +128,7 @@ export const DEFAULTS = {
    * socket and forward.mjs (--network host is the unsafe opt-in)
    */
   containerNetwork: d('none'),
-  /** where the environments built from the specs are kept (src/env/) */
+  /** where the environments built from the specs are kept (src/rollout/env/) */
   envCache: d(
     join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
     '$POLAR_CACHE_DIR/envs, else ~/.cache/polar/envs',

@@ -45,7 +45,7 @@ export interface SweInstance {
    * (a row's `polar` is read as no grader of its own: the run's applies)
    */
   grader?: string;
-  /** polar: the environment's Python version ("3.9") or interpreter path, over the official spec's (src/env/) */
+  /** polar: the environment's Python version ("3.9") or interpreter path, over the official spec's (src/rollout/env/) */
   python?: string;
   /** polar: what pip installs into the environment, instead of the official spec's packages and pip_packages */
   pip_packages?: string[];

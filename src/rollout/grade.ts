@@ -6,8 +6,9 @@
  * two 5.x guards (a skipped FAIL_TO_PASS fails; a non-zero test exit with no failing test in the log is
  * distrusted): see docs/eval.md, "Deliberate differences".
  */
-import { EnvBuildError } from '../env/types.ts';
+
 import type { SweInstance } from './dataset.ts';
+import { EnvBuildError } from './env/types.ts';
 import type { ExecResult } from './exec.ts';
 import { getLogParser } from './log-parsers/index.ts';
 import type { ParserVersion, Semantics, StatusMap } from './log-parsers/types.ts';

@@ -3,13 +3,14 @@
  * test_patch become arguments, and the environment set-up the official eval script runs before the
  * tests. Values follow SWE-bench/SWE-bench tag v4.1.0: swebench/harness/constants/python.py
  * (MAP_REPO_VERSION_TO_SPECS_PY: test_cmd and eval_commands per version; the environment's fields,
- * install included, are in src/env/official.ts),
+ * install included, are in src/rollout/env/official.ts),
  * harness/log_parsers/python.py (MAP_REPO_TO_PARSER_PY), test_spec/python.py (get_test_directives,
  * make_eval_script_list_py) and constants/__init__.py (NON_TEST_EXTS), for the 12 SWE-bench Verified
  * repositories; other datasets name `test_cmd` (and `log_parser`) per row, or bring a 5.x eval_script.
  */
-import { officialEnv } from '../env/official.ts';
+
 import type { SweInstance } from './dataset.ts';
+import { officialEnv } from './env/official.ts';
 import { resolveParserName } from './log-parsers/index.ts';
 
 /** What the official eval script runs before the tests (make_eval_script_list_py, v4.1.0). */

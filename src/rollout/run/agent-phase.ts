@@ -4,9 +4,10 @@
  * environment's set-up commit when there is one). An infrastructure failure of a harness is reported
  * as `failure`, never as a patch to grade.
  */
-import { setUpForAgent } from '../../env/layer.ts';
+
 import type { AgentOutcome } from '../agents.ts';
 import type { SweInstance } from '../dataset.ts';
+import { setUpForAgent } from '../env/layer.ts';
 import { infraFailure } from '../outcome.ts';
 import { extractPatch } from '../patch.ts';
 import type { EvalOptions } from './run.ts';

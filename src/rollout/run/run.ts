@@ -12,7 +12,6 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../../capture/record.ts';
-import { EnvBuildError } from '../../env/types.ts';
 import type { RewardSetup } from '../../options/judge.ts';
 import { eitherSignal } from '../../util/interrupt.ts';
 import { log } from '../../util/log.ts';
@@ -21,6 +20,7 @@ import { appendPrivate, mkdirPrivate, writeAtomic } from '../../util/private-fil
 import { insideDir } from '../../util/safe-path.ts';
 import type { Agent, AgentOutcome } from '../agents.ts';
 import type { SweInstance } from '../dataset.ts';
+import { EnvBuildError } from '../env/types.ts';
 import { killAllTrees } from '../exec.ts';
 import { type GradeResult, gradePatch } from '../grade.ts';
 import { recordFinished } from '../judge/finish.ts';

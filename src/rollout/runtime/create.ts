@@ -6,9 +6,9 @@
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { Environments } from '../../env/build.ts';
 import { UsageError } from '../../errors.ts';
 import { log } from '../../util/log.ts';
+import { Environments } from '../env/build.ts';
 import {
   CONTAINER_FORWARDER,
   CONTAINER_MODULES,

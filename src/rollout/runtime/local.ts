@@ -10,11 +10,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import type { Environments } from '../../env/build.ts';
-import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
-import { isSystemStep } from '../../env/recipe.ts';
-import type { SampleEnvironment } from '../../env/types.ts';
 import type { SweInstance } from '../dataset.ts';
+import type { Environments } from '../env/build.ts';
+import { environmentView, layerDir, sampleEnvironment } from '../env/layer.ts';
+import { isSystemStep } from '../env/recipe.ts';
+import type { SampleEnvironment } from '../env/types.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
 import { CHECKOUT_SCRIPT, checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';

@@ -13,12 +13,12 @@ import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Environments } from '../../env/build.ts';
-import { environmentView, layerDir, sampleEnvironment } from '../../env/layer.ts';
-import { isSystemStep } from '../../env/recipe.ts';
-import type { SampleEnvironment } from '../../env/types.ts';
 import { EnvironmentError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
+import type { Environments } from '../env/build.ts';
+import { environmentView, layerDir, sampleEnvironment } from '../env/layer.ts';
+import { isSystemStep } from '../env/recipe.ts';
+import type { SampleEnvironment } from '../env/types.ts';
 import { type ExecResult, execTree, gitEnv } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';

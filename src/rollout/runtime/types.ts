@@ -13,9 +13,10 @@
  * runtimes through the same shape (environmentView), ahead of the resolver's, with the per-sample part
  * as InstanceEnv.environment. docs/eval.md, "Host environments" and "Environments".
  */
-import type { SampleEnvironment } from '../../env/types.ts';
+
 import { PolarError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
+import type { SampleEnvironment } from '../env/types.ts';
 import type { ExecResult } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
 

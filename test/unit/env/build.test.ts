@@ -3,9 +3,9 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Environments } from '../../../src/env/build.ts';
-import { withLock } from '../../../src/env/lock.ts';
-import { EnvBuildError, type EnvRecipe } from '../../../src/env/types.ts';
+import { Environments } from '../../../src/rollout/env/build.ts';
+import { withLock } from '../../../src/rollout/env/lock.ts';
+import { EnvBuildError, type EnvRecipe } from '../../../src/rollout/env/types.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const recipe = (over: Partial<EnvRecipe> = {}): EnvRecipe => ({

@@ -5,7 +5,7 @@ import {
   condaToPip,
   environmentYmlRequirements,
   shellWords,
-} from '../../../src/env/conda.ts';
+} from '../../../src/rollout/env/conda.ts';
 
 test('shellWords splits a conda package list as the shell would (quotes kept together, removed)', () => {
   assert.deepEqual(shellWords(`'numpy==1.19.2' 'pandas<2.0.0' pytest  "a b"`), [

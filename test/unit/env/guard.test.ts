@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { GUARD_HOOK, guardReport, judgeGuard, testProgram } from '../../../src/env/guard.ts';
+import { GUARD_HOOK, guardReport, judgeGuard, testProgram } from '../../../src/rollout/env/guard.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const places = { log: '/s/guard.log', tree: '/s/repo', layer: '/s/polar-env', program: 'pytest' };

@@ -3,11 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { envKey, pipFailure } from '../../../src/env/build.ts';
-import { findPython, pythonCandidates } from '../../../src/env/python.ts';
-import { recipeFor, wantsEnvironment } from '../../../src/env/recipe.ts';
-import { EnvBuildError } from '../../../src/env/types.ts';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
+import { envKey, pipFailure } from '../../../src/rollout/env/build.ts';
+import { findPython, pythonCandidates } from '../../../src/rollout/env/python.ts';
+import { recipeFor, wantsEnvironment } from '../../../src/rollout/env/recipe.ts';
+import { EnvBuildError } from '../../../src/rollout/env/types.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const row = (over: Partial<SweInstance>): SweInstance => ({

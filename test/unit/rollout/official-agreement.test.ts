@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ENV_YML_PATHS, officialEnv, REQUIREMENTS_PATHS } from '../../../src/env/official.ts';
+import { ENV_YML_PATHS, officialEnv, REQUIREMENTS_PATHS } from '../../../src/rollout/env/official.ts';
 import { getLogParser } from '../../../src/rollout/log-parsers/index.ts';
 import type { ParserVersion } from '../../../src/rollout/log-parsers/types.ts';
 import { evaluateLog, resolve } from '../../../src/rollout/resolve.ts';

@@ -112,7 +112,7 @@ describe('one evaluation setup for eval, loop and gym', () => {
       image: 'registry.example/{instance_id}:v1',
       network: 'polar-net',
       limits: { memoryBytes: 8 * 1024 ** 3, pids: 1024, diskBytes: 4 * 1024 ** 3 },
-      // the runtime factory decides whether its kind builds environments (src/env/): local and sandbox do
+      // the runtime factory decides whether its kind builds environments (src/rollout/env/): local and sandbox do
       environments: { cacheDir: DEFAULTS.envCache.value, pythons: {} },
     });
   });

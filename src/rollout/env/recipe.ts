@@ -12,8 +12,8 @@
  * `types-setuptools` (REPLACE_REQ_PACKAGES).
  */
 import { posix } from 'node:path';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { execTree } from '../rollout/exec.ts';
+import type { SweInstance } from '../dataset.ts';
+import { execTree } from '../exec.ts';
 import { condaListRequirements, environmentYmlRequirements } from './conda.ts';
 import { ENV_YML_PATHS, officialEnv, REQUIREMENTS_PATHS } from './official.ts';
 import { EnvBuildError, type EnvRecipe } from './types.ts';

@@ -9,7 +9,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { execTree } from '../rollout/exec.ts';
+import { execTree } from '../exec.ts';
 import { EnvBuildError, type PythonInfo } from './types.ts';
 
 const PROBE = [

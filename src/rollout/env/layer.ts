@@ -12,8 +12,8 @@
  * shares nothing a later build could fix; `--system-site-packages` only sees the interpreter's own
  * site-packages, not the environment's.
  */
-import { shellQuote } from '../rollout/patch.ts';
-import type { InstanceEnv } from '../rollout/runtime/types.ts';
+import { shellQuote } from '../patch.ts';
+import type { InstanceEnv } from '../runtime/types.ts';
 import { pipEnv } from './build.ts';
 import { guardReport, judgeGuard, testProgram } from './guard.ts';
 import {

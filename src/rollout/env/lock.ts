@@ -6,7 +6,7 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { log } from '../util/log.ts';
+import { log } from '../../util/log.ts';
 
 const alive = (pid: number) => {
   try {
