@@ -17,7 +17,7 @@ export const TIERS = {
       'test/unit/eval/',
       'test/unit/rollout/run/',
       'test/unit/backends/wiring.test.ts',
-      'test/unit/cluster/merge.test.ts',
+      'test/unit/rollout/executors/merge.test.ts',
       'test/unit/gym/continuity.test.ts',
       'test/unit/gym/nemo-rl.test.ts',
       'test/unit/rollout/judge.test.ts',

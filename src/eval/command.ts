@@ -70,7 +70,7 @@ export function evaluationSetup(
 export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {}): Promise<number> {
   if (f.quiet) log.configure({ quiet: true });
   if (f.regrade) return (await import('./regrade.ts')).regradeCommand(f);
-  if (f.merge) return (await import('../cluster/merge.ts')).mergeCommand(f);
+  if (f.merge) return (await import('../rollout/executors/merge.ts')).mergeCommand(f);
   // every flag and input is checked before anything is made or run (and before the runtime's warnings)
   const tracking = reportSetup(f, f.out);
   // the shards' results are merged by a Slurm job of its own, which starts no tracking writer
@@ -93,7 +93,11 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
     for (const url of setup.agent.backendUrls ?? [undefined])
       await ensureBackendReady(url ? { ...setup.agent.backend, url } : setup.agent.backend);
   if (f.cluster?.engine === 'slurm')
-    return (await import('../cluster/slurm.ts')).slurmEval(f, instances, context.argv ?? process.argv);
+    return (await import('../rollout/executors/slurm.ts')).slurmEval(
+      f,
+      instances,
+      context.argv ?? process.argv,
+    );
   // the tracking packages are checked before any sample runs; the writer opens once the report is made
   // (the run's folder must be empty or --resume'd until then)
   if (tracking) await (await import('../tracking/reporter.ts')).checkReporting(tracking);
@@ -103,7 +107,7 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
   let outcome: EvalOutcome;
   try {
     outcome = f.cluster
-      ? await (await import('../cluster/eval.ts')).rayEval(f, setup, instances, {
+      ? await (await import('./cluster.ts')).rayEval(f, setup, instances, {
           argv: context.argv ?? process.argv,
           label: agentLabel(setup.agent, predictions?.model),
           signal: interrupt.signal,

@@ -41,7 +41,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags, JudgeFlags, Repor
   clusterTag?: Record<string, unknown>;
   /** hidden: more session meta for every capture (polar loop --cluster: the policy's step, as a local loop records it) */
   sessionMeta?: Record<string, unknown>;
-  /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/cluster/) */
+  /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/rollout/executors/) */
   cluster?: ClusterChoice;
   /** per sample on the cluster */
   clusterCpus: number;

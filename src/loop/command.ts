@@ -1,8 +1,6 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loopCluster } from '../cluster/loop.ts';
-import { nodesTraining } from '../cluster/train.ts';
 import { UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
@@ -14,11 +12,13 @@ import { type ReportFlags, reportSetup } from '../options/report.ts';
 import { type RolloutFlags, runtimeSetup } from '../options/rollout.ts';
 import { checkDatasetSpec } from '../rollout/dataset.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
+import { nodesTraining } from '../train/cluster/train.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
 import { checkTrainer } from '../train/model-info.ts';
 import { flagsToOptions, type TrainOptionFlags } from '../train/options.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
+import { loopCluster } from './cluster.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */

@@ -18,8 +18,6 @@ import { createBackend } from '../backends/index.ts';
 import type { Backend, BackendOptions } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
-import type { LoopCluster } from '../cluster/loop.ts';
-import type { NodesTraining } from '../cluster/train.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { redactUrl } from '../http/redact.ts';
 import type { OverduePolicy, OverlongMode } from '../options/defaults.ts';
@@ -31,10 +29,12 @@ import type { EvalOutcome } from '../rollout/run/run.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import type { AgentSetup } from '../rollout/setup.ts';
 import type { Reporter } from '../tracking/reporter.ts';
+import type { NodesTraining } from '../train/cluster/train.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { firstIssue } from '../util/zod.ts';
+import type { LoopCluster } from './cluster.ts';
 import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
@@ -92,9 +92,9 @@ export interface LoopOptions {
   signal?: AbortSignal;
   /** the backend to use (tests); default: created from `backend` */
   backendInstance?: Backend;
-  /** --cluster: every evaluation is a `polar eval --cluster` of its tasks (src/cluster/loop.ts) */
+  /** --cluster: every evaluation is a `polar eval --cluster` of its tasks (src/loop/cluster.ts) */
   cluster?: LoopCluster;
-  /** --train-nodes N (N > 1, with --cluster): each step's training across N nodes (src/cluster/train.ts) */
+  /** --train-nodes N (N > 1, with --cluster): each step's training across N nodes (src/train/cluster/train.ts) */
   trainNodes?: NodesTraining;
   /** stop after this phase of this step (tests of --resume after a crash) */
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };

@@ -9,17 +9,17 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
-import { clusterRollouts } from '../cluster/loop.ts';
-import { trainAcrossNodes } from '../cluster/train.ts';
 import { UsageError } from '../errors.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { type EvalOutcome, runEval } from '../rollout/run/run.ts';
 import { type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
+import { trainAcrossNodes } from '../train/cluster/train.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
 import { runTrain, type TrainRequest } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
+import { clusterRollouts } from './cluster.ts';
 import { LOOP_FILES, stepDirName } from './files.ts';
 import type { LoopOptions } from './loop.ts';
 import type { Publisher } from './publish.ts';
@@ -126,7 +126,7 @@ export function previousTrainRun(out: string, n: number): string | undefined {
 
 /**
  * A step's training: runTrain on this machine, or with --train-nodes the same request as one `polar
- * train` across the cluster's nodes (src/cluster/train.ts), which leaves the train/ folder a local run
+ * train` across the cluster's nodes (src/train/cluster/train.ts), which leaves the train/ folder a local run
  * leaves. Each node starts the processes the resolved config asks (--nproc on the CPU, --gpus on CUDA).
  */
 export async function trainStep(o: LoopOptions, req: TrainRequest): Promise<{ checkpoint: string | null }> {

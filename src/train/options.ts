@@ -242,7 +242,7 @@ export function flagsToOptions(flags: TrainOptionFlags): Partial<Record<TrainKey
 
 /**
  * Config keys as `polar train` flags, the inverse of flagsToOptions (undefined: not given): a loop step's
- * `polar train` on other nodes (src/cluster/train.ts). A switch is `--key`, or `--no-key` when false and
+ * `polar train` on other nodes (src/train/cluster/train.ts). A switch is `--key`, or `--no-key` when false and
  * it has that form (false without one is the switch not given); a key without a flag is refused.
  */
 export function optionsToFlags(options: Partial<Record<TrainKey, unknown>>): string[] {

@@ -21,7 +21,7 @@ export const EVAL_FILES = {
   /** the settings that decide the results (src/rollout/run/settings.ts): --resume refuses another */
   run: 'run.json',
   /**
-   * a cluster run's bookkeeping (src/cluster/): the Ray driver's spec and log, sample folders on their
+   * a cluster run's bookkeeping (src/rollout/executors/): the Ray driver's spec and log, sample folders on their
    * way in, the Slurm scripts and logs and the shard folders; an otherwise empty --out counts as empty
    */
   cluster: '.cluster',

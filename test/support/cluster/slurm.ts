@@ -14,7 +14,7 @@
  * - munged with its own key, socket, pid, seed and log files (AuthInfo=socket=...), --force as root.
  * Each daemon listens in its own network namespace: Slurm's default ports (6817, 6818) are free there
  * by construction, so nothing here can clash with another user's Slurm on this machine.
- * No slurmdbd, no database: polar follows its jobs with squeue and their own exit files (src/cluster/slurm.ts).
+ * No slurmdbd, no database: polar follows its jobs with squeue and their own exit files (src/rollout/executors/slurm.ts).
  * useSlurmCluster is the two-node cluster the Slurm end-to-end files share, SHARD_PER_NODE the flags that
  * give each of its nodes one shard.
  */

@@ -1,8 +1,8 @@
 """`polar eval|loop --cluster ray`: one Ray task per sample, each a `polar eval` of that one sample on its
 node (in that node's runtime), its run folder sent back whole (or left on a shared path).
 
-Started by src/cluster/ray.ts as `python -m polar_train.cluster.ray_rollouts --spec FILE`. Events, one
-JSON object per line on stdout:
+Started by src/rollout/executors/ray.ts as `python -m polar_train.cluster.ray_rollouts --spec FILE`.
+Events, one JSON object per line on stdout:
   {"event": "cluster", "nodes": [...], "slots": N}          the cluster as the driver found it
   {"event": "sample", "key", "node", "node_id", "attempt", "dir", "exit_code", "stderr_tail", "backend_url"}
   {"event": "retry", "key", "attempt", "reason"}             a task lost with its node or worker: runs again
@@ -191,7 +191,8 @@ def drive(spec: dict) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="polar_train.cluster.ray_rollouts")
-    parser.add_argument("--spec", required=True, help="the run's samples and resources (JSON, src/cluster/ray.ts)")
+    parser.add_argument("--spec", required=True,
+                        help="the run's samples and resources (JSON, src/rollout/executors/ray.ts)")
     args = parser.parse_args(argv)
     with open(args.spec) as fh:
         spec = json.load(fh)

@@ -2,23 +2,23 @@
  * The samples of a run on a Ray cluster: the driver (src/train/worker/polar_train/cluster/ray_rollouts.py,
  * Ray's Python API) runs one task per sample, each `polar eval` of that sample on its node; this side
  * writes the spec, reads the driver's events and takes each returned folder into the run folder
- * (src/cluster/adopt.ts), so results.jsonl grows as samples finish, wherever they ran.
+ * (src/rollout/executors/adopt.ts), so results.jsonl grows as samples finish, wherever they ran.
  */
 import { createWriteStream } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
-import { EnvironmentError, PolarError } from '../errors.ts';
-import { redactUrl } from '../http/redact.ts';
-import type { ResultLine } from '../rollout/run/report.ts';
-import { sampleKey } from '../rollout/run/results.ts';
-import type { SampleExecutor } from '../rollout/run/run.ts';
-import { log } from '../util/log.ts';
-import { plural } from '../util/plural.ts';
-import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
+import { EnvironmentError, PolarError } from '../../errors.ts';
+import { redactUrl } from '../../http/redact.ts';
+import { rayPython, workerEnv } from '../../train/cluster/python.ts';
+import { log } from '../../util/log.ts';
+import { plural } from '../../util/plural.ts';
+import { mkdirPrivate, PRIVATE_FILE } from '../../util/private-files.ts';
+import type { ResultLine } from '../run/report.ts';
+import { sampleKey } from '../run/results.ts';
+import type { SampleExecutor } from '../run/run.ts';
 import { adoptSample, lostSample } from './adopt.ts';
-import { rayPython, workerEnv } from './python.ts';
 
 /** The custom resource a node offers per sample it may run at once (`ray start --resources`). */
 export const SLOT_RESOURCE = 'polar_slot';
@@ -26,7 +26,7 @@ export const SLOT_RESOURCE = 'polar_slot';
 export interface RayRun {
   /** HOST:PORT, or auto (RAY_ADDRESS, else a cluster this machine belongs to) */
   address: string;
-  /** the node's `polar eval` words (src/cluster/argv.ts) */
+  /** the node's `polar eval` words (src/rollout/executors/argv.ts) */
   argv: string[];
   /** how a node starts polar: [node, /path/to/bin/polar] */
   polar: string[];

@@ -3,24 +3,24 @@
  * each `polar eval --shard i/N --resume` into its own folder under OUT/.cluster/shards), then a merge job
  * (`--dependency=afterok`) running `polar eval --merge` into OUT. Array tasks are `--requeue`d: a task
  * whose node fails runs again elsewhere and --resume keeps the samples its shard had finished. polar
- * follows the jobs with `squeue -t all` and the jobs' own exit files (src/cluster/slurm-scripts.ts) until
+ * follows the jobs with `squeue -t all` and the jobs' own exit files (src/rollout/executors/slurm-scripts.ts) until
  * the merge ends: no accounting daemon is needed. Run from inside an allocation (SLURM_JOB_ID set: salloc,
- * an sbatch script), the shards are srun tasks of that allocation instead (src/cluster/slurm-steps.ts).
+ * an sbatch script), the shards are srun tasks of that allocation instead (src/rollout/executors/slurm-steps.ts).
  */
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError, EXIT, PolarError } from '../errors.ts';
-import { finish } from '../eval/command.ts';
-import type { EvalFlags } from '../eval/flags.ts';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { EVAL_FILES } from '../rollout/run/files.ts';
-import { prepareOut } from '../rollout/run/out.ts';
-import { log } from '../util/log.ts';
-import { plural } from '../util/plural.ts';
-import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
-import { readRunReport } from './report.ts';
+import { EnvironmentError, EXIT, PolarError } from '../../errors.ts';
+import { finish } from '../../eval/command.ts';
+import type { EvalFlags } from '../../eval/flags.ts';
+import { log } from '../../util/log.ts';
+import { plural } from '../../util/plural.ts';
+import { mkdirPrivate, PRIVATE_SCRIPT } from '../../util/private-files.ts';
+import type { SweInstance } from '../dataset.ts';
+import { EVAL_FILES } from '../run/files.ts';
+import { prepareOut } from '../run/out.ts';
+import { readRunReport } from '../run/read-report.ts';
 import {
   exitStatus,
   finishedSamples,

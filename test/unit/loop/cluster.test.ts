@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loopCluster, loopEvalWords, stepEvalArgv } from '../../../src/cluster/loop.ts';
 import { UsageError } from '../../../src/errors.ts';
+import { loopCluster, loopEvalWords, stepEvalArgv } from '../../../src/loop/cluster.ts';
 import { loopArgv, parseArgv, SERVED_POLICY } from '../../support/argv.ts';
 
 const ARGV = [

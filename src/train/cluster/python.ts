@@ -4,9 +4,9 @@
  * and python3 that imports ray. None: an EnvironmentError with the command that installs it.
  */
 import { execa } from 'execa';
-import { EnvironmentError } from '../errors.ts';
-import { VENV_PYTHON } from '../train/env.ts';
-import { WORKER_DIR } from '../train/launch.ts';
+import { EnvironmentError } from '../../errors.ts';
+import { VENV_PYTHON } from '../env.ts';
+import { WORKER_DIR } from '../launch.ts';
 
 export const CLUSTER_REQUIREMENTS = `${WORKER_DIR}/requirements-cluster.txt`;
 

@@ -10,17 +10,17 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { parseSqueue } from '../../../src/cluster/slurm.ts';
+import type { EvalFlags } from '../../../../src/eval/flags.ts';
+import type { SweInstance } from '../../../../src/rollout/dataset.ts';
+import { parseSqueue } from '../../../../src/rollout/executors/slurm.ts';
 import {
   exitStatus,
   mergeScript,
   quote,
   shardPlan,
   shardScript,
-} from '../../../src/cluster/slurm-scripts.ts';
-import type { EvalFlags } from '../../../src/eval/flags.ts';
-import type { SweInstance } from '../../../src/rollout/dataset.ts';
-import { tempDir } from '../../support/temp.ts';
+} from '../../../../src/rollout/executors/slurm-scripts.ts';
+import { tempDir } from '../../../support/temp.ts';
 
 const tmp = tempDir('polar-slurm-unit-');
 after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -1,9 +1,9 @@
 /** What a cluster node runs: the user's eval words less the driver's; torchrun's arguments per node. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nodeArgv, wordsAfter } from '../../../src/cluster/argv.ts';
-import { nodeRole } from '../../../src/train/command.ts';
-import { workerCommand } from '../../../src/train/launch.ts';
+import { nodeArgv, wordsAfter } from '../../../../src/rollout/executors/argv.ts';
+import { nodeRole } from '../../../../src/train/command.ts';
+import { workerCommand } from '../../../../src/train/launch.ts';
 
 test('node argv keeps the run flags (runtime ones too) and drops the driver flags in both spellings', () => {
   const words = wordsAfter(

@@ -1,30 +1,16 @@
 /** `polar eval --cluster ray[=ADDRESS]`: the run folder written here, its samples run on the cluster's nodes. */
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { EvalFlags } from '../eval/flags.ts';
 import { backendUrls } from '../options/backend.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
+import { nodeArgv, wordsAfter } from '../rollout/executors/argv.ts';
+import { rayExecutor } from '../rollout/executors/ray.ts';
 import { type EvalOutcome, runEvalWith } from '../rollout/run/run.ts';
 import type { RunSettings } from '../rollout/run/settings.ts';
 import type { EvaluationSetup } from '../rollout/setup.ts';
+import { nodeEnv, polarCommand } from '../train/cluster/polar.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { nodeArgv, wordsAfter } from './argv.ts';
-import { rayExecutor } from './ray.ts';
-
-/** bin/polar of this checkout: a node starts the same polar at the same path (shared file system or image). */
-export const POLAR_BIN = fileURLToPath(new URL('../../bin/polar', import.meta.url));
-
-/** How a node starts polar: --cluster-polar 'CMD ARGS' (split on spaces), else this node binary and bin/polar. */
-export function polarCommand(given: string | undefined): string[] {
-  return given ? given.split(/\s+/).filter(Boolean) : [process.execPath, POLAR_BIN];
-}
-
-/** The environment a node's polar gets from the driver: the backend key, when given that way. */
-export function nodeEnv(): Record<string, string> {
-  const key = process.env.POLAR_BACKEND_API_KEY;
-  return key ? { POLAR_BACKEND_API_KEY: key } : {};
-}
+import type { EvalFlags } from './flags.ts';
 
 export async function rayEval(
   f: EvalFlags,

@@ -7,11 +7,11 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { EVAL_FILES } from '../rollout/run/files.ts';
-import type { ResultLine } from '../rollout/run/report.ts';
-import { readResults } from '../rollout/run/results.ts';
-import type { EvalDirs, SampleJob } from '../rollout/run/run.ts';
-import { mkdirPrivate } from '../util/private-files.ts';
+import { mkdirPrivate } from '../../util/private-files.ts';
+import { EVAL_FILES } from '../run/files.ts';
+import type { ResultLine } from '../run/report.ts';
+import { readResults } from '../run/results.ts';
+import type { EvalDirs, SampleJob } from '../run/run.ts';
 
 /** The files of sample `key` in a run folder: captures/<key>.jsonl*, patches/<key>.diff, logs/<key>.* */
 function sampleFiles(dir: string, key: string): Array<{ folder: keyof EvalDirs; name: string }> {

@@ -6,17 +6,17 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
-import { finish, selectedInstances } from '../eval/command.ts';
-import type { EvalFlags } from '../eval/flags.ts';
-import { EVAL_FILES } from '../rollout/run/files.ts';
-import type { Report } from '../rollout/run/report.ts';
-import { readResults, sampleKey } from '../rollout/run/results.ts';
-import { runEvalWith } from '../rollout/run/run.ts';
-import { log } from '../util/log.ts';
-import { plural } from '../util/plural.ts';
+import { UsageError } from '../../errors.ts';
+import { finish, selectedInstances } from '../../eval/command.ts';
+import type { EvalFlags } from '../../eval/flags.ts';
+import { log } from '../../util/log.ts';
+import { plural } from '../../util/plural.ts';
+import { EVAL_FILES } from '../run/files.ts';
+import { readRunReport } from '../run/read-report.ts';
+import type { Report } from '../run/report.ts';
+import { readResults, sampleKey } from '../run/results.ts';
+import { runEvalWith } from '../run/run.ts';
 import { adoptSample } from './adopt.ts';
-import { readRunReport } from './report.ts';
 
 interface Shard {
   dir: string;

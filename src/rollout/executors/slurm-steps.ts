@@ -2,19 +2,19 @@
  * `polar eval --cluster slurm` inside an allocation (SLURM_JOB_ID set: under salloc, or in an sbatch
  * script of the user's): the shards run as the tasks of one `srun` step on the allocation's nodes (no
  * new job waits in the queue), then this process merges the shard folders into OUT as `polar eval
- * --merge` does. The same shard script as the array job's (src/cluster/slurm-scripts.ts), its index
+ * --merge` does. The same shard script as the array job's (src/rollout/executors/slurm-scripts.ts), its index
  * from SLURM_PROCID. Shards: --cluster-shards, else the allocation's tasks (SLURM_NTASKS), else its nodes.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError, EXIT } from '../errors.ts';
-import type { EvalFlags } from '../eval/flags.ts';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { prepareOut } from '../rollout/run/out.ts';
-import { log } from '../util/log.ts';
-import { plural } from '../util/plural.ts';
-import { mkdirPrivate, PRIVATE_SCRIPT } from '../util/private-files.ts';
+import { EnvironmentError, EXIT } from '../../errors.ts';
+import type { EvalFlags } from '../../eval/flags.ts';
+import { log } from '../../util/log.ts';
+import { plural } from '../../util/plural.ts';
+import { mkdirPrivate, PRIVATE_SCRIPT } from '../../util/private-files.ts';
+import type { SweInstance } from '../dataset.ts';
+import { prepareOut } from '../run/out.ts';
 import { mergeCommand } from './merge.ts';
 import {
   exitStatus,

@@ -14,16 +14,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError, PolarError, UsageError } from '../errors.ts';
-import type { ClusterChoice } from '../options/parsers.ts';
-import { findPython } from '../train/env.ts';
-import type { TrainRequest } from '../train/launch.ts';
-import { optionsToFlags, type TrainKey } from '../train/options.ts';
-import { CHECKPOINT_FILES } from '../train/schema.ts';
-import { throwIfStopped } from '../util/interrupt.ts';
-import { parseJsonLine, splitLines } from '../util/jsonl.ts';
-import { log } from '../util/log.ts';
-import { polarCommand } from './eval.ts';
+import { EnvironmentError, PolarError, UsageError } from '../../errors.ts';
+import type { ClusterChoice } from '../../options/parsers.ts';
+import { throwIfStopped } from '../../util/interrupt.ts';
+import { parseJsonLine, splitLines } from '../../util/jsonl.ts';
+import { log } from '../../util/log.ts';
+import { findPython } from '../env.ts';
+import type { TrainRequest } from '../launch.ts';
+import { optionsToFlags, type TrainKey } from '../options.ts';
+import { CHECKPOINT_FILES } from '../schema.ts';
+import { polarCommand } from './polar.ts';
 import { rayPython, workerEnv } from './python.ts';
 
 /** Where a loop step trains when it is not this machine. */

@@ -4,9 +4,9 @@
  * the report's own schema (src/rollout/run/report.ts `reportSchema`), a bad file an InputError naming the field.
  */
 import { readFileSync } from 'node:fs';
-import { InputError } from '../errors.ts';
-import { type Report, reportSchema } from '../rollout/run/report.ts';
-import { firstIssue } from '../util/zod.ts';
+import { InputError } from '../../errors.ts';
+import { firstIssue } from '../../util/zod.ts';
+import { type Report, reportSchema } from './report.ts';
 
 export function readRunReport(path: string, hint?: string): Report {
   let value: unknown;

@@ -1,7 +1,7 @@
 /**
  * `polar loop --cluster ray[=ADDRESS]|slurm`: a step's rollouts (and held-out evals) are a `polar eval
  * --cluster` of that step's tasks, run as a child process into the step's eval folder, so they fan out
- * through exactly the path `polar eval --cluster` takes (src/cluster/eval.ts, slurm.ts): one Ray task per
+ * through exactly the path `polar eval --cluster` takes (src/eval/cluster.ts, slurm.ts): one Ray task per
  * sample, or Slurm array shards and a merge job. The child gets the loop's own words less the loop's
  * flags (runtime, backend, grader and cluster flags pass as the user typed them, as argv.ts does for a
  * node), plus the step's dataset, instances, samples, folder and session meta (the policy's step, as a
@@ -11,14 +11,14 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
+import { wordsAfter } from '../rollout/executors/argv.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
+import { readRunReport } from '../rollout/run/read-report.ts';
 import { readResults } from '../rollout/run/results.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
+import { POLAR_BIN } from '../train/cluster/polar.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
-import { wordsAfter } from './argv.ts';
-import { POLAR_BIN } from './eval.ts';
-import { readRunReport } from './report.ts';
 
 /** The loop's flags that a step's `polar eval` must not get (true = takes a value, false = a switch). */
 const LOOP_ONLY: Record<string, boolean> = {

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { readRunReport } from '../../../src/cluster/report.ts';
-import { InputError } from '../../../src/errors.ts';
-import { buildReport } from '../../../src/rollout/run/report.ts';
-import { tempDir } from '../../support/temp.ts';
+import { InputError } from '../../../../src/errors.ts';
+import { readRunReport } from '../../../../src/rollout/run/read-report.ts';
+import { buildReport } from '../../../../src/rollout/run/report.ts';
+import { tempDir } from '../../../support/temp.ts';
 
 test('a report.json of this polar reads back; a bad one is an InputError naming the file and field', async () => {
   const dir = tempDir('polar-report-');

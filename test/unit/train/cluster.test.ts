@@ -1,5 +1,5 @@
 /**
- * A loop step's training across nodes (polar loop --train-nodes, src/cluster/train.ts) without a cluster:
+ * A loop step's training across nodes (polar loop --train-nodes, src/train/cluster/train.ts) without a cluster:
  * the polar train words a node runs (parsed back by polar train's own parser into the request's options),
  * the srun and ray_torchrun command lines around them, and the combinations polar loop refuses (LoRA, from
  * the flag or from train.json, through the CLI as a user runs it).
@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { launcherArgv, nodesTraining, trainWords } from '../../../src/cluster/train.ts';
 import { UsageError } from '../../../src/errors.ts';
+import { launcherArgv, nodesTraining, trainWords } from '../../../src/train/cluster/train.ts';
 import { flagsToOptions, optionsToFlags } from '../../../src/train/options.ts';
 import { loopArgv, parseArgv } from '../../support/argv.ts';
 import { polarInProcess, ROOT } from '../../support/cli.ts';

@@ -9,14 +9,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { PolarError } from '../errors.ts';
-import type { EvalFlags } from '../eval/flags.ts';
-import { backendUrls } from '../options/backend.ts';
-import type { SweInstance } from '../rollout/dataset.ts';
-import { EVAL_FILES, EVAL_RUN_ENTRIES } from '../rollout/run/files.ts';
-import { plural } from '../util/plural.ts';
+import { PolarError } from '../../errors.ts';
+import type { EvalFlags } from '../../eval/flags.ts';
+import { backendUrls } from '../../options/backend.ts';
+import { nodeEnv, polarCommand } from '../../train/cluster/polar.ts';
+import { plural } from '../../util/plural.ts';
+import type { SweInstance } from '../dataset.ts';
+import { EVAL_FILES, EVAL_RUN_ENTRIES } from '../run/files.ts';
 import { nodeArgv, wordsAfter } from './argv.ts';
-import { nodeEnv, polarCommand } from './eval.ts';
 
 /** A word as bash reads it back unchanged. */
 export const quote = (word: string): string =>

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { runView } from '../../support/cluster/compare.ts';
-import { tempDir } from '../../support/temp.ts';
-import { fixtures, localEval, runnableIds } from '../rollout/run/helpers.ts';
+import { runView } from '../../../support/cluster/compare.ts';
+import { tempDir } from '../../../support/temp.ts';
+import { fixtures, localEval, runnableIds } from '../run/helpers.ts';
 
 let tmp: string;
 const ids = () => runnableIds().slice(0, 3).join(',');
