@@ -100,7 +100,7 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
     );
   // the tracking packages are checked before any sample runs; the writer opens once the report is made
   // (the run's folder must be empty or --resume'd until then)
-  if (tracking) await (await import('../tracking/reporter.ts')).checkReporting(tracking);
+  if (tracking) await (await import('../train/tracking/reporter.ts')).checkReporting(tracking);
 
   // SIGINT, SIGTERM and SIGHUP alike: no new sample starts, the running ones are set aside for --resume
   const interrupt = onStopSignals('stopping the running samples (run again with --resume to continue)');
@@ -123,8 +123,8 @@ export async function evalCommand(f: EvalFlags, context: { argv?: string[] } = {
 
 /** --report-to: the report's figures, at step 0 of the eval axis, into the run's one writer. */
 async function reportEval(f: EvalFlags, tracking: ReportSetup, outcome: EvalOutcome): Promise<void> {
-  const { openReporter } = await import('../tracking/reporter.ts');
-  const { evalFigures } = await import('../tracking/figures.ts');
+  const { openReporter } = await import('../train/tracking/reporter.ts');
+  const { evalFigures } = await import('../rollout/run/figures.ts');
   const reporter = await openReporter(tracking, {
     out: resolve(f.out),
     resume: Boolean(f.resume),

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import type { ResultLine } from '../rollout/run/report.ts';
+import { tag } from '../train/tracking/figures.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
 import { plural } from '../util/plural.ts';
 
@@ -225,14 +226,4 @@ export function healthFigures(h: StepHealth): Record<string, number | null> {
   for (const [cause, n] of Object.entries(h.drift_by_cause)) out[`health/drift/${tag(cause)}`] = n;
   for (const [cause, n] of Object.entries(h.truncated_by_cause)) out[`health/truncated/${tag(cause)}`] = n;
   return out;
-}
-
-/** A reason as a tag part: lowercase words joined by _ (TensorBoard and W&B keys). */
-export function tag(text: string): string {
-  return (
-    text
-      .toLowerCase()
-      .replace(/[^a-z0-9]+/g, '_')
-      .replace(/^_+|_+$/g, '') || 'other'
-  );
 }

@@ -28,8 +28,8 @@ import { EVAL_FILES } from '../rollout/run/files.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
 import type { AgentSetup } from '../rollout/setup.ts';
-import type { Reporter } from '../tracking/reporter.ts';
 import type { NodesTraining } from '../train/cluster/train.ts';
+import type { Reporter } from '../train/tracking/reporter.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
@@ -98,7 +98,7 @@ export interface LoopOptions {
   trainNodes?: NodesTraining;
   /** stop after this phase of this step (tests of --resume after a crash) */
   crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
-  /** --report-to: the run's tracking writer (src/tracking/); null or absent: none */
+  /** --report-to: the run's tracking writer (src/train/tracking/); null or absent: none */
   report?: ReportSetup | null;
 }
 

@@ -1,17 +1,18 @@
 /**
  * What a loop step shows while the run goes: its rollout health (src/loop/health.ts) on stderr with
  * plain-word warnings, and, with --report-to, its figures in the run's one tracking writer
- * (src/tracking/reporter.ts): the trainer's steps (train/..., forwarded from the worker's events), the
+ * (src/train/tracking/reporter.ts): the trainer's steps (train/..., forwarded from the worker's events), the
  * rollouts' figures (rollout/...), the health (health/...) and the held-out evaluations (heldout/...),
  * each at its step. src/loop/loop.ts and src/loop/async-loop.ts call these at a few places; the figures
- * themselves are src/tracking/figures.ts.
+ * themselves are src/train/tracking/figures.ts and src/rollout/run/figures.ts.
  */
 
 import type { ReportSetup } from '../options/report.ts';
+import { evalFigures } from '../rollout/run/figures.ts';
 import type { ResultLine } from '../rollout/run/report.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
-import { buildFigures, evalFigures, trainFigures } from '../tracking/figures.ts';
-import { openReporter, type Reporter } from '../tracking/reporter.ts';
+import { buildFigures, trainFigures } from '../train/tracking/figures.ts';
+import { openReporter, type Reporter } from '../train/tracking/reporter.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
 import { log } from '../util/log.ts';
 import { formatHealth, healthFigures, recordFigure, type StepHealth, stepHealth } from './health.ts';

@@ -166,7 +166,7 @@ export const DEFAULTS = {
   dynamicSampling: d(0, '0 (off)'),
   /**
    * --report-to of train, loop and eval: the experiment trackers a run writes to while it runs (none:
-   * neither package is imported); --project: the W&B project (src/tracking/, docs/train.md)
+   * neither package is imported); --project: the W&B project (src/train/tracking/, docs/train.md)
    */
   reportTo: d<readonly ('tensorboard' | 'wandb')[]>([], 'none'),
   wandbProject: d('polar'),

@@ -143,7 +143,7 @@ export const groupBy: Parser<GroupBy> = (v) => {
   throw new InvalidArgumentError('is not task_id, none or meta:KEY');
 };
 
-/** the experiment trackers --report-to names (src/tracking/) */
+/** the experiment trackers --report-to names (src/train/tracking/) */
 export const REPORT_TARGETS = ['tensorboard', 'wandb'] as const;
 export type ReportTarget = (typeof REPORT_TARGETS)[number];
 

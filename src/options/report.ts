@@ -1,7 +1,7 @@
 /**
  * The experiment-tracking flags of train, loop and eval (--report-to, --run-name, --project,
  * --tensorboard-dir), typed once, and what they resolve to for a run folder: where TensorBoard writes, the
- * W&B project and run name. src/tracking/ starts the writer from it (docs/train.md, "Watching a run").
+ * W&B project and run name. src/train/tracking/ starts the writer from it (docs/train.md, "Watching a run").
  */
 import { basename, join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';

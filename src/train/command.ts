@@ -3,8 +3,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { reportSetup } from '../options/report.ts';
-import { trainFigures } from '../tracking/figures.ts';
-import { openReporter } from '../tracking/reporter.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { resumeDirectory, type TrainFlags } from './config.ts';
@@ -12,6 +10,8 @@ import type { NodeRole } from './launch.ts';
 import { runTrain } from './launch.ts';
 import { flagsToOptions } from './options.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
+import { trainFigures } from './tracking/figures.ts';
+import { openReporter } from './tracking/reporter.ts';
 
 /** The body of `polar train`: typed flags in, the run, exit code out. */
 export async function trainCommand(trajectories: string, flags: TrainFlags): Promise<number> {

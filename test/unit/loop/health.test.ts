@@ -1,5 +1,5 @@
 /**
- * Rollout health (src/loop/health.ts) and the tracker figures (src/tracking/figures.ts) over hand-made
+ * Rollout health (src/loop/health.ts) and the tracker figures (src/train/tracking/figures.ts, src/rollout/run/figures.ts) over hand-made
  * results and build reports: each share counted from its records, each threshold's warning in words, the
  * step record's fields (overlong, staleness) read only when present, and step.json accepting the result.
  */
@@ -9,9 +9,10 @@ import { stepSummarySchema } from '../../../src/loop/files.ts';
 import { formatHealth, HEALTH_THRESHOLDS, healthFigures, stepHealth } from '../../../src/loop/health.ts';
 import { reportTargets } from '../../../src/options/parsers.ts';
 import { reportSetup } from '../../../src/options/report.ts';
+import { evalFigures } from '../../../src/rollout/run/figures.ts';
 import type { Report, ResultLine } from '../../../src/rollout/run/report.ts';
 import { buildReport } from '../../../src/rollout/run/report.ts';
-import { buildFigures, evalFigures, quantile, trainFigures } from '../../../src/tracking/figures.ts';
+import { buildFigures, quantile, trainFigures } from '../../../src/train/tracking/figures.ts';
 import { emptyStats } from '../../../src/trajectory/stats.ts';
 import { resultLine } from '../../support/results.ts';
 

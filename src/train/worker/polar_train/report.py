@@ -1,7 +1,7 @@
 """The run's one experiment-tracking writer: `python -m polar_train.report` (`--report-to tensorboard,wandb`).
 
-The TypeScript side (src/tracking/reporter.ts) starts it once per run of polar train, loop or eval and
-writes JSON lines to its stdin; it writes them with the real libraries and nothing else:
+The TypeScript side (src/train/tracking/reporter.ts) starts it once per run of polar train, loop or eval
+and writes JSON lines to its stdin; it writes them with the real libraries and nothing else:
   {"type": "open", "tensorboard": {"dir": D, "purge_step": N|null} | null,
                    "wandb": {"project": P, "name": R, "id": I, "dir": D, "config": {...}} | null}
   {"type": "log", "axis": "train"|"loop"|"eval", "step": N, "values": {"train/loss": 0.1, ...}}

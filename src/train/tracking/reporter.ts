@@ -20,13 +20,13 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
 import { z } from 'zod';
-import { EnvironmentError, InputError, PolarError } from '../errors.ts';
-import type { ReportSetup } from '../options/report.ts';
-import { findPython, REPORT_REQUIREMENTS, SETUP_COMMAND, WANDB_REQUIREMENTS } from '../train/env.ts';
-import { WORKER_DIR } from '../train/launch.ts';
-import { log } from '../util/log.ts';
-import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
-import { firstIssue } from '../util/zod.ts';
+import { EnvironmentError, InputError, PolarError } from '../../errors.ts';
+import type { ReportSetup } from '../../options/report.ts';
+import { log } from '../../util/log.ts';
+import { mkdirPrivate, PRIVATE_FILE } from '../../util/private-files.ts';
+import { firstIssue } from '../../util/zod.ts';
+import { findPython, REPORT_REQUIREMENTS, SETUP_COMMAND, WANDB_REQUIREMENTS } from '../env.ts';
+import { WORKER_DIR } from '../launch.ts';
 
 /** tracking.json in the run folder (docs/train.md, "Watching a run") */
 export const TRACKING_FILE = 'tracking.json';
