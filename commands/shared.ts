@@ -340,7 +340,7 @@ export function addClusterFlags(cmd: Command): Command {
 }
 
 /** Hands a command's exit code to `main` (src/cli.ts), which returns it: no command sets process.exitCode. */
-/** The judge's flags (eval, loop, gym; typed as JudgeFlags, resolved by src/options/judge.ts). docs/judge.md. */
+/** The judge's flags (eval, loop, gym; typed as JudgeFlags, resolved by src/rollout/judge/setup.ts). docs/judge.md. */
 export function addJudgeFlags(cmd: Command): Command {
   return cmd
     .option(

@@ -4,6 +4,7 @@
  * wire API. Backends: vllm / sglang / openai (chat completions), tokens (token-in/token-out with
  * splicing), embedded (in-process Transformers.js), nemo-rl (NeMo RL's generation server).
  */
+import type { BackendOptions } from '../options/backend.ts';
 import type { CanonicalRequest, StreamEvent, TokenData } from '../protocols/canonical.ts';
 
 /** What a backend tells the recorder about one call; everything lands in the call record. */
@@ -56,32 +57,5 @@ export interface Backend {
   policyVersion?: number;
 }
 
-export interface BackendOptions {
-  kind: 'vllm' | 'sglang' | 'openai' | 'tokens' | 'embedded' | 'nemo-rl';
-  url?: string;
-  model: string;
-  apiKey?: string;
-  /** ms before a backend call is abandoned, streaming or not (default DEFAULTS.backendTimeoutMs) */
-  timeoutMs?: number;
-  /** ms a started response may send nothing before the call is abandoned; 0: no limit (default DEFAULTS.backendIdleTimeoutMs) */
-  idleTimeoutMs?: number;
-  /** fail calls whose answer lacks token ids (default: true for vllm/sglang/tokens/embedded) */
-  requireTokenIds?: boolean;
-  /** tokenizer dir or hub id (tokens, embedded) */
-  tokenizer?: string;
-  /** passed to the chat template (e.g. { enable_thinking: false }) */
-  chatTemplateKwargs?: Record<string, unknown>;
-  /** sampling defaults when the harness gives none */
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  /**
-   * tokens and embedded: sampling seed of the run; call k (in the order calls reach the backend) samples
-   * with seed + k, so a run at concurrency 1 repeats exactly (vLLM's and SGLang's per-request seed)
-   */
-  seed?: number;
-  /** hard cap on every call's completion tokens, whatever the harness asks (CPU runs, quick loops) */
-  maxTokensCap?: number;
-  /** skip the set-up probe commands run before a harness starts (--skip-backend-check; src/backends/wait.ts) */
-  skipCheck?: boolean;
-}
+/** What a backend is made from: --backend and its flags resolved (src/options/backend.ts). */
+export type { BackendOptions };

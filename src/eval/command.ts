@@ -4,11 +4,11 @@ import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
 import { backendOptions, backendUrls } from '../options/backend.ts';
-import { type RewardSetup, rewardSetup } from '../options/judge.ts';
 import { type ReportSetup, reportSetup } from '../options/report.ts';
-import { runtimeSetup } from '../options/rollout.ts';
 import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
+import { runtimeSetup } from '../rollout/flags.ts';
+import { type RewardSetup, rewardSetup } from '../rollout/judge/setup.ts';
 import { checkOut } from '../rollout/run/out.ts';
 import { formatReport } from '../rollout/run/report.ts';
 import { type EvalOutcome, runEval } from '../rollout/run/run.ts';
@@ -139,7 +139,7 @@ async function reportEval(f: EvalFlags, tracking: ReportSetup, outcome: EvalOutc
 }
 
 /**
- * The judge and the --reward of a run (src/options/judge.ts); null when the run's one grader gives the
+ * The judge and the --reward of a run (src/rollout/judge/setup.ts); null when the run's one grader gives the
  * reward as it always has. Not yet on a cluster: the judge runs where the samples are recorded.
  */
 export function evalRewards(f: EvalFlags): RewardSetup | null {

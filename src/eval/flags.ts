@@ -1,11 +1,11 @@
 /** The flags of `polar eval` after parsing (commands/eval.ts), typed once for the command and its parts. */
 import type { HarnessName } from '../harnesses/types.ts';
 import type { BackendFlags } from '../options/backend.ts';
-import type { JudgeFlags } from '../options/judge.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
 import type { ReportFlags } from '../options/report.ts';
-import type { RolloutFlags } from '../options/rollout.ts';
 import type { AgentName } from '../rollout/agent-names.ts';
+import type { RolloutFlags } from '../rollout/flags.ts';
+import type { JudgeFlags } from '../rollout/judge/setup.ts';
 import type { Grader } from '../rollout/verifier.ts';
 
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */

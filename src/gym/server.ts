@@ -21,9 +21,9 @@ import { readJson } from '../http/reply.ts';
 import { dispatch, pathOf, type Route } from '../http/router.ts';
 import { type ConnectionOptions, HttpServer } from '../http/server.ts';
 import { DEFAULTS } from '../options/defaults.ts';
-import type { RewardSetup } from '../options/judge.ts';
 import { limitBackend, Semaphore } from '../proxy/limits.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
+import type { RewardSetup } from '../rollout/judge/setup.ts';
 import type { Runtime } from '../rollout/runtime/types.ts';
 import { log } from '../util/log.ts';
 import { mkdirPrivate } from '../util/private-files.ts';
@@ -86,7 +86,7 @@ export interface GymOptions {
   trustRowCommands?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests; a row's `grader` wins */
   verifier?: string;
-  /** the judge and the --reward expression (src/options/judge.ts): single mode, one rollout per request */
+  /** the judge and the --reward expression (src/rollout/judge/setup.ts): single mode, one rollout per request */
   rewards?: RewardSetup;
 }
 

@@ -21,9 +21,9 @@ import { runBuild } from '../build/command.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { redactUrl } from '../http/redact.ts';
 import type { OverduePolicy, OverlongMode } from '../options/defaults.ts';
-import type { RewardSetup } from '../options/judge.ts';
 import type { ReportSetup } from '../options/report.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
+import type { RewardSetup } from '../rollout/judge/setup.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
 import type { RuntimeSetup } from '../rollout/runtime/create.ts';
@@ -80,7 +80,7 @@ export interface LoopOptions {
   rejectTestTampering?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
   verifier?: string;
-  /** the judge and the --reward expression (src/options/judge.ts, docs/judge.md) */
+  /** the judge and the --reward expression (src/rollout/judge/setup.ts, docs/judge.md) */
   rewards?: RewardSetup;
   reloadCmd?: string;
   /** train flags (device, lora, lr, ...) and an optional train.json */

@@ -1,10 +1,40 @@
 /** The backend flags every model-facing command shares, typed, and their resolution into BackendOptions. */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BackendOptions } from '../backends/types.ts';
 import { UsageError } from '../errors.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { DEFAULTS } from './defaults.ts';
+
+/** A backend as its flags resolve it: what createBackend (src/backends/index.ts) makes one from. */
+export interface BackendOptions {
+  kind: 'vllm' | 'sglang' | 'openai' | 'tokens' | 'embedded' | 'nemo-rl';
+  url?: string;
+  model: string;
+  apiKey?: string;
+  /** ms before a backend call is abandoned, streaming or not (default DEFAULTS.backendTimeoutMs) */
+  timeoutMs?: number;
+  /** ms a started response may send nothing before the call is abandoned; 0: no limit (default DEFAULTS.backendIdleTimeoutMs) */
+  idleTimeoutMs?: number;
+  /** fail calls whose answer lacks token ids (default: true for vllm/sglang/tokens/embedded) */
+  requireTokenIds?: boolean;
+  /** tokenizer dir or hub id (tokens, embedded) */
+  tokenizer?: string;
+  /** passed to the chat template (e.g. { enable_thinking: false }) */
+  chatTemplateKwargs?: Record<string, unknown>;
+  /** sampling defaults when the harness gives none */
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  /**
+   * tokens and embedded: sampling seed of the run; call k (in the order calls reach the backend) samples
+   * with seed + k, so a run at concurrency 1 repeats exactly (vLLM's and SGLang's per-request seed)
+   */
+  seed?: number;
+  /** hard cap on every call's completion tokens, whatever the harness asks (CPU runs, quick loops) */
+  maxTokensCap?: number;
+  /** skip the set-up probe commands run before a harness starts (--skip-backend-check; src/backends/wait.ts) */
+  skipCheck?: boolean;
+}
 
 export type BackendKind = BackendOptions['kind'];
 

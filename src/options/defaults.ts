@@ -6,10 +6,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Option } from 'commander';
-import type { Semantics } from '../rollout/log-parsers/types.ts';
-import type { Grader } from '../rollout/verifier.ts';
-import type { OutputFormat } from '../trajectory/formats.ts';
-import type { GroupBy } from '../trajectory/heads.ts';
 
 export interface Default<T> {
   value: T;
@@ -46,6 +42,20 @@ export type OverlongMode = (typeof OVERLONG_MODES)[number];
  */
 export const OVERDUE_POLICIES = ['wait', 'drop'] as const;
 export type OverduePolicy = (typeof OVERDUE_POLICIES)[number];
+
+/**
+ * What grades a run (--grader, parsed once by `grader` in src/options/parsers.ts): polar's own grader (the
+ * SWE tests), the official SWE-bench harness after the run, or a verifier command per rollout.
+ */
+export type Grader =
+  | { kind: 'polar' }
+  | { kind: 'swebench' }
+  | { kind: 'verifier'; command: string }
+  /** a model scores each rollout against --rubric (src/rollout/judge/) */
+  | { kind: 'judge' };
+
+/** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
+export type GroupBy = 'task_id' | 'none' | `meta:${string}`;
 
 export const DEFAULTS = {
   /**
@@ -148,11 +158,11 @@ export const DEFAULTS = {
    */
   tinyTrialModel: d('tiny:arch=qwen3,vocab=151669,stop_bias=40'),
   /** polar grade: the official rules exactly, or with the guards polar eval adds */
-  gradeSemantics: d<Semantics>('official'),
+  gradeSemantics: d('official' as const),
   /** polar inspect */
   maxTokensPerTrace: d(2000),
   /** polar build: the output format, the GRPO groups, what --over-max-trace-tokens does to a longer trace */
-  buildFormat: d<OutputFormat>('polar'),
+  buildFormat: d('polar' as const),
   groupBy: d<GroupBy>('task_id'),
   overMaxTraceTokens: d<'truncate' | 'drop'>('truncate'),
   /** polar build: end-of-turn token ids (ChatML/Qwen <|im_end|>, <|endoftext|>) */

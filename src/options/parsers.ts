@@ -5,9 +5,7 @@
  * reads `polar: error: --samples 0: expected a positive integer`.
  */
 import { InvalidArgumentError } from 'commander';
-import type { Grader } from '../rollout/verifier.ts';
-import type { GroupBy } from '../trajectory/heads.ts';
-import { OVERLONG_MODES, type OverlongMode } from './defaults.ts';
+import { type Grader, type GroupBy, OVERLONG_MODES, type OverlongMode } from './defaults.ts';
 import { didYouMean } from './suggest.ts';
 
 export type Parser<T> = (value: string) => T;
@@ -124,8 +122,8 @@ export function overlongMode<const Old extends string>(old: readonly Old[] = [])
 
 /**
  * --grader: polar (the SWE grader), swebench (the official harness), judge (a model with --rubric,
- * src/rollout/judge/) or a verifier command (src/rollout/verifier.ts), classified once, here. A bare word is taken for a misspelt kind, not a
- * command on PATH.
+ * src/rollout/judge/) or a verifier command (src/rollout/verifier.ts), classified once, here. A bare
+ * word is taken for a misspelt kind, not a command on PATH.
  */
 export const grader: Parser<Grader> = (v) => {
   const text = v.trim();

@@ -7,6 +7,7 @@
  */
 import { readCapture } from '../capture/reader.ts';
 import { UsageError } from '../errors.ts';
+import type { Grader } from '../options/defaults.ts';
 import { execTree } from './exec.ts';
 
 /** What the verifier reads on stdin. */
@@ -24,16 +25,8 @@ export interface VerifierInput {
 
 export type VerifierResult = { reward: number; output: string } | { error: string; output: string };
 
-/**
- * What grades a run (--grader, parsed once by src/options/parsers.ts `grader`): polar's own grader (the
- * SWE tests), the official SWE-bench harness after the run, or a verifier command per rollout.
- */
-export type Grader =
-  | { kind: 'polar' }
-  | { kind: 'swebench' }
-  | { kind: 'verifier'; command: string }
-  /** a model scores each rollout against --rubric (src/judge/) */
-  | { kind: 'judge' };
+/** What grades a run: --grader's value (declared with the flags' defaults, src/options/defaults.ts). */
+export type { Grader };
 
 /**
  * The verifier of a command that grades each rollout as it finishes (loop, gym): polar's own grader

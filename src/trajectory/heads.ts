@@ -4,7 +4,7 @@
  * docs/train.md): the build counts the groups from which no estimator learns anything (uniform rewards).
  */
 import type { GradingRecord } from '../capture/record.ts';
-import type { OverlongMode, UnparsedToolCallMode } from '../options/defaults.ts';
+import type { GroupBy, OverlongMode, UnparsedToolCallMode } from '../options/defaults.ts';
 import type { TrajectoryHead } from './formats.ts';
 import { overlongPenalty } from './overlong.ts';
 import type { TrajectoryRecord } from './record.ts';
@@ -36,8 +36,8 @@ export interface Summary {
   policyVersion: number | null;
 }
 
-/** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
-export type GroupBy = 'task_id' | 'none' | `meta:${string}`;
+/** --group-by's value (declared with the flags' defaults, src/options/defaults.ts). */
+export type { GroupBy };
 
 export interface ResolveContext {
   rewardTable: RewardTable | null;

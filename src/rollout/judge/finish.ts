@@ -9,13 +9,13 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { RewardSetup } from '../../options/judge.ts';
 import { combineReward, type RewardName } from '../../options/reward.ts';
 import { log } from '../../util/log.ts';
 import type { SweInstance } from '../dataset.ts';
 import { setAside } from '../run/out.ts';
 import type { ResultLine } from '../run/report.ts';
 import { Judge } from './judge.ts';
+import type { RewardSetup } from './setup.ts';
 import { readTranscript } from './transcript.ts';
 import { JudgeFailure, type JudgeSample, type JudgeScore } from './types.ts';
 

@@ -4,7 +4,7 @@
 export const JUDGE_MODES = ['single', 'group'] as const;
 export type JudgeMode = (typeof JUDGE_MODES)[number];
 
-/** Where and how the judge is asked (src/options/judge.ts makes it from the flags). */
+/** Where and how the judge is asked (src/rollout/judge/setup.ts makes it from the flags). */
 export interface JudgeConfig {
   /** an OpenAI-compatible server: its /v1 base, or its chat completions URL */
   url: string;

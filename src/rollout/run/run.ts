@@ -12,7 +12,6 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../../capture/record.ts';
-import type { RewardSetup } from '../../options/judge.ts';
 import { eitherSignal } from '../../util/interrupt.ts';
 import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
@@ -24,6 +23,7 @@ import { EnvBuildError } from '../env/types.ts';
 import { killAllTrees } from '../exec.ts';
 import { type GradeResult, gradePatch } from '../grade.ts';
 import { recordFinished } from '../judge/finish.ts';
+import type { RewardSetup } from '../judge/setup.ts';
 import type { Runtime } from '../runtime/types.ts';
 import { finalMessage, runVerifier } from '../verifier.ts';
 import { runAgentPhase } from './agent-phase.ts';
@@ -299,7 +299,7 @@ export interface EvalPlan {
   settings?: RunSettings;
   /** stops the judge's calls too */
   signal?: AbortSignal;
-  /** the judge and the --reward expression (src/options/judge.ts): each line's reward made final as it is recorded */
+  /** the judge and the --reward expression (src/rollout/judge/setup.ts): each line's reward made final as it is recorded */
   rewards?: RewardSetup;
 }
 

@@ -5,12 +5,12 @@
  * it checked against the graders the run has. docs/judge.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { UsageError } from '../errors.ts';
-import type { JudgeConfig, JudgeMode } from '../rollout/judge/types.ts';
-import type { Grader } from '../rollout/verifier.ts';
-import { backendUrls } from './backend.ts';
-import { DEFAULTS } from './defaults.ts';
-import { checkRewardNames, type RewardName, type RewardSpec, singleReward } from './reward.ts';
+import { UsageError } from '../../errors.ts';
+import { backendUrls } from '../../options/backend.ts';
+import { DEFAULTS } from '../../options/defaults.ts';
+import { checkRewardNames, type RewardName, type RewardSpec, singleReward } from '../../options/reward.ts';
+import type { Grader } from '../verifier.ts';
+import type { JudgeConfig, JudgeMode } from './types.ts';
 
 export interface JudgeFlags {
   /** --rubric FILE: what the judge grades against */

@@ -1,6 +1,6 @@
 /** The typed flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym). */
-import type { RuntimeSetup } from '../rollout/runtime/create.ts';
-import type { RuntimeKind } from '../rollout/runtime/types.ts';
+import type { RuntimeSetup } from './runtime/create.ts';
+import type { RuntimeKind } from './runtime/types.ts';
 
 export interface RolloutFlags {
   piApi?: string;
