@@ -5,7 +5,7 @@
  * policy_base_url servers the same way (responses_api_models/vllm_model/app.py, `_resolve_client`;
  * NVIDIA-NeMo/RL read 2026-08-22); see src/gym/backends.ts.
  */
-import { redactUrl } from '../http/redact.ts';
+import { redactUrl } from '../util/redact.ts';
 import type { Backend } from './types.ts';
 
 /** The inference servers of a run, and which one each rollout uses. */

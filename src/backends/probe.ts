@@ -12,7 +12,7 @@
  * only /v1/chat/completions and /tokenize and asserts the generation config's temperature and top_p.
  */
 import { PolarError } from '../errors.ts';
-import { redactUrl } from '../http/redact.ts';
+import { redactUrl } from '../util/redact.ts';
 import { authHeaders, errorDetail, getJson, postJson } from './http.ts';
 import { listModels, rootUrl } from './server-info.ts';
 import type { BackendOptions } from './types.ts';

@@ -5,11 +5,11 @@
  * again, spliced into the line and written with one writev.
  */
 
-import { redactUrl } from '../http/redact.ts';
 import type { CompletedCall } from '../proxy/call.ts';
 import { hasUnparsedToolCall } from '../tokenizer/unparsed.ts';
 import { stringifyJson } from '../util/json-text.ts';
 import { log } from '../util/log.ts';
+import { redactUrl } from '../util/redact.ts';
 import type { EncodedCall } from './codec.ts';
 import type { CallRecord } from './record.ts';
 import { redactHeaders, redactSecrets } from './redact.ts';

@@ -1,6 +1,6 @@
 /**
  * Removes credentials from what gets recorded: auth headers, API keys, cookies (URLs: redactUrl in
- * src/http/redact.ts).
+ * src/util/redact.ts).
  */
 const SECRET_HEADER =
   /^(authorization|proxy-authorization|x-api-key|api-key|cookie|set-cookie|openai-organization|openai-project)$|^x-auth|key|token|secret/i;

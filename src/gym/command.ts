@@ -1,7 +1,6 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
 import type { HarnessName } from '../harnesses/types.ts';
-import { redactUrl } from '../http/redact.ts';
 import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
 import { loadDataset } from '../rollout/dataset.ts';
@@ -11,6 +10,7 @@ import { createRuntime } from '../rollout/runtime/create.ts';
 import { type EvaluationSetup, harnessSetup } from '../rollout/setup.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { log } from '../util/log.ts';
+import { redactUrl } from '../util/redact.ts';
 import { gymBackendUrls, startGym } from './server.ts';
 
 /** `polar gym` flags after parsing (commands/gym.ts). */

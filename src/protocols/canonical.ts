@@ -3,7 +3,7 @@
  * Shape follows the Vercel AI SDK's provider design (one internal form, four pure functions per wire
  * format: request in, request out, stream in, stream out), see docs/architecture.md.
  */
-import { redactUrl } from '../http/redact.ts';
+import { redactUrl } from '../util/redact.ts';
 
 export type ApiName = 'openai-responses' | 'anthropic-messages' | 'openai-chat' | 'gemini';
 

@@ -16,7 +16,6 @@ import { HARNESSES } from '../harnesses/index.ts';
 import { HARNESS_NAMES } from '../harnesses/types.ts';
 import { newToken, presentedToken, sameToken } from '../http/auth.ts';
 import { errorReply, HttpError } from '../http/errors.ts';
-import { redactUrl } from '../http/redact.ts';
 import { readJson, sendJson } from '../http/reply.ts';
 import { dispatch, matchRoute, pathOf, type Route } from '../http/router.ts';
 import type { ConnectionOptions } from '../http/server.ts';
@@ -24,6 +23,7 @@ import { DEFAULTS } from '../options/defaults.ts';
 import { type LimitedBackend, limitBackend } from '../proxy/limits.ts';
 import { ProxyServer } from '../proxy/server.ts';
 import { mkdirPrivate } from '../util/private-files.ts';
+import { redactUrl } from '../util/redact.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { firstIssue } from '../util/zod.ts';
 

@@ -1,6 +1,7 @@
-/** The public API of the trajectory builder (`polar build`) and reader (`polar train`). */
-
-export { type BuildFlags, type BuildRun, buildRun, runBuild } from '../build/command.ts';
+/**
+ * The public API of the trajectory builder and reader (`polar train`); `polar build` itself (runBuild) is
+ * src/build/command.ts, a layer above.
+ */
 export { type BuildOptions, buildTrajectories, expandInputs } from './build.ts';
 export { encodeHead, encodeTails, type OutputFormat, outputFormats } from './formats.ts';
 export {

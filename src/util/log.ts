@@ -3,7 +3,7 @@
  * stderr is a TTY and NO_COLOR is unset, quiet mode for scripts, a debug log with timestamps.
  */
 import chalk from 'chalk';
-import { redactUrl } from '../http/redact.ts';
+import { redactUrl } from './redact.ts';
 
 const state = { quiet: false, debug: process.env.POLAR_DEBUG === '1' };
 

@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { request, timeLimit, trimSlash } from '../../http/client.ts';
-import { redactUrl } from '../../http/redact.ts';
+import { redactUrl } from '../../util/redact.ts';
 import { type ChatMessage, groupMessages, readGroup, readSingle, singleMessages } from './prompt.ts';
 import { type JudgeAttempt, type JudgeRecord, JudgeRecords } from './records.ts';
 import { type JudgeConfig, JudgeFailure, type JudgeSample, type JudgeScore } from './types.ts';

@@ -4,7 +4,7 @@
  * records (`backend_request.url` kept the userinfo; error messages quote the URL), polar's stderr,
  * polar serve's /status, polar gym's unauthenticated GET /health, and what the harness is answered.
  * Real requests on 127.0.0.1 against the vLLM stand-in. One function does it: redactUrl in
- * src/http/redact.ts.
+ * src/util/redact.ts.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

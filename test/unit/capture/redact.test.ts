@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { redactHeaders, redactSecrets } from '../../../src/capture/redact.ts';
-import { redactUrl } from '../../../src/http/redact.ts';
+import { redactUrl } from '../../../src/util/redact.ts';
 
 describe('redaction', () => {
   test('auth headers and key-like headers are redacted, others kept', () => {
