@@ -2,15 +2,7 @@ import { type Command, Option } from 'commander';
 import type { EvalFlags } from '../src/eval/flags.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
-import {
-  floatIn,
-  jsonObject,
-  list,
-  nonNegativeInt,
-  oneOf,
-  positiveInt,
-  shard,
-} from '../src/options/parsers.ts';
+import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
 import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
   addBackendFlags,
@@ -93,21 +85,6 @@ export function defineEval(program: Command, report: Report): void {
         'merge the --out folders of a sharded run (--shard i/n) into --out (refuses overlapping or missing shards)',
       ),
     )
-    .addOption(
-      new Option('--sample-index <j>', "only sample j of each instance (a cluster node's share)")
-        .argParser(nonNegativeInt)
-        .hideHelp(),
-    )
-    .addOption(
-      new Option('--cluster-tag <json>', "where a cluster node's share ran: each result line's `cluster`")
-        .argParser(jsonObject)
-        .hideHelp(),
-    )
-    .addOption(
-      new Option('--session-meta <json>', "more session meta for every capture (polar loop's policy step)")
-        .argParser(jsonObject)
-        .hideHelp(),
-    )
     .addHelpText(
       'after',
       `
@@ -125,9 +102,8 @@ Examples:
     cmd,
     'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',
   );
-  cmd.action(async (flags: EvalFlags, command: Command) => {
+  cmd.action(async (flags: EvalFlags) => {
     const { evalCommand } = await import('../src/eval/command.ts');
-    const argv = (command.parent as { rawArgs?: string[] } | null)?.rawArgs;
-    report(await evalCommand(flags, { argv: argv?.length ? argv : process.argv }));
+    report(await evalCommand(flags));
   });
 }

@@ -14,6 +14,7 @@ import { defineExport } from '../commands/export.ts';
 import { defineGrade } from '../commands/grade.ts';
 import { defineGym } from '../commands/gym.ts';
 import { defineInspect } from '../commands/inspect.ts';
+import { defineJob } from '../commands/job.ts';
 import { defineLoop } from '../commands/loop.ts';
 import { defineServe } from '../commands/serve.ts';
 import { defineSetup } from '../commands/setup.ts';
@@ -66,6 +67,7 @@ export function program(report: Report = () => {}): Command {
   defineBuild(cmd, report);
   defineTrain(cmd, report);
   defineEval(cmd, report);
+  defineJob(cmd, report);
   defineEnv(cmd, report);
   defineGrade(cmd, report);
   defineServe(cmd, report);

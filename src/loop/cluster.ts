@@ -1,110 +1,51 @@
 /**
- * `polar loop --cluster ray[=ADDRESS]|slurm`: a step's rollouts (and held-out evals) are a `polar eval
- * --cluster` of that step's tasks, run as a child process into the step's eval folder, so they fan out
- * through exactly the path `polar eval --cluster` takes (src/eval/cluster.ts, slurm.ts): one Ray task per
- * sample, or Slurm array shards and a merge job. The child gets the loop's own words less the loop's
- * flags (runtime, backend, grader and cluster flags pass as the user typed them, as argv.ts does for a
- * node), plus the step's dataset, instances, samples, folder and session meta (the policy's step, as a
- * local loop records it). The loop reads back its report through the report's schema.
+ * `polar loop --cluster ray[=ADDRESS]|slurm`: a step's rollouts (and held-out evals) are a rollout job
+ * (src/rollout/executors/job.ts) of that step's tasks with the cluster's executor, run by a child `polar
+ * job -` into the step's eval folder, so they fan out through exactly the path `polar eval
+ * --cluster` takes (src/rollout/executors/ray.ts, slurm.ts): one Ray task per sample, or Slurm array
+ * shards and a merge job. The job is the loop's own evaluation set-up (the harness on the loop's backend,
+ * in its runtime, graded as the loop grades), the step's dataset, tasks, samples and folder, and the
+ * session meta a local loop records (the policy's step). The loop reads back its report through the
+ * report's schema.
  */
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { PolarError, UsageError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import type { ClusterChoice } from '../options/parsers.ts';
-import { wordsAfter } from '../rollout/executors/argv.ts';
+import { jobOfSetup, ROLLOUT_JOB_VERSION, type RolloutJob } from '../rollout/executors/job.ts';
+import { type ClusterFlags, clusterExecutor } from '../rollout/flags.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import { readRunReport } from '../rollout/run/read-report.ts';
 import { readResults } from '../rollout/run/results.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
+import type { EvaluationSetup } from '../rollout/setup.ts';
 import { POLAR_BIN } from '../train/cluster/polar.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
-
-/** The loop's flags that a step's `polar eval` must not get (true = takes a value, false = a switch). */
-const LOOP_ONLY: Record<string, boolean> = {
-  '--train-set': true,
-  '--eval-set': true,
-  '--train-model': true,
-  '--group-size': true,
-  '--tasks-per-step': true,
-  '--steps': true,
-  '--eval-every': true,
-  '--out': true,
-  '--concurrency': true,
-  '--reload-cmd': true,
-  '--train-config': true,
-  '--train-nodes': true,
-  '--device': true,
-  '--lr': true,
-  '--max-staleness': true,
-  '--overdue': true,
-  '--oversample': true,
-  '--overlong': true,
-  '--overlong-buffer': true,
-  '--dynamic-sampling': true,
-  // the loop's one tracking writer logs each step's figures (src/loop/observe.ts): a step's eval logs none
-  '--report-to': true,
-  '--run-name': true,
-  '--project': true,
-  '--tensorboard-dir': true,
-  '--lora': false,
-  '--no-lora': false,
-  '--resume': false,
-  '--quiet': false,
-  '-q': false,
-};
+import type { LoopOptions } from './loop.ts';
 
 export interface LoopCluster {
   choice: ClusterChoice;
-  /** the words every step's `polar eval` starts with (loopEvalWords) */
-  evalWords: string[];
+  /** where a step's samples run: the executor of its rollout job (--cluster and its --cluster-* flags) */
+  executor: RolloutJob['executor'];
+  /** --api-key as given (a key from POLAR_BACKEND_API_KEY stays out of the job: the step's eval reads it) */
+  apiKey?: string;
   /** how the step's `polar eval` is started: [node, bin/polar] of this checkout */
   polar: string[];
 }
 
 /**
- * The `polar eval` words of a loop's command line (`argv`: node, script, ..., loop, words...): the loop's
- * own flags dropped, `--harness X` as eval's `--agent X`. Everything else (the runtime and its flags, the
- * backend, --grader, --grade-empty-patches, --cluster and its sizing flags) passes as typed.
+ * The loop's cluster from its flags. Recorded in the loop's config.json as the engine and address only
+ * (the rest may hold a server's key). The step's eval is this polar (bin/polar of this checkout, this
+ * node binary).
  */
-export function loopEvalWords(argv: readonly string[]): string[] {
-  const words = wordsAfter(argv, 'loop');
-  const kept: string[] = [];
-  for (let i = 0; i < words.length; i++) {
-    const word = words[i]!;
-    if (word === '--') {
-      kept.push(...words.slice(i));
-      break;
-    }
-    const eq = word.startsWith('--') ? word.indexOf('=') : -1;
-    const name = eq > 0 ? word.slice(0, eq) : word;
-    if (name === '--harness') {
-      if (eq > 0) kept.push('--agent', word.slice(eq + 1));
-      else {
-        kept.push('--agent', words[i + 1] ?? '');
-        i++;
-      }
-      continue;
-    }
-    const takesValue = LOOP_ONLY[name];
-    if (takesValue === undefined) {
-      kept.push(word);
-      continue;
-    }
-    if (takesValue && eq < 0) i++; // its value is the next word
-  }
-  return kept;
-}
-
-/**
- * The loop's cluster from its flags and command line. Recorded in the loop's config.json as the engine
- * and address only: the words may hold a server's key or a URL's credentials. The step's eval is this
- * polar (bin/polar of this checkout, this node binary).
- */
-export function loopCluster(choice: ClusterChoice, argv: readonly string[]): LoopCluster {
+export function loopCluster(f: ClusterFlags & { cluster: ClusterChoice; apiKey?: string }): LoopCluster {
+  const choice = f.cluster;
   return {
     choice,
-    evalWords: loopEvalWords(argv),
+    executor: clusterExecutor(f),
+    ...(f.apiKey ? { apiKey: f.apiKey } : {}),
     polar: [process.execPath, POLAR_BIN],
     toJSON: () => ({ engine: choice.engine, ...(choice.address ? { address: choice.address } : {}) }),
   } as LoopCluster;
@@ -122,39 +63,54 @@ export interface ClusterRolloutRun {
   signal?: AbortSignal;
 }
 
-/** The argv of a step's `polar eval` (after the polar command itself). */
-export function stepEvalArgv(c: LoopCluster, run: ClusterRolloutRun): string[] {
-  // the step's flags first: the user's words may end in `--` and what follows it
-  return [
-    'eval',
-    '--dataset',
-    run.dataset,
-    '--instances',
-    run.instanceIds.join(','),
-    '--samples',
-    String(run.samples),
-    '--concurrency',
-    String(run.concurrency),
-    '--out',
-    run.out,
-    '--session-meta',
-    JSON.stringify(run.meta),
-    ...(run.quiet ? ['--quiet'] : []),
-    ...c.evalWords,
-  ];
+/** The rollout job of a step's rollouts on the cluster: the loop's evaluation (`setup`) of the step's tasks. */
+export function stepJob(
+  setup: EvaluationSetup,
+  o: Pick<
+    LoopOptions,
+    'verifier' | 'gradeEmptyPatches' | 'rejectTestTampering' | 'agentTimeoutMs' | 'testTimeoutMs'
+  >,
+  c: LoopCluster,
+  run: ClusterRolloutRun,
+): RolloutJob {
+  if (run.instanceIds.length === 0) throw new UsageError('a step with no tasks has no rollouts to run');
+  return {
+    v: ROLLOUT_JOB_VERSION,
+    dataset: run.dataset,
+    split: DEFAULTS.split.value,
+    instances: run.instanceIds,
+    samples: run.samples,
+    setup: jobOfSetup(setup, { ...(c.apiKey ? { apiKey: c.apiKey } : {}) }),
+    grader: o.verifier ? { kind: 'verifier', command: o.verifier } : { kind: 'polar' },
+    gradeEmpty: Boolean(o.gradeEmptyPatches),
+    rejectTampering: Boolean(o.rejectTestTampering),
+    agentTimeoutMs: o.agentTimeoutMs,
+    testTimeoutMs: o.testTimeoutMs,
+    concurrency: run.concurrency,
+    out: run.out,
+    resume: false,
+    overwrite: false,
+    meta: run.meta,
+    executor: c.executor,
+  };
 }
 
-/** A step's rollouts on the cluster: `polar eval --cluster` as a child; its report read back. */
-export async function clusterRollouts(c: LoopCluster, run: ClusterRolloutRun): Promise<EvalOutcome> {
+/** A step's rollouts on the cluster: its job run by a child `polar job -`; its report read back. */
+export async function clusterRollouts(
+  c: LoopCluster,
+  run: ClusterRolloutRun,
+  job: RolloutJob,
+): Promise<EvalOutcome> {
   const [file, ...pre] = c.polar;
   if (!file) throw new UsageError('--cluster-polar is empty');
-  const args = [...pre, ...stepEvalArgv(c, run)];
+  const args = [...pre, 'job', '-', ...(run.quiet ? ['--quiet'] : [])];
   log.info(
     `rollouts on ${c.choice.engine}${c.choice.address ? ` at ${c.choice.address}` : ''}: polar eval --out ${run.out}`,
   );
   const child = execa(file, args, {
     reject: false,
-    stdin: 'ignore',
+    // the job on stdin: nothing of it (a server URL's credentials) in a file or on the command line
+    input: JSON.stringify(job),
     // the eval's progress and warnings are the loop's; its printed report is not needed (report.json is)
     stdout: 'ignore',
     stderr: ['inherit', 'pipe'],

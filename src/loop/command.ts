@@ -6,10 +6,9 @@ import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { DEFAULTS, type OverduePolicy, type OverlongMode } from '../options/defaults.ts';
-import type { ClusterChoice } from '../options/parsers.ts';
 import { type ReportFlags, reportSetup } from '../options/report.ts';
 import { checkDatasetSpec } from '../rollout/dataset.ts';
-import { type RolloutFlags, runtimeSetup } from '../rollout/flags.ts';
+import { type ClusterFlags, type RolloutFlags, runtimeSetup } from '../rollout/flags.ts';
 import { type JudgeFlags, rewardSetup } from '../rollout/judge/setup.ts';
 import { type Grader, rolloutVerifier } from '../rollout/verifier.ts';
 import { nodesTraining } from '../train/cluster/train.ts';
@@ -22,7 +21,7 @@ import { loopCluster } from './cluster.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
-export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, ReportFlags {
+export interface LoopFlags extends BackendFlags, RolloutFlags, ClusterFlags, JudgeFlags, ReportFlags {
   trainSet: string;
   evalSet?: string;
   harness: HarnessName;
@@ -57,16 +56,12 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, JudgeFlags, Repor
   grader: Grader;
   resume?: boolean;
   quiet?: boolean;
-  /** --cluster ray[=ADDRESS]|slurm: each evaluation a `polar eval --cluster` (its other --cluster-* flags pass with it) */
-  cluster?: ClusterChoice;
-  /** --cluster-polar: how a node starts polar (the step's eval passes it on; --train-nodes uses it too) */
-  clusterPolar?: string;
   /** --train-nodes N (DEFAULTS.trainNodes): each step's training across N nodes of the --cluster */
   trainNodes?: number;
 }
 
 /** The loop's options from its flags (the evaluation part is the setup polar eval makes). */
-export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv): LoopOptions {
+export function loopOptions(f: LoopFlags): LoopOptions {
   // with the embedded engine the loop exports every checkpoint it serves, the starting one too
   const backend = backendOptions(f, { exportsCheckpoints: true });
   if (f.cluster && backend.kind === 'embedded')
@@ -99,6 +94,12 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     );
   const trainModel = f.trainModel ?? backend.model;
   const rewards = rewardSetup(f, { groups: true, command: 'loop' });
+  // the judge runs where the samples are recorded: not yet on a cluster (as polar eval says)
+  if (f.cluster && (rewards.judge || f.reward !== undefined))
+    throw new UsageError(
+      `--cluster with ${rewards.judge ? 'a judge' : '--reward'}: not supported yet`,
+      'run the judged loop on one machine, or grade the cluster rollouts with --grader polar',
+    );
   return {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
@@ -135,7 +136,7 @@ export function loopOptions(f: LoopFlags, argv: readonly string[] = process.argv
     ...(rewards.judge || f.reward ? { rewards } : {}),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
-    ...(f.cluster ? { cluster: loopCluster(f.cluster, argv) } : {}),
+    ...(f.cluster ? { cluster: loopCluster({ ...f, cluster: f.cluster }) } : {}),
     ...(nodes ? { trainNodes: nodes } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),
     report: reportSetup(f, f.out),

@@ -19,7 +19,7 @@ import { runTrain, type TrainRequest } from '../train/launch.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
-import { clusterRollouts } from './cluster.ts';
+import { clusterRollouts, stepJob } from './cluster.ts';
 import { LOOP_FILES, stepDirName } from './files.ts';
 import type { LoopOptions } from './loop.ts';
 import type { Publisher } from './publish.ts';
@@ -75,8 +75,8 @@ export async function evaluate(
   dataset: string,
   meta: Record<string, string>,
 ): Promise<EvalOutcome> {
-  if (o.cluster)
-    return clusterRollouts(o.cluster, {
+  if (o.cluster) {
+    const run = {
       instanceIds: instances.map((i) => i.instance_id),
       samples,
       out,
@@ -85,7 +85,9 @@ export async function evaluate(
       meta,
       quiet: log.quiet,
       ...(o.signal ? { signal: o.signal } : {}),
-    });
+    };
+    return clusterRollouts(o.cluster, run, stepJob(loopEvaluation(o), o, o.cluster, run));
+  }
   const { agent, runtime } = await setupEvaluation(loopEvaluation(o), { backendInstance: backend });
   await runtime.check(instances);
   try {

@@ -1,4 +1,11 @@
-/** The typed flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym). */
+/**
+ * The typed flags of every command that runs a harness on SWE-bench-style tasks (eval, loop, gym), and
+ * what they set up in the engine: the runtime, and (eval, loop) the executor --cluster chooses.
+ */
+import { resolve } from 'node:path';
+import type { ClusterChoice } from '../options/parsers.ts';
+import { polarCommand } from '../train/cluster/polar.ts';
+import type { JobExecutor } from './executors/job.ts';
 import type { RuntimeSetup } from './runtime/create.ts';
 import type { RuntimeKind } from './runtime/types.ts';
 
@@ -47,5 +54,48 @@ export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }): Runt
     ...(flags.envDir?.length ? { envDirs: flags.envDir } : {}),
     ...(flags.cgroupParent ? { cgroupParent: flags.cgroupParent } : {}),
     environments: flags.envs === false ? null : { cacheDir: flags.envCache, pythons: flags.envPython ?? {} },
+  };
+}
+
+/** --cluster and what one sample asks of a node (eval, loop). */
+export interface ClusterFlags {
+  /** --cluster ray[=ADDRESS] | slurm: the samples fan out over a cluster (src/rollout/executors/) */
+  cluster?: ClusterChoice;
+  /** per sample on the cluster */
+  clusterCpus: number;
+  /** bytes per sample on the cluster */
+  clusterMemory: number;
+  /** a folder every node and this machine see */
+  clusterShared?: string;
+  clusterRetries: number;
+  /** how a node starts polar (default: this polar) */
+  clusterPolar?: string;
+  /** slurm: array tasks (shards) */
+  clusterShards?: number;
+  /** slurm: more sbatch arguments (repeatable) */
+  sbatchArg?: string[];
+}
+
+/** Where --cluster runs the samples: this machine's pool, Ray, or Slurm, with the --cluster-* flags. */
+export function clusterExecutor(f: ClusterFlags): JobExecutor {
+  if (!f.cluster) return { kind: 'local' };
+  const polar = polarCommand(f.clusterPolar);
+  if (f.cluster.engine === 'slurm')
+    return {
+      kind: 'slurm',
+      cpus: f.clusterCpus,
+      memoryBytes: f.clusterMemory,
+      ...(f.clusterShards !== undefined ? { shards: f.clusterShards } : {}),
+      sbatch: f.sbatchArg ?? [],
+      polar,
+    };
+  return {
+    kind: 'ray',
+    address: f.cluster.address ?? process.env.RAY_ADDRESS ?? 'auto',
+    cpus: f.clusterCpus,
+    memoryBytes: f.clusterMemory,
+    ...(f.clusterShared ? { shared: resolve(f.clusterShared) } : {}),
+    retries: f.clusterRetries,
+    polar,
   };
 }

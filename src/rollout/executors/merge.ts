@@ -1,21 +1,21 @@
 /**
- * `polar eval --merge DIR... --dataset D --out OUT`: the run folders of a sharded run (`--shard i/n`, one
- * per Slurm array task or CI matrix job) merged into the folder one machine would have written. Refused,
+ * The run folders of a sharded run (`--shard i/n`, one per Slurm array task or CI matrix job) merged into
+ * the folder one machine would have written: `polar eval --merge DIR...` (src/eval/merge.ts) and the
+ * Slurm executor's merge (its merge job, or this process inside an allocation). Refused,
  * with the instance ids named, when two folders hold the same sample, when a sample of the dataset's
  * selection is in none of them, or when a folder holds a sample the selection does not have.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../../errors.ts';
-import { finish, selectedInstances } from '../../eval/command.ts';
-import type { EvalFlags } from '../../eval/flags.ts';
 import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
+import type { SweInstance } from '../dataset.ts';
 import { EVAL_FILES } from '../run/files.ts';
 import { readRunReport } from '../run/read-report.ts';
 import type { Report } from '../run/report.ts';
 import { readResults, sampleKey } from '../run/results.ts';
-import { runEvalWith } from '../run/run.ts';
+import { type EvalOutcome, runEvalWith } from '../run/run.ts';
 import { adoptSample } from './adopt.ts';
 
 interface Shard {
@@ -86,28 +86,35 @@ export async function planMerge(
   return { shards, owner };
 }
 
-export async function mergeCommand(f: EvalFlags): Promise<number> {
-  const dirs = f.merge ?? [];
-  if (dirs.length === 0) throw new UsageError('--merge needs the run folders to merge');
-  if (f.cluster || f.shard)
-    throw new UsageError('--merge takes no --cluster or --shard: it merges finished runs');
-  const { instances } = await selectedInstances(f);
-  const samples = readShard(resolve(dirs[0]!)).report.samples ?? f.samples;
+/** What a merge makes: the run of `instances` in `out`, from the dataset `dataset`. */
+export interface MergePlan {
+  instances: SweInstance[];
+  /** the samples per instance when the first folder's report does not say */
+  samples: number;
+  out: string;
+  dataset: string;
+  overwrite: boolean;
+}
+
+/** The shard folders `dirs` merged into `plan.out`; refuses overlaps, gaps and strangers (planMerge). */
+export async function mergeRuns(dirs: string[], plan: MergePlan): Promise<EvalOutcome> {
+  const samples = readShard(resolve(dirs[0]!)).report.samples ?? plan.samples;
   const expected: string[] = [];
-  for (let j = 0; j < samples; j++) for (const i of instances) expected.push(sampleKey(i.instance_id, j));
+  for (let j = 0; j < samples; j++)
+    for (const i of plan.instances) expected.push(sampleKey(i.instance_id, j));
   const { shards, owner } = await planMerge(dirs, expected);
   const first = shards[0]!.report;
   log.info(
-    `merging ${plural(shards.length, 'folder')} (${plural(expected.length, 'sample')}) into ${resolve(f.out)}`,
+    `merging ${plural(shards.length, 'folder')} (${plural(expected.length, 'sample')}) into ${resolve(plan.out)}`,
   );
-  const outcome = await runEvalWith(
+  return runEvalWith(
     {
-      instances,
-      out: f.out,
+      instances: plan.instances,
+      out: plan.out,
       samples,
       resume: false,
-      overwrite: Boolean(f.overwrite),
-      dataset: f.dataset,
+      overwrite: plan.overwrite,
+      dataset: plan.dataset,
       progress: false,
       agent: { name: first.agent, modelName: first.model },
       runtime: { kind: first.runtime },
@@ -121,5 +128,4 @@ export async function mergeCommand(f: EvalFlags): Promise<number> {
       return { interrupted: false };
     },
   );
-  return finish(f, outcome);
 }

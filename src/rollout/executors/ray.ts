@@ -2,23 +2,27 @@
  * The samples of a run on a Ray cluster: the driver (src/train/worker/polar_train/cluster/ray_rollouts.py,
  * Ray's Python API) runs one task per sample, each `polar eval` of that sample on its node; this side
  * writes the spec, reads the driver's events and takes each returned folder into the run folder
- * (src/rollout/executors/adopt.ts), so results.jsonl grows as samples finish, wherever they ran.
+ * (src/rollout/executors/adopt.ts), so results.jsonl grows as samples finish, wherever they ran. Each
+ * task's polar gets its sample as a rollout job on stdin (`polar job -`, src/rollout/executors/job.ts).
  */
 import { createWriteStream } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { EnvironmentError, PolarError } from '../../errors.ts';
+import { nodeEnv } from '../../train/cluster/polar.ts';
 import { rayPython, workerEnv } from '../../train/cluster/python.ts';
 import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../../util/private-files.ts';
 import { redactUrl } from '../../util/redact.ts';
+import type { SweInstance } from '../dataset.ts';
 import type { ResultLine } from '../run/report.ts';
 import { sampleKey } from '../run/results.ts';
-import type { SampleExecutor } from '../run/run.ts';
+import { type EvalOutcome, runEvalWith, type SampleExecutor } from '../run/run.ts';
 import { adoptSample, lostSample } from './adopt.ts';
+import { jobBackendUrls, nodeJob, type RayJob, type RolloutJob } from './job.ts';
 
 /** The custom resource a node offers per sample it may run at once (`ray start --resources`). */
 export const SLOT_RESOURCE = 'polar_slot';
@@ -26,8 +30,8 @@ export const SLOT_RESOURCE = 'polar_slot';
 export interface RayRun {
   /** HOST:PORT, or auto (RAY_ADDRESS, else a cluster this machine belongs to) */
   address: string;
-  /** the node's `polar eval` words (src/rollout/executors/argv.ts) */
-  argv: string[];
+  /** the job each sample's task runs, less its folder (the task's own) and its server (the driver's pick) */
+  job: Omit<RolloutJob, 'out'>;
   /** how a node starts polar: [node, /path/to/bin/polar] */
   polar: string[];
   cwd: string;
@@ -73,16 +77,8 @@ export function rayExecutor(run: RayRun): SampleExecutor {
       backend_urls: run.backendUrls,
       samples: jobs.map((j) => ({
         key: sampleKey(j.instance.instance_id, j.sample),
-        argv: [
-          'eval',
-          ...run.argv,
-          '--instances',
-          j.instance.instance_id,
-          '--sample-index',
-          String(j.sample),
-          '--quiet',
-          '--skip-backend-check',
-        ],
+        argv: ['job', '-', '--quiet'],
+        job: { ...run.job, instances: [j.instance.instance_id], sampleIndex: j.sample },
       })),
     };
     const specPath = join(work, 'ray-spec.json');
@@ -206,4 +202,54 @@ async function answer(
       run.agent,
     );
   return { ...line, cluster: where };
+}
+
+/**
+ * `polar eval --cluster ray[=ADDRESS]` (and a loop step's rollouts on Ray): the run folder written here,
+ * each sample a Ray task running the job's sample on its node (the local executor there, no server probe:
+ * the driver checked the servers), the inference servers handed out by the driver, the least loaded.
+ */
+export async function runOnRay(
+  job: RayJob,
+  instances: SweInstance[],
+  context: { label: { name: string; modelName: string }; signal: AbortSignal },
+): Promise<EvalOutcome> {
+  const { executor } = job;
+  log.info(
+    `${plural(instances.length, 'instance')} x ${plural(job.samples, 'sample')}, agent ${context.label.name}, runtime ${job.setup.runtime.kind}, on the Ray cluster at ${executor.address}`,
+  );
+  const out = resolve(job.out);
+  // each task's job: the sample's, on its node's pool (its folder and server added by the driver's task)
+  const { out: _out, ...template } = nodeJob(job, { resume: false });
+  const execute = rayExecutor({
+    address: executor.address,
+    job: template,
+    polar: executor.polar,
+    cwd: process.cwd(),
+    cpus: executor.cpus,
+    memoryBytes: executor.memoryBytes,
+    ...(executor.shared ? { shared: resolve(executor.shared) } : {}),
+    retries: executor.retries,
+    // servers are given to each sample by the driver, one per rollout (the least loaded)
+    backendUrls: jobBackendUrls(job.setup.agent),
+    out,
+    agent: context.label,
+    env: nodeEnv(),
+    signal: context.signal,
+  });
+  return runEvalWith(
+    {
+      instances,
+      out,
+      samples: job.samples,
+      resume: job.resume,
+      overwrite: job.overwrite,
+      dataset: job.dataset,
+      progress: !log.quiet,
+      agent: context.label,
+      runtime: { kind: job.setup.runtime.kind },
+      ...(job.settings ? { settings: job.settings } : {}),
+    },
+    execute,
+  );
 }

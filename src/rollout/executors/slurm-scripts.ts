@@ -1,7 +1,8 @@
 /**
  * The shell side of `polar eval --cluster slurm`: the folders of a sharded run under OUT/.cluster, the
- * script one shard runs (an sbatch array task, or an srun task inside an allocation), the merge job's
- * script, and what the shards left behind (their exit files, the samples they finished). Every shard and
+ * script one shard runs (an sbatch array task, or an srun task inside an allocation) with the rollout
+ * job of its shard (src/rollout/executors/job.ts: a file beside the scripts), the merge job's script and
+ * job, and what the shards left behind (their exit files, the samples they finished). Every shard and
  * the merge write their exit status to a file of their own: with that, polar follows its jobs with squeue
  * alone and needs no accounting database (sacct and slurmdbd), and a job that left squeue long ago
  * still says how it ended.
@@ -10,13 +11,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PolarError } from '../../errors.ts';
-import type { EvalFlags } from '../../eval/flags.ts';
-import { backendUrls } from '../../options/backend.ts';
-import { nodeEnv, polarCommand } from '../../train/cluster/polar.ts';
+import { nodeEnv } from '../../train/cluster/polar.ts';
 import { plural } from '../../util/plural.ts';
 import type { SweInstance } from '../dataset.ts';
 import { EVAL_FILES, EVAL_RUN_ENTRIES } from '../run/files.ts';
-import { nodeArgv, wordsAfter } from './argv.ts';
+import { nodeJob, type RolloutJob, type SlurmJob, writeJob } from './job.ts';
 
 /** A word as bash reads it back unchanged. */
 export const quote = (word: string): string =>
@@ -27,52 +26,57 @@ export interface ShardPlan {
   shards: number;
   /** OUT/.cluster/shards/shard-i: one shard's run folder */
   shardDir: (i: number | string) => string;
-  /** OUT/.cluster/slurm: scripts, logs, exit files */
+  /** OUT/.cluster/slurm: scripts, jobs, logs, exit files */
   logs: string;
   /** OUT/.cluster/slurm/shard-i.exit */
   exitFile: (i: number | string) => string;
   /** OUT/.cluster/slurm/shard-i.log */
   logFile: (i: number | string) => string;
-  /** polar eval words every shard runs, but --shard, --out and the tag */
-  words: string;
+  /** OUT/.cluster/slurm/shard-i.job.json: the shard's rollout job */
+  jobFile: (i: number | string) => string;
+  /** OUT/.cluster/slurm/merge.job.json */
+  mergeJobFile: string;
+  /** how a node starts polar, quoted for bash */
   polar: string;
-  selection: string;
 }
 
-/** The shards of a run: --cluster-shards, else `fallback` (at most 8), never more than the instances. */
+/** The shards of a run: the executor's shards, else `fallback` (at most 8), never more than the instances. */
 export function shardPlan(
-  f: EvalFlags,
+  job: SlurmJob,
   instances: SweInstance[],
-  argv: string[],
   fallback = Math.min(instances.length, 8),
 ): ShardPlan {
-  const out = resolve(f.out);
+  const out = resolve(job.out);
   const work = join(out, EVAL_FILES.cluster);
   const logs = join(work, 'slurm');
-  const urls = backendUrls(f);
-  const selection = [
-    ...(f.instances ? ['--instances', f.instances.join(',')] : []),
-    ...(f.limit !== undefined ? ['--limit', String(f.limit)] : []),
-  ];
-  const words = [
-    ...nodeArgv(wordsAfter(argv, 'eval')).map(quote),
-    ...(urls.length ? ['--backend-url', quote(urls.join(','))] : []),
-    ...selection.map(quote),
-    '--concurrency',
-    String(f.concurrency),
-    '--skip-backend-check',
-  ].join(' ');
   return {
     out,
-    shards: Math.max(1, Math.min(f.clusterShards ?? fallback, instances.length)),
+    shards: Math.max(1, Math.min(job.executor.shards ?? fallback, instances.length)),
     shardDir: (i) => join(work, 'shards', `shard-${i}`),
     logs,
     exitFile: (i) => join(logs, `shard-${i}.exit`),
     logFile: (i) => join(logs, `shard-${i}.log`),
-    words,
-    polar: polarCommand(f.clusterPolar).map(quote).join(' '),
-    selection: selection.map(quote).join(' '),
+    jobFile: (i) => join(logs, `shard-${i}.job.json`),
+    mergeJobFile: join(logs, 'merge.job.json'),
+    polar: job.executor.polar.map(quote).join(' '),
   };
+}
+
+/**
+ * The jobs of a sharded run: shard i runs its share of the instances into its own folder on this
+ * machine's pool (--resume: a requeued shard keeps what it finished; no server probe: the driver checked
+ * the servers), and the merge job takes the shard folders into OUT.
+ */
+export async function writeShardJobs(plan: ShardPlan, job: RolloutJob): Promise<void> {
+  const node = nodeJob(job, { resume: true });
+  for (let i = 1; i <= plan.shards; i++)
+    await writeJob(plan.jobFile(i), {
+      ...node,
+      shard: { index: i, count: plan.shards },
+      out: plan.shardDir(i),
+    });
+  const dirs = Array.from({ length: plan.shards }, (_, k) => plan.shardDir(k + 1));
+  await writeJob(plan.mergeJobFile, { ...node, resume: false, out: plan.out, merge: dirs });
 }
 
 function header(name: string, sbatch: string[] = []): string {
@@ -85,8 +89,8 @@ function header(name: string, sbatch: string[] = []): string {
 
 /**
  * The script of one shard: `shardExpr` is bash for its 1-based index ($SLURM_ARRAY_TASK_ID in an array
- * job, $((SLURM_PROCID + 1)) in an srun step). --resume keeps what an earlier run of the shard (a
- * requeue) finished; each result line says where it ran (`cluster`, the node and job).
+ * job, $((SLURM_PROCID + 1)) in an srun step), its job the shard's file (writeShardJobs: resumed, so a
+ * requeued shard keeps what it finished); each result line says where it ran (`cluster`, the node and job).
  */
 export function shardScript(
   plan: ShardPlan,
@@ -98,27 +102,24 @@ export function shardScript(
     `shard=${shardExpr}\n` +
     `logs=${quote(plan.logs)}\n` +
     (ownLog ? 'exec >>"$logs/shard-$shard.log" 2>&1\n' : '') +
-    `shards=${quote(join(plan.shardDir(1), '..'))}\n` +
     `rm -f "$logs/shard-$shard.exit"\n` +
     `node_name="\${SLURMD_NODENAME:-$(hostname)}"\n` +
     `tag="{\\"engine\\":\\"slurm\\",\\"node\\":\\"$node_name\\",\\"job_id\\":\\"\${SLURM_JOB_ID:-}\\",\\"shard\\":$shard}"\n` +
     `# one shard of ${plan.shards}\n` +
-    `${plan.polar} eval ${plan.words} --shard "$shard/${plan.shards}" --out "$shards/shard-$shard" --resume --cluster-tag "$tag"\n` +
+    `${plan.polar} job "$logs/shard-$shard.job.json" --cluster-tag "$tag"\n` +
     `rc=$?\n` +
     `echo "$rc" > "$logs/shard-$shard.exit"\n` +
     `exit "$rc"\n`
   );
 }
 
-/** The merge job's script: `polar eval --merge` of every shard folder into OUT, its exit status kept. */
-export function mergeScript(plan: ShardPlan, f: EvalFlags, sbatch: string[] = []): string {
-  const dirs = Array.from({ length: plan.shards }, (_, k) => quote(plan.shardDir(k + 1))).join(' ');
+/** The merge job's script: the merge job (the shard folders into OUT, the report as JSON), its exit status kept. */
+export function mergeScript(plan: ShardPlan, sbatch: string[] = []): string {
   const exit = join(plan.logs, 'merge.exit');
   return (
     `${header('polar-merge', sbatch)}` +
     `rm -f ${quote(exit)}\n` +
-    `${plan.polar} eval --merge ${dirs} --dataset ${quote(f.dataset)} --split ${quote(f.split)} ${plan.selection} ` +
-    `--samples ${f.samples} --out ${quote(plan.out)} --json\n` +
+    `${plan.polar} job ${quote(plan.mergeJobFile)}\n` +
     `rc=$?\n` +
     `echo "$rc" > ${quote(exit)}\n` +
     `exit "$rc"\n`

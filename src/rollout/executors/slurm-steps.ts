@@ -2,20 +2,22 @@
  * `polar eval --cluster slurm` inside an allocation (SLURM_JOB_ID set: under salloc, or in an sbatch
  * script of the user's): the shards run as the tasks of one `srun` step on the allocation's nodes (no
  * new job waits in the queue), then this process merges the shard folders into OUT as `polar eval
- * --merge` does. The same shard script as the array job's (src/rollout/executors/slurm-scripts.ts), its index
- * from SLURM_PROCID. Shards: --cluster-shards, else the allocation's tasks (SLURM_NTASKS), else its nodes.
+ * --merge` does. The same shard script and jobs as the array job's (src/rollout/executors/slurm-scripts.ts),
+ * its index from SLURM_PROCID. Shards: the executor's, else the allocation's tasks (SLURM_NTASKS), else
+ * its nodes.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError, EXIT } from '../../errors.ts';
-import type { EvalFlags } from '../../eval/flags.ts';
+import { EnvironmentError } from '../../errors.ts';
 import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
 import { mkdirPrivate, PRIVATE_SCRIPT } from '../../util/private-files.ts';
 import type { SweInstance } from '../dataset.ts';
 import { prepareOut } from '../run/out.ts';
-import { mergeCommand } from './merge.ts';
+import type { EvalOutcome } from '../run/run.ts';
+import type { SlurmJob } from './job.ts';
+import { mergeRuns } from './merge.ts';
 import {
   exitStatus,
   finishedSamples,
@@ -23,32 +25,31 @@ import {
   shardFailure,
   shardPlan,
   shardScript,
+  writeShardJobs,
 } from './slurm-scripts.ts';
 
-export async function slurmStepsEval(
-  f: EvalFlags,
-  instances: SweInstance[],
-  argv: string[],
-): Promise<number> {
-  const job = process.env.SLURM_JOB_ID;
+/** The job's samples as the tasks of one srun step; the merged run's outcome, or null when interrupted. */
+export async function runInAllocation(job: SlurmJob, instances: SweInstance[]): Promise<EvalOutcome | null> {
+  const allocation = process.env.SLURM_JOB_ID;
   const nodes = Number(process.env.SLURM_JOB_NUM_NODES ?? 1);
   const tasks = Number(process.env.SLURM_NTASKS ?? 0);
-  const plan = shardPlan(f, instances, argv, tasks > 0 ? tasks : nodes);
-  await prepareOut(plan.out, f);
-  await resetWork(plan, Boolean(f.resume));
+  const plan = shardPlan(job, instances, tasks > 0 ? tasks : nodes);
+  await prepareOut(plan.out, job);
+  await resetWork(plan, job.resume);
   await mkdirPrivate(plan.logs);
+  await writeShardJobs(plan, job);
   const script = join(plan.logs, 'steps.sh');
   await writeFile(script, shardScript(plan, '$((SLURM_PROCID + 1))', { ownLog: true }), {
     mode: PRIVATE_SCRIPT,
   });
   log.info(
-    `slurm: inside job ${job} (${plural(nodes, 'node')}): ${plural(plan.shards, 'shard')} as the tasks of one srun step; logs in ${plan.logs}`,
+    `slurm: inside job ${allocation} (${plural(nodes, 'node')}): ${plural(plan.shards, 'shard')} as the tasks of one srun step; logs in ${plan.logs}`,
   );
   const child = execa(
     'srun',
     [
       `--ntasks=${plan.shards}`,
-      `--cpus-per-task=${f.clusterCpus * f.concurrency}`,
+      `--cpus-per-task=${job.executor.cpus * job.concurrency}`,
       '--kill-on-bad-exit=0',
       `--job-name=polar-eval`,
       script,
@@ -61,7 +62,7 @@ export async function slurmStepsEval(
     child.kill('SIGTERM'); // srun passes it to its tasks; --resume continues their shards
   };
   process.once('SIGINT', onSigint);
-  const total = instances.length * f.samples;
+  const total = instances.length * job.samples;
   let last = -1;
   const timer = setInterval(() => {
     const n = finishedSamples(plan);
@@ -84,7 +85,7 @@ export async function slurmStepsEval(
     log.warn(
       'interrupted: finished samples are kept in the shard folders; the same command with --resume runs the rest',
     );
-    return EXIT.interrupted;
+    return null;
   }
   const failed: number[] = [];
   for (let i = 1; i <= plan.shards; i++) if (exitStatus(plan.exitFile(i)) !== 0) failed.push(i);
@@ -95,6 +96,11 @@ export async function slurmStepsEval(
       `srun exit ${r.exitCode}${String(r.all ?? '').trim() ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`,
     );
   const dirs = Array.from({ length: plan.shards }, (_, k) => plan.shardDir(k + 1));
-  const { cluster: _c, shard: _s, ...rest } = f;
-  return mergeCommand({ ...rest, merge: dirs, resume: false, overwrite: false });
+  return mergeRuns(dirs, {
+    instances,
+    samples: job.samples,
+    out: job.out,
+    dataset: job.dataset,
+    overwrite: false,
+  });
 }

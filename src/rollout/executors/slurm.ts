@@ -1,19 +1,18 @@
 /**
  * `polar eval --cluster slurm` from a login node: one Slurm array task per shard (`sbatch --array=1-N`,
- * each `polar eval --shard i/N --resume` into its own folder under OUT/.cluster/shards), then a merge job
- * (`--dependency=afterok`) running `polar eval --merge` into OUT. Array tasks are `--requeue`d: a task
- * whose node fails runs again elsewhere and --resume keeps the samples its shard had finished. polar
- * follows the jobs with `squeue -t all` and the jobs' own exit files (src/rollout/executors/slurm-scripts.ts) until
- * the merge ends: no accounting daemon is needed. Run from inside an allocation (SLURM_JOB_ID set: salloc,
- * an sbatch script), the shards are srun tasks of that allocation instead (src/rollout/executors/slurm-steps.ts).
+ * each running its shard's rollout job, `polar job`, into its own folder under OUT/.cluster/shards),
+ * then a merge job (`--dependency=afterok`) taking the shard folders into OUT as `polar eval --merge`
+ * does. Array tasks are `--requeue`d: a task whose node fails runs again elsewhere and its job resumes
+ * the samples its shard had finished. polar follows the jobs with `squeue -t all` and the jobs' own exit
+ * files (src/rollout/executors/slurm-scripts.ts) until the merge ends: no accounting daemon is needed.
+ * Run from inside an allocation (SLURM_JOB_ID set: salloc, an sbatch script), the shards are srun tasks
+ * of that allocation instead (src/rollout/executors/slurm-steps.ts).
  */
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError, EXIT, PolarError } from '../../errors.ts';
-import { finish } from '../../eval/command.ts';
-import type { EvalFlags } from '../../eval/flags.ts';
+import { EnvironmentError, PolarError } from '../../errors.ts';
 import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
 import { mkdirPrivate, PRIVATE_SCRIPT } from '../../util/private-files.ts';
@@ -21,6 +20,8 @@ import type { SweInstance } from '../dataset.ts';
 import { EVAL_FILES } from '../run/files.ts';
 import { prepareOut } from '../run/out.ts';
 import { readRunReport } from '../run/read-report.ts';
+import type { EvalOutcome } from '../run/run.ts';
+import type { SlurmJob } from './job.ts';
 import {
   exitStatus,
   finishedSamples,
@@ -31,6 +32,7 @@ import {
   shardFailure,
   shardPlan,
   shardScript,
+  writeShardJobs,
 } from './slurm-scripts.ts';
 
 /** Runs a Slurm client; its stdout, or a PolarError with its stderr. */
@@ -105,28 +107,33 @@ function progressLine(plan: ShardPlan, total: number, states: JobStates): string
   return `slurm: ${finishedSamples(plan)}/${total} samples; shards ${shards}; merge ${states.merge?.state.toLowerCase() ?? 'gone'}`;
 }
 
-export async function slurmEval(f: EvalFlags, instances: SweInstance[], argv: string[]): Promise<number> {
-  if (process.env.SLURM_JOB_ID) return (await import('./slurm-steps.ts')).slurmStepsEval(f, instances, argv);
-  const plan = shardPlan(f, instances, argv);
-  await prepareOut(plan.out, f);
-  await resetWork(plan, Boolean(f.resume));
+/**
+ * The job's samples on Slurm; the merged run's outcome, or null when interrupted here (the jobs go on in
+ * Slurm: said, with how to follow them).
+ */
+export async function runOnSlurm(job: SlurmJob, instances: SweInstance[]): Promise<EvalOutcome | null> {
+  if (process.env.SLURM_JOB_ID) return (await import('./slurm-steps.ts')).runInAllocation(job, instances);
+  const plan = shardPlan(job, instances);
+  await prepareOut(plan.out, job);
+  await resetWork(plan, job.resume);
   await mkdirPrivate(plan.logs);
-  // the scripts hold the servers' URLs as given (credentials included): owner only
+  // the scripts and jobs hold the servers' URLs as given (credentials included): owner only
   const arrayScript = join(plan.logs, 'array.sh');
   const mergeScriptPath = join(plan.logs, 'merge.sh');
-  const extra = f.sbatchArg ?? [];
-  await writeFile(arrayScript, shardScript(plan, '$SLURM_ARRAY_TASK_ID', { sbatch: extra }), {
+  const { executor } = job;
+  await writeShardJobs(plan, job);
+  await writeFile(arrayScript, shardScript(plan, '$SLURM_ARRAY_TASK_ID', { sbatch: executor.sbatch }), {
     mode: PRIVATE_SCRIPT,
   });
-  await writeFile(mergeScriptPath, mergeScript(plan, f, extra), { mode: PRIVATE_SCRIPT });
-  // a task runs --concurrency samples at once, each asking --cluster-cpus and --cluster-memory
+  await writeFile(mergeScriptPath, mergeScript(plan, executor.sbatch), { mode: PRIVATE_SCRIPT });
+  // a task runs `concurrency` samples at once, each asking the executor's CPUs and memory
   const arrayId = (
     await slurmCommand('sbatch', [
       '--parsable',
       `--array=1-${plan.shards}`,
       '--requeue',
-      `--cpus-per-task=${f.clusterCpus * f.concurrency}`,
-      `--mem=${Math.ceil((f.clusterMemory * f.concurrency) / 1024 ** 2)}M`,
+      `--cpus-per-task=${executor.cpus * job.concurrency}`,
+      `--mem=${Math.ceil((executor.memoryBytes * job.concurrency) / 1024 ** 2)}M`,
       `--output=${join(plan.logs, 'shard-%a.log')}`,
       arrayScript,
     ])
@@ -143,10 +150,10 @@ export async function slurmEval(f: EvalFlags, instances: SweInstance[], argv: st
   log.info(
     `slurm: array job ${arrayId} (${plural(plan.shards, 'shard')}) and merge job ${mergeId}; logs in ${plan.logs}`,
   );
-  const outcome = await follow(plan, instances.length * f.samples, arrayId, mergeId);
+  const outcome = await follow(plan, instances.length * job.samples, arrayId, mergeId);
   if (outcome === 'interrupted') {
     log.warn(`the jobs go on in Slurm: follow them with squeue -j ${arrayId},${mergeId} or scancel them`);
-    return EXIT.interrupted;
+    return null;
   }
   const reportPath = join(plan.out, EVAL_FILES.report);
   if (!existsSync(reportPath))
@@ -154,7 +161,7 @@ export async function slurmEval(f: EvalFlags, instances: SweInstance[], argv: st
       hint: `see ${join(plan.logs, 'merge.log')}`,
     });
   const report = readRunReport(reportPath, `see ${join(plan.logs, 'merge.log')}`);
-  return finish(f, { report, results: [], interrupted: false });
+  return { report, results: [], interrupted: false };
 }
 
 /** Follows the jobs until the merge ends; throws when a shard or the merge failed. */

@@ -1,12 +1,20 @@
 /**
- * What a loop step's cluster rollouts run: the loop's words less the loop's flags, --harness as --agent,
- * the step's own flags first; the loop's flags parsed into a cluster (or refused with the embedded engine).
+ * What a loop step's cluster rollouts run: a rollout job of the loop's own evaluation (its harness on its
+ * backend, in its runtime, graded as it grades) with the step's tasks, samples, folder and meta, and the
+ * executor of the --cluster flags; what `polar job -` reads back of it; the loop's flags refused
+ * with the embedded engine or a judge.
  */
 import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { UsageError } from '../../../src/errors.ts';
-import { loopCluster, loopEvalWords, stepEvalArgv } from '../../../src/loop/cluster.ts';
-import { loopArgv, parseArgv, SERVED_POLICY } from '../../support/argv.ts';
+import { stepJob } from '../../../src/loop/cluster.ts';
+import { loopEvaluation } from '../../../src/loop/phases.ts';
+import { parseJob } from '../../../src/rollout/executors/job.ts';
+import { POLAR_BIN } from '../../../src/train/cluster/polar.ts';
+import { loopArgv, parseArgv, SERVED_POLICY, usageError } from '../../support/argv.ts';
+import { tempDir } from '../../support/temp.ts';
 
 const ARGV = [
   'node',
@@ -52,66 +60,56 @@ const ARGV = [
   '-q',
 ];
 
-test("a step's eval words: the loop's flags dropped in both spellings, --harness as --agent", () => {
-  assert.deepEqual(loopEvalWords(ARGV), [
-    '--agent',
-    'pi',
-    ...SERVED_POLICY,
-    '--runtime',
-    'sandbox',
-    '--grade-empty-patches',
-    '--cluster',
-    'ray=10.0.0.1:6379',
-    '--cluster-memory',
-    '4GiB',
-  ]);
-  assert.deepEqual(loopEvalWords(['node', 'polar', 'loop', '--harness=codex', '--', '--x']), [
-    '--agent',
-    'codex',
-    '--',
-    '--x',
-  ]);
-});
-
-test("a step's eval: its dataset, tasks, samples, folder and session meta before the user's words", () => {
-  const c = loopCluster({ engine: 'ray', address: '10.0.0.1:6379' }, ARGV);
-  const argv = stepEvalArgv(c, {
-    instanceIds: ['a__b-1', 'a__b-2'],
-    samples: 4,
-    out: '/runs/l/step-1/eval',
-    dataset: 'train.jsonl',
-    concurrency: 16,
-    meta: { policy: 'step-0', loop_step: '1' },
-    quiet: true,
-  });
-  assert.deepEqual(argv.slice(0, 15), [
-    'eval',
-    '--dataset',
-    'train.jsonl',
-    '--instances',
-    'a__b-1,a__b-2',
-    '--samples',
-    '4',
-    '--concurrency',
-    '16',
-    '--out',
-    '/runs/l/step-1/eval',
-    '--session-meta',
-    '{"policy":"step-0","loop_step":"1"}',
-    '--quiet',
-    '--agent',
-  ]);
-  // polar eval itself parses it: the cluster and the step's meta arrive as a node's eval would see them
-  const parsed = parseArgv(argv).flags;
-  assert.deepEqual(parsed.cluster, { engine: 'ray', address: '10.0.0.1:6379' });
-  assert.deepEqual(parsed.sessionMeta, { policy: 'step-0', loop_step: '1' });
-  assert.deepEqual(parsed.instances, ['a__b-1', 'a__b-2']);
-  assert.equal(parsed.agent, 'pi');
-  // the loop's record: engine and address, not the words (which may hold a key)
-  assert.deepEqual(JSON.parse(JSON.stringify({ cluster: c })).cluster, {
-    engine: 'ray',
-    address: '10.0.0.1:6379',
-  });
+test("a step's rollout job: the loop's evaluation of the step's tasks on the cluster's executor", async () => {
+  const { loopOptions } = await import('../../../src/loop/command.ts');
+  const key = process.env.POLAR_BACKEND_API_KEY;
+  process.env.POLAR_BACKEND_API_KEY = 'sk-from-env';
+  try {
+    const o = loopOptions(parseArgv(ARGV.slice(2)).flags as never);
+    assert.ok(o.cluster);
+    const run = {
+      instanceIds: ['a__b-1', 'a__b-2'],
+      samples: 4,
+      out: '/runs/l/step-1/eval',
+      dataset: 'train.jsonl',
+      concurrency: 16,
+      meta: { policy: 'step-0', loop_step: '1' },
+      quiet: true,
+    };
+    const job = stepJob(loopEvaluation(o), o, o.cluster, run);
+    assert.deepEqual(
+      [job.dataset, job.instances, job.samples, job.out, job.concurrency, job.meta],
+      ['train.jsonl', ['a__b-1', 'a__b-2'], 4, '/runs/l/step-1/eval', 16, run.meta],
+    );
+    assert.deepEqual(job.executor, {
+      kind: 'ray',
+      address: '10.0.0.1:6379',
+      cpus: 1,
+      memoryBytes: 4 * 1024 ** 3,
+      retries: 3,
+      polar: [process.execPath, POLAR_BIN],
+    });
+    // the loop's harness on its backend, in its runtime, graded as the loop grades
+    assert.equal(job.setup.agent.agent, 'pi');
+    assert.deepEqual(
+      [job.setup.agent.backend?.kind, job.setup.agent.backend?.url, job.setup.agent.backend?.model],
+      ['vllm', 'http://10.0.0.2:8000/v1', 'Qwen/Qwen3-4B'],
+    );
+    assert.equal(job.setup.runtime.kind, 'sandbox');
+    assert.deepEqual([job.grader, job.gradeEmpty, job.resume], [{ kind: 'polar' }, true, false]);
+    // a key read from the environment stays out of the job: the step's eval reads its own
+    assert.equal(job.setup.agent.backend?.apiKey, undefined);
+    // polar job - reads back what the loop wrote, field for field
+    assert.deepEqual(parseJob(JSON.stringify(job), '(stdin)'), job);
+    // the loop's record: engine and address, not the executor (its words may hold a key)
+    assert.deepEqual(JSON.parse(JSON.stringify({ cluster: o.cluster })).cluster, {
+      engine: 'ray',
+      address: '10.0.0.1:6379',
+    });
+  } finally {
+    if (key === undefined) delete process.env.POLAR_BACKEND_API_KEY;
+    else process.env.POLAR_BACKEND_API_KEY = key;
+  }
 });
 
 test('polar loop --cluster with the embedded engine is refused, naming both flags', async () => {
@@ -120,24 +118,30 @@ test('polar loop --cluster with the embedded engine is refused, naming both flag
     loopArgv(['--cluster', 'slurm'], { policy: ['--backend', 'embedded', '--model', 'tiny'] }),
   );
   assert.throws(
-    () => loopOptions(flags as never, []),
+    () => loopOptions(flags as never),
     (e: unknown) => e instanceof UsageError && /--cluster slurm with --backend embedded/.test(e.message),
   );
 });
 
-test("every flag of polar loop is polar eval's too, or one the step's eval does not get", async () => {
-  const { program } = await import('../../../src/cli.ts');
-  const root = program();
-  const flags = (name: string) =>
-    new Set(root.commands.find((c) => c.name() === name)!.options.flatMap((o) => [o.long, o.short]));
-  const evalFlags = flags('eval');
-  const words: string[] = [];
-  for (const flag of flags('loop')) {
-    if (!flag || evalFlags.has(flag) || flag === '--harness') continue;
-    words.push(flag);
+test('polar loop --cluster with a judge or --reward is refused before any step (as polar eval refuses it)', async () => {
+  const { loopOptions } = await import('../../../src/loop/command.ts');
+  const dir = tempDir('polar-loop-judge-');
+  try {
+    const rubric = join(dir, 'rubric.md');
+    writeFileSync(rubric, 'Score 1 when the tests pass.\n');
+    const { flags } = parseArgv(loopArgv(['--cluster', 'ray', '--grader', 'judge', '--rubric', rubric]));
+    assert.throws(
+      () => loopOptions(flags as never),
+      (e: unknown) => e instanceof UsageError && /--cluster with a judge: not supported yet/.test(e.message),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  assert.ok(words.includes('--train-set') && words.includes('--group-size'), words.join(' '));
-  // what loopEvalWords drops of them (a value after each: a switch's value stays as a stray word)
-  const kept = loopEvalWords(['node', 'polar', 'loop', ...words.flatMap((w) => [`${w}=x`])]);
-  assert.deepEqual(kept, [], `loop flags polar eval would refuse: ${kept.join(' ')}`);
+});
+
+test("polar job takes the job (a file, or - for stdin), a cluster tag and -q: nothing of eval's flags", () => {
+  const parsed = parseArgv(['job', '-', '-q', '--cluster-tag', '{"engine":"slurm","shard":2}']);
+  assert.deepEqual(parsed.args, ['-']);
+  assert.deepEqual(parsed.flags, { quiet: true, clusterTag: { engine: 'slurm', shard: 2 } });
+  assert.match(usageError(['job', 'j.json', '--agent', 'pi']) ?? '', /unknown option '--agent'/);
 });

@@ -43,6 +43,9 @@ const flags = (extra: Partial<LoopFlags>): LoopFlags => ({
   memoryLimit: DEFAULTS.memoryLimit.value,
   pidsLimit: DEFAULTS.pidsLimit.value,
   diskLimit: DEFAULTS.diskLimit.value,
+  clusterCpus: DEFAULTS.clusterCpus.value,
+  clusterMemory: DEFAULTS.clusterMemoryBytes.value,
+  clusterRetries: DEFAULTS.clusterRetries.value,
   ...extra,
 });
 

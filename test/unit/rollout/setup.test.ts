@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { program } from '../../../src/cli.ts';
-import { evaluationSetup } from '../../../src/eval/command.ts';
 import type { EvalFlags } from '../../../src/eval/flags.ts';
+import { evaluationSetup } from '../../../src/eval/job.ts';
 import { type GymFlags, gymEvaluation } from '../../../src/gym/command.ts';
 import { type LoopFlags, loopOptions } from '../../../src/loop/command.ts';
 import { loopEvaluation } from '../../../src/loop/phases.ts';

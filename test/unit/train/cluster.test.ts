@@ -2,7 +2,7 @@
  * A loop step's training across nodes (polar loop --train-nodes, src/train/cluster/train.ts) without a cluster:
  * the polar train words a node runs (parsed back by polar train's own parser into the request's options),
  * the srun and ray_torchrun command lines around them, and the combinations polar loop refuses (LoRA, from
- * the flag or from train.json, through the CLI as a user runs it).
+ * the flag or from train.json, through the CLI as a user runs it); torchrun's arguments on each node.
  */
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { UsageError } from '../../../src/errors.ts';
 import { launcherArgv, nodesTraining, trainWords } from '../../../src/train/cluster/train.ts';
+import { nodeRole } from '../../../src/train/command.ts';
+import { workerCommand } from '../../../src/train/launch.ts';
 import { flagsToOptions, optionsToFlags } from '../../../src/train/options.ts';
 import { loopArgv, parseArgv } from '../../support/argv.ts';
 import { polarInProcess, ROOT } from '../../support/cli.ts';
@@ -135,17 +137,17 @@ test('polar loop refuses --train-nodes with --max-staleness >= 1 and without --c
   const base = loopArgv(['--train-nodes', '2']);
   const refused = (extra: string[], pattern: RegExp) =>
     assert.throws(
-      () => loopOptions(parseArgv([...base, ...extra]).flags as never, []),
+      () => loopOptions(parseArgv([...base, ...extra]).flags as never),
       (e: unknown) => e instanceof UsageError && pattern.test(e.message),
     );
   refused(['--cluster', 'slurm', '--max-staleness', '1'], /--max-staleness 1 with --train-nodes 2/);
   refused([], /--train-nodes 2 needs --cluster/);
-  const o = loopOptions(parseArgv([...base, '--cluster', 'ray=10.0.0.1:6379']).flags as never, []);
+  const o = loopOptions(parseArgv([...base, '--cluster', 'ray=10.0.0.1:6379']).flags as never);
   assert.equal(o.trainNodes?.nodes, 2);
   assert.equal(o.trainNodes?.engine, 'ray');
   assert.equal(o.trainNodes?.address, '10.0.0.1:6379');
   // the default: no training across nodes
-  const one = loopOptions(parseArgv(loopArgv()).flags as never, []);
+  const one = loopOptions(parseArgv(loopArgv()).flags as never);
   assert.equal(one.trainNodes, undefined);
 });
 
@@ -175,4 +177,39 @@ test('LoRA with --train-nodes 2, from --lora or from the --train-config file, is
   assert.match(flag.stderr, /--lora with --train-nodes 2 is not supported/);
   assert.match(flag.stderr, /drop --lora/);
   assert.ok(!existsSync(fromFlag.out));
+});
+
+test('a node of a run across nodes: c10d rendezvous hosted by rank 0, its address, the socket interface', () => {
+  const base = {
+    out: 'o',
+    nnodes: 2,
+    rdzvEndpoint: '10.0.0.1:29400',
+    localAddr: '10.0.0.2',
+    socketIfname: 'eth0',
+  };
+  const role = nodeRole({ ...base, nodeRank: 1 }).nodes;
+  const cmd = workerCommand({ python: 'py', configPath: 'c.json', processes: 1, nodes: role });
+  assert.deepEqual(cmd.args.slice(0, 11), [
+    '-m',
+    'torch.distributed.run',
+    '--nnodes=2',
+    '--node-rank=1',
+    '--nproc_per_node=1',
+    '--rdzv-backend=c10d',
+    '--rdzv-endpoint=10.0.0.1:29400',
+    '--rdzv-id=polar-10-0-0-1-29400',
+    '--rdzv-conf=is_host=0',
+    '--local-addr=10.0.0.2',
+    '-m',
+  ]);
+  assert.equal(cmd.env.GLOO_SOCKET_IFNAME, 'eth0');
+  const host = workerCommand({
+    python: 'py',
+    configPath: 'c.json',
+    processes: 1,
+    nodes: nodeRole({ ...base, nodeRank: 0 }).nodes,
+  });
+  assert.ok(host.args.includes('--rdzv-conf=is_host=1'));
+  assert.throws(() => nodeRole({ out: 'o', nnodes: 2 }), /needs --node-rank/);
+  assert.throws(() => nodeRole({ ...base, nodeRank: 2 }), /--node-rank 2: expected 0 to 1/);
 });

@@ -2,16 +2,16 @@
  * The Slurm side of `polar eval --cluster slurm` without a cluster: squeue's lines read into states (the
  * shapes squeue 22.05 prints for an array job: `ID_[2-4]` while tasks are pending as one record, `ID_N`
  * once a task is on its own), and the shard script run by bash with a stand-in polar that records its
- * arguments: words quoted so bash gives them back unchanged, the exit file, the node tag. The real
+ * arguments: the shard's job file, the exit file, the node tag; the shard's and the merge's jobs. The real
  * engine: test/e2e/cluster-slurm.test.ts.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import type { EvalFlags } from '../../../../src/eval/flags.ts';
 import type { SweInstance } from '../../../../src/rollout/dataset.ts';
+import { ROLLOUT_JOB_VERSION, readJob, type SlurmJob } from '../../../../src/rollout/executors/job.ts';
 import { parseSqueue } from '../../../../src/rollout/executors/slurm.ts';
 import {
   exitStatus,
@@ -19,6 +19,7 @@ import {
   quote,
   shardPlan,
   shardScript,
+  writeShardJobs,
 } from '../../../../src/rollout/executors/slurm-scripts.ts';
 import { tempDir } from '../../../support/temp.ts';
 
@@ -50,41 +51,43 @@ test('squeue lines: array tasks by index, a pending range, the merge job and its
   assert.equal(other.merge?.reason, 'DependencyNeverSatisfied');
 });
 
-const flags = (out: string, polar: string): EvalFlags =>
-  ({
-    out,
-    dataset: join(tmp, "my data's.jsonl"),
-    split: 'test',
-    samples: 2,
-    concurrency: 3,
-    instances: ['a', 'b'],
-    clusterPolar: polar,
-    clusterShards: 5,
-  }) as unknown as EvalFlags;
+/** A Slurm job of two instances, two samples each, 3 at once per shard, 5 shards asked for. */
+const slurmJob = (out: string, polar: string): SlurmJob => ({
+  v: ROLLOUT_JOB_VERSION,
+  dataset: join(tmp, "my data's.jsonl"),
+  split: 'test',
+  instances: ['a', 'b'],
+  samples: 2,
+  setup: {
+    agent: { agent: 'pi', backend: { kind: 'vllm', url: 'http://10.0.0.2:8000/v1', model: 'm' } },
+    runtime: { kind: 'sandbox', repos: 'fixtures/swe/repos' },
+  },
+  grader: { kind: 'polar' },
+  gradeEmpty: false,
+  rejectTampering: false,
+  agentTimeoutMs: 60_000,
+  testTimeoutMs: 60_000,
+  concurrency: 3,
+  out,
+  resume: false,
+  overwrite: false,
+  settings: { '--agent-timeout': 60 },
+  executor: { kind: 'slurm', cpus: 1, memoryBytes: 2 ** 30, shards: 5, sbatch: [], polar: [polar] },
+});
 
-test('a shard script runs polar with its words unchanged, writes its exit status and tags its results', () => {
+test("a shard script runs polar on its shard's job, writes its exit status and tags its results", async () => {
   const recorder = join(tmp, 'fake-polar.sh');
   // a stand-in polar: records one argument a line, then exits with FAKE_RC
   writeFileSync(recorder, `#!/bin/bash\nprintf '%s\\n' "$@" > "$ARGS_FILE"\nexit "\${FAKE_RC:-0}"\n`, {
     mode: 0o755,
   });
   const out = join(tmp, 'run out');
-  const argv = [
-    'node',
-    'polar',
-    'eval',
-    '--dataset',
-    "my data's.jsonl",
-    '--agent-timeout',
-    '60',
-    '--out',
-    out,
-  ];
-  const f = flags(out, recorder);
+  const job = slurmJob(out, recorder);
   const instances = [{ instance_id: 'a' }, { instance_id: 'b' }] as SweInstance[];
-  const plan = shardPlan(f, instances, argv);
+  const plan = shardPlan(job, instances);
   assert.equal(plan.shards, 2, 'never more shards than instances');
   mkdirSync(plan.logs, { recursive: true }); // made by polar before it submits
+  await writeShardJobs(plan, job);
   const script = join(tmp, 'shard.sh');
   writeFileSync(script, shardScript(plan, '2'), { mode: 0o755 });
   const run = (rc: number) =>
@@ -101,23 +104,31 @@ test('a shard script runs polar with its words unchanged, writes its exit status
   const ok = run(0);
   assert.equal(ok.status, 0, ok.stderr);
   const args = readFileSync(join(tmp, 'args'), 'utf8').trimEnd().split('\n');
-  assert.deepEqual(args.slice(0, 5), ['eval', '--dataset', "my data's.jsonl", '--agent-timeout', '60']);
+  assert.deepEqual(args.slice(0, 2), ['job', plan.jobFile(2)]);
   const at = (flag: string) => args[args.indexOf(flag) + 1];
-  assert.equal(at('--shard'), '2/2');
-  assert.equal(at('--out'), join(out, '.cluster', 'shards', 'shard-2'));
-  assert.equal(at('--instances'), 'a,b');
-  assert.equal(at('--concurrency'), '3');
-  assert.ok(args.includes('--resume') && args.includes('--skip-backend-check'));
   assert.deepEqual(JSON.parse(at('--cluster-tag')!), { engine: 'slurm', node: 'n7', job_id: '99', shard: 2 });
+  // the shard's job: its share of the selection into its own folder, resumed, on the node's pool, no probe
+  const shard = readJob(plan.jobFile(2));
+  assert.deepEqual(shard.shard, { index: 2, count: 2 });
+  assert.equal(shard.out, join(out, '.cluster', 'shards', 'shard-2'));
+  assert.deepEqual(shard.instances, ['a', 'b']);
+  assert.equal(shard.concurrency, 3);
+  assert.equal(shard.resume, true);
+  assert.deepEqual(shard.executor, { kind: 'local' });
+  assert.equal(shard.setup.agent.backend?.skipCheck, true);
+  assert.deepEqual(shard.settings, job.settings);
+  assert.equal(statSync(plan.jobFile(2)).mode & 0o777, 0o600, 'a job may hold a URL with credentials');
   assert.equal(exitStatus(plan.exitFile(2)), 0);
   // a failed polar: the script exits with its status and the exit file says so
   const bad = run(3);
   assert.equal(bad.status, 3);
   assert.equal(exitStatus(plan.exitFile(2)), 3);
   assert.equal(exitStatus(plan.exitFile(1)), undefined);
-  // the merge script names every shard folder and the run's selection
-  const merge = mergeScript(plan, f);
-  assert.match(merge, / eval --merge .*shard-1'? .*shard-2'? --dataset /);
-  assert.ok(merge.includes(`--out ${quote(out)}`));
-  assert.ok(merge.includes('--instances a,b'));
+  // the merge job names every shard folder, the run's folder and selection
+  assert.ok(mergeScript(plan).includes(` job ${quote(plan.mergeJobFile)}`));
+  const merge = readJob(plan.mergeJobFile);
+  assert.deepEqual(merge.merge, [plan.shardDir(1), plan.shardDir(2)]);
+  assert.equal(merge.out, plan.out);
+  assert.deepEqual(merge.instances, ['a', 'b']);
+  assert.equal(merge.samples, 2);
 });

@@ -1,5 +1,7 @@
 """`polar eval|loop --cluster ray`: one Ray task per sample, each a `polar eval` of that one sample on its
-node (in that node's runtime), its run folder sent back whole (or left on a shared path).
+node (in that node's runtime), its run folder sent back whole (or left on a shared path). A sample's polar
+reads its rollout job on stdin (src/rollout/executors/job.ts): the spec's job of the sample, with the two
+fields only this driver knows added, `out` (the task's folder) and `backendUrl` (the server it picked).
 
 Started by src/rollout/executors/ray.ts as `python -m polar_train.cluster.ray_rollouts --spec FILE`.
 Events, one JSON object per line on stdout:
@@ -39,7 +41,7 @@ def _tail(text: str, lines: int = 8) -> str:
 
 
 def run_sample(item: dict, common: dict) -> dict:
-    """The Ray task: `polar eval` of one sample into a fresh folder; the folder (or its path) comes back."""
+    """The Ray task: `polar job -` of one sample into a fresh folder; the folder (or its path) comes back."""
     import ctypes
     import subprocess
     import tempfile
@@ -54,7 +56,10 @@ def run_sample(item: dict, common: dict) -> dict:
     work = os.path.join(base, f"polar-{item['key']}-{item['attempt']}-{uuid.uuid4().hex[:8]}")
     out = os.path.join(work, "out")
     os.makedirs(work)
-    argv = [*common["polar"], *item["argv"], "--out", out]
+    argv = [*common["polar"], *item["argv"]]
+    job = dict(item["job"], out=out)
+    if item.get("backend_url"):
+        job["backendUrl"] = item["backend_url"]
 
     def die_with_parent():  # the sample stops when its Ray worker does (a killed worker, a cancelled task)
         try:
@@ -63,7 +68,7 @@ def run_sample(item: dict, common: dict) -> dict:
             pass
 
     env = dict(os.environ, **common.get("env", {}), POLAR_CLUSTER_NODE=node)
-    proc = subprocess.run(argv, cwd=common["cwd"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+    proc = subprocess.run(argv, cwd=common["cwd"], env=env, input=json.dumps(job), capture_output=True,
                           text=True, preexec_fn=die_with_parent, check=False)
     result = {"key": item["key"], "node": node, "node_id": node_id, "attempt": item["attempt"],
               "exit_code": proc.returncode, "stderr_tail": _tail(proc.stderr)}
@@ -162,10 +167,8 @@ def drive(spec: dict) -> int:
         while pending and len(inflight) < window:
             item = pending.popleft()
             server = servers.acquire()
-            argv = list(item["argv"])
-            if server is not None:
-                argv += ["--backend-url", servers.urls[server]]
-            ref = task.remote({**item, "argv": argv}, common_ref)
+            url = servers.urls[server] if server is not None else None
+            ref = task.remote({**item, "backend_url": url}, common_ref)
             inflight[ref] = (item, server)
         ready, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
         for ref in ready:
