@@ -29,8 +29,8 @@ import {
   TASK_INDEX_KEY,
 } from './contract.ts';
 import { EMPTY_ROLLOUT, FAILURE_CLASS_KEY, failureRow, RolloutFailure } from './failure.ts';
+import type { GymOptions } from './options.ts';
 import { NonContiguousError, type RolloutOutput, rolloutOutput } from './rollout.ts';
-import type { GymOptions } from './server.ts';
 
 type Json = Record<string, unknown>;
 

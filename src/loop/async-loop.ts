@@ -30,8 +30,8 @@ import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { type Batch, fileJournal, readJournal, StalenessScheduler } from './async.ts';
 import { groupDirName, LOOP_FILES, type StepSummary, stepDirName } from './files.ts';
-import { type LoopOptions, rate, type StepContext, tasksForStep } from './loop.ts';
 import { observeStep, trainSteps } from './observe.ts';
+import { type LoopOptions, rate, type StepContext, tasksForStep } from './options.ts';
 import { evaluate, previousTrainRun, publish, stopped } from './phases.ts';
 
 /** Runs steps first..o.steps with rollouts ahead of training; the policy now is `checkpoint` (version first-1). */

@@ -23,7 +23,6 @@ import type { EvaluationSetup } from '../rollout/setup.ts';
 import { POLAR_BIN } from '../train/cluster/polar.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
-import type { LoopOptions } from './loop.ts';
 
 export interface LoopCluster {
   choice: ClusterChoice;
@@ -51,6 +50,16 @@ export function loopCluster(f: ClusterFlags & { cluster: ClusterChoice; apiKey?:
   } as LoopCluster;
 }
 
+/** How the loop grades and times a sample (its LoopOptions, src/loop/options.ts). */
+export interface StepGrading {
+  /** a verifier grader command; absent: polar's own grader */
+  verifier?: string;
+  gradeEmptyPatches?: boolean;
+  rejectTestTampering?: boolean;
+  agentTimeoutMs: number;
+  testTimeoutMs: number;
+}
+
 /** What a step asks of its cluster rollouts. */
 export interface ClusterRolloutRun {
   instanceIds: string[];
@@ -66,10 +75,7 @@ export interface ClusterRolloutRun {
 /** The rollout job of a step's rollouts on the cluster: the loop's evaluation (`setup`) of the step's tasks. */
 export function stepJob(
   setup: EvaluationSetup,
-  o: Pick<
-    LoopOptions,
-    'verifier' | 'gradeEmptyPatches' | 'rejectTestTampering' | 'agentTimeoutMs' | 'testTimeoutMs'
-  >,
+  o: StepGrading,
   c: LoopCluster,
   run: ClusterRolloutRun,
 ): RolloutJob {

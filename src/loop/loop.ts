@@ -15,103 +15,29 @@ import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createBackend } from '../backends/index.ts';
-import type { Backend, BackendOptions } from '../backends/types.ts';
+import type { Backend } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
-import type { OverduePolicy, OverlongMode } from '../options/defaults.ts';
-import type { ReportSetup } from '../options/report.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
-import type { RewardSetup } from '../rollout/judge/setup.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
-import type { RuntimeSetup } from '../rollout/runtime/create.ts';
-import type { AgentSetup } from '../rollout/setup.ts';
-import type { NodesTraining } from '../train/cluster/train.ts';
 import type { Reporter } from '../train/tracking/reporter.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { mkdirPrivate, PRIVATE_FILE } from '../util/private-files.ts';
 import { redactUrl } from '../util/redact.ts';
 import { firstIssue } from '../util/zod.ts';
-import type { LoopCluster } from './cluster.ts';
 import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dynamic-sampling.ts';
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
+import { type LoopOptions, rate, type StepContext, tasksForStep } from './options.ts';
 import { evaluate, exportTo, previousTrainRun, publish, stopped, trainStep } from './phases.ts';
+
+export type { LoopOptions, StepContext } from './options.ts';
+export { rate, tasksForStep } from './options.ts';
+
 import { type Publisher, publisherFor } from './publish.ts';
-
-export interface LoopOptions {
-  trainSet: string;
-  evalSet?: string;
-  /** the harness agent of every evaluation (its backend is `backend`): the setup polar eval makes */
-  agent: Omit<AgentSetup, 'backend'>;
-  /** where the samples run: the same runtime setup as polar eval and polar gym */
-  runtime: RuntimeSetup;
-  backend: BackendOptions;
-  /** the checkpoint (or model id) training starts from; the backend serves the same weights */
-  trainModel: string;
-  groupSize: number;
-  tasksPerStep: number;
-  steps: number;
-  evalEvery: number;
-  /**
-   * --max-staleness K: 0 alternates strictly (rollouts, build, train, publish); K >= 1 keeps rollouts
-   * running while a step trains, a sample trained at most K versions after the one that sampled it
-   * (src/loop/async.ts)
-   */
-  maxStaleness?: number;
-  /** --overdue: what a step does about a running group the bound cannot carry (absent: wait; src/loop/async.ts) */
-  overdue?: OverduePolicy;
-  /** --oversample: groups in flight beyond the bound's window (absent: 0; needs overdue drop) */
-  oversample?: number;
-  out: string;
-  concurrency: number;
-  agentTimeoutMs: number;
-  testTimeoutMs: number;
-  resume: boolean;
-  /** grade empty patches too (tests of the loop with a model that cannot edit files yet) */
-  gradeEmptyPatches?: boolean;
-  /** --overlong and --overlong-buffer of the step's build (recorded for its training) */
-  overlong?: { mode: OverlongMode; buffer: number };
-  /** --dynamic-sampling N: up to N extra rounds of tasks for uniform groups (dynamic-sampling.ts); 0: off */
-  dynamicSampling?: number;
-  /** reward 0 for a patch that changes how the tests run (src/rollout/tampering.ts) */
-  rejectTestTampering?: boolean;
-  /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
-  verifier?: string;
-  /** the judge and the --reward expression (src/rollout/judge/setup.ts, docs/judge.md) */
-  rewards?: RewardSetup;
-  reloadCmd?: string;
-  /** train flags (device, lora, lr, ...) and an optional train.json */
-  trainFlags: Record<string, unknown>;
-  trainConfig?: string;
-  /** exports a checkpoint to ONNX (polar export); injected so the loop does not depend on how */
-  exportOnnx?: (checkpoint: string, dir: string, signal?: AbortSignal) => Promise<void>;
-  /** SIGINT / SIGTERM (src/util/interrupt.ts): no new phase starts, the running one is stopped */
-  signal?: AbortSignal;
-  /** the backend to use (tests); default: created from `backend` */
-  backendInstance?: Backend;
-  /** --cluster: every evaluation is a `polar eval --cluster` of its tasks (src/loop/cluster.ts) */
-  cluster?: LoopCluster;
-  /** --train-nodes N (N > 1, with --cluster): each step's training across N nodes (src/train/cluster/train.ts) */
-  trainNodes?: NodesTraining;
-  /** stop after this phase of this step (tests of --resume after a crash) */
-  crashAfter?: { step: number; phase: 'eval' | 'build' | 'train' };
-  /** --report-to: the run's tracking writer (src/train/tracking/); null or absent: none */
-  report?: ReportSetup | null;
-}
-
-export const rate = (x: number | null): string => (x === null ? 'n/a' : x.toFixed(3));
-
-/** The tasks of step N: a fixed rotation through the training set (step 1 takes the first k). */
-export function tasksForStep(all: SweInstance[], step: number, perStep: number): SweInstance[] {
-  if (all.length === 0) return [];
-  const out: SweInstance[] = [];
-  for (let i = 0; i < Math.min(perStep, all.length); i++)
-    out.push(all[((step - 1) * perStep + i) % all.length]!);
-  return out;
-}
 
 /** A done step's summary; null when the step did not finish (no step.json, or one cut short). */
 async function readStep(dir: string): Promise<StepSummary | null> {
@@ -225,17 +151,6 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     if (!o.backendInstance) await backend.close();
   }
   return summaries;
-}
-
-export interface StepContext {
-  out: string;
-  backend: Backend;
-  publisher: Publisher;
-  trainSet: SweInstance[];
-  evalSet: SweInstance[];
-  /** the training-set row this step starts at (dynamic sampling) */
-  firstRow: number;
-  reporter: Reporter;
 }
 
 /** Step n: rollouts from the current policy, build, train from it, publish the new weights, held-out eval. */

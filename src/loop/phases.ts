@@ -21,7 +21,7 @@ import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { clusterRollouts, stepJob } from './cluster.ts';
 import { LOOP_FILES, stepDirName } from './files.ts';
-import type { LoopOptions } from './loop.ts';
+import type { LoopOptions } from './options.ts';
 import type { Publisher } from './publish.ts';
 
 export async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {

@@ -6,7 +6,7 @@
 import type { AssistantMessage } from '../protocols/canonical.ts';
 import type { ChatTokenizer } from './chat-tokenizer.ts';
 import { normalizeJson } from './messages.ts';
-import type { SampledTurn, SpliceRecord, SpliceState } from './splice.ts';
+import type { SampledTurn, SpliceRecord, SpliceState } from './splice-state.ts';
 
 export type Match = { turn: SampledTurn; by: SpliceRecord['matched_by'] } | { reason: string };
 

@@ -4,34 +4,8 @@
  */
 import type { AssistantMessage, CanonicalRequest } from '../protocols/canonical.ts';
 import { canRenderSuffix } from './incremental-render.ts';
-import type { RenderMismatch, SampledTurn, SpliceRecord, SpliceState } from './splice.ts';
-import type { Block } from './splice-layout.ts';
 import { turnDifference } from './splice-match.ts';
-
-/**
- * What a call leaves for the next one of the same conversation: its messages (as JSON, to compare),
- * the rendering and ids up to its generation prompt, and the splice decisions for its assistant turns.
- */
-export interface RenderedPrefix {
-  fingerprints: string[];
-  toolsKey: string;
-  kwargsKey: string;
-  /** the rendered text before the generation prompt's `<|im_start|>` */
-  text: string;
-  /** the prompt ids; the first `idsLength` are those of `text` */
-  ids: number[];
-  idsLength: number;
-  /** the blocks of `text` */
-  blocks: Block[];
-  splices: SpliceRecord[];
-  mismatches: RenderMismatch[];
-  lastSpliced: SampledTurn | null;
-  /** sampled turns in the state when the decisions were made */
-  turnCount: number;
-  /** assistant turns not identified by a minted key: a later sampled turn could change their match */
-  unkeyed: number[];
-  warnings: string[];
-}
+import type { RenderedPrefix, SpliceState } from './splice-state.ts';
 
 const PREFIXES_KEPT = 4;
 

@@ -7,79 +7,32 @@
  * prepareTokenPrompt runs its steps in order: render (whole, or the tail after a remembered prefix),
  * locate each message's ChatML block, splice the sampled ids of each identified assistant turn while
  * tokenizing the rest, then remember this rendering for the next call. The pieces: splice-layout.ts
- * (blocks), splice-match.ts (which sampled turn a message is), splice-prefix.ts (incremental rendering).
+ * (blocks), splice-match.ts (which sampled turn a message is), splice-prefix.ts (incremental rendering),
+ * splice-state.ts (what a session keeps between calls).
  */
-import type { AssistantMessage, CanonicalRequest, ToolCall } from '../protocols/canonical.ts';
+import type { AssistantMessage, CanonicalRequest } from '../protocols/canonical.ts';
 import type { ChatTokenizer } from './chat-tokenizer.ts';
 import { incrementalRenderingWorks, renderSuffix } from './incremental-render.ts';
 import { toTemplateMessages, toTemplateTools } from './messages.ts';
 import { type Block, findBlocks, IM_END, IM_START, messageBlocks } from './splice-layout.ts';
 import { compareRendering, findTurn, startsWith } from './splice-match.ts';
-import { type RenderedPrefix, rememberPrefix, resumable } from './splice-prefix.ts';
+import { rememberPrefix, resumable } from './splice-prefix.ts';
+import type {
+  RenderedPrefix,
+  RenderMismatch,
+  SampledTurn,
+  SpliceRecord,
+  SpliceState,
+} from './splice-state.ts';
 
 export { sameIds, startsWith, turnDifference } from './splice-match.ts';
 
-/** One assistant turn polar sampled, kept in the session's state for splicing later calls. */
-export interface SampledTurn {
-  callId: string;
-  content: string;
-  reasoning: string;
-  toolCalls: ToolCall[];
-  signature: string;
-  /** the ids the splice puts after `<|im_start|>`: the generation prompt's role header, the sampled ids, and `<|im_end|>` when the completion did not end with a stop id */
-  turnIds: number[];
-  /** the exact prompt ids sent for this call */
-  promptIds: number[];
-  completionIds: number[];
-  /** whether `<|im_end|>` was appended to the sampled ids in turnIds */
-  eotAdded: boolean;
-}
-
-export class SpliceState {
-  readonly turns: SampledTurn[] = [];
-  /** renderings of recent calls, most recent last, for incremental rendering of the next call */
-  readonly prefixes: RenderedPrefix[] = [];
-  private readonly byKey = new Map<string, SampledTurn>();
-
-  add(turn: SampledTurn): void {
-    this.turns.push(turn);
-    if (turn.signature) this.byKey.set(`sig:${turn.signature}`, turn);
-    for (const call of turn.toolCalls) this.byKey.set(`call:${call.id}`, turn);
-  }
-
-  byId(kind: 'sig' | 'call', id: string): SampledTurn | undefined {
-    return this.byKey.get(`${kind}:${id}`);
-  }
-
-  static of(sessionState: Map<string, unknown>, key = 'polar.splice'): SpliceState {
-    let state = sessionState.get(key);
-    if (!(state instanceof SpliceState)) {
-      state = new SpliceState();
-      sessionState.set(key, state);
-    }
-    return state as SpliceState;
-  }
-}
-
-export interface SpliceRecord {
-  /** index of the assistant message in the canonical request */
-  turn: number;
-  /** ids put in place of the re-rendered turn */
-  tokens: number;
-  /** how the turn was identified */
-  matched_by: 'signature' | 'tool_call_id' | 'content';
-  /** the call that sampled it */
-  call: string;
-  /** tokens the plain re-render of this turn would have had */
-  rendered_tokens: number;
-}
-
-export interface RenderMismatch {
-  turn: number;
-  reason: string;
-  /** true when polar's sampled ids were spliced in, so the mismatch did not reach the prompt */
-  spliced: boolean;
-}
+export {
+  type RenderMismatch,
+  type SampledTurn,
+  type SpliceRecord,
+  SpliceState,
+} from './splice-state.ts';
 
 export interface PreparedPrompt {
   ids: number[];

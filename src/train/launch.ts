@@ -27,16 +27,10 @@ import type { TrainOptions } from './options.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
 import { checkTrajectories, type TrajectorySummary, trajectoryCheck } from './trajectories.ts';
-import { runWorker, type WorkerOutcome, workerError } from './worker-process.ts';
+import { runWorker, type WorkerCommand, type WorkerOutcome, workerError } from './worker-process.ts';
 
 /** The Python package lives beside this file: src/train/worker/polar_train. */
 export const WORKER_DIR = fileURLToPath(new URL('./worker', import.meta.url));
-
-export interface WorkerCommand {
-  file: string;
-  args: string[];
-  env: Record<string, string>;
-}
 
 /**
  * One node of a training run across nodes (`polar train --nnodes N --node-rank R --rdzv-endpoint H:P`):

@@ -8,8 +8,14 @@ import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { EXIT, PolarError } from '../errors.ts';
 import { firstIssue } from '../util/zod.ts';
-import type { WorkerCommand } from './launch.ts';
 import { workerEventSchema } from './schema.ts';
+
+/** A worker process to start: the program, its arguments, its environment (src/train/launch.ts makes it). */
+export interface WorkerCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+}
 
 export interface WorkerOutcome {
   exitCode: number | undefined;

@@ -4,13 +4,26 @@
  * environment's set-up commit when there is one). An infrastructure failure of a harness is reported
  * as `failure`, never as a patch to grade.
  */
-
-import type { AgentOutcome } from '../agents.ts';
+import type { Agent, AgentOutcome } from '../agents.ts';
 import type { SweInstance } from '../dataset.ts';
 import { setUpForAgent } from '../env/layer.ts';
 import { infraFailure } from '../outcome.ts';
 import { extractPatch } from '../patch.ts';
-import type { EvalOptions } from './run.ts';
+import type { Runtime } from '../runtime/types.ts';
+
+/** What the agent's part of a sample reads of its run's options (EvalOptions, src/rollout/run/run.ts). */
+export interface AgentPhaseOptions {
+  agent: Agent;
+  runtime: Runtime;
+  agentTimeoutMs: number;
+  /** the dataset's label, in the capture's session meta */
+  dataset: string;
+  meta?: Record<string, string>;
+  /** an interrupt: the sample is neither graded nor recorded */
+  signal?: AbortSignal;
+  /** this run alone cancelled: its harness ended by its own process group */
+  cancel?: AbortSignal;
+}
 
 export interface AgentPhase {
   agent: AgentOutcome;
@@ -21,7 +34,7 @@ export interface AgentPhase {
 
 /** The agent's part of a sample in its own environment: its outcome and patch; null when interrupted. */
 export async function runAgentPhase(
-  options: EvalOptions,
+  options: AgentPhaseOptions,
   instance: SweInstance,
   sample: number,
   capturePath: string,
