@@ -145,6 +145,17 @@ export class EnvironmentError extends PolarError {
   }
 }
 
+/**
+ * An environment could not be set up (a checkout or a container start failed). An expected failure of
+ * one sample: the orchestrator records it as that sample's error, and the CLI reports it as one line.
+ * Thrown by the runtimes and the environments they build (src/rollout/runtime/, src/rollout/env/).
+ */
+export class RuntimeError extends PolarError {
+  constructor(message: string, hint?: string) {
+    super(message, { hint });
+  }
+}
+
 export function errorMessage(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);

@@ -9,6 +9,7 @@ import { waitForBackend } from '../backends/wait.ts';
 import { EXIT, type ExitCode } from '../errors.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
 import { DEFAULTS } from '../options/defaults.ts';
+import { apptainerDialect } from '../rollout/runtime/apptainer.ts';
 import { ContainerRuntime } from '../rollout/runtime/docker.ts';
 import { formatSandboxProbe, probeSandbox } from '../rollout/runtime/probe.ts';
 import type { RuntimeKind } from '../rollout/runtime/types.ts';
@@ -45,7 +46,10 @@ async function checkRuntime(
       text: 'local: works (unsandboxed: agents run with your rights)',
     };
   try {
-    await new ContainerRuntime({ engine: kind }).check();
+    await new ContainerRuntime({
+      engine: kind,
+      ...(kind === 'apptainer' ? { dialect: apptainerDialect() } : {}),
+    }).check();
     return { report: { runtime: kind, ok: true }, text: `${kind}: the engine answers` };
   } catch (error) {
     const e = error as Error & { hint?: string };

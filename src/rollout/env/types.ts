@@ -5,7 +5,7 @@
  * command, makes its `mounts` visible at the same path (a sandbox binds them read-only), and hands the
  * sample's InstanceEnv to `sampleEnvironment` for the per-sample install and the import guard.
  */
-import { RuntimeError } from '../runtime/types.ts';
+import { RuntimeError } from '../../errors.ts';
 
 /** How one environment is built and how a sample is installed into its layer. */
 export interface EnvRecipe {

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../../errors.ts';
 import { log } from '../../util/log.ts';
 import { Environments } from '../env/build.ts';
+import { apptainerDialect } from './apptainer.ts';
 import {
   CONTAINER_FORWARDER,
   CONTAINER_MODULES,
@@ -155,6 +156,7 @@ export async function createRuntime(setup: RuntimeSetup, context: RuntimeContext
   const template = setup.image;
   return new ContainerRuntime({
     engine: setup.kind,
+    ...(setup.kind === 'apptainer' ? { dialect: apptainerDialect() } : {}),
     ...common,
     ...(setup.network ? { network: setup.network } : {}),
     mounts: context.harness ? containerMounts() : [],

@@ -17,7 +17,6 @@ import { DEFAULTS } from '../../options/defaults.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
-import { apptainerDialect } from './apptainer.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';
 import { scrubLines } from './history.ts';
 import { classifyEnd } from './limits.ts';
@@ -64,6 +63,8 @@ export interface ContainerRuntimeOptions {
   env?: Record<string, string>;
   /** runs engine commands; injected in tests */
   runner?: Runner;
+  /** the engine's command lines; default: docker's or podman's (apptainer's: apptainerDialect, apptainer.ts) */
+  dialect?: ContainerDialect;
 }
 
 export const TESTBED = '/testbed';
@@ -237,7 +238,11 @@ export class ContainerRuntime implements Runtime {
   constructor(readonly options: ContainerRuntimeOptions = {}) {
     this.engine = options.engine ?? 'docker';
     this.kind = this.engine;
-    this.dialect = this.engine === 'apptainer' ? apptainerDialect() : dockerDialect(this.engine);
+    if (this.engine === 'apptainer' && !options.dialect)
+      throw new Error(
+        'the apptainer runtime takes its dialect: apptainerDialect() (src/rollout/runtime/apptainer.ts)',
+      );
+    this.dialect = options.dialect ?? dockerDialect(this.engine as 'docker' | 'podman');
     this.runner = options.runner ?? defaultRunner;
   }
 

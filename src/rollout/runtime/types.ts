@@ -14,7 +14,6 @@
  * as InstanceEnv.environment. docs/eval.md, "Host environments" and "Environments".
  */
 
-import { PolarError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import type { SampleEnvironment } from '../env/types.ts';
 import type { ExecResult } from '../exec.ts';
@@ -151,15 +150,8 @@ export interface Runtime {
 export const RUNTIME_KINDS = ['sandbox', 'local', 'docker', 'podman', 'apptainer'] as const;
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
-/**
- * An environment could not be set up (a checkout or a container start failed). An expected failure of
- * one sample: the orchestrator records it as that sample's error, and the CLI reports it as one line.
- */
-export class RuntimeError extends PolarError {
-  constructor(message: string, hint?: string) {
-    super(message, { hint });
-  }
-}
+/** An environment could not be set up (declared with polar's other errors, src/errors.ts). */
+export { RuntimeError } from '../../errors.ts';
 
 /** A launch that runs the harness as it is, on this host. */
 export function hostLaunch(request: HarnessLaunchRequest, cwd: string): HarnessLaunch {

@@ -16,6 +16,7 @@ import { describe, test } from 'node:test';
 import { execa } from 'execa';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import type { ExecResult } from '../../../src/rollout/exec.ts';
+import { apptainerDialect } from '../../../src/rollout/runtime/apptainer.ts';
 import { ContainerRuntime } from '../../../src/rollout/runtime/docker.ts';
 import { ROOT } from '../../support/cli.ts';
 import { execResult } from '../../support/exec-result.ts';
@@ -116,7 +117,8 @@ describe('the container runtime hands its removal with every harness it launches
         calls.push(argv);
         return execResult();
       };
-      const rt = new ContainerRuntime({ engine, harness: true, runner, mounts: [] });
+      const dialect = engine === 'apptainer' ? { dialect: apptainerDialect() } : {};
+      const rt = new ContainerRuntime({ engine, ...dialect, harness: true, runner, mounts: [] });
       const [instance] = await loadDataset(MINI);
       const env = await rt.prepare(instance!, 'agent');
       const launch = await env.launchHarness({

@@ -12,6 +12,7 @@ import { describe, test } from 'node:test';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import type { ExecResult } from '../../../src/rollout/exec.ts';
 import {
+  apptainerDialect,
   apptainerExecArgs,
   apptainerImage,
   apptainerLaunch,
@@ -198,7 +199,13 @@ describe('apptainer command lines (no engine here: these are its tests)', () => 
       calls.push({ argv, ...(o.input !== undefined ? { input: o.input } : {}) });
       return execResult();
     };
-    const rt = new ContainerRuntime({ engine: 'apptainer', harness: true, runner, mounts: [] });
+    const rt = new ContainerRuntime({
+      engine: 'apptainer',
+      dialect: apptainerDialect(),
+      harness: true,
+      runner,
+      mounts: [],
+    });
     const [instance] = await loadDataset(MINI);
     await rt.check();
     const env = await rt.prepare(instance!, 'agent');
