@@ -3,13 +3,18 @@
 //   - no file in src/ (TypeScript and Python) over 450 lines
 //   - no TypeScript function, method, accessor, constructor or arrow in src/ over 120 lines (a nested
 //     function counts inside its parent too; lines from the declaration's first token to its last)
-//   - no file in src/proxy/ importing from src/capture/ (static, type-only, re-export or dynamic import)
-// Lists every offender as `file:line name length` and exits 1 when there is any; with --report it lists
-// them and exits 0. --root DIR checks another checkout (default: this one). Plain Node; parses with the
-// `typescript` package the project already has.
+//   - the house of src/ (dependency-cruiser's rules in .dependency-cruiser.cjs, over every import: static,
+//     type-only, re-export, dynamic): no import circle through two top-level folders, no import to a
+//     folder of a layer above (but the UPWARD ones, each documented) or beside, every folder in LAYERS
+//     (src/proxy/ below src/capture/: the proxy imports nothing of the recorder)
+// Lists every offender as `file:line name length` (an import: `from:- to rule`) and exits 1 when there is
+// any; with --report it lists them and exits 0. --root DIR checks another checkout (default: this one;
+// its own .dependency-cruiser.cjs, else this one's). Plain Node; parses with the `typescript` package the
+// project already has, and reads the import graph with `dependency-cruiser` (scripts/house.mjs).
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import ts from 'typescript';
+import { cruiseSrc, drawHouse } from './house.mjs';
 
 const MAX_FILE_LINES = 450;
 const MAX_FUNCTION_LINES = 120;
@@ -94,11 +99,10 @@ const isFunctionLike = (node) =>
   ts.isGetAccessor(node) ||
   ts.isSetAccessor(node);
 
-/** Function-likes over the limit, and the module specifiers the file imports (with their lines). */
+/** Function-likes over the limit. */
 function inspectTs(path, text) {
   const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const functions = [];
-  const imports = [];
   const lineOf = (pos) => source.getLineAndCharacterOfPosition(pos).line + 1;
   const visit = (node) => {
     if (isFunctionLike(node) && node.body) {
@@ -106,63 +110,59 @@ function inspectTs(path, text) {
       const length = lineOf(node.getEnd()) - start + 1;
       if (length > MAX_FUNCTION_LINES) functions.push({ line: start, name: functionName(node), length });
     }
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) {
-      if (ts.isStringLiteral(node.moduleSpecifier)) {
-        imports.push({ line: lineOf(node.getStart(source)), specifier: node.moduleSpecifier.text });
-      }
-    }
-    if (
-      ts.isCallExpression(node) &&
-      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
-      node.arguments[0] &&
-      ts.isStringLiteralLike(node.arguments[0])
-    ) {
-      imports.push({ line: lineOf(node.getStart(source)), specifier: node.arguments[0].text });
-    }
-    if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
-      const literal = node.argument.literal;
-      if (ts.isStringLiteral(literal))
-        imports.push({ line: lineOf(node.getStart(source)), specifier: literal.text });
-    }
     ts.forEachChild(node, visit);
   };
   visit(source);
-  return { functions, imports };
+  return functions;
 }
 
-/** Runs every check over root/src; returns the offenders, per check. */
+/** Runs the size checks over root/src; returns the offenders, per check. */
 export function checkShape(root) {
   const src = join(root, 'src');
-  const capture = join(src, 'capture') + sep;
-  const proxy = join(src, 'proxy') + sep;
-  const found = { files: [], functions: [], imports: [] };
+  const found = { files: [], functions: [] };
   for (const path of sourceFiles(src)) {
     const rel = relative(root, path);
     const text = readFileSync(path, 'utf8');
     const lines = lineCount(text);
     if (lines > MAX_FILE_LINES) found.files.push({ file: rel, line: 1, name: '(file)', length: lines });
     if (path.endsWith('.py')) continue;
-    const { functions, imports } = inspectTs(path, text);
-    for (const f of functions) found.functions.push({ file: rel, ...f });
-    if (!path.startsWith(proxy)) continue;
-    for (const { line, specifier } of imports) {
-      if (!specifier.startsWith('.')) continue;
-      const target = resolve(dirname(path), specifier);
-      if (target.startsWith(capture) || target === capture.slice(0, -1)) {
-        found.imports.push({ file: rel, line, name: specifier, length: '-' });
-      }
-    }
+    for (const f of inspectTs(path, text)) found.functions.push({ file: rel, ...f });
   }
   return found;
 }
 
-function main() {
+/**
+ * The house check over root/src: each import that breaks a rule of .dependency-cruiser.cjs (with the
+ * circle it closes), and each top-level entry of src/ that LAYERS does not place.
+ */
+export async function checkGraph(root) {
+  const { output, config } = await cruiseSrc(root, { validate: true });
+  const offenders = output.summary.violations.map((v) => ({
+    file: v.from,
+    line: '-',
+    name: v.cycle?.length
+      ? `${v.to} (circle: ${[v.from, ...v.cycle.map((c) => c.name)].join(' -> ')})`
+      : v.to,
+    length: v.rule.name,
+  }));
+  for (const name of drawHouse(output.modules, config.layers, config.upward).undeclared)
+    if (!offenders.some((o) => o.length === 'no-undeclared-folder' && o.file.split('/')[1] === name))
+      offenders.push({
+        file: `src/${name}`,
+        line: '-',
+        name: '(not in LAYERS)',
+        length: 'no-undeclared-folder',
+      });
+  return offenders;
+}
+
+async function main() {
   const options = parseArgs(process.argv.slice(2));
   const found = checkShape(options.root);
   const sections = [
     [`files in src/ over ${MAX_FILE_LINES} lines`, found.files],
     [`functions in src/ over ${MAX_FUNCTION_LINES} lines`, found.functions],
-    ['src/proxy/ importing from src/capture/', found.imports],
+    ['imports against the house of src/ (.dependency-cruiser.cjs)', await checkGraph(options.root)],
   ];
   let total = 0;
   for (const [title, offenders] of sections) {
@@ -180,4 +180,4 @@ function main() {
   if (!options.report) process.exitCode = 1;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) main();
+if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) await main();

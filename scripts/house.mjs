@@ -10,7 +10,8 @@
 //   - floors: the folders on the longest chain of imports that point down (the folder graph with the
 //     imports that point up left out, which is then acyclic);
 //   - circles: the strongly connected components of files (two files or more that reach each other
-//     through imports), and which of them span two folders or more; and the circles of the folder graph;
+//     through imports), and which of them span two folders or more; and the circles of the folder graph,
+//     with and without the imports UPWARD documents;
 //   - with --auto the layers are not read from the configuration but found: the order of the folders
 //     that leaves the fewest imports pointing up (exact, over the folders that lie on a folder circle),
 //     the house as the imports draw it, for a tree that declares no layers (the tree before issue 44).
@@ -223,6 +224,14 @@ export function drawHouse(modules, layers, upward = []) {
     .map((c) => ({ files: c, folders: [...new Set(c.map(folderOf))].sort() }));
   const simple = new Map([...folders].map(([a, tos]) => [a, new Set(tos.keys())]));
   const folderCircles = components(simple).filter((c) => c.length > 1);
+  // the folder graph without the documented imports that point up: each folder a layer when this is empty
+  const kept = new Map(
+    [...folders].map(([a, tos]) => [
+      a,
+      new Set([...tos].filter(([, imports]) => imports.some((i) => !allowed.has(i))).map(([b]) => b)),
+    ]),
+  );
+  const undocumentedCircles = components(kept).filter((c) => c.length > 1);
   return {
     files: files.size,
     imports: [...files.values()].reduce((n, s) => n + s.size, 0),
@@ -232,6 +241,7 @@ export function drawHouse(modules, layers, upward = []) {
     circles: fileCircles,
     circlesAcrossFolders: fileCircles.filter((c) => c.folders.length > 1).length,
     folderCircles,
+    undocumentedCircles,
     up,
     upNotAllowed: up.filter((u) => !u.allowed).length,
     undeclared,
@@ -245,13 +255,15 @@ function format(h) {
   lines.push(`src/: ${h.files} files, ${h.imports} imports between them, ${h.folders} folders`);
   lines.push(`floors: ${h.floors} (${h.longestChain.join(' -> ')})`);
   lines.push(
-    `circles: ${h.circles.length} (${h.circlesAcrossFolders} across folders); folder circles: ${h.folderCircles.length}`,
+    `circles: ${h.circles.length} (${h.circlesAcrossFolders} across folders); folder circles: ${h.folderCircles.length} (${h.undocumentedCircles.length} without the documented imports up)`,
   );
   for (const c of h.circles)
     lines.push(`  ${c.folders.length > 1 ? 'ACROSS ' : ''}${c.files.length} files: ${c.files.join(' ')}`);
   for (const c of h.folderCircles) lines.push(`  folder circle: ${c.join(' ')}`);
+  for (const c of h.undocumentedCircles)
+    lines.push(`  folder circle without the documented imports: ${c.join(' ')}`);
   lines.push(`imports pointing up: ${h.up.length} (${h.upNotAllowed} not documented in UPWARD)`);
-  for (const u of h.up) lines.push(`  ${u.allowed ? '' : 'UNDOCUMENTED '}${u.import}`);
+  for (const u of h.up) lines.push(`  ${u.allowed ? 'documented: ' : 'UNDOCUMENTED '}${u.import}`);
   if (h.undeclared.length) lines.push(`folders in no layer: ${h.undeclared.join(' ')}`);
   lines.push(`layers, bottom to top: ${h.layers.map((l) => l.join('+')).join(' < ')}`);
   return lines.join('\n');

@@ -63,7 +63,7 @@ export const TIERS = {
 // alone (node --test starts files in the order given). Most of their time is waiting (timers, child
 // processes, a 31 s stream), not CPU. Measured one file at a time on 2 cores, 2026-12-03 (s): calls-at-close
 // 40, credentials 21 (15 after the backend-wait fix), failed-write 12, exit-codes 11, sandbox 11, embedded 11,
-// connections 9, check-shape 7, publish 7, watchdog-orphaned 7.
+// connections 9, check-shape 7, publish 7, watchdog-orphaned 7; check-graph (issue 44) 15 on a loaded machine.
 export const SLOWEST_FIRST = [
   'test/unit/serve/calls-at-close.test.ts',
   'test/unit/capture/credentials.test.ts',
@@ -73,6 +73,7 @@ export const SLOWEST_FIRST = [
   'test/unit/backends/embedded.test.ts',
   'test/unit/http/connections.test.ts',
   'test/unit/scripts/check-shape.test.ts',
+  'test/unit/scripts/check-graph.test.ts',
   'test/unit/loop/publish.test.ts',
   'test/unit/harnesses/watchdog-orphaned.test.ts',
 ];

@@ -1,4 +1,7 @@
-/** scripts/check-shape.mjs on a made-up checkout: each limit, its edge, and the exit codes. */
+/**
+ * scripts/check-shape.mjs on a made-up checkout: each size limit, its edge, and the exit codes (the house
+ * check over the same tree: test/unit/scripts/check-graph.test.ts).
+ */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -25,19 +28,18 @@ describe('check-shape', () => {
 
   before(async () => {
     root = tempDir('polar-shape-');
-    await put('src/ok.ts', fn('fits', 120));
-    await put('src/long-fn.ts', fn('tooLong', 121));
+    await put('src/util/ok.ts', fn('fits', 120));
+    await put('src/util/long-fn.ts', fn('tooLong', 121));
     await put(
-      'src/methods.ts',
+      'src/util/methods.ts',
       `export class Box {\n${fn('x', 130).replace('export function x(): void', '  method()')}}\nexport const arrow = () => {\n${'  void 0;\n'.repeat(125)}};\n`,
     );
-    await put('src/big.ts', 'export const x = 1;\n'.repeat(451));
-    await put('src/edge.ts', 'export const y = 1;\n'.repeat(450));
-    await put('src/worker/big.py', 'x = 1\n'.repeat(451));
+    await put('src/util/big.ts', 'export const x = 1;\n'.repeat(451));
+    await put('src/util/edge.ts', 'export const y = 1;\n'.repeat(450));
+    await put('src/train/worker/big.py', 'x = 1\n'.repeat(451));
+    // one import against the house: the proxy below the recorder
+    await put('src/capture/record.ts', 'export type R = string;\n');
     await put('src/proxy/bad.ts', "import type { R } from '../capture/record.ts';\nexport type X = R;\n");
-    await put('src/proxy/dynamic.ts', "export const load = () => import('../capture/writer.ts');\n");
-    await put('src/proxy/fine.ts', "import { z } from '../capturer/z.ts';\nexport const q = z;\n");
-    await put('src/other/uses.ts', "import { w } from '../capture/writer.ts';\nexport const u = w;\n");
   });
   after(async () => {
     await rm(root, { recursive: true, force: true });
@@ -47,25 +49,26 @@ describe('check-shape', () => {
     const found = checkShape(root);
     assert.deepEqual(
       found.files.map((o: { file: string; length: number }) => `${o.file} ${o.length}`),
-      ['src/big.ts 451', 'src/worker/big.py 451'],
+      ['src/train/worker/big.py 451', 'src/util/big.ts 451'],
     );
     assert.deepEqual(
       found.functions.map((o: { file: string; line: number; name: string; length: number }) =>
         [o.file, o.line, o.name, o.length].join(' '),
       ),
-      ['src/long-fn.ts 1 tooLong 121', 'src/methods.ts 2 Box.method 130', 'src/methods.ts 133 arrow 127'],
-    );
-    assert.deepEqual(
-      found.imports.map((o: { file: string; line: number; name: string }) => `${o.file}:${o.line} ${o.name}`),
-      ['src/proxy/bad.ts:1 ../capture/record.ts', 'src/proxy/dynamic.ts:1 ../capture/writer.ts'],
+      [
+        'src/util/long-fn.ts 1 tooLong 121',
+        'src/util/methods.ts 2 Box.method 130',
+        'src/util/methods.ts 133 arrow 127',
+      ],
     );
   });
 
   it('exits 1 listing offenders, and 0 with --report', () => {
     const failing = spawnSync(process.execPath, [script, '--root', root], { encoding: 'utf8' });
     assert.equal(failing.status, 1);
-    assert.match(failing.stdout, /src\/long-fn\.ts:1 tooLong 121/);
-    assert.match(failing.stdout, /check-shape: 7 offenders/);
+    assert.match(failing.stdout, /src\/util\/long-fn\.ts:1 tooLong 121/);
+    assert.match(failing.stdout, /src\/proxy\/bad\.ts:- src\/capture\/record\.ts layer-proxy/);
+    assert.match(failing.stdout, /check-shape: 6 offenders/);
     const report = spawnSync(process.execPath, [script, '--root', root, '--report'], { encoding: 'utf8' });
     assert.equal(report.status, 0);
     assert.equal(report.stdout.replace(' (report only)', ''), failing.stdout);
@@ -74,8 +77,8 @@ describe('check-shape', () => {
   it('exits 0 on a checkout in shape', async () => {
     const clean = tempDir('polar-shape-ok-');
     try {
-      await mkdir(join(clean, 'src'), { recursive: true });
-      await writeFile(join(clean, 'src', 'a.ts'), fn('a', 50));
+      await mkdir(join(clean, 'src', 'util'), { recursive: true });
+      await writeFile(join(clean, 'src', 'util', 'a.ts'), fn('a', 50));
       const run = spawnSync(process.execPath, [script, '--root', clean], { encoding: 'utf8' });
       assert.equal(run.status, 0);
       assert.match(run.stdout, /check-shape: ok/);
