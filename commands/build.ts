@@ -5,7 +5,7 @@ import { groupBy, listOf, nonNegativeInt, oneOf, positiveInt } from '../src/opti
 import { trainAdvantages } from '../src/train/options.ts';
 import { outputFormats } from '../src/trajectory/formats.ts';
 import { traceKinds } from '../src/trajectory/record.ts';
-import { overlongBufferOption, overlongOption, type Report } from './shared.ts';
+import { OVERLONG_BUFFER_FLAG, overlongFlag, type Report, toOption } from './flags.ts';
 
 export function defineBuild(program: Command, report: Report): void {
   program
@@ -54,8 +54,8 @@ export function defineBuild(program: Command, report: Report): void {
         DEFAULTS.overMaxTraceTokens,
       ),
     )
-    .addOption(overlongOption(['truncate', 'drop']))
-    .addOption(overlongBufferOption())
+    .addOption(toOption(overlongFlag(['truncate', 'drop'])))
+    .addOption(toOption(OVERLONG_BUFFER_FLAG))
     .addOption(
       new Option('--exclude-kind <kinds>', `drop traces of these kinds (${traceKinds.join(',')})`).argParser(
         listOf(oneOf(traceKinds)),

@@ -1,6 +1,5 @@
 import { type Command, Option } from 'commander';
 import type { CaptureFlags } from '../src/capture/options.ts';
-import { passEnvOption } from '../src/harnesses/env.ts';
 import { PI_APIS } from '../src/harnesses/pi.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import {
@@ -12,14 +11,14 @@ import {
   port,
   seconds,
 } from '../src/options/parsers.ts';
-import { addBackendFlags, harnessOption, type Report } from './shared.ts';
+import { addFlags, BACKEND_FLAGS, harnessFlag, PASS_ENV_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineCapture(program: Command, report: Report): void {
   const cmd = program
     .command('capture')
     .description("run a harness behind polar's recording proxy and capture every model call with token ids")
     .argument('<command...>', 'the harness command line, after --')
-    .addOption(harnessOption('', ' (default: from the command name)'))
+    .addOption(toOption(harnessFlag('', ' (default: from the command name)')))
     .addOption(
       new Option('--pi-api <api>', `the wire API Pi uses: ${PI_APIS.join(' | ')}`).argParser(oneOf(PI_APIS)),
     )
@@ -27,7 +26,7 @@ export function defineCapture(program: Command, report: Report): void {
       '-o, --output <file>',
       'capture file (JSONL, appended; default: polar-captures/<time>-<harness>.jsonl)',
     )
-    .addOption(passEnvOption())
+    .addOption(toOption(PASS_ENV_FLAG))
     .option('--harness-node <path>', 'node binary for a harness that needs a newer Node (Qwen Code: 22)')
     .addOption(
       withDefault(
@@ -64,7 +63,7 @@ Examples:
   polar capture -o run.jsonl -- claude -p "explain this repo"
   polar capture --pi-api openai-responses -- pi -p "list the files"`,
     );
-  addBackendFlags(cmd).action(async (command: string[], flags: CaptureFlags) => {
+  addFlags(cmd, BACKEND_FLAGS).action(async (command: string[], flags: CaptureFlags) => {
     const { captureCommand } = await import('../src/capture/command.ts');
     report(await captureCommand(command, flags));
   });

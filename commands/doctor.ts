@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import type { DoctorFlags } from '../src/doctor/command.ts';
 import { oneOf } from '../src/options/parsers.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
-import { addBackendFlags, PROBE_BACKEND_FLAGS, type Report } from './shared.ts';
+import { addFlags, BACKEND_FLAGS, PROBE_BACKEND_FLAGS, type Report } from './flags.ts';
 
 export function defineDoctor(program: Command, report: Report): void {
   const cmd = program
@@ -34,7 +34,7 @@ Examples:
   polar doctor --runtime sandbox`,
     );
   // only the backend flags that mean something for a probe (no --max-tokens, --seed, --skip-backend-check)
-  addBackendFlags(cmd, PROBE_BACKEND_FLAGS).action(async (flags: DoctorFlags) => {
+  addFlags(cmd, BACKEND_FLAGS, { only: PROBE_BACKEND_FLAGS }).action(async (flags: DoctorFlags) => {
     const { doctorCommand } = await import('../src/doctor/command.ts');
     report(await doctorCommand(flags));
   });

@@ -5,16 +5,20 @@ import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
 import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
 import {
-  addBackendFlags,
-  addClusterFlags,
-  addJudgeFlags,
-  addReportFlags,
-  addRolloutFlags,
-  graderOption,
-  harnessOption,
+  addFlags,
+  BACKEND_FLAGS,
+  CLUSTER_FLAGS,
+  CONCURRENCY_FLAG,
+  GRADING_FLAGS,
+  harnessFlag,
+  JUDGE_FLAGS,
+  PROMPT_TEMPLATE_FLAG,
   type Report,
+  RUNTIME_FLAGS,
+  reportFlags,
   severalBackendUrls,
-} from './shared.ts';
+  toOption,
+} from './flags.ts';
 
 export function defineEval(program: Command, report: Report): void {
   const cmd = program
@@ -32,22 +36,17 @@ export function defineEval(program: Command, report: Report): void {
       ).argParser(oneOf(AGENT_NAMES)),
     )
     // polar eval's old name of --agent for a harness: still works for a release, with a warning
-    .addOption(harnessOption('deprecated: --agent; ').hideHelp())
+    .addOption(toOption({ ...harnessFlag('deprecated: --agent; '), hidden: true }))
     .option('--agent-cmd <cmd>', 'command for --agent generic; {prompt} is replaced by the prompt')
     .option('--predictions <file>', 'predictions file for --agent predictions')
-    .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')
+    .addOption(toOption(PROMPT_TEMPLATE_FLAG))
     .addOption(
       withDefault(
         new Option('--samples <n>', 'samples per instance').argParser(positiveInt),
         DEFAULTS.samples,
       ),
     )
-    .addOption(
-      withDefault(
-        new Option('--concurrency <n>', 'samples run at once').argParser(positiveInt),
-        DEFAULTS.concurrency,
-      ),
-    )
+    .addOption(toOption(CONCURRENCY_FLAG))
     .addOption(withDefault(new Option('--out <dir>', 'output folder'), DEFAULTS.evalOut))
     .addOption(new Option('--instances <ids>', 'comma-separated instance ids').argParser(list))
     .addOption(
@@ -61,22 +60,19 @@ export function defineEval(program: Command, report: Report): void {
       'continue the run in --out: skip graded samples, run errored and unfinished ones again',
     )
     .option('--overwrite', 'clear a non-empty --out first (without --resume or --overwrite it is refused)')
-    .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report')
-    .addOption(
-      graderOption(
-        "polar, swebench (the official harness, when installed), judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
-      ),
-    )
+    .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report');
+  addFlags(cmd, GRADING_FLAGS, {
+    change: {
+      '--grader': {
+        help: "polar, swebench (the official harness, when installed), judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
+      },
+    },
+  })
     .option('--json', 'print the report as JSON on stdout')
     .addOption(
       new Option('--fail-under <fraction>', 'exit 5 when pass@1 is below this').argParser(
         floatIn(0, 1, { what: 'a fraction between 0 and 1 (for example 0.25)' }),
       ),
-    )
-    .option('--grade-empty-patches', 'run the tests for empty patches too instead of scoring them 0 outright')
-    .option(
-      '--reject-test-tampering',
-      'grade 0 a patch that changes how the tests run (conftest.py, pytest/tox settings, skip markers, ...; flagged suspicious either way)',
     )
     .option('--keep-envs', "keep the environments' folders of the local and sandbox runtimes (debugging)")
     .addOption(
@@ -96,12 +92,15 @@ Examples:
   polar eval ... --cluster ray=10.0.0.1:6379 --out runs/eval-1   # one Ray task per sample (docs/cluster.md)`,
     )
     .option('-q, --quiet', 'no progress output');
-  addJudgeFlags(addClusterFlags(addBackendFlags(addRolloutFlags(cmd))));
-  addReportFlags(cmd, "the report's figures (pass@1, pass@k, outcomes, rewards, time per sample)");
-  severalBackendUrls(
-    cmd,
-    'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',
-  );
+  addFlags(cmd, RUNTIME_FLAGS);
+  addFlags(cmd, BACKEND_FLAGS, {
+    change: severalBackendUrls(
+      'inference server base URL; several (comma-separated or repeated): each sample uses one, the least loaded',
+    ),
+  });
+  addFlags(cmd, CLUSTER_FLAGS);
+  addFlags(cmd, JUDGE_FLAGS);
+  addFlags(cmd, reportFlags("the report's figures (pass@1, pass@k, outcomes, rewards, time per sample)"));
   cmd.action(async (flags: EvalFlags) => {
     const { evalCommand } = await import('../src/eval/command.ts');
     report(await evalCommand(flags));

@@ -4,7 +4,7 @@ import type { ExportFlags } from '../src/export/command.ts';
 import { renamedFlag } from '../src/options/output.ts';
 import { intIn, oneOf } from '../src/options/parsers.ts';
 import { log } from '../src/util/log.ts';
-import { pythonOption, type Report } from './shared.ts';
+import { PYTHON_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineExport(program: Command, report: Report): void {
   program
@@ -19,7 +19,7 @@ export function defineExport(program: Command, report: Report): void {
       ),
     )
     .option('--tokenizer <dir>', "tokenizer files (default: the checkpoint's, else the Qwen3 tokenizer)")
-    .addOption(pythonOption())
+    .addOption(toOption(PYTHON_FLAG))
     .addOption(new Option('--opset <n>', 'ONNX opset (default: 17)').argParser(intIn(14, 20)))
     .option('--overwrite', 'replace an --out folder that holds something other than a previous export')
     .option('--json', 'print the result as JSON on stdout')

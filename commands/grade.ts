@@ -3,7 +3,7 @@ import type { GradeCliOptions } from '../src/grade/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { oneOf } from '../src/options/parsers.ts';
 import { PARSER_VERSIONS, SEMANTICS } from '../src/rollout/log-parsers/types.ts';
-import type { Report } from './shared.ts';
+import type { Report } from './flags.ts';
 
 export function defineGrade(program: Command, report: Report): void {
   program

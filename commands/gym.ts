@@ -3,14 +3,16 @@ import type { GymFlags } from '../src/gym/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { bytes, port, positiveInt } from '../src/options/parsers.ts';
 import {
-  addBackendFlags,
-  addJudgeFlags,
-  addRolloutFlags,
-  graderOption,
-  harnessOption,
+  addFlags,
+  BACKEND_FLAGS,
+  GRADER_FLAG,
+  harnessFlag,
+  JUDGE_FLAGS,
   type Report,
+  RUNTIME_FLAGS,
   severalBackendUrls,
-} from './shared.ts';
+  toOption,
+} from './flags.ts';
 
 export function defineGym(program: Command, report: Report): void {
   const cmd = program
@@ -18,7 +20,7 @@ export function defineGym(program: Command, report: Report): void {
     .description(
       'serve a NeMo Gym agent server: POST /run runs a harness on a SWE-bench row, grades it, and answers with token ids and the reward',
     )
-    .addOption(withDefault(harnessOption(), DEFAULTS.gymHarness))
+    .addOption(toOption({ ...harnessFlag(), default: DEFAULTS.gymHarness }))
     .option('--agent-cmd <cmd>', 'command for --harness generic; {prompt} is replaced by the prompt')
     .option(
       '--prompt-template <file>',
@@ -26,9 +28,10 @@ export function defineGym(program: Command, report: Report): void {
     )
     .option('--dataset <path|hub-id>', 'SWE-bench rows that task rows may name by instance_id only')
     .addOption(
-      graderOption(
-        "polar, judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
-      ),
+      toOption({
+        ...GRADER_FLAG,
+        help: "polar, judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (see polar eval; a --dataset row's `grader` field wins)",
+      }),
     )
     .addOption(withDefault(new Option('--split <name>', 'split of a hub dataset'), DEFAULTS.split))
     .addOption(
@@ -94,12 +97,14 @@ Examples:
     --backend-url http://10.0.0.5:41231/v1,http://10.0.0.6:41231/v1
   curl -s localhost:8200/run -d '{"responses_create_params":{"input":"..."},"verifier_metadata":{"instance_id":"..."}}'`,
   );
-  addJudgeFlags(addBackendFlags(addRolloutFlags(cmd)));
+  addFlags(cmd, RUNTIME_FLAGS);
   // polar gym takes several inference servers (NeMo RL's policy_base_url list): rollouts are spread over them
-  severalBackendUrls(
-    cmd,
-    'inference server base URL; several (comma-separated or repeated) spread the rollouts over them, e.g. the policy_base_url list of NeMo RL',
-  );
+  addFlags(cmd, BACKEND_FLAGS, {
+    change: severalBackendUrls(
+      'inference server base URL; several (comma-separated or repeated) spread the rollouts over them, e.g. the policy_base_url list of NeMo RL',
+    ),
+  });
+  addFlags(cmd, JUDGE_FLAGS);
   cmd.action(async (flags: GymFlags) => {
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import type { InspectFlags } from '../src/inspect/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { positiveInt, positiveIntOrAll } from '../src/options/parsers.ts';
-import type { Report } from './shared.ts';
+import type { Report } from './flags.ts';
 
 export function defineInspect(program: Command, report: Report): void {
   program

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { jsonObject } from '../src/options/parsers.ts';
-import type { Report } from './shared.ts';
+import type { Report } from './flags.ts';
 
 /**
  * `polar job FILE|-` (hidden): a rollout job another polar wrote (src/rollout/executors/job.ts), run on

@@ -4,17 +4,21 @@ import { DEFAULTS, OVERDUE_POLICIES, withDefault } from '../src/options/defaults
 import { nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
 import {
-  addBackendFlags,
-  addClusterFlags,
-  addJudgeFlags,
-  addReportFlags,
-  addRolloutFlags,
-  graderOption,
-  harnessOption,
-  overlongBufferOption,
-  overlongOption,
+  addFlags,
+  BACKEND_FLAGS,
+  CLUSTER_FLAGS,
+  CONCURRENCY_FLAG,
+  GRADING_FLAGS,
+  harnessFlag,
+  JUDGE_FLAGS,
+  OVERLONG_BUFFER_FLAG,
+  overlongFlag,
+  PROMPT_TEMPLATE_FLAG,
   type Report,
-} from './shared.ts';
+  RUNTIME_FLAGS,
+  reportFlags,
+  toOption,
+} from './flags.ts';
 
 export function defineLoop(program: Command, report: Report): void {
   const cmd = program
@@ -22,8 +26,8 @@ export function defineLoop(program: Command, report: Report): void {
     .description('the whole RL loop: rollouts -> build -> train -> publish new weights -> rollouts')
     .requiredOption('--train-set <path>', 'tasks to train on (SWE-bench schema: .jsonl, .json, .parquet)')
     .option('--eval-set <path>', 'held-out tasks, evaluated every --eval-every steps')
-    .addOption(harnessOption().makeOptionMandatory())
-    .option('--prompt-template <file>', 'prompt template ({{problem_statement}}, {{workdir}}, {{repo}})')
+    .addOption(toOption({ ...harnessFlag(), required: true }))
+    .addOption(toOption(PROMPT_TEMPLATE_FLAG))
     .option('--train-model <path|id>', 'checkpoint training starts from (default: --model)')
     .addOption(
       withDefault(
@@ -72,12 +76,7 @@ export function defineLoop(program: Command, report: Report): void {
       ),
     )
     .requiredOption('--out <dir>', 'run directory (run/step-N/...)')
-    .addOption(
-      withDefault(
-        new Option('--concurrency <n>', 'samples run at once').argParser(positiveInt),
-        DEFAULTS.concurrency,
-      ),
-    )
+    .addOption(toOption(CONCURRENCY_FLAG))
     .option(
       '--reload-cmd <cmd>',
       'command that makes the server load {checkpoint} (vLLM: restart it); polar then waits until it answers',
@@ -99,16 +98,9 @@ export function defineLoop(program: Command, report: Report): void {
     ...trainOption('lr', 'learning rate'),
   ])
     cmd.addOption(option);
-  cmd
-    .addOption(graderOption('polar, judge (with --rubric), or a verifier command (see polar eval)'))
-    .option('--grade-empty-patches', 'run the tests for empty patches too (see polar eval)', false)
-    .option(
-      '--reject-test-tampering',
-      'reward 0 for a patch that changes how the tests run (see polar eval)',
-      false,
-    )
-    .addOption(overlongOption())
-    .addOption(overlongBufferOption())
+  addFlags(cmd, GRADING_FLAGS)
+    .addOption(toOption(overlongFlag()))
+    .addOption(toOption(OVERLONG_BUFFER_FLAG))
     .addOption(
       withDefault(
         new Option(
@@ -120,7 +112,7 @@ export function defineLoop(program: Command, report: Report): void {
     )
     .option('--resume', 'continue the run in --out after its last finished step', false)
     .option('-q, --quiet', 'less output', false);
-  addReportFlags(cmd, "the trainer's steps, each step's rollout figures and rollout health");
+  addFlags(cmd, reportFlags("the trainer's steps, each step's rollout figures and rollout health"));
   cmd.addHelpText(
     'after',
     `
@@ -132,7 +124,10 @@ Examples:
   polar loop ... --cluster ray=10.0.0.1:6379 --out runs/loop-1   # each step's rollouts on Ray (docs/cluster.md)
   polar loop ... --cluster slurm --train-nodes 2 --device cuda --out /shared/runs/loop-1   # and its training on 2 nodes`,
   );
-  addClusterFlags(addJudgeFlags(addBackendFlags(addRolloutFlags(cmd)))).action(async (flags: LoopFlags) => {
+  addFlags(cmd, RUNTIME_FLAGS);
+  addFlags(cmd, BACKEND_FLAGS);
+  addFlags(cmd, JUDGE_FLAGS);
+  addFlags(cmd, CLUSTER_FLAGS).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');
     report(await loopCommand(flags));
   });

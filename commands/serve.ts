@@ -3,7 +3,7 @@ import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { port, positiveInt, seconds } from '../src/options/parsers.ts';
 import type { ServeFlags } from '../src/serve/command.ts';
 import { log } from '../src/util/log.ts';
-import { addBackendFlags, type Report } from './shared.ts';
+import { addFlags, BACKEND_FLAGS, type Report } from './flags.ts';
 
 export function defineServe(program: Command, report: Report): void {
   const cmd = program
@@ -70,7 +70,7 @@ Examples:
   polar serve --backend vllm --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --out captures/
   curl -s -X POST localhost:8100/sessions -d '{"harness":"codex","task_id":"t1"}'`,
   );
-  addBackendFlags(cmd).action(
+  addFlags(cmd, BACKEND_FLAGS).action(
     async (flags: Omit<ServeFlags, 'captures'> & { out: string; captures?: string }) => {
       // --captures, the old name of --out, still works for a release
       if (flags.captures !== undefined)

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Report } from './shared.ts';
+import type { Report } from './flags.ts';
 
 export function defineSetup(program: Command, report: Report): void {
   program

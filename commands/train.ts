@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { hostPort, nonNegativeInt, positiveInt, repeatable } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
 import { trainFlagOptions, trainOption } from '../src/train/options.ts';
-import { addReportFlags, pythonOption, type Report } from './shared.ts';
+import { addFlags, PYTHON_FLAG, type Report, reportFlags, toOption } from './flags.ts';
 
 /** the training options shown first, beside the flags of where the run happens */
 const PLACEMENT = ['device', 'gpus', 'nproc'] as const;
@@ -55,9 +55,12 @@ export function defineTrain(program: Command, report: Report): void {
         'a model name that serves the trained weights (no sampling warning for it; repeatable)',
       ).argParser(repeatable),
     )
-    .addOption(pythonOption());
+    .addOption(toOption(PYTHON_FLAG));
   for (const option of trainFlagOptions(['model', ...PLACEMENT])) cmd.addOption(option);
-  addReportFlags(cmd, "every step's metrics (loss, KL, clip fraction, entropy, grad norm, lr, tokens/s)");
+  addFlags(
+    cmd,
+    reportFlags("every step's metrics (loss, KL, clip fraction, entropy, grad norm, lr, tokens/s)"),
+  );
   cmd
     .option('--json', 'write the worker events as JSON lines to stdout')
     .option('-q, --quiet', 'no progress on stderr (warnings and errors still show)')

@@ -5,7 +5,7 @@
  * with polar. The harness gets what it needs to run (the names below), what its profile sets (per-run
  * key, base URL, private config dir) and what the user names with `--pass-env`.
  */
-import { InvalidArgumentError, Option } from 'commander';
+import { InvalidArgumentError } from 'commander';
 import { UsageError } from '../errors.ts';
 import type { HarnessProfile } from './types.ts';
 
@@ -150,19 +150,14 @@ export function containerEnvNames(
   return [...new Set([...profiles.flatMap((p) => p.envNames), 'POLAR_PROMPT', 'HOME', ...passEnv])];
 }
 
-/** `--pass-env NAME` (repeatable; commas separate too) as a commander option: a validated list of names. */
-export function passEnvOption(): Option {
-  return new Option(
-    '--pass-env <name>',
-    "another variable of polar's environment the harness may see (repeatable; it gets PATH, HOME, locale, TERM, TMPDIR and proxies)",
-  ).argParser((value: string, previous: string[] | undefined) => {
-    try {
-      return parsePassEnv([...(previous ?? []), value]);
-    } catch (error) {
-      // commander prints `--pass-env VALUE: <problem>` itself
-      if (error instanceof UsageError)
-        throw new InvalidArgumentError(error.message.replace(/^--pass-env \S+: /, ''));
-      throw error;
-    }
-  });
+/** `--pass-env NAME` (repeatable; commas separate too), parsed: a validated list of the names given so far. */
+export function passEnvArg(value: string, previous: string[] | undefined): string[] {
+  try {
+    return parsePassEnv([...(previous ?? []), value]);
+  } catch (error) {
+    // commander prints `--pass-env VALUE: <problem>` itself
+    if (error instanceof UsageError)
+      throw new InvalidArgumentError(error.message.replace(/^--pass-env \S+: /, ''));
+    throw error;
+  }
 }

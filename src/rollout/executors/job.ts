@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { BACKEND_KINDS } from '../../backends/kinds.ts';
-import { InputError } from '../../errors.ts';
+import { InputError, unreadableInput } from '../../errors.ts';
 import type { BackendOptions } from '../../options/backend.ts';
 import { DEFAULTS, type Grader } from '../../options/defaults.ts';
 import { PRIVATE_FILE } from '../../util/private-files.ts';
@@ -178,7 +178,13 @@ export function parseJob(text: string, where: string): RolloutJob {
 
 /** A job file (`-`: stdin) read and validated. */
 export function readJob(path: string): RolloutJob {
-  return parseJob(readFileSync(path === '-' ? 0 : path, 'utf8'), path === '-' ? '(stdin)' : path);
+  let text: string;
+  try {
+    text = readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (error) {
+    throw unreadableInput(path, error, { what: 'job' });
+  }
+  return parseJob(text, path === '-' ? '(stdin)' : path);
 }
 
 /** The job's setup as this machine runs it: its own key and environments' cache where the job gives none. */

@@ -121,6 +121,11 @@ const CASES: Record<string, Case> = {
     missing: null,
     badValue: { argv: ['doctor', '--backend', 'vlm'], suggestion: 'vllm' },
   },
+  job: {
+    base: ['job', 'j.json'],
+    missing: { argv: ['job', MISSING], code: EXIT.badInput },
+    badValue: { argv: ['job', 'j.json', '--cluster-tag', '[1]'], suggestion: '' },
+  },
   setup: {
     base: ['setup'],
     missing: { argv: ['setup', '--python', join(tmp, 'no-python3')], code: EXIT.environment },
@@ -163,7 +168,7 @@ describe('one table of exit codes', () => {
 
   test('the cases cover every command of commands/*.ts', () => {
     const files = readdirSync(join(ROOT, 'commands'))
-      .filter((f) => f.endsWith('.ts') && f !== 'shared.ts')
+      .filter((f) => f.endsWith('.ts') && f !== 'flags.ts')
       .map((f) => f.replace(/\.ts$/, ''));
     assert.deepEqual(Object.keys(CASES).sort(), files.sort());
   });
