@@ -9,8 +9,11 @@
  * concurrent streaming sessions; CPU milliseconds per call of each proxy process (process.cpuUsage, which
  * a loaded machine disturbs far less than wall time). The paths alternate call by call (latency) and
  * round by round (throughput, best of the rounds), so load changes hit all of them alike.
- * Targets (issue 16): polar p50 within 1.5x of bare, p99 within 2x, throughput at 64 concurrent at least
- * half of bare's, zero errors, RSS < 300 MB.
+ * Targets (issue 16): polar p50 within 1.5x of bare, p99 within 2x, zero errors, RSS < 300 MB. At 64
+ * concurrent streams (issue 44): polar's CPU per call at most 1.2x the floor's and its throughput at least
+ * the floor's. (Issue 16's ">= 0.5x bare at 64" is retired: on 2 cores the load generator and the backend
+ * share the cores with the proxy, and the floor itself reaches about 0.3x bare there; bare's ratio is
+ * still printed.)
  */
 import { fork } from 'node:child_process';
 import { Agent } from 'node:http';
@@ -176,9 +179,10 @@ export async function benchProxy(): Promise<void> {
       );
     }
     if (concurrency === 64) {
-      const r = rates.polar! / rates.bare!;
+      const cpu = cpuMs.polar! / cpuMs.floor!;
+      const rate = rates.polar! / rates.floor!;
       console.log(
-        `polar at 64 concurrent: ${r.toFixed(2)}x bare (target >= 0.5x: ${r >= 0.5 ? 'met' : 'NOT met'}; floor ${(rates.floor! / rates.bare!).toFixed(2)}x)`,
+        `polar at 64 concurrent vs the floor: CPU per call ${cpu.toFixed(2)}x (target <= 1.2x: ${cpu <= 1.2 ? 'met' : 'NOT met'}), throughput ${rate.toFixed(2)}x (target >= 1x: ${rate >= 1 ? 'met' : 'NOT met'}); vs bare: polar ${(rates.polar! / rates.bare!).toFixed(2)}x, floor ${(rates.floor! / rates.bare!).toFixed(2)}x`,
       );
     }
     phasePeaks.push([`${concurrency} concurrent`, await polarChild.rss()]);
