@@ -293,7 +293,7 @@ export interface EvalPlan {
   /** the agent and runtime named in the report and predictions */
   agent: Pick<Agent, 'name' | 'modelName'>;
   runtime: Pick<Runtime, 'kind'>;
-  /** run only this sample index of each instance (a cluster node's share of a run: --sample-index) */
+  /** run only this sample index of each instance (a Ray task's one sample: the rollout job's sampleIndex) */
   sampleIndex?: number;
   /** the settings that decide the results (polar eval): recorded, and checked on --resume */
   settings?: RunSettings;
