@@ -47,11 +47,11 @@ export interface GradeResult {
   tampering: Tampering | null;
   /** the official version whose rules graded the row */
   official_version: ParserVersion | null;
-  /** install: the per-sample install of a polar-built environment (src/env/) */
+  /** install: the per-sample install of a polar-built environment (src/rollout/env/) */
   durations_ms: { setup: number; apply: number; install: number; tests: number; parse: number };
   /** the raw test output, after the environment install's output (written to the run's logs/ folder) */
   log: string;
-  /** the cached environment the tests ran in (src/env/), or null */
+  /** the cached environment the tests ran in (src/rollout/env/), or null */
   environment: string | null;
   /** the log of an environment build that failed (written to the run's logs/ folder as <sample>.env.log) */
   env_log?: string;

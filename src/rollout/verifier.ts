@@ -30,7 +30,7 @@ export type { Grader };
 
 /**
  * The verifier of a command that grades each rollout as it finishes (loop, gym): polar's own grader
- * (undefined; also under the judge, which src/judge/finish.ts runs) or a verifier command. swebench
+ * (undefined; also under the judge, which src/rollout/judge/finish.ts runs) or a verifier command. swebench
  * grades a finished run, so it is refused, saying `why`.
  */
 export function rolloutVerifier(grader: Grader, why: string): string | undefined {

@@ -1,5 +1,5 @@
 /**
- * The recipe of an instance's environment: from the official v4.1.0 table (src/env/official.ts) by
+ * The recipe of an instance's environment: from the official v4.1.0 table (src/rollout/env/official.ts) by
  * repository and version, or from the row's own fields (`python`, `pip_packages`, `pre_install`,
  * `install`), each over the official value when the repository has one. A row with neither gets no
  * environment (its tests run in polar's own environment, as a `test_cmd` row always did).

@@ -50,7 +50,7 @@ export interface RuntimeSetup {
   /** sandbox: a delegated cgroup v2 directory (limits of the whole tree) */
   cgroupParent?: string;
   /**
-   * Python environments built from the specs (src/env/) for the local and sandbox runtimes: where they
+   * Python environments built from the specs (src/rollout/env/) for the local and sandbox runtimes: where they
    * are kept and the interpreters by version; null (--no-envs): tests run in polar's own environment
    */
   environments?: { cacheDir: string; pythons: Record<string, string> } | null;

@@ -3,7 +3,7 @@
  * no isolation (a convenience runtime for trusted agents, not a sandbox). The checkout is a
  * `clone --shared` of the history repository of (DIR/<owner>/<name>, base_commit) (history.ts), so it
  * holds base_commit's ancestors and the tags that point at them, nothing later.
- * With `environments` (src/env/), an instance whose spec or row asks for a Python environment gets the
+ * With `environments` (src/rollout/env/), an instance whose spec or row asks for a Python environment gets the
  * cached one (built on demand) and a per-sample layer in the temp dir: every command runs with the
  * layer and the environment first on PATH, then the host environments (--env-dir).
  */

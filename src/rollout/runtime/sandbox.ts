@@ -70,7 +70,7 @@ export interface SandboxRuntimeOptions {
   /** node_modules to mount for a harness (polar's own); absent: no harness runs here */
   harnessModules?: string;
   /**
-   * builds and caches the instances' Python environments (src/env/): bound read-only at the same path,
+   * builds and caches the instances' Python environments (src/rollout/env/): bound read-only at the same path,
    * the per-sample layer in the sandbox's scratch
    */
   environments?: Environments;

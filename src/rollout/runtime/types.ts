@@ -9,7 +9,7 @@
  * instance and purpose, for a HostEnvironment: host directories (a venv, a conda prefix, the
  * interpreter a venv points at) that the environment mounts read-only at the same path, and
  * directories put first on PATH for every command, the agent's and the grader's alike. The
- * environments polar builds from the specs (src/env/, `environments`) reach the local and sandbox
+ * environments polar builds from the specs (src/rollout/env/, `environments`) reach the local and sandbox
  * runtimes through the same shape (environmentView), ahead of the resolver's, with the per-sample part
  * as InstanceEnv.environment. docs/eval.md, "Host environments" and "Environments".
  */
@@ -123,7 +123,7 @@ export interface InstanceEnv {
   /** which limit (if any) ended a harness run that ended the way `end` says */
   limitHit?(end: RunEnd): Promise<LimitHit | null>;
   /**
-   * the polar-built Python environment of the instance (src/env/): its per-sample install and import
+   * the polar-built Python environment of the instance (src/rollout/env/): its per-sample install and import
    * guard; absent where the runtime brings its own (a container image) or the row needs none
    */
   readonly environment?: SampleEnvironment;
