@@ -32,7 +32,7 @@ export function defineCapture(program: Command, report: Report): void {
       withDefault(
         new Option(
           '--format <version>',
-          'capture format: v2 (calls as deltas) or v1 (every call whole)',
+          'capture format: v3 (calls as deltas, with the weight versions that sampled them), v2 (the same without them) or v1 (every call whole)',
         ).argParser(captureFormat),
         DEFAULTS.captureFormat,
       ),

@@ -30,6 +30,7 @@ import {
 import { ContextLength, tokenizeChat } from './server-info.ts';
 import { abortFault, checkCompletionIds, type IdsCheck } from './token-check.ts';
 import type { Backend, BackendOptions, CallContext } from './types.ts';
+import { reportedWeightVersions } from './weight-updates.ts';
 
 type Flavour = 'vllm' | 'sglang' | 'openai';
 
@@ -309,6 +310,9 @@ export class OpenAICompatibleBackend implements Backend {
       yield { type: 'error', error: problem };
       return;
     }
+    // SGLang says which weights sampled the answer (its metadata); vLLM's chat answers do not
+    const versions = reportedWeightVersions(raw);
+    if (versions) context.recorder.weightVersions?.(versions);
     for (const event of done.events) yield event;
   }
 

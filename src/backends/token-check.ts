@@ -49,10 +49,13 @@ export function checkCompletionIds(check: IdsCheck, recorder: CallRecorder): Tok
 
 /** `finish_reason: "abort"`: the server cancelled the request; the text is not a completed generation. */
 export function abortFault(url: string): ProxyFault {
-  return fault(
-    'backend_error',
-    `${url} aborted the generation (finish_reason "abort": the request was cancelled or preempted by the server)`,
-  );
+  return {
+    ...fault(
+      'backend_error',
+      `${url} aborted the generation (finish_reason "abort": the request was cancelled or preempted by the server)`,
+    ),
+    aborted: true,
+  };
 }
 
 /** for tests: forget which causes were already announced */

@@ -17,6 +17,7 @@ import {
 } from './http.ts';
 import { ContextLength, rootUrl } from './server-info.ts';
 import type { CallRecorder } from './types.ts';
+import { reportedWeightVersions } from './weight-updates.ts';
 
 export interface GenerateParams {
   promptIds: number[];
@@ -121,7 +122,7 @@ export class HttpCompletions implements TokenGenerator {
       if (!sent.ok) throw new GeneratorFault(sent.fault);
       try {
         if (this.server === 'vllm') return yield* this.readVllm(sent.response);
-        return yield* this.readSglang(sent.response);
+        return yield* this.readSglang(sent.response, context.recorder);
       } catch (error) {
         if (error instanceof GeneratorFault) throw error;
         throw new GeneratorFault(transportFault(this.url, error, deadline));
@@ -211,7 +212,10 @@ export class HttpCompletions implements TokenGenerator {
     return { finishReason: finishReason ?? 'stop', serverPromptIds };
   }
 
-  private async *readSglang(response: BackendResponse): AsyncGenerator<TokenChunk, GenerateOutcome> {
+  private async *readSglang(
+    response: BackendResponse,
+    recorder: CallRecorder,
+  ): AsyncGenerator<TokenChunk, GenerateOutcome> {
     let body: SglangResponse;
     const text = await response.text();
     try {
@@ -243,6 +247,9 @@ export class HttpCompletions implements TokenGenerator {
         `${this.url} returned no output_token_logprobs (return_logprob)`,
       );
     }
+    // the weights that sampled it (meta_info.weight_versions, or the single weight_version of older servers)
+    const versions = reportedWeightVersions(entry);
+    if (versions) recorder.weightVersions?.(versions);
     if (ids.length > 0) yield { ids, logprobs };
     return { finishReason: type === 'length' ? 'length' : 'stop', serverPromptIds: null };
   }
@@ -250,10 +257,11 @@ export class HttpCompletions implements TokenGenerator {
 
 /** An `abort` finish: the server cancelled the request, so the sampled ids are not a completion. */
 function abortedFault(url: string, message?: string | null): GeneratorFault {
-  return new GeneratorFault(
+  const f = fault(
     'backend_error',
     `${url} aborted the generation (finish_reason abort${message ? `: ${message}` : ''})`,
   );
+  return new GeneratorFault({ ...f, aborted: true });
 }
 
 function idsFromTokens(tokens: unknown): number[] | undefined {

@@ -6,6 +6,7 @@
  */
 import type { BackendOptions } from '../options/backend.ts';
 import type { CanonicalRequest, StreamEvent, TokenData } from '../protocols/canonical.ts';
+import type { ReportedWeightVersions, WeightUpdates } from './weight-updates.ts';
 
 /** What a backend tells the recorder about one call; everything lands in the call record. */
 export interface CallRecorder {
@@ -15,6 +16,8 @@ export interface CallRecorder {
   warn(message: string): void;
   /** extra per-call facts (splices, render mismatches, parse errors): merged into the record's `backend_info` */
   annotate(key: string, value: unknown): void;
+  /** the weight versions the server reported for this call (SGLang); absent on recorders that do not keep them */
+  weightVersions?(reported: ReportedWeightVersions): void;
 }
 
 export interface CallContext {
@@ -55,6 +58,11 @@ export interface Backend {
    * call record as `policy_version`; undefined outside a loop
    */
   policyVersion?: number;
+  /**
+   * the weight updates polar loop makes on the running server (src/backends/weight-updates.ts): read by the
+   * proxy to record the versions a call was sampled by and to send again a call an update aborted
+   */
+  weightUpdates?: WeightUpdates;
 }
 
 /** What a backend is made from: --backend and its flags resolved (src/options/backend.ts). */

@@ -10,7 +10,7 @@
  * Like validate.ts's light record, the three token arrays are only checked to be arrays (or null) here;
  * their elements are checked by validate.ts.
  */
-import { CALL_APIS, type CallRecord } from './record.ts';
+import { CALL_APIS, type CallRecord, WEIGHT_VERSION_SOURCES } from './record.ts';
 
 /** A check of one value: its output (as zod's would be), or FAIL with `failedAt` set to the field. */
 type Check = (value: unknown, path: string) => unknown;
@@ -66,6 +66,20 @@ const strings: Check = (x, p) => {
   return x.slice();
 };
 
+/** z.array(item).min(min): a new array of the items (each item's check output) */
+const arrayOf =
+  (item: Check, min = 0): Check =>
+  (x, p) => {
+    if (!Array.isArray(x)) return fail(p);
+    const out: unknown[] = [];
+    for (let i = 0; i < x.length; i++) {
+      const v = item(x[i], `${p}[${i}]`);
+      if (v === FAIL) return FAIL;
+      out.push(v);
+    }
+    return out.length < min ? fail(p) : out;
+  };
+
 /** z.record(z.string(), value): a new object of the own keys ("__proto__" left out, as zod does). */
 const record =
   (value: Check | null): Check =>
@@ -103,7 +117,7 @@ function looseObject(shape: Record<string, Check>): Check {
 
 /** The call record's fields, in callRecordSchema's order (the test holds the two key lists equal). */
 export const CALL_FIELDS: Record<string, Check> = {
-  v: oneOf([1, 2]),
+  v: oneOf([1, 2, 3]),
   type: oneOf(['call']),
   id: str1,
   session: str1,
@@ -131,6 +145,13 @@ export const CALL_FIELDS: Record<string, Check> = {
   error: nullable(looseObject({ kind: str, message: str, status: int })),
   tool_call_unparsed: optional(bool),
   policy_version: optional(nonNegInt),
+  weight_versions: optional(
+    looseObject({
+      source: oneOf(WEIGHT_VERSION_SOURCES),
+      versions: arrayOf(str1, 1),
+      spans: optional(arrayOf(looseObject({ version: str1, start: nonNegInt, end: nonNegInt }))),
+    }),
+  ),
 };
 
 const checkCall = looseObject(CALL_FIELDS);

@@ -115,11 +115,33 @@ export function toCallRecord(
     backend_info: call.backendInfo,
     // (a backend's message may quote its URL)
     error: call.error && { ...call.error, message: redactUrl(call.error.message) },
-    // only in a loop (docs/capture-format.md): the policy version that served the call
-    ...(call.policyVersion != null ? { policy_version: call.policyVersion } : {}),
+    // only in a loop (docs/capture-format.md): the oldest policy version that sampled the call
+    ...policyVersionOf(call),
+    // format 3: the weight versions that sampled it, as the server reported them or polar published them
+    ...(call.weightVersions ? { weight_versions: call.weightVersions } : {}),
     // only when true: older readers and records without it read as false
     ...(hasUnparsedToolCall(final) ? { tool_call_unparsed: true } : {}),
   };
+}
+
+/** A label polar sets on the server (a loop step, src/loop/publish*.ts) as the version it names. */
+function loopVersion(label: string): number | null {
+  return /^(0|[1-9]\d{0,8})$/.test(label) ? Number(label) : null;
+}
+
+/**
+ * `policy_version`: the oldest version that sampled the call. The server's labels when it reported them
+ * and they are polar's (whole numbers: a server polar loop publishes to carries them); else the versions
+ * polar published (the one when the call started first); absent outside a loop.
+ */
+function policyVersionOf(call: CompletedCall): { policy_version?: number } {
+  const w = call.weightVersions;
+  if (w) {
+    const versions = w.versions.map(loopVersion);
+    if (versions.every((v) => v !== null) && (w.source === 'polar' || call.policyVersion != null))
+      return { policy_version: Math.min(...(versions as number[])) };
+  }
+  return call.policyVersion != null ? { policy_version: call.policyVersion } : {};
 }
 
 /**

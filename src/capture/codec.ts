@@ -1,5 +1,5 @@
 /**
- * Capture format v2's call records: the writer's encoder picks, for each call, the earlier call of the
+ * Capture format v2's (and v3's) call records: the writer's encoder picks, for each call, the earlier call of the
  * same session it extends (its base) and writes the prompt ids, the harness request body, the canonical
  * request and the backend request body as deltas against it (src/capture/delta.ts); the reader's decoder
  * rebuilds the full record, so consumers see the same records as from a v1 file. A base is always an
@@ -36,7 +36,7 @@ interface Head {
 
 /** A call record encoded for the file, and the step that makes it a base for later calls. */
 export interface EncodedCall {
-  /** the record as written: `v: 2`, and the shared fields as deltas when it extends an earlier call */
+  /** the record as written: `v: 2` or `v: 3`, and the shared fields as deltas when it extends an earlier call */
   value: Record<string, unknown>;
   /**
    * Registers the call as a chain head (a base for later deltas). Call it only once the record's line
@@ -55,13 +55,17 @@ export interface EncodedCall {
 export class CallEncoder {
   private readonly heads = new Map<string, Head[]>();
 
-  constructor(private readonly maxHeads = 8) {}
+  constructor(
+    private readonly maxHeads = 8,
+    /** the version written: 2, or 3 (2's encoding; call records may carry weight_versions) */
+    private readonly version: 2 | 3 = 3,
+  ) {}
 
   encode(record: CallRecord): EncodedCall {
     const heads = this.heads.get(record.session) ?? [];
     const prompt = record.prompt_token_ids;
     const { base, keep } = pickBase(heads, record);
-    const out: Record<string, unknown> = { ...record, v: 2 };
+    const out: Record<string, unknown> = { ...record, v: this.version };
     let replaces: Head | undefined;
     if (base !== undefined) {
       const fields: string[] = [];
@@ -152,7 +156,7 @@ function pickBase(heads: Head[], record: CallRecord): { base: Head | undefined; 
 }
 
 /**
- * The reader's side: rebuilds v2 call records and validates every record. One decoder per file (bases are
+ * The reader's side: rebuilds v2 and v3 call records and validates every record. One decoder per file (bases are
  * earlier lines of the same file); a session's calls are kept until its session_end.
  */
 export class CaptureDecoder {
@@ -162,7 +166,9 @@ export class CaptureDecoder {
 
   decode(line: number, value: unknown): CaptureRecord {
     const rebuilt =
-      isPlainObject(value) && value.v === 2 && value.type === 'call' ? this.rebuild(line, value) : value;
+      isPlainObject(value) && (value.v === 2 || value.v === 3) && value.type === 'call'
+        ? this.rebuild(line, value)
+        : value;
     const record = validateCaptureRecord(this.source, line, rebuilt);
     if (record.type === 'call') {
       const session = this.calls.get(record.session) ?? new Map<string, CallRecord>();

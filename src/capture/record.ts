@@ -3,16 +3,19 @@
  * this file is the executable form of that document. Readers validate required fields strictly and keep
  * unknown fields (forward compatible within a major version). Version 2 differs only in how a call
  * record may be written (deltas against an earlier call, src/capture/codec.ts); the record read back,
- * with its deltas rebuilt, is the same as version 1's, and it is what these schemas check.
+ * with its deltas rebuilt, is the same as version 1's, and it is what these schemas check. Version 3 is
+ * version 2 whose call records may carry `weight_versions` (the weight versions that sampled the call, as
+ * the server reported them or as polar published them); a record of any version that carries the field
+ * has it checked.
  */
 import { z } from 'zod';
 
 /** The newest version polar writes (and the default of `polar capture --format`). */
-export const CAPTURE_VERSION = 2;
+export const CAPTURE_VERSION = 3;
 /** The versions polar reads. */
-export const CAPTURE_VERSIONS: readonly number[] = [1, 2];
+export const CAPTURE_VERSIONS: readonly number[] = [1, 2, 3];
 
-const version = z.union([z.literal(1), z.literal(2)]);
+const version = z.union([z.literal(1), z.literal(2), z.literal(3)]);
 
 const tokenIds = z.array(z.number().int().nonnegative());
 const isoTime = z.string().min(1);
@@ -69,6 +72,31 @@ export const CALL_APIS = [
   'models',
 ] as const;
 
+/** Who said which weights sampled a call: the inference server in its answer, or polar (what it published). */
+export const WEIGHT_VERSION_SOURCES = ['server', 'polar'] as const;
+
+/**
+ * `weight_versions` of a call record (capture format 3): the weight versions that sampled the call, oldest
+ * first. `server`: the labels the inference server reported (SGLang's `metadata.weight_versions`), with
+ * their spans over the completion tokens when it gave them; `polar`: the versions polar loop had
+ * published (src/backends/weight-updates.ts), no spans.
+ */
+export const weightVersionsSchema = z.looseObject({
+  source: z.enum(WEIGHT_VERSION_SOURCES),
+  versions: z.array(z.string().min(1)).min(1),
+  spans: z
+    .array(
+      z.looseObject({
+        version: z.string().min(1),
+        start: z.number().int().nonnegative(),
+        end: z.number().int().nonnegative(),
+      }),
+    )
+    .optional(),
+});
+
+export type WeightVersions = z.infer<typeof weightVersionsSchema>;
+
 export const callRecordSchema = z.looseObject({
   v: version,
   type: z.literal('call'),
@@ -109,8 +137,13 @@ export const callRecordSchema = z.looseObject({
   error: callErrorSchema.nullable(),
   /** the completion's text holds a tool call in the model's format that the response does not return */
   tool_call_unparsed: z.boolean().optional(),
-  /** polar loop: the policy version (published loop step, 0: the starting model) that served the call */
+  /**
+   * polar loop: the oldest policy version (published loop step, 0: the starting model) that sampled the
+   * call: from `weight_versions` when its labels are polar's, else the version published when it started
+   */
   policy_version: z.number().int().nonnegative().optional(),
+  /** capture format 3, polar loop: the weight versions that sampled the call and who said so */
+  weight_versions: weightVersionsSchema.optional(),
 });
 
 export const gradingRecordSchema = z.looseObject({

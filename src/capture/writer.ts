@@ -14,8 +14,11 @@ import type { CallRecord, CaptureRecord } from './record.ts';
 
 const NEWLINE = Buffer.from('\n');
 
-/** Capture format versions polar writes (docs/capture-format.md); 2 is the default. */
-export type CaptureFormat = 1 | 2;
+/**
+ * Capture format versions polar writes (docs/capture-format.md); 3 is the default. 1 and 2 are written for
+ * tools that read those versions: their call records leave out `weight_versions` (format 3's).
+ */
+export type CaptureFormat = 1 | 2 | 3;
 
 /** A record could not be appended; the file was cut back to its last whole record. */
 export class CaptureWriteError extends EnvironmentError {
@@ -58,8 +61,8 @@ export class CaptureWriter {
 
   constructor(path: string, options: { format?: CaptureFormat } = {}) {
     this.path = path;
-    this.format = options.format ?? 2;
-    this.encoder = this.format === 2 ? new CallEncoder() : null;
+    this.format = options.format ?? 3;
+    this.encoder = this.format === 1 ? null : new CallEncoder(undefined, this.format);
     ignoreFileSizeSignal();
     mkdirPrivateSync(dirname(path));
     this.fd = openSync(path, 'a', PRIVATE_FILE);
@@ -75,11 +78,16 @@ export class CaptureWriter {
   }
 
   /**
-   * A call record as the object to write: v1 as is, v2 with its deltas against an earlier call. Pass it
+   * A call record as the object to write: v1 as is, v2 and v3 with their deltas against an earlier call. Pass it
    * to writeLine with its line: only a call whose line was written becomes a base for later deltas.
    */
   encodeCall(record: CallRecord): EncodedCall {
-    return this.encoder ? this.encoder.encode(record) : { value: record, commit: () => {} };
+    let written = record;
+    if (this.format < 3 && record.weight_versions !== undefined) {
+      const { weight_versions: _, ...older } = record;
+      written = older;
+    }
+    return this.encoder ? this.encoder.encode(written) : { value: written, commit: () => {} };
   }
 
   /**

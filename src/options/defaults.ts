@@ -76,7 +76,7 @@ export const DEFAULTS = {
   /** abandon one backend call after this long */
   backendTimeoutMs: d(600_000, '600 (10 min)'),
   /** capture file format version written (docs/capture-format.md) */
-  captureFormat: d(2 as 1 | 2, 'v2'),
+  captureFormat: d(3 as 1 | 2 | 3, 'v3'),
   /** skip the server set-up probe that runs before a harness starts (capture, serve, eval, loop, gym) */
   skipBackendCheck: d(false, 'off'),
   /** abandon a backend call whose started response sends nothing for this long */

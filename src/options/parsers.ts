@@ -156,11 +156,11 @@ export const reportTargets: Parser<ReportTarget[]> = (v) => {
   return [...new Set(items)] as ReportTarget[];
 };
 
-/** a capture format version: v1 | v2 (or 1 | 2) */
-export const captureFormat: Parser<1 | 2> = (v) => {
-  const m = /^v?([12])$/.exec(v.trim());
-  if (!m) throw new InvalidArgumentError('is not a capture format: use v1 or v2');
-  return Number(m[1]) as 1 | 2;
+/** a capture format version: v1 | v2 | v3 (or 1 | 2 | 3) */
+export const captureFormat: Parser<1 | 2 | 3> = (v) => {
+  const m = /^v?([123])$/.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('is not a capture format: use v1, v2 or v3');
+  return Number(m[1]) as 1 | 2 | 3;
 };
 
 /** a JSON object */

@@ -172,6 +172,11 @@ export interface ProxyFault {
   message: string;
   /** the HTTP status to answer with */
   status: number;
+  /**
+   * the server aborted the generation (`finish_reason: "abort"`): a weight update with pause mode abort
+   * does this to the calls in flight, and the proxy sends such a call again (src/proxy/model-call.ts)
+   */
+  aborted?: true;
 }
 
 export interface Converted<T> {

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { CallRecorder } from '../backends/types.ts';
+import type { ReportedWeightVersions } from '../backends/weight-updates.ts';
 import type {
   ApiName,
   CanonicalRequest,
@@ -75,6 +76,15 @@ export interface CompletedCall {
   backendInfo: Record<string, unknown>;
   /** the policy version the backend named for this call (polar loop), null when none */
   policyVersion?: number | null;
+  /**
+   * the weight versions that sampled the call: as the server reported them, or as polar published them
+   * (polar loop); null when neither says
+   */
+  weightVersions?: {
+    source: 'server' | 'polar';
+    versions: string[];
+    spans?: ReportedWeightVersions['spans'];
+  } | null;
 }
 
 /** The state of one call while it runs. */
@@ -96,6 +106,10 @@ export class CallInProgress {
   ttfb: number | null = null;
   backendMs: number | null = null;
   policyVersion: number | null = null;
+  /** the versions polar published that sampled the call (src/backends/weight-updates.ts versionsOf) */
+  polarVersions: number[] = [];
+  /** the versions the server reported for the call (its last attempt's) */
+  reportedVersions: ReportedWeightVersions | null = null;
   readonly recorder: CallRecorder;
 
   constructor(
@@ -115,6 +129,9 @@ export class CallInProgress {
       },
       annotate: (key, value) => {
         this.backendInfo[key] = value;
+      },
+      weightVersions: (reported) => {
+        this.reportedVersions = reported;
       },
     };
   }
@@ -158,6 +175,15 @@ export class CallInProgress {
       warnings: this.warnings,
       backendInfo: this.backendInfo,
       policyVersion: this.policyVersion,
+      weightVersions: this.weightVersions(),
     };
+  }
+
+  private weightVersions(): CompletedCall['weightVersions'] {
+    const r = this.reportedVersions;
+    if (r && r.versions.length > 0)
+      return { source: 'server', versions: r.versions, ...(r.spans?.length ? { spans: r.spans } : {}) };
+    if (this.polarVersions.length > 0) return { source: 'polar', versions: this.polarVersions.map(String) };
+    return null;
   }
 }

@@ -105,6 +105,12 @@ function backendContext(scope: CallScope) {
   };
 }
 
+/**
+ * How many times a call that a weight update aborted (`polar loop --weight-sync-pause abort`) is sent again
+ * once the update is over, when nothing of it had reached the harness yet.
+ */
+const UPDATE_RETRIES = 3;
+
 /** POST /v1/messages, /v1/responses, /v1/chat/completions, /v1beta/models/{model}:(stream)generateContent */
 export async function modelCall(scope: CallScope): Promise<void> {
   const { call } = scope;
@@ -116,26 +122,56 @@ export async function modelCall(scope: CallScope): Promise<void> {
   call.stream = canonical.stream;
   call.canonical = canonical;
   const created = Math.floor(Date.now() / 1000);
+  const { backend } = scope.session;
+  const updates = backend.weightUpdates;
+  for (let attempt = 1; ; attempt++) {
+    // polar loop: the version published when the call starts, and where it stands against the weight
+    // updates (a `keep` update during the call adds its version; src/backends/weight-updates.ts)
+    const mark = updates?.mark();
+    const version = backend.policyVersion;
+    if (version !== undefined) call.policyVersion = version;
+    const unsent = await attemptCall(scope, canonical, created, read.body);
+    if (updates && mark) call.polarVersions = updates.versionsOf(mark, version);
+    if (unsent === null) return;
+    // the server cut the call for a weight update before anything of it reached the harness: it is sent
+    // again once the server serves the new weights, and the harness gets that answer
+    if (unsent.aborted && updates && mark && updates.abortedSince(mark) && attempt <= UPDATE_RETRIES) {
+      call.backendInfo.weight_update_retries = attempt;
+      await updates.settled();
+      continue;
+    }
+    return fail(scope, unsent);
+  }
+}
+
+/**
+ * One attempt at the backend: null when the call was answered (or failed after its answer had begun),
+ * else the fault to answer with, nothing of the call having reached the harness yet.
+ */
+async function attemptCall(
+  scope: CallScope,
+  canonical: CanonicalRequest,
+  created: number,
+  body: unknown,
+): Promise<ProxyFault | null> {
+  const { call } = scope;
   const backendStart = performance.now();
-  // polar loop: the version published when the call starts (a publish during the call leaves it on the old one)
-  const version = scope.session.backend.policyVersion;
-  if (version !== undefined) call.policyVersion = version;
   const events = scope.session.backend.generate(canonical, backendContext(scope))[Symbol.asyncIterator]();
   try {
     const head = await readAhead(call, events);
     if ('fault' in head) {
       // an error event is the backend's answer (timed); a stream that just ended has no backend time
       if (head.answered) call.backendMs = performance.now() - backendStart;
-      return fail(scope, head.fault);
+      return head.fault;
     }
     const { final, streamFault } = canonical.stream
-      ? await streamOut(scope, events, head, created, read.body)
+      ? await streamOut(scope, events, head, created, body)
       : await bufferOut(events, head);
-    call.backendMs ??= performance.now() - backendStart;
-    if (!canonical.stream && !final) {
-      return fail(scope, streamFault ?? fault('backend_error', 'backend stream ended without a finish'));
-    }
+    call.backendMs = performance.now() - backendStart;
+    if (!canonical.stream && !final)
+      return streamFault ?? fault('backend_error', 'backend stream ended without a finish');
     settle(scope, final, streamFault, created);
+    return null;
   } finally {
     // every path closes the backend's event stream: its finally blocks (the in-flight slot of
     // proxy/limits.ts, the backend's own request) run even when the call ended early; a failure

@@ -52,6 +52,14 @@ function fullCall(): Record<string, unknown> {
     error: null,
     tool_call_unparsed: true,
     policy_version: 3,
+    weight_versions: {
+      source: 'server',
+      versions: ['3', '4'],
+      spans: [
+        { version: '3', start: 0, end: 1, extra: 'kept' },
+        { version: '4', start: 1, end: 2 },
+      ],
+    },
     unknown_top: { kept: true },
   });
 }
@@ -69,6 +77,7 @@ function leanCall(): Record<string, unknown> {
     'backend_info',
     'tool_call_unparsed',
     'policy_version',
+    'weight_versions',
     'unknown_top',
   ])
     delete c[k];

@@ -168,16 +168,17 @@ describe('harness detection', () => {
 });
 
 describe('--format', () => {
-  test('v1 and v2 (or 1 and 2) parse to the version; v2 is the default', () => {
+  test('v1, v2 and v3 (or 1, 2 and 3) parse to the version; v3 is the default', () => {
     const format = (argv: string[]) =>
       (parseArgv(['capture', ...argv, '--', 'true']).flags as { format?: number }).format;
-    assert.equal(format([]), 2);
+    assert.equal(format([]), 3);
     assert.equal(format(['--format', 'v1']), 1);
     assert.equal(format(['--format', '1']), 1);
     assert.equal(format(['--format', 'v2']), 2);
+    assert.equal(format(['--format', 'v3']), 3);
   });
 
   test('another value is refused, naming the flag and the choices', () => {
-    assert.match(usageError(['capture', '--format', 'v3', '--', 'true']) ?? '', /--format.*v3.*v1 or v2/);
+    assert.match(usageError(['capture', '--format', 'v4', '--', 'true']) ?? '', /--format.*v4.*v1, v2 or v3/);
   });
 });
