@@ -1,7 +1,13 @@
 import { type Command, Option } from 'commander';
 import type { LoopFlags } from '../src/loop/command.ts';
-import { DEFAULTS, OVERDUE_POLICIES, withDefault } from '../src/options/defaults.ts';
-import { nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
+import {
+  DEFAULTS,
+  OVERDUE_POLICIES,
+  PAUSE_MODES,
+  WEIGHT_SYNC_CHOICES,
+  withDefault,
+} from '../src/options/defaults.ts';
+import { hostMaybePort, nonNegativeInt, oneOf, positiveInt } from '../src/options/parsers.ts';
 import { trainOption } from '../src/train/options.ts';
 import {
   addFlags,
@@ -79,7 +85,31 @@ export function defineLoop(program: Command, report: Report): void {
     .addOption(toOption(CONCURRENCY_FLAG))
     .option(
       '--reload-cmd <cmd>',
-      'command that makes the server load {checkpoint} (vLLM: restart it); polar then waits until it answers',
+      'command that restarts the server on {checkpoint}; polar then waits until it answers (the fallback of a server that cannot take weights in place)',
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--weight-sync <how>',
+          'how full weights reach a running vLLM or SGLang: auto (in place by the path the server offers: vLLM its --weight-transfer-config backend, SGLang from disk; else --reload-cmd), disk, nccl, or restart (--reload-cmd)',
+        ).argParser(oneOf(WEIGHT_SYNC_CHOICES)),
+        DEFAULTS.weightSync,
+      ),
+    )
+    .addOption(
+      withDefault(
+        new Option(
+          '--weight-sync-pause <mode>',
+          'what an in-place update does to the calls in flight: wait (they finish on the old weights first), keep (they go on with the new ones) or abort (they are cut and sent again)',
+        ).argParser(oneOf(PAUSE_MODES)),
+        DEFAULTS.weightSyncPause,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--weight-sync-address <host[:port]>',
+        "with --weight-sync nccl: this machine's address as the server's workers reach it, for the group's rendezvous (default 127.0.0.1 and a free port)",
+      ).argParser(hostMaybePort),
     )
     .option('--train-config <file>', 'train.json for polar train')
     .addOption(

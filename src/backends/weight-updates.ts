@@ -13,10 +13,9 @@
  * (src/proxy/model-call.ts), so that the harness's call is answered, not lost.
  */
 
-/** How a weight update treats the calls in flight (vLLM's `/pause?mode=`; polar's --weight-sync-pause). */
-export type PauseMode = 'wait' | 'keep' | 'abort';
+import type { PauseMode } from '../options/defaults.ts';
 
-export const PAUSE_MODES: readonly PauseMode[] = ['wait', 'keep', 'abort'];
+export type { PauseMode } from '../options/defaults.ts';
 
 /** One span of a call's completion sampled by one version (`[start, end)` over completion tokens). */
 export type WeightVersionSpan = {
@@ -147,4 +146,10 @@ export function reportedWeightVersions(answer: unknown): ReportedWeightVersions 
       return { versions: [meta.weight_version] };
   }
   return null;
+}
+
+/** The backend's weight updates, made on first use (a publisher that updates a running server). */
+export function weightUpdatesOf(backend: { weightUpdates?: WeightUpdates }): WeightUpdates {
+  if (!backend.weightUpdates) backend.weightUpdates = new WeightUpdates();
+  return backend.weightUpdates;
 }

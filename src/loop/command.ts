@@ -5,7 +5,13 @@ import { UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions } from '../options/backend.ts';
-import { DEFAULTS, type OverduePolicy, type OverlongMode } from '../options/defaults.ts';
+import {
+  DEFAULTS,
+  type OverduePolicy,
+  type OverlongMode,
+  type PauseMode,
+  type WeightSyncChoice,
+} from '../options/defaults.ts';
 import { type ReportFlags, reportSetup } from '../options/report.ts';
 import { checkDatasetSpec } from '../rollout/dataset.ts';
 import { type ClusterFlags, type RolloutFlags, runtimeSetup } from '../rollout/flags.ts';
@@ -40,6 +46,10 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, ClusterFlags, Jud
   out: string;
   concurrency: number;
   reloadCmd?: string;
+  /** --weight-sync, --weight-sync-pause, --weight-sync-address (src/loop/publish-types.ts) */
+  weightSync?: WeightSyncChoice;
+  weightSyncPause?: PauseMode;
+  weightSyncAddress?: { host: string; port?: number };
   trainConfig?: string;
   /** polar train's --device, --lora, --lr (undefined = not given: --train-config or train's default) */
   device?: TrainOptionFlags['device'];
@@ -135,6 +145,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     ...verifierOf(f.grader),
     ...(rewards.judge || f.reward ? { rewards } : {}),
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
+    ...weightSyncOf(f),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
     ...(f.cluster ? { cluster: loopCluster({ ...f, cluster: f.cluster }) } : {}),
     ...(nodes ? { trainNodes: nodes } : {}),
@@ -187,6 +198,31 @@ export async function checkLoopTrainer(o: LoopOptions): Promise<void> {
         }
       : {}),
   });
+}
+
+/**
+ * --weight-sync and its flags, as the loop's publisher takes them (left out at their defaults: a run's
+ * config.json reads as before the flags).
+ */
+function weightSyncOf(f: LoopFlags): Pick<LoopOptions, 'weightSync'> {
+  const choice = f.weightSync ?? DEFAULTS.weightSync.value;
+  const pause = f.weightSyncPause ?? DEFAULTS.weightSyncPause.value;
+  if (f.weightSyncAddress && choice !== 'nccl')
+    throw new UsageError(
+      `--weight-sync-address with --weight-sync ${choice}: the address is the NCCL group's rendezvous`,
+      'give --weight-sync nccl with it, or drop --weight-sync-address',
+    );
+  if (choice === 'restart' && !f.reloadCmd)
+    throw new UsageError(
+      '--weight-sync restart without --reload-cmd',
+      'give --reload-cmd "<command that restarts the server on {checkpoint}>"',
+    );
+  const sync = {
+    ...(choice !== DEFAULTS.weightSync.value ? { choice } : {}),
+    ...(pause !== DEFAULTS.weightSyncPause.value ? { pause } : {}),
+    ...(f.weightSyncAddress ? { rendezvous: f.weightSyncAddress } : {}),
+  };
+  return Object.keys(sync).length ? { weightSync: sync } : {};
 }
 
 /** --grader: polar (the default) or a verifier command; swebench grades after a run, not within a step. */

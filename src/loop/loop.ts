@@ -37,7 +37,7 @@ import { evaluate, exportTo, previousTrainRun, publish, stopped, trainStep } fro
 export type { LoopOptions, StepContext } from './options.ts';
 export { rate, tasksForStep } from './options.ts';
 
-import { type Publisher, publisherFor } from './publish.ts';
+import { type Publisher, type PublisherOptions, publisherFor } from './publish.ts';
 
 /** A done step's summary; null when the step did not finish (no step.json, or one cut short). */
 async function readStep(dir: string): Promise<StepSummary | null> {
@@ -121,16 +121,17 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     backend = await createBackend({ ...o.backend, model: startOnnx });
     published = true;
   } else backend = await createBackend(o.backend);
-  const publisher: Publisher = publisherFor(backend, {
-    backendOptions: o.backend,
-    ...(o.reloadCmd ? { reloadCmd: o.reloadCmd } : {}),
-    ...(o.trainFlags.lora === true ? { lora: true } : {}),
-  });
+  const publisher: Publisher = publisherFor(backend, publisherOptions(o));
   let reporter: Reporter | undefined;
   try {
+    // what publishing needs of the server, checked before any rollout; the served weights labelled
+    // (version 0; a resumed run's are labelled by publishing them again)
+    await publisher.prepare?.(first > 1 ? undefined : 0);
     reporter = await openLoopReporter(o.report, { out, resume: o.resume, first, config: recordable });
     if (!published && (publisher.needsOnnx || first > 1))
       await publish(publisher, checkpoint, startOnnx, o, first - 1);
+    // every call names the version that sampled it (strict loop too: src/backends/weight-updates.ts)
+    backend.policyVersion ??= first - 1;
     if (first === 1) await baselineHeldout(o, backend, evalSet, out, reporter);
     if ((o.maxStaleness ?? 0) > 0) {
       const { runAsyncSteps } = await import('./async-loop.ts');
@@ -148,9 +149,23 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     }
   } finally {
     await reporter?.close();
+    await publisher.close?.();
     if (!o.backendInstance) await backend.close();
   }
   return summaries;
+}
+
+/** The publisher's options from the loop's (src/loop/publish.ts). */
+function publisherOptions(o: LoopOptions): PublisherOptions {
+  const sync = o.weightSync ?? {};
+  return {
+    backendOptions: o.backend,
+    ...(o.reloadCmd ? { reloadCmd: o.reloadCmd } : {}),
+    ...(o.trainFlags.lora === true ? { lora: true } : {}),
+    ...(sync.choice ? { weightSync: sync.choice } : {}),
+    ...(sync.pause ? { pause: sync.pause } : {}),
+    ...(sync.rendezvous ? { rendezvous: sync.rendezvous } : {}),
+  };
 }
 
 /** Step n: rollouts from the current policy, build, train from it, publish the new weights, held-out eval. */
@@ -230,7 +245,7 @@ async function runStep(
   crash('train');
   if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
   policy = `step-${n}`;
-  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o);
+  await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o, n);
 
   const heldoutRun = await heldoutAt(o, ctx, dir, n, policy);
   const heldout = heldoutRun ? { pass_at_1: heldoutRun.report.pass_at_1.mean } : null;

@@ -3,7 +3,7 @@
  * runs, shared by the strict loop (loop.ts), the asynchronous one (async-loop.ts) and their phases.
  */
 import type { Backend, BackendOptions } from '../backends/types.ts';
-import type { OverduePolicy, OverlongMode } from '../options/defaults.ts';
+import type { OverduePolicy, OverlongMode, PauseMode, WeightSyncChoice } from '../options/defaults.ts';
 import type { ReportSetup } from '../options/report.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import type { RewardSetup } from '../rollout/judge/setup.ts';
@@ -56,6 +56,15 @@ export interface LoopOptions {
   /** the judge and the --reward expression (src/rollout/judge/setup.ts, docs/judge.md) */
   rewards?: RewardSetup;
   reloadCmd?: string;
+  /**
+   * --weight-sync (absent: auto), --weight-sync-pause (absent: wait), --weight-sync-address: how full
+   * weights reach a running vLLM or SGLang (src/loop/publish.ts)
+   */
+  weightSync?: {
+    choice?: WeightSyncChoice;
+    pause?: PauseMode;
+    rendezvous?: { host: string; port?: number };
+  };
   /** train flags (device, lora, lr, ...) and an optional train.json */
   trainFlags: Record<string, unknown>;
   trainConfig?: string;

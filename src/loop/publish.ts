@@ -1,10 +1,12 @@
 /**
  * Publishing new weights to the backend between loop steps: a backend capability. The embedded backend
- * reloads in process (after an ONNX export), SGLang loads from disk over its admin endpoint, vLLM loads
- * a LoRA run's adapter at run time (each step a new adapter name: new calls ask for it, calls in flight
- * finish on the old one), anything else (vLLM full weights included) restarts through the user's
- * --reload-cmd and a readiness wait. What the servers offer, with the source read: docs/backends.md,
- * "Publishing new weights".
+ * reloads in process (after an ONNX export); SGLang loads in place, from disk or over NCCL
+ * (src/loop/publish-sglang.ts); vLLM takes full weights in place through its weight-transfer API, disk or
+ * NCCL (src/loop/publish-vllm.ts), and loads a LoRA run's adapter at run time (each step a new adapter
+ * name: new calls ask for it, calls in flight finish on the old one); anything else restarts through the
+ * user's --reload-cmd and a readiness wait, which is also the fallback of a server without the API. What
+ * the servers offer, with the source read: docs/loop.md "Publishing", docs/backends.md "Publishing new
+ * weights".
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,105 +20,51 @@ import { request, timeLimit } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { log } from '../util/log.ts';
+import { sglangPublisher } from './publish-sglang.ts';
+import { PublishError, type Publisher, type PublisherOptions } from './publish-types.ts';
+import { vllmWeightTransferPublisher } from './publish-vllm.ts';
 
-/** New weights could not be put in front of the backend (an export missing, a refused update, a server down). */
-export class PublishError extends PolarError {
-  constructor(message: string, hint?: string) {
-    super(message, { hint });
-  }
-}
-
-export interface PublishContext {
-  /** the trained checkpoint directory (transformers/vLLM layout, or polar's tiny layout) */
-  checkpoint: string;
-  /** an ONNX export of it, for the embedded backend */
-  onnx?: string;
-  /** the policy version it becomes (the loop step that trained it): names a vLLM LoRA adapter */
-  version?: number;
-}
-
-export interface Publisher {
-  /** what the loop must produce for it before publishing */
-  needsOnnx: boolean;
-  publish(context: PublishContext): Promise<void>;
-}
-
-export interface PublisherOptions {
-  /** the run's backend options: the URL readiness polls and the API key every request carries */
-  backendOptions: BackendOptions;
-  reloadCmd?: string;
-  readyTimeoutMs?: number;
-  /** the run trains LoRA adapters (--lora): vLLM loads each step's adapter at run time */
-  lora?: boolean;
-}
+export { type PublishContext, PublishError, type Publisher, type PublisherOptions } from './publish-types.ts';
 
 export function publisherFor(backend: Backend, options: PublisherOptions): Publisher {
-  if (options.reloadCmd)
-    return commandPublisher(
-      backend,
-      options,
-      options.reloadCmd,
-      options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value,
+  const choice = options.weightSync ?? DEFAULTS.weightSync.value;
+  const restart = options.reloadCmd
+    ? commandPublisher(
+        backend,
+        options,
+        options.reloadCmd,
+        options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value,
+      )
+    : null;
+  if (choice === 'restart') {
+    if (restart) return restart;
+    throw new UsageError(
+      '--weight-sync restart without --reload-cmd',
+      'give --reload-cmd "<command that restarts the server on {checkpoint}>", or leave --weight-sync at auto',
     );
+  }
   if (backend.kind === 'embedded') {
+    if (restart) return restart;
     if (!backend.reload) throw new UsageError('this embedded backend cannot reload weights in process');
     return {
       needsOnnx: true,
-      async publish({ onnx }) {
+      async publish({ onnx, version }) {
         if (!onnx) throw new PublishError('embedded publish needs an ONNX export of the checkpoint');
         await backend.reload!(onnx);
+        if (version !== undefined) backend.policyVersion = version;
       },
     };
   }
-  if (backend.kind === 'sglang' || (backend.kind === 'tokens' && backend.url?.includes('/generate'))) {
-    return {
-      needsOnnx: false,
-      async publish({ checkpoint, version }) {
-        // SGLang's weight update from disk (sgl-project/sglang python/sglang/srt/entrypoints/http_server.py,
-        // commit 0025436e: POST /update_weights_from_disk, body UpdateWeightFromDiskReqInput of
-        // managers/io_struct.py; 200 {success, message, num_paused_requests}, 400 with success false), with
-        // the run's key (a server started with --api-key checks it on every route), under the readiness
-        // limit. `weight_version` (the loop step) becomes the server's weight version on success.
-        const url = `${rootUrl(backend.url ?? '')}/update_weights_from_disk`;
-        let r: { ok: boolean; status: number };
-        let body: string;
-        try {
-          const response = await request(url, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...authHeaders(options.backendOptions.apiKey) },
-            body: JSON.stringify({
-              model_path: checkpoint,
-              ...(version !== undefined ? { weight_version: String(version) } : {}),
-            }),
-            deadline: timeLimit(options.readyTimeoutMs ?? DEFAULTS.reloadReadyTimeoutMs.value),
-            release: true,
-          });
-          r = response;
-          body = await response.text();
-        } catch (error) {
-          throw new PublishError(
-            `SGLang's weight update at ${url} failed: ${(error as Error).message}`,
-            'check that the server runs and answers at --backend-url, or give --reload-cmd',
-          );
-        }
-        if (!r.ok)
-          throw new PublishError(
-            `SGLang refused the weight update (${r.status}): ${body.slice(0, 300)}`,
-            r.status === 401
-              ? "give the server's key with --api-key (or $POLAR_BACKEND_API_KEY)"
-              : 'check that the server can read the checkpoint directory, or give --reload-cmd',
-          );
-        const paused = pausedRequests(body);
-        if (paused > 0)
-          log.info(
-            `SGLang held ${paused} running requests during the weight update (they go on with the new weights)`,
-          );
-      },
-    };
+  if (backend.kind === 'sglang' || (backend.kind === 'tokens' && backend.url?.includes('/generate')))
+    return sglangPublisher(backend, options, restart);
+  if (backend.kind === 'vllm' || backend.kind === 'tokens') {
+    // a LoRA run loads each step's adapter at run time (or restarts, with --reload-cmd, as it did)
+    if (options.lora) return restart ?? vllmLoraPublisher(backend, options);
+    return vllmWeightTransferPublisher(backend, options, restart);
   }
-  if (backend.kind === 'vllm' && options.lora) return vllmLoraPublisher(backend, options);
+  if (restart) return restart;
   throw new UsageError(
-    `the ${backend.kind} backend cannot load new weights by itself`,
+    `the ${backend.kind} backend cannot load new weights by itself${choice === 'auto' ? '' : ` (--weight-sync ${choice} is for vLLM and SGLang)`}`,
     'give --reload-cmd "<command that restarts the server on {checkpoint}>" (polar waits until it answers again)',
   );
 }
@@ -239,15 +187,5 @@ async function waitReady(backend: Backend, options: BackendOptions, timeoutMs: n
       error.message,
       'check that --reload-cmd restarts the server on the new checkpoint, and its log',
     );
-  }
-}
-
-/** `num_paused_requests` of SGLang's answer to /update_weights_from_disk (0 when absent or not JSON). */
-function pausedRequests(body: string): number {
-  try {
-    const n = (JSON.parse(body) as { num_paused_requests?: unknown }).num_paused_requests;
-    return typeof n === 'number' && Number.isFinite(n) ? n : 0;
-  } catch {
-    return 0;
   }
 }

@@ -57,6 +57,21 @@ export type Grader =
 /** --group-by: task_id, none, or meta:KEY (a key of the session record's meta) */
 export type GroupBy = 'task_id' | 'none' | `meta:${string}`;
 
+/**
+ * polar loop --weight-sync: how full weights reach a running vLLM or SGLang. auto: in place by the path the
+ * server offers (vLLM: its --weight-transfer-config backend; SGLang: from disk), else --reload-cmd; disk,
+ * nccl: that path or an error; restart: --reload-cmd always. docs/loop.md, "Publishing".
+ */
+export const WEIGHT_SYNC_CHOICES = ['auto', 'disk', 'nccl', 'restart'] as const;
+export type WeightSyncChoice = (typeof WEIGHT_SYNC_CHOICES)[number];
+
+/**
+ * polar loop --weight-sync-pause: what an in-place weight update does to the calls in flight, as vLLM's
+ * `/pause?mode=` names it (src/backends/weight-updates.ts): wait, keep or abort.
+ */
+export const PAUSE_MODES = ['wait', 'keep', 'abort'] as const;
+export type PauseMode = (typeof PAUSE_MODES)[number];
+
 export const DEFAULTS = {
   /**
    * --overlong: a trace cut by a length limit is masked (DAPO's overlong filtering: its reward says
@@ -191,6 +206,13 @@ export const DEFAULTS = {
   oversample: d(0),
   /** how long polar loop waits for a restarted server to answer */
   reloadReadyTimeoutMs: d(600_000, '600 (10 min)'),
+  /** --weight-sync: full weights in place by the path the server offers, else --reload-cmd (docs/loop.md) */
+  weightSync: d<WeightSyncChoice>('auto'),
+  /**
+   * --weight-sync-pause: what an in-place update does to the calls in flight; wait (vLLM's mode name) lets
+   * them finish on the old weights first: nothing mixed, nothing cut
+   */
+  weightSyncPause: d<PauseMode>('wait'),
 } as const;
 
 /** The one command that makes the offline trial model in ./tiny-model (README, the offline error's hint). */

@@ -273,3 +273,12 @@ export const hostAndPort: Parser<{ host: string; port: number }> = (v) => {
     port: Number(endpoint.slice(colon + 1)),
   };
 };
+
+/** HOST[:PORT] (--weight-sync-address): a host name or IPv4 address, an optional port */
+export const hostMaybePort: Parser<{ host: string; port?: number }> = (v) => {
+  const m = /^([A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(v.trim());
+  const port = m?.[2] === undefined ? undefined : Number(m[2]);
+  if (!m || (port !== undefined && (port < 1 || port > 65535)))
+    throw new InvalidArgumentError('expected HOST or HOST:PORT (for example 10.0.0.5:29600)');
+  return { host: m[1]!, ...(port !== undefined ? { port } : {}) };
+};

@@ -18,12 +18,17 @@
  *   `{success: false, message, num_paused_requests}`; a loaded one a 200 with `success: true`, and the
  *   server's weight version becomes `weight_version` when one is given ("Weight version updated to V."
  *   added to the message). The stand-in fails the load when `model_path` is not a directory (the real
- *   loader's own message is not transcribed); it holds no requests, so `num_paused_requests` is 0.
+ *   loader's own message is not transcribed).
+ * - the other weight routes (the distributed update, the weight version, pause/continue) and what an
+ *   update does to the requests in flight: test/support/sglang-weights.ts, with its sources; a chat
+ *   completion carries `metadata: {weight_version, weight_versions}` (serving_chat.py @0c078e6f), and
+ *   `meta_info` the same keys when asked for; `delayMs` keeps a request in flight that long (a slow
+ *   generation), an aborted one answers `finish_reason: "abort"`.
  */
-import { existsSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenLocal } from './listen.ts';
 import { IM_END, qwenTokenizer } from './qwen-tokenizer.ts';
+import { SglangEngine, type SglangWeightOptions } from './sglang-weights.ts';
 import {
   type ChatBody,
   echoPolicy,
@@ -45,15 +50,21 @@ export interface SglangChatOptions {
   reasoningParser?: string | null;
   /** answer every generation with finish_reason abort */
   abort?: boolean;
+  /** each generation takes this long (in flight meanwhile) */
+  delayMs?: number;
+  /** the distributed update's data plane, and an older server without version spans */
+  weights?: SglangWeightOptions;
 }
 
 export interface SglangChatStandin {
   url: string;
-  calls: { body: ChatBody; promptIds: number[]; completionIds: number[] }[];
+  calls: { body: ChatBody; promptIds: number[]; completionIds: number[]; weightVersions: string[] }[];
   /** the bodies of /update_weights_from_disk, in order */
   updates: { model_path: string; weight_version: unknown }[];
   /** the weights served now: server_args.model_path and weight_version (SGLang's default "default") */
   state: { modelPath: string; weightVersion: string };
+  /** the weight routes, the requests in flight and their versions */
+  engine: SglangEngine;
   close(): Promise<void>;
 }
 
@@ -65,8 +76,7 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
   const toolParser = options.toolCallParser === undefined ? 'qwen25' : options.toolCallParser;
   const reasoningParser = options.reasoningParser === undefined ? 'qwen3' : options.reasoningParser;
   const calls: SglangChatStandin['calls'] = [];
-  const updates: SglangChatStandin['updates'] = [];
-  const state: SglangChatStandin['state'] = { modelPath: served, weightVersion: 'default' };
+  const engine = new SglangEngine(options.weights ?? {}, served);
   const encode = (text: string) => tok.encode(text, { add_special_tokens: false });
   const error = (res: ServerResponse, message: string) =>
     json(res, 400, { object: 'error', message, type: 'BadRequestError', param: null, code: 400 });
@@ -87,31 +97,7 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
         context_length: contextLen,
       });
     }
-    if (req.method === 'POST' && path === '/update_weights_from_disk') {
-      const body = (await readJson(req)) as unknown as { model_path?: unknown; weight_version?: unknown };
-      if (typeof body.model_path !== 'string')
-        return json(res, 400, {
-          object: 'error',
-          message: "[{'type': 'missing', 'loc': ('body', 'model_path'), 'msg': 'Field required'}]",
-          type: 'Bad Request',
-          param: null,
-          code: 400,
-        });
-      updates.push({ model_path: body.model_path, weight_version: body.weight_version ?? null });
-      if (!existsSync(body.model_path) || !statSync(body.model_path).isDirectory())
-        return json(res, 400, {
-          success: false,
-          message: `Failed to update weights: ${body.model_path} is not a model directory. Rolling back to the old weights.`,
-          num_paused_requests: 0,
-        });
-      state.modelPath = body.model_path;
-      let message = 'Succeeded to update model weights.';
-      if (body.weight_version !== undefined && body.weight_version !== null) {
-        state.weightVersion = String(body.weight_version);
-        message += ` Weight version updated to ${state.weightVersion}.`;
-      }
-      return json(res, 200, { success: true, message, num_paused_requests: 0 });
-    }
+    if (await engine.route(req, res, path ?? '')) return;
     if (req.method !== 'POST' || path !== '/v1/chat/completions')
       return json(res, 404, { detail: 'Not Found' });
     const body = await readJson(req);
@@ -145,7 +131,10 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
       ...encode(reasoning + content + (toolText && content ? '\n' : '') + toolText),
       IM_END,
     ];
-    calls.push({ body, promptIds, completionIds });
+    const ticket = await engine.admit();
+    if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
+    const aborted = !(await engine.complete(ticket)) || options.abort;
+    calls.push({ body, promptIds, completionIds, weightVersions: ticket.versions });
     const parsed = toolParser !== null && (reply.toolCalls?.length ?? 0) > 0;
     const message = {
       role: 'assistant',
@@ -160,7 +149,8 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
           }))
         : null,
     };
-    const finish = options.abort ? 'abort' : parsed ? 'tool_calls' : 'stop';
+    const finish = aborted ? 'abort' : parsed ? 'tool_calls' : 'stop';
+    const metadata = engine.metadata(ticket.versions, completionIds.length);
     return json(res, 200, {
       id: `chatcmpl-${calls.length}`,
       object: 'chat.completion',
@@ -181,9 +171,10 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
                   prompt_tokens: promptIds.length,
                   completion_tokens: completionIds.length,
                   output_token_logprobs: completionIds.map((id, i) => [fakeLogprob(id, i), id, null]),
-                  finish_reason: options.abort
+                  finish_reason: aborted
                     ? { type: 'abort', message: 'aborted' }
                     : { type: 'stop', matched: IM_END },
+                  ...metadata,
                 },
               }
             : {}),
@@ -194,6 +185,7 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
         completion_tokens: completionIds.length,
         total_tokens: promptIds.length + completionIds.length,
       },
+      metadata,
     });
   }
 
@@ -201,8 +193,23 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
   return {
     url: `${server.origin}/v1`,
     calls,
-    updates,
-    state,
+    get updates() {
+      return engine.log
+        .filter((e) => e.path === '/update_weights_from_disk' && typeof e.body.model_path === 'string')
+        .map((e) => ({
+          model_path: e.body.model_path as string,
+          weight_version: e.body.weight_version ?? null,
+        }));
+    },
+    state: {
+      get modelPath() {
+        return engine.modelPath;
+      },
+      get weightVersion() {
+        return engine.weightVersion;
+      },
+    },
+    engine,
     close: server.close,
   };
 }

@@ -40,6 +40,13 @@
  *   already running on it finishes; `/v1/models` lists each adapter with `parent` the base model; a chat
  *   request naming neither the base nor a loaded adapter is a 404 "The model `<name>` does not exist."
  *   Without the variable the routes are not registered (404).
+ * - `devMode` (`VLLM_SERVER_DEV_MODE=1`) with `weightTransfer` (`--weight-transfer-config`): the weight
+ *   transfer control plane, pause/resume and the weight version label of test/support/vllm-weight-transfer.ts
+ *   (transcribed there, with the sources); a streamed generation is frozen, aborted or waited for as the
+ *   pause mode says. `GET /server_info?config_format=json` (dev mode: vllm/entrypoints/serve/instrumentator/
+ *   server_info.py @09cb327) states `vllm_config.weight_transfer_config`; `GET /version` `{"version"}`
+ *   (vllm/frontend/entrypoints/serve/instrumentator/basic.py @055e47c2); `GET /openapi.json` lists the
+ *   routes (FastAPI's, unless --disable-fastapi-docs).
  */
 import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -47,6 +54,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { qwenTokenizer } from './qwen-tokenizer.ts';
+import { type Ticket, VllmEngine, type WeightTransferOptions } from './vllm-weight-transfer.ts';
 
 export interface Reply {
   reasoning?: string;
@@ -83,6 +91,10 @@ export interface StandinCall {
   promptIds: number[];
   completionIds: number[];
   logprobs: number[];
+  /** devMode: the weight version labels its tokens were sampled under, in order (filled as it streams) */
+  weightVersions?: string[];
+  /** devMode: the weights that sampled its first token (the model, or a checkpoint a disk update loaded) */
+  weights?: string;
 }
 
 export interface Fault {
@@ -134,6 +146,12 @@ export interface StandinOptions {
   host?: string;
   /** started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: the load/unload routes */
   runtimeLora?: boolean;
+  /** VLLM_SERVER_DEV_MODE=1: pause/resume, the weight-transfer routes, /server_info */
+  devMode?: boolean;
+  /** --weight-transfer-config (with devMode; default: started without it) */
+  weightTransfer?: WeightTransferOptions;
+  /** --disable-fastapi-docs: no /openapi.json */
+  noOpenapi?: boolean;
 }
 
 export interface Standin {
@@ -145,6 +163,8 @@ export interface Standin {
   adapters: Map<string, string>;
   /** TCP connections accepted so far, those open now, and the responses sent to their end */
   connections: { accepted: number; open: number; responsesEnded: number };
+  /** devMode: the engine's pause state, weight version label and the weight-transfer routes called */
+  engine: VllmEngine | null;
   close(): Promise<void>;
 }
 
@@ -270,6 +290,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
   const maxModelLen = options.maxModelLen ?? 40960;
   const reasoningField = options.reasoningField ?? 'reasoning';
   const adapters = new Map<string, string>();
+  const engine = options.devMode ? new VllmEngine(options.weightTransfer ?? { backend: null }, served) : null;
   const error = (
     res: ServerResponse,
     status: number,
@@ -306,11 +327,48 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     res.once('finish', () => connections.responsesEnded++);
-    const path = (req.url ?? '').split('?')[0];
+    const [path = '', search = ''] = (req.url ?? '').split('?');
     // `vllm serve --api-key`: the /v1 routes check the bearer token (api_server.py AuthenticationMiddleware)
     if (options.apiKey && path !== '/health' && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       return json(res, 401, { error: 'Unauthorized' });
     }
+    if (req.method === 'GET' && path === '/version')
+      return json(res, 200, { version: options.weightTransfer?.version ?? '0.32.0' });
+    if (req.method === 'GET' && path === '/openapi.json' && !options.noOpenapi) {
+      const paths = ['/v1/models', '/v1/chat/completions', '/tokenize', '/version', '/health'];
+      if (engine) paths.push('/server_info', ...engine.paths());
+      return json(res, 200, {
+        openapi: '3.1.0',
+        info: { title: 'FastAPI' },
+        paths: Object.fromEntries(
+          paths.map((p) => {
+            const modes = options.weightTransfer?.pauseModes !== false;
+            const query = ['mode', 'wait_for_inflight_requests', 'clear_cache'].filter(
+              (q) => modes || q !== 'mode',
+            );
+            return [
+              p,
+              p === '/pause' ? { post: { parameters: query.map((name) => ({ name, in: 'query' })) } } : {},
+            ];
+          }),
+        ),
+      });
+    }
+    if (engine && req.method === 'GET' && path === '/server_info') {
+      const backend = options.weightTransfer?.backend ?? null;
+      const config = {
+        model_config: { model: served },
+        weight_transfer_config: backend ? { backend } : null,
+      };
+      const asJson = new URLSearchParams(search).get('config_format') === 'json';
+      return json(res, 200, {
+        vllm_config: asJson
+          ? config
+          : `model=${served}, weight_transfer_config=${backend ? `WeightTransferConfig(backend='${backend}')` : 'None'}`,
+        vllm_env: { VLLM_SERVER_DEV_MODE: '1' },
+      });
+    }
+    if (engine && (await engine.route(req, res, path, new URLSearchParams(search)))) return;
     if (req.method === 'GET' && path === '/v1/models') {
       return json(res, 200, {
         object: 'list',
@@ -463,7 +521,16 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     }
     const completionIds = [...reasoningIds, ...contentIds, ...toolIds, ...eot];
     const logprobs = completionIds.map((id, i) => fakeLogprob(id, i));
-    calls.push({ body, promptText, promptIds, completionIds, logprobs });
+    // dev mode: the request is scheduled once the engine is not paused (before anything is sent)
+    const ticket = engine ? await engine.admit() : null;
+    calls.push({
+      body,
+      promptText,
+      promptIds,
+      completionIds,
+      logprobs,
+      ...(ticket ? { weightVersions: ticket.versions, weights: ticket.weights } : {}),
+    });
     const giveIds = body.return_token_ids === true && !fault?.noTokenIds;
     const giveLogprobs = body.logprobs === true;
     const finish = fault?.abort ? 'abort' : lengthStop ? 'length' : toolText ? 'tool_calls' : 'stop';
@@ -492,6 +559,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
           }
         : {};
     if (!body.stream) {
+      if (ticket) engine!.finish(ticket);
       return json(res, 200, {
         id,
         object: 'chat.completion',
@@ -584,6 +652,7 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     });
     events.push('data: [DONE]\n\n');
     const delay = fault?.chunkDelayMs ?? 0;
+    if (ticket) return streamThroughEngine(engine!, ticket, res, events, delay, { id, model: body.model });
     const endAfterDone = fault?.endAfterDoneMs;
     const end = () => {
       if (endAfterDone === undefined) res.end();
@@ -620,12 +689,48 @@ export async function startStandin(options: StandinOptions = {}): Promise<Standi
     faults,
     adapters,
     connections,
+    engine,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A stream under the dev-mode engine: each chunk waits while a `keep` pause holds it; an `abort` pause ends
+ * it with a last chunk `finish_reason: "abort"` (the partial output stays sent), then `[DONE]`.
+ */
+async function streamThroughEngine(
+  engine: VllmEngine,
+  ticket: Ticket,
+  res: ServerResponse,
+  events: string[],
+  delay: number,
+  head: { id: string; model: string },
+): Promise<void> {
+  try {
+    for (const event of events) {
+      if (res.destroyed) return;
+      if (!(await engine.step(ticket))) {
+        const choice = { index: 0, delta: {}, finish_reason: 'abort', token_ids: [] };
+        const last = {
+          ...head,
+          object: 'chat.completion.chunk',
+          created: Math.floor(Date.now() / 1000),
+          choices: [choice],
+        };
+        res.end(`data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`);
+        return;
+      }
+      res.write(event);
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    }
+    res.end();
+  } finally {
+    engine.finish(ticket);
+  }
 }
 
 /** The prompt text vLLM renders for a chat body (the real template unless another is given). */

@@ -129,15 +129,21 @@ describe('vLLM: a LoRA run published at run time', () => {
 });
 
 describe('vLLM started without runtime LoRA updating', () => {
-  test('the load is refused with the flags to start it with; without --lora, --reload-cmd is asked for', async () => {
+  test('the load is refused with the flags to start it with; without --lora, the weight-transfer flags or --reload-cmd', async () => {
     const standin = await startStandin({ model: MODEL });
     const backend = await createBackend({ kind: 'vllm', url: standin.url, model: MODEL });
     try {
       const options = { backendOptions: { kind: 'vllm' as const, url: standin.url, model: MODEL } };
-      assert.throws(
-        () => publisherFor(backend, options),
-        (e: Error) => PolarError.isInstance(e) && /--reload-cmd/.test(String((e as PolarError).hint)),
-      );
+      // full weights: the server offers no weight-transfer API (no dev mode), said before any rollout
+      await assert.rejects(publisherFor(backend, options).prepare!(0), (e: Error) => {
+        assert.ok(PolarError.isInstance(e));
+        assert.match(e.message, /offers no weight-transfer API/);
+        assert.match(
+          String((e as PolarError).hint),
+          /VLLM_SERVER_DEV_MODE=1 .*--weight-transfer-config.*--reload-cmd/,
+        );
+        return true;
+      });
       const publisher = publisherFor(backend, { ...options, lora: true });
       await assert.rejects(
         publisher.publish({ checkpoint: checkpoint('step-1'), version: 1 }),

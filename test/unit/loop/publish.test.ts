@@ -95,7 +95,7 @@ describe('publisherFor', () => {
     ['tokens', '/generate'],
     ['tokens', ''],
   ] as const) {
-    test(`--reload-cmd (${kind} at ROOT${suffix}): waits on /v1/models with the key until it answers`, async () => {
+    test(`--weight-sync restart (${kind} at ROOT${suffix}): waits on /v1/models with the key until it answers`, async () => {
       const s = await keyedServer('secret', 2);
       try {
         const url = `${s.root}${suffix}`;
@@ -103,6 +103,7 @@ describe('publisherFor', () => {
         await publisherFor(backendOf(kind, url), {
           backendOptions: options,
           reloadCmd: 'true',
+          weightSync: 'restart',
           readyTimeoutMs: 60_000,
         }).publish({ checkpoint: '/ckpt' });
         const polls = s.seen.filter((x) => x.method === 'GET');
@@ -113,6 +114,45 @@ describe('publisherFor', () => {
       }
     });
   }
+
+  test('vLLM without the weight-transfer API and --reload-cmd: probed once, then each publish restarts it', async () => {
+    const s = await keyedServer('secret', 2);
+    try {
+      const url = `${s.root}/v1`;
+      const publisher = publisherFor(backendOf('vllm', url), {
+        backendOptions: { kind: 'vllm', url, model: 'm', apiKey: 'secret' },
+        reloadCmd: 'true',
+        readyTimeoutMs: 60_000,
+      });
+      await publisher.prepare!(0);
+      const probed = s.seen.length;
+      assert.ok(
+        probed > 0 && s.seen.every((x) => x.authorization === 'Bearer secret'),
+        'the probe carries the key',
+      );
+      await publisher.publish({ checkpoint: '/ckpt', version: 1 });
+      const after = s.seen.slice(probed);
+      assert.ok(after.length >= 3, 'two 503s, then the answer');
+      assert.ok(
+        after.every((x) => x.path === '/v1/models'),
+        'a restart, no weight route',
+      );
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('--weight-sync restart without --reload-cmd is refused, naming the flag', () => {
+    assert.throws(
+      () =>
+        publisherFor(backendOf('vllm', 'http://127.0.0.1:1/v1'), {
+          backendOptions: { kind: 'vllm', url: 'http://127.0.0.1:1/v1', model: 'm' },
+          weightSync: 'restart',
+        }),
+      (e: unknown) =>
+        PolarError.isInstance(e) && /--reload-cmd/.test(`${(e as Error).message} ${(e as PolarError).hint}`),
+    );
+  });
 
   test('--reload-cmd and a server that never comes back: a PublishError naming the URL and the command', async () => {
     const s = await keyedServer('k');
