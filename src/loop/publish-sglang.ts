@@ -128,7 +128,7 @@ class SglangWeights implements Publisher {
       await joined;
       return s;
     } catch (error) {
-      await s.close();
+      await s.abort();
       throw error;
     }
   }
@@ -177,7 +177,7 @@ class SglangWeights implements Publisher {
     } catch (error) {
       if (!this.fallback || !PolarError.isInstance(error)) throw error;
       log.warn(`${error.message}: restarting the server with --reload-cmd`);
-      await this.sender?.close();
+      await this.sender?.abort();
       this.sender = null;
       this.api = null;
       await this.fallback.publish(context);

@@ -171,7 +171,7 @@ class VllmWeightTransfer implements Publisher {
       await joined;
       return sender;
     } catch (error) {
-      await sender.close();
+      await sender.abort();
       throw error;
     }
   }
@@ -271,9 +271,14 @@ class VllmWeightTransfer implements Publisher {
   private async failed(error: PolarError, context: PublishContext, loaded: boolean): Promise<void> {
     if (this.fallback) {
       log.warn(`${error.message}: restarting the server with --reload-cmd`);
-      await this.state?.sender?.close();
+      await this.state?.sender?.abort();
       this.state = null; // the restarted server has a new engine: prepared again at the next publish
       return this.restartWith(context);
+    }
+    // a broadcast the server stopped taking never ends: the sender goes (the group is gone with it)
+    if (loaded && this.state?.sender) {
+      await this.state.sender.abort();
+      this.state = null;
     }
     if (!loaded) {
       // nothing was loaded: the server serves the old weights, as before the pause

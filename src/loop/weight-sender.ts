@@ -123,6 +123,16 @@ export class WeightSender {
     return { meta, done };
   }
 
+  /** Ends it at once (a rendezvous or broadcast the server left will never finish): SIGTERM to its pid. */
+  async abort(): Promise<void> {
+    if (this.ended) return;
+    const exited = new Promise<void>((r) => this.child.once('close', () => r()));
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
   /** Leaves the group: ends stdin, waits a little, then kills the process by its pid. */
   async close(): Promise<void> {
     if (this.ended) return;
