@@ -19,6 +19,19 @@
  * avoids, is a small part of the idle time; the real loop runs at most 3), POLAR_BENCH_LOOP_SCALE (ms per
  * unit of sample time, 20), POLAR_BENCH_LOOP_SEED (the draws, 7), POLAR_BENCH_LOOP_OVERSAMPLE (the
  * --oversample of the extra --overdue drop row at K >= 1, 2; 0: no such row).
+ *
+ * Publishing (issue 48): the same simulated run with each step's weights published after its training, by
+ * a restart of the server or in place, the server answering nothing meanwhile (every running sample waits
+ * out the publish, the trainer too). The publish times are parameters taken from published figures, in
+ * seconds of a real run: POLAR_BENCH_LOOP_RESTART_S (default 82: vLLM's start with the model on local disk
+ * and its compile cache warm, Llama-3.1-8B on an L40S: weight loading 18 s, Dynamo 10 s, graph compilation
+ * 13 s, CUDA graph capture 7 s, engine init and imports 34 s; tensorfuse.io, "Reducing GPU Cold Start Time
+ * when using vLLM", 2025-09-01), POLAR_BENCH_LOOP_INPLACE_S (default 18: the same page's weight loading,
+ * what vLLM's disk weight transfer does of it; an NCCL broadcast is faster still: 0.15-0.6 s for Qwen2 0.5B,
+ * huggingface/trl PR #5249); POLAR_BENCH_LOOP_TRAIN_S (default 300: the real seconds one simulated trainer
+ * step stands for, which scales them into the simulation; an assumption, not a measurement). A restart
+ * here costs its time alone: the calls it cuts and the prefix cache it loses are not modelled, so the
+ * restart's column is the optimistic side. bench/publish_gpu.py measures both on a GPU.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
@@ -61,6 +74,8 @@ interface Cluster {
   virtual: boolean;
   /** the draws' seed */
   seed: number;
+  /** each step's publish, after its training (ms; 0: none): the server answers nothing meanwhile */
+  publishMs: number;
 }
 
 const noJournal: Journal = { append: async () => {} };
@@ -158,8 +173,34 @@ function virtualClock(): Clock {
   };
 }
 
+/**
+ * The server's time out of service (publishes), and a sample's work served around it: `ms` of service
+ * takes longer by every part of a publish that overlaps it (a sample that starts during one waits for it).
+ */
+function serverWindows(clock: Clock) {
+  const windows: Array<[number, number]> = [];
+  const overlap = (from: number, to: number) =>
+    windows.reduce((sum, [a, b]) => sum + Math.max(0, Math.min(b, to) - Math.max(a, from)), 0);
+  return {
+    async publish(ms: number) {
+      if (ms <= 0) return;
+      windows.push([clock.now(), clock.now() + ms]);
+      await clock.sleep(ms);
+    },
+    async serve(ms: number, ...signals: AbortSignal[]) {
+      let from = clock.now();
+      for (let need = ms; need > 0; ) {
+        await clock.sleep(need, ...signals);
+        need = overlap(from, clock.now());
+        from = clock.now();
+      }
+    },
+  };
+}
+
 async function simulate(c: Cluster, K: number, overdue: OverduePolicy, oversample = 0) {
   const clock = c.virtual ? virtualClock() : realClock;
+  const server = serverWindows(clock);
   const driver: AsyncDriver = {
     taskFor: (step, index) => `task-${(step - 1) * c.tasksPerStep + index}`,
     async runGroup(plan, ctx) {
@@ -170,13 +211,14 @@ async function simulate(c: Cluster, K: number, overdue: OverduePolicy, oversampl
             // of a sample does; POLAR_BENCH_LOOP_DRAW=task keys by (task, sample): a slow task stays slow
             const key = c.drawByTask ? taskIndex(plan.task) : plan.group;
             const units = pareto(uniform(key, sample, c.seed), c.alpha, c.cap);
-            await clock.sleep(units * c.scaleMs, ctx.cancel, ctx.signal);
+            await server.serve(units * c.scaleMs, ctx.cancel, ctx.signal);
           }),
         ),
       );
     },
     async train() {
       await clock.sleep(c.trainMs);
+      await server.publish(c.publishMs);
     },
   };
   const s = new StalenessScheduler(
@@ -267,6 +309,7 @@ export async function benchLoop(): Promise<void> {
     drawByTask: process.env.POLAR_BENCH_LOOP_DRAW === 'task',
     virtual: process.env.POLAR_BENCH_LOOP_CLOCK !== 'real',
     seed: Number(process.env.POLAR_BENCH_LOOP_SEED ?? 7),
+    publishMs: 0,
   };
   // a trainer step as long as a step's rollouts take on average (samples / slots x the Pareto mean
   // alpha / (alpha - 1)): the balance at which overlapping them pays most
@@ -311,6 +354,7 @@ export async function benchLoop(): Promise<void> {
     }
   }
   if (!c.virtual) console.log(`  load average at the end: ${load()}`);
+  await publishColumn(c);
   if (process.env.POLAR_BENCH_LOOP_REAL === '0') return;
   if (!existsSync(join(ROOT, '.venv'))) {
     console.log('  (real loop skipped: no .venv; npm run setup:python)');
@@ -328,6 +372,34 @@ export async function benchLoop(): Promise<void> {
     console.log(
       `  --max-staleness ${K}: ${(r.wallMs / 1000).toFixed(1)} s` +
         `${realBase ? `, speed-up ${(realBase / r.wallMs).toFixed(2)}x` : ''}, idle rollout slots ${pct(r.slotIdle)}`,
+    );
+  }
+}
+
+/**
+ * The publish-time column: the simulated run above (--overdue wait) with each step published by a restart
+ * and in place, side by side, at K = 0, 1 and 2; the restart's and the in-place update's seconds are the
+ * parameters the header names, scaled by the real seconds a trainer step stands for.
+ */
+async function publishColumn(c: Cluster): Promise<void> {
+  const restartS = Number(process.env.POLAR_BENCH_LOOP_RESTART_S ?? 82);
+  const inPlaceS = Number(process.env.POLAR_BENCH_LOOP_INPLACE_S ?? 18);
+  const trainS = Number(process.env.POLAR_BENCH_LOOP_TRAIN_S ?? 300);
+  const scaled = (s: number) => Math.round((s / trainS) * c.trainMs);
+  console.log(
+    `\n## loop: publishing each step's weights, by a restart (${restartS} s) or in place (${inPlaceS} s), ` +
+      `a trainer step standing for ${trainS} s (the same simulated run, --overdue wait)`,
+  );
+  for (const K of [0, 1, 2]) {
+    const none = await simulate(c, K, 'wait');
+    const restart = await simulate({ ...c, publishMs: scaled(restartS) }, K, 'wait');
+    const inPlace = await simulate({ ...c, publishMs: scaled(inPlaceS) }, K, 'wait');
+    const real = (ms: number) => ((ms / c.trainMs) * trainS) / 60;
+    console.log(
+      `  --max-staleness ${K}: wall, in real minutes over ${c.steps} steps: no publish ${real(none.wallMs).toFixed(0)}, ` +
+        `restart ${real(restart.wallMs).toFixed(0)}, in place ${real(inPlace.wallMs).toFixed(0)} ` +
+        `(in place ${(restart.wallMs / inPlace.wallMs).toFixed(2)}x the restart's speed); ` +
+        `idle rollout slots: restart ${pct(restart.slotIdle)}, in place ${pct(inPlace.slotIdle)}`,
     );
   }
 }
