@@ -130,30 +130,37 @@ export async function modelCall(scope: CallScope): Promise<void> {
     const mark = updates?.mark();
     const version = backend.policyVersion;
     if (version !== undefined) call.policyVersion = version;
-    const unsent = await attemptCall(scope, canonical, created, read.body);
+    const outcome = await attemptCall(scope, canonical, created, read.body);
     if (updates && mark) call.polarVersions = updates.versionsOf(mark, version);
-    if (unsent === null) return;
+    const cut = outcome.aborted && updates !== undefined && mark !== undefined && updates.abortedSince(mark);
+    if (outcome.unsent === null) {
+      // already streaming to the harness when a weight update cut it: failed through no doing of the agent's
+      if (cut) call.backendInfo.weight_update_cut = true;
+      return;
+    }
     // the server cut the call for a weight update before anything of it reached the harness: it is sent
     // again once the server serves the new weights, and the harness gets that answer
-    if (unsent.aborted && updates && mark && updates.abortedSince(mark) && attempt <= UPDATE_RETRIES) {
+    if (cut && attempt <= UPDATE_RETRIES) {
       call.backendInfo.weight_update_retries = attempt;
-      await updates.settled();
+      await updates!.settled();
       continue;
     }
-    return fail(scope, unsent);
+    if (cut) call.backendInfo.weight_update_cut = true;
+    return fail(scope, outcome.unsent);
   }
 }
 
 /**
- * One attempt at the backend: null when the call was answered (or failed after its answer had begun),
- * else the fault to answer with, nothing of the call having reached the harness yet.
+ * One attempt at the backend. `unsent`: the fault to answer with, nothing of the call having reached the
+ * harness yet; null when the call was answered (or failed after its answer had begun). `aborted`: the
+ * server aborted the generation (finish_reason abort), before or after the answer began.
  */
 async function attemptCall(
   scope: CallScope,
   canonical: CanonicalRequest,
   created: number,
   body: unknown,
-): Promise<ProxyFault | null> {
+): Promise<{ unsent: ProxyFault | null; aborted: boolean }> {
   const { call } = scope;
   const backendStart = performance.now();
   const events = scope.session.backend.generate(canonical, backendContext(scope))[Symbol.asyncIterator]();
@@ -162,16 +169,20 @@ async function attemptCall(
     if ('fault' in head) {
       // an error event is the backend's answer (timed); a stream that just ended has no backend time
       if (head.answered) call.backendMs = performance.now() - backendStart;
-      return head.fault;
+      return { unsent: head.fault, aborted: head.fault.aborted === true };
     }
     const { final, streamFault } = canonical.stream
       ? await streamOut(scope, events, head, created, body)
       : await bufferOut(events, head);
     call.backendMs = performance.now() - backendStart;
+    const aborted = streamFault?.aborted === true;
     if (!canonical.stream && !final)
-      return streamFault ?? fault('backend_error', 'backend stream ended without a finish');
+      return {
+        unsent: streamFault ?? fault('backend_error', 'backend stream ended without a finish'),
+        aborted,
+      };
     settle(scope, final, streamFault, created);
-    return null;
+    return { unsent: null, aborted };
   } finally {
     // every path closes the backend's event stream: its finally blocks (the in-flight slot of
     // proxy/limits.ts, the backend's own request) run even when the call ended early; a failure

@@ -206,6 +206,7 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
       const record = await recordOf(s, 'slow abort');
       assert.equal(record.error, null);
       assert.equal(record.backend_info?.weight_update_retries, 1);
+      assert.equal(record.backend_info?.weight_update_cut, undefined);
       assert.deepEqual(record.weight_versions, { source: 'polar', versions: ['1'] });
       assert.equal(record.policy_version, 1);
     } finally {
@@ -229,6 +230,7 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
       const record = await recordOf(s, 'streaming abort');
       assert.equal(record.error?.kind, 'backend_error');
       assert.equal(record.backend_info?.weight_update_retries, undefined);
+      assert.equal(record.backend_info?.weight_update_cut, true, 'marked: cut by the update, not the agent');
       assert.equal(
         truth(s, 'streaming abort').length,
         1,
