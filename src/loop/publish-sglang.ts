@@ -36,7 +36,13 @@ import { type PauseMode, type WeightUpdates, weightUpdatesOf } from '../backends
 import { PolarError } from '../errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
-import { type PublishContext, PublishError, type Publisher, type PublisherOptions } from './publish-types.ts';
+import {
+  type PublishContext,
+  PublishError,
+  type Publisher,
+  type PublisherOptions,
+  PublishSetupError,
+} from './publish-types.ts';
 import { freePort } from './publish-vllm.ts';
 import { WeightSender } from './weight-sender.ts';
 
@@ -91,7 +97,7 @@ class SglangWeights implements Publisher {
     this.api = api;
     if (this.distributed) {
       if (api.distributed === false)
-        throw new PublishError(
+        throw new PublishSetupError(
           `SGLang at ${this.root}${api.version ? ` (${api.version})` : ''} has no /update_weights_from_distributed`,
           'an SGLang with the distributed weight update (init_weights_update_group), or --weight-sync disk',
         );

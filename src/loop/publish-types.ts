@@ -3,13 +3,27 @@
  * and publish-sglang.ts load weights into a running server): what a publisher is given and does.
  */
 import type { BackendOptions } from '../backends/types.ts';
-import { PolarError } from '../errors.ts';
+import { EXIT, PolarError } from '../errors.ts';
 import type { PauseMode, WeightSyncChoice } from '../options/defaults.ts';
 
 /** New weights could not be put in front of the backend (an export missing, a refused update, a server down). */
 export class PublishError extends PolarError {
-  constructor(message: string, hint?: string) {
-    super(message, { hint });
+  constructor(
+    message: string,
+    hint?: string,
+    exitCode: typeof EXIT.failure | typeof EXIT.environment = EXIT.failure,
+  ) {
+    super(message, { hint, exitCode });
+  }
+}
+
+/**
+ * The server cannot take weights as asked (a flag it was started without, a version that lacks the route):
+ * the environment's set-up (exit 4, as a server set-up check's), said before any rollout.
+ */
+export class PublishSetupError extends PublishError {
+  constructor(message: string, hint: string) {
+    super(message, hint, EXIT.environment);
   }
 }
 

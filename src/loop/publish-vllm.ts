@@ -36,7 +36,13 @@ import { type PauseMode, type WeightUpdates, weightUpdatesOf } from '../backends
 import { PolarError } from '../errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { log } from '../util/log.ts';
-import { type PublishContext, PublishError, type Publisher, type PublisherOptions } from './publish-types.ts';
+import {
+  type PublishContext,
+  PublishError,
+  type Publisher,
+  type PublisherOptions,
+  PublishSetupError,
+} from './publish-types.ts';
 import { type SendMeta, WeightSender } from './weight-sender.ts';
 
 /** What a server started without the API needs, and which versions lack it (docs/loop.md). */
@@ -152,7 +158,7 @@ class VllmWeightTransfer implements Publisher {
 
   private async initNccl(api: VllmWeightApi): Promise<WeightSender> {
     if (api.worldSize === null)
-      throw new PublishError(
+      throw new PublishSetupError(
         `vLLM at ${this.root} did not state its world size (GET /get_world_size)`,
         VLLM_WEIGHT_FLAGS,
       );
@@ -186,10 +192,10 @@ class VllmWeightTransfer implements Publisher {
         if (version !== undefined) this.backend.policyVersion = version;
         return this.fallback.prepare?.(version);
       }
-      throw new PublishError(problem.message, problem.hint);
+      throw new PublishSetupError(problem.message, problem.hint);
     }
     if (this.mode === 'keep' && !api.pauseModes)
-      throw new PublishError(
+      throw new PublishSetupError(
         `--weight-sync-pause keep, but the /pause of vLLM at ${this.root} has no mode (an older vLLM: it waits or aborts)`,
         'use --weight-sync-pause wait or abort, or a vLLM whose /pause takes mode=keep',
       );

@@ -247,6 +247,7 @@ describe('a vLLM that cannot take weights in place', () => {
     try {
       await assert.rejects(s.publisher.prepare!(0), (e: unknown) => {
         assert.ok(PolarError.isInstance(e));
+        assert.equal(e.exitCode, 4, 'a set-up of the environment, as the server check says one');
         assert.match(e.message, message);
         assert.match(String(e.hint), hint);
         return true;
