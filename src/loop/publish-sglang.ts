@@ -43,8 +43,7 @@ import {
   type PublisherOptions,
   PublishSetupError,
 } from './publish-types.ts';
-import { freePort } from './publish-vllm.ts';
-import { WeightSender } from './weight-sender.ts';
+import { formGroup, type WeightSender } from './weight-sender.ts';
 
 const GROUP = 'polar_weight_update';
 
@@ -116,27 +115,18 @@ class SglangWeights implements Publisher {
   }
 
   private async joinGroup(a: SglangWeightApi): Promise<WeightSender> {
-    const s = await WeightSender.start(this.options.python);
     const transport = this.options.transport ?? 'nccl';
-    const rv = this.options.rendezvous;
-    const master = { master_address: rv?.host ?? '127.0.0.1', master_port: rv?.port ?? (await freePort()) };
     const world = (a.gpus ?? 1) + 1;
-    try {
-      const joined = s.init({ server: 'sglang', transport, ...master, world_size: world, group_name: GROUP });
-      joined.catch(() => {});
-      const body = { ...master, rank_offset: 1, world_size: world, group_name: GROUP, backend: transport };
+    const init = { server: 'sglang' as const, transport, world_size: world, group_name: GROUP };
+    return formGroup(this.options, init, async (at) => {
+      const body = { ...at, rank_offset: 1, world_size: world, group_name: GROUP, backend: transport };
       const answer = await this.post('/init_weights_update_group', body);
       if (!answer.ok)
         throw new PublishError(
-          `SGLang refused to join the weight-update group at ${master.master_address}:${master.master_port} (${answerDetail(answer)})`,
+          `SGLang refused to join the weight-update group at ${at.master_address}:${at.master_port} (${answerDetail(answer)})`,
           'give the address its workers reach this machine at with --weight-sync-address HOST[:PORT]',
         );
-      await joined;
-      return s;
-    } catch (error) {
-      await s.abort();
-      throw error;
-    }
+    });
   }
 
   /** The update route and its body (the weights, the version, what happens to the calls in flight). */

@@ -21,7 +21,6 @@
  * that failed once weights were being loaded leaves the server paused (vLLM's update is not transactional:
  * the weights loaded before the error are in), never serving mixed weights silently.
  */
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { rootUrl } from '../backends/server-info.ts';
 import type { Backend } from '../backends/types.ts';
@@ -43,7 +42,7 @@ import {
   type PublisherOptions,
   PublishSetupError,
 } from './publish-types.ts';
-import { type SendMeta, WeightSender } from './weight-sender.ts';
+import { formGroup, type SendMeta, type WeightSender } from './weight-sender.ts';
 
 /** What a server started without the API needs, and which versions lack it (docs/loop.md). */
 export const VLLM_WEIGHT_FLAGS =
@@ -89,18 +88,6 @@ function unusable(
       hint: `start vLLM with --weight-transfer-config '{"backend": "${choice}"}', or use --weight-sync ${backend} (or auto)`,
     };
   return null;
-}
-
-/** A free TCP port on this machine (the rendezvous of the NCCL group, which the sender hosts as rank 0). */
-export function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => ok(port));
-    });
-  });
 }
 
 export function vllmWeightTransferPublisher(
@@ -162,24 +149,14 @@ class VllmWeightTransfer implements Publisher {
         `vLLM at ${this.root} did not state its world size (GET /get_world_size)`,
         VLLM_WEIGHT_FLAGS,
       );
-    const sender = await WeightSender.start(this.options.python);
-    const rv = this.options.rendezvous;
-    const master = { master_address: rv?.host ?? '127.0.0.1', master_port: rv?.port ?? (await freePort()) };
     const world = api.worldSize + 1;
-    try {
-      // both ends rendezvous together: the server's init blocks until the sender (rank 0) has joined
-      const transport = this.options.transport ?? 'nccl';
-      const joined = sender.init({ server: 'vllm', transport, ...master, world_size: world });
-      joined.catch(() => {});
-      const init_info = { ...master, rank_offset: 1, world_size: world };
-      const answer = await this.call('/init_weight_transfer_engine', { init_info });
-      this.expect(answer, `to join the NCCL group at ${master.master_address}:${master.master_port}`);
-      await joined;
-      return sender;
-    } catch (error) {
-      await sender.abort();
-      throw error;
-    }
+    const transport = this.options.transport ?? 'nccl';
+    return formGroup(this.options, { server: 'vllm', transport, world_size: world }, async (at) => {
+      const answer = await this.call('/init_weight_transfer_engine', {
+        init_info: { ...at, rank_offset: 1, world_size: world },
+      });
+      this.expect(answer, `to join the NCCL group at ${at.master_address}:${at.master_port}`);
+    });
   }
 
   async prepare(version?: number): Promise<void> {

@@ -7,6 +7,7 @@
  * checkpoint over it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { PolarError } from '../errors.ts';
 import { findPython } from '../train/env.ts';
@@ -141,5 +142,48 @@ export class WeightSender {
     const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
+  }
+}
+
+/** A free TCP port on this machine (the rendezvous of the group, which the sender hosts as rank 0). */
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** Where the group meets: the server's workers connect to this address, where the sender listens. */
+export interface Rendezvous {
+  master_address: string;
+  master_port: number;
+}
+
+/**
+ * Starts the sender and forms the group with the server's workers: both ends rendezvous together, so
+ * `serverInit` (the server's init route, which blocks until every rank has joined) runs while the sender
+ * joins as rank 0. A failure of either ends the sender (a rendezvous the server left never finishes).
+ */
+export async function formGroup(
+  options: { python?: string; rendezvous?: { host: string; port?: number } },
+  init: Omit<SenderInit, 'master_address' | 'master_port'>,
+  serverInit: (at: Rendezvous) => Promise<void>,
+): Promise<WeightSender> {
+  const sender = await WeightSender.start(options.python);
+  const rv = options.rendezvous;
+  const at = { master_address: rv?.host ?? '127.0.0.1', master_port: rv?.port ?? (await freePort()) };
+  try {
+    const joined = sender.init({ ...init, ...at });
+    joined.catch(() => {});
+    await serverInit(at);
+    await joined;
+    return sender;
+  } catch (error) {
+    await sender.abort();
+    throw error;
   }
 }

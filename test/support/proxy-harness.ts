@@ -88,3 +88,28 @@ export function post(
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 }
+
+/** One harness chat call with user message `text` through the proxy; its status and whole body. */
+export async function chatThrough(
+  p: TestProxy,
+  text: string,
+  stream = false,
+): Promise<{ status: number; body: string }> {
+  const r = await post(
+    p.url,
+    '/v1/chat/completions',
+    { model: 'm', messages: [{ role: 'user', content: text }], stream },
+    { authorization: `Bearer ${p.key}` },
+  );
+  return { status: r.status, body: await r.text() };
+}
+
+/** The record of the call whose request held `text` (waits for it: records are written after the answer). */
+export async function recordOf(p: TestProxy, text: string): Promise<CallRecord> {
+  for (let i = 0; i < 200; i++) {
+    const found = (await p.records()).find((r) => JSON.stringify(r.request.body).includes(text));
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`no record of a call with ${text}`);
+}

@@ -10,10 +10,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { CallRecord } from '../../../src/capture/record.ts';
 import { type Publisher, publisherFor } from '../../../src/loop/publish.ts';
 import type { PauseMode } from '../../../src/options/defaults.ts';
-import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts';
+import {
+  chatThrough,
+  recordOf as recordIn,
+  startProxy,
+  type TestProxy,
+} from '../../support/proxy-harness.ts';
 import { type SglangChatStandin, startSglangChatStandin } from '../../support/sglang-standin.ts';
 import { tempDir } from '../../support/temp.ts';
 
@@ -58,25 +62,8 @@ async function setup(
   };
 }
 
-async function call(s: Setup, text: string): Promise<number> {
-  const r = await post(
-    s.proxy.url,
-    '/v1/chat/completions',
-    { model: 'm', messages: [{ role: 'user', content: text }], stream: false },
-    { authorization: `Bearer ${s.proxy.key}` },
-  );
-  await r.text();
-  return r.status;
-}
-
-async function recordOf(s: Setup, text: string): Promise<CallRecord> {
-  for (let i = 0; i < 200; i++) {
-    const found = (await s.proxy.records()).find((r) => JSON.stringify(r.request.body).includes(text));
-    if (found) return found;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no record of ${text}`);
-}
+const call = async (s: Setup, text: string) => (await chatThrough(s.proxy, text)).status;
+const recordOf = (s: Setup, text: string) => recordIn(s.proxy, text);
 
 async function inFlight(s: Setup): Promise<void> {
   while (s.server.engine.inflight.size === 0) await new Promise((r) => setTimeout(r, 5));

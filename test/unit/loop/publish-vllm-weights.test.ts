@@ -12,11 +12,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { CallRecord } from '../../../src/capture/record.ts';
 import { PolarError } from '../../../src/errors.ts';
 import { type Publisher, publisherFor } from '../../../src/loop/publish.ts';
 import type { PauseMode } from '../../../src/options/defaults.ts';
-import { post, startProxy, type TestProxy } from '../../support/proxy-harness.ts';
+import {
+  chatThrough,
+  recordOf as recordIn,
+  startProxy,
+  type TestProxy,
+} from '../../support/proxy-harness.ts';
 import { tempDir } from '../../support/temp.ts';
 import { type Standin, type StandinOptions, startStandin } from '../../support/vllm-standin.ts';
 import type { WeightTransferOptions } from '../../support/vllm-weight-transfer.ts';
@@ -69,26 +73,8 @@ async function setup(
 
 const DISK: WeightTransferOptions = { backend: 'disk' };
 
-/** One harness call through the proxy; its response text (a stream's whole body). */
-async function call(s: Setup, stream = false, text = 'hello'): Promise<{ status: number; body: string }> {
-  const r = await post(
-    s.proxy.url,
-    '/v1/chat/completions',
-    { model: 'm', messages: [{ role: 'user', content: text }], stream },
-    { authorization: `Bearer ${s.proxy.key}` },
-  );
-  return { status: r.status, body: await r.text() };
-}
-
-/** The proxy's record of the call whose request held `text`. */
-async function recordOf(s: Setup, text: string): Promise<CallRecord> {
-  for (let i = 0; i < 200; i++) {
-    const found = (await s.proxy.records()).find((r) => JSON.stringify(r.request.body).includes(text));
-    if (found) return found;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no record of ${text}`);
-}
+const call = (s: Setup, stream = false, text = 'hello') => chatThrough(s.proxy, text, stream);
+const recordOf = (s: Setup, text: string) => recordIn(s.proxy, text);
 
 /** Resolves once the stand-in has the request whose last message holds `text` (it is in flight). */
 async function inFlight(s: Setup, text: string): Promise<void> {
