@@ -23,6 +23,7 @@ import {
   type Report,
   RUNTIME_FLAGS,
   reportFlags,
+  severalBackendUrls,
   toOption,
 } from './flags.ts';
 
@@ -155,7 +156,11 @@ Examples:
   polar loop ... --cluster slurm --train-nodes 2 --device cuda --out /shared/runs/loop-1   # and its training on 2 nodes`,
   );
   addFlags(cmd, RUNTIME_FLAGS);
-  addFlags(cmd, BACKEND_FLAGS);
+  addFlags(cmd, BACKEND_FLAGS, {
+    change: severalBackendUrls(
+      'inference server base URL; several (comma-separated or repeated): --cluster spreads the rollouts over them, each new checkpoint is published to all',
+    ),
+  });
   addFlags(cmd, JUDGE_FLAGS);
   addFlags(cmd, CLUSTER_FLAGS).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');

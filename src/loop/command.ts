@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
-import { type BackendFlags, backendOptions } from '../options/backend.ts';
+import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
 import {
   DEFAULTS,
   type OverduePolicy,
@@ -217,10 +217,12 @@ function weightSyncOf(f: LoopFlags): Pick<LoopOptions, 'weightSync'> {
       '--weight-sync restart without --reload-cmd',
       'give --reload-cmd "<command that restarts the server on {checkpoint}>"',
     );
+  const servers = backendUrls(f);
   const sync = {
     ...(choice !== DEFAULTS.weightSync.value ? { choice } : {}),
     ...(pause !== DEFAULTS.weightSyncPause.value ? { pause } : {}),
     ...(f.weightSyncAddress ? { rendezvous: f.weightSyncAddress } : {}),
+    ...(servers.length > 1 ? { servers } : {}),
   };
   return Object.keys(sync).length ? { weightSync: sync } : {};
 }

@@ -82,6 +82,8 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   // (a record of the run: the backend's key and a URL's credentials stay out of it)
   const { apiKey: _k, ...shown } = o.backend;
   if (shown.url) shown.url = redactUrl(shown.url);
+  const servers = recordable.weightSync?.servers;
+  if (servers) recordable.weightSync = { ...recordable.weightSync, servers: servers.map(redactUrl) };
   if (recordable.rewards?.judge) {
     const { apiKey: _j, rubric: _r, ...judge } = recordable.rewards.judge;
     recordable.rewards = {
@@ -165,6 +167,7 @@ function publisherOptions(o: LoopOptions): PublisherOptions {
     ...(sync.choice ? { weightSync: sync.choice } : {}),
     ...(sync.pause ? { pause: sync.pause } : {}),
     ...(sync.rendezvous ? { rendezvous: sync.rendezvous } : {}),
+    ...(sync.servers ? { servers: sync.servers } : {}),
   };
 }
 

@@ -64,6 +64,8 @@ export interface LoopOptions {
     choice?: WeightSyncChoice;
     pause?: PauseMode;
     rendezvous?: { host: string; port?: number };
+    /** every --backend-url when there are several (--cluster spreads rollouts over them): each is published to */
+    servers?: string[];
   };
   /** train flags (device, lora, lr, ...) and an optional train.json */
   trainFlags: Record<string, unknown>;

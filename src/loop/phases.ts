@@ -61,9 +61,19 @@ export async function publish(
   if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
 }
 
-/** The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. */
-export function loopEvaluation(o: Pick<LoopOptions, 'agent' | 'backend' | 'runtime'>): EvaluationSetup {
-  return { agent: { ...o.agent, backend: o.backend }, runtime: o.runtime };
+/**
+ * The setup of every evaluation of the loop: the harness on the loop's backend, in the loop's runtime. On
+ * a cluster the samples spread over every --backend-url, as polar eval --cluster spreads them (the local
+ * loop's own rollouts use the first; docs/loop.md, "Publishing new weights").
+ */
+export function loopEvaluation(
+  o: Pick<LoopOptions, 'agent' | 'backend' | 'runtime' | 'cluster' | 'weightSync'>,
+): EvaluationSetup {
+  const servers = o.cluster ? o.weightSync?.servers : undefined;
+  return {
+    agent: { ...o.agent, backend: o.backend, ...(servers ? { backendUrls: servers } : {}) },
+    runtime: o.runtime,
+  };
 }
 
 export async function evaluate(

@@ -66,4 +66,6 @@ export interface PublisherOptions {
   transport?: 'nccl' | 'gloo';
   /** the Python of the NCCL sender (--python, POLAR_PYTHON; default: polar's own) */
   python?: string;
+  /** every server of the run when there are several (--backend-url A,B): each publish goes to all */
+  servers?: string[];
 }

@@ -20,6 +20,7 @@ import { request, timeLimit } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { log } from '../util/log.ts';
+import { everyServer } from './publish-servers.ts';
 import { sglangPublisher } from './publish-sglang.ts';
 import { PublishError, type Publisher, type PublisherOptions } from './publish-types.ts';
 import { vllmWeightTransferPublisher } from './publish-vllm.ts';
@@ -55,12 +56,18 @@ export function publisherFor(backend: Backend, options: PublisherOptions): Publi
       },
     };
   }
+  const servers = options.servers;
+  // several servers: each publish goes to all of them (the restart, --reload-cmd's, restarts them all)
+  const inPlace = (make: (b: Backend, o: PublisherOptions, fallback: Publisher | null) => Publisher) =>
+    servers && servers.length > 1
+      ? everyServer(backend, { ...options, servers }, (b, o) => make(b, o, null), restart)
+      : make(backend, options, restart);
   if (backend.kind === 'sglang' || (backend.kind === 'tokens' && backend.url?.includes('/generate')))
-    return sglangPublisher(backend, options, restart);
+    return inPlace(sglangPublisher);
   if (backend.kind === 'vllm' || backend.kind === 'tokens') {
     // a LoRA run loads each step's adapter at run time (or restarts, with --reload-cmd, as it did)
     if (options.lora) return restart ?? vllmLoraPublisher(backend, options);
-    return vllmWeightTransferPublisher(backend, options, restart);
+    return inPlace(vllmWeightTransferPublisher);
   }
   if (restart) return restart;
   throw new UsageError(

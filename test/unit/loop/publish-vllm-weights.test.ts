@@ -9,7 +9,7 @@
  * is refused before any rollout with the flags it needs and the versions that lack it.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { PolarError } from '../../../src/errors.ts';
@@ -224,6 +224,55 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
       );
     } finally {
       await s.close();
+    }
+  });
+});
+
+describe('several vLLM servers (--backend-url A,B)', () => {
+  test('each publish goes to every server, each labelled with the version', async () => {
+    const a = await startStandin({ model: MODEL, devMode: true, weightTransfer: DISK });
+    const b = await startStandin({ model: MODEL, devMode: true, weightTransfer: DISK });
+    const backend = { kind: 'vllm', url: a.url } as never;
+    const publisher = publisherFor(backend, {
+      backendOptions: { kind: 'vllm', url: a.url, model: MODEL },
+      servers: [a.url, b.url],
+    });
+    try {
+      await publisher.prepare!(0);
+      const one = checkpoint('both-1');
+      await publisher.publish({ checkpoint: one, version: 1 });
+      for (const s of [a, b]) {
+        assert.equal(s.engine!.weights, one);
+        assert.equal(s.engine!.label, '1');
+        assert.equal(s.engine!.paused, false);
+      }
+      assert.equal((backend as { policyVersion?: number }).policyVersion, 1);
+    } finally {
+      await publisher.close?.();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test('one without the API and --reload-cmd: the run restarts them (the command once per publish)', async () => {
+    const a = await startStandin({ model: MODEL, devMode: true, weightTransfer: DISK });
+    const b = await startStandin({ model: MODEL });
+    const marks = join(tmp, 'restarts');
+    const publisher = publisherFor({ kind: 'vllm', url: a.url } as never, {
+      backendOptions: { kind: 'vllm', url: a.url, model: MODEL },
+      servers: [a.url, b.url],
+      reloadCmd: `echo restart >> ${marks}`,
+      readyTimeoutMs: 30_000,
+    });
+    try {
+      await publisher.prepare!(0);
+      await publisher.publish({ checkpoint: checkpoint('restart-1'), version: 1 });
+      assert.equal(readFileSync(marks, 'utf8'), 'restart\n');
+      assert.equal(a.engine!.weights, MODEL, 'not updated in place: the restart serves it');
+    } finally {
+      await publisher.close?.();
+      await a.close();
+      await b.close();
     }
   });
 });
