@@ -73,18 +73,20 @@ async function get(root: string, path: string, apiKey: string | undefined): Prom
   return got.ok ? got.json : null;
 }
 
-/** The route paths of /openapi.json, with the query parameters of each POST; null without the document. */
+/**
+ * The route paths of /openapi.json, with the query parameters of each POST (and `<body>` when it takes a
+ * JSON body); null without the document.
+ */
 async function openapi(root: string, apiKey: string | undefined): Promise<Map<string, string[]> | null> {
   const doc = (await get(root, '/openapi.json', apiKey)) as {
-    paths?: Record<string, { post?: { parameters?: Array<{ name?: unknown }> } }>;
+    paths?: Record<string, { post?: { parameters?: Array<{ name?: unknown }>; requestBody?: unknown } }>;
   } | null;
   if (!doc?.paths || typeof doc.paths !== 'object') return null;
   const out = new Map<string, string[]>();
-  for (const [path, ops] of Object.entries(doc.paths))
-    out.set(
-      path,
-      (ops?.post?.parameters ?? []).map((p) => String(p?.name)),
-    );
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    const params = (ops?.post?.parameters ?? []).map((p) => String(p?.name));
+    out.set(path, ops?.post?.requestBody ? [...params, '<body>'] : params);
+  }
   return out;
 }
 
@@ -151,7 +153,8 @@ export interface SglangWeightApi {
   gpus: number | null;
   distributed: boolean | null;
   versionRoute: boolean | null;
-  pauseGeneration: boolean | null;
+  /** /pause_generation takes a body (`{"mode"}`: abort, retract, in_place); older ones take none */
+  pauseModes: boolean | null;
 }
 
 export async function probeSglangWeights(root: string, apiKey: string | undefined): Promise<SglangWeightApi> {
@@ -166,6 +169,6 @@ export async function probeSglangWeights(root: string, apiKey: string | undefine
     gpus: tp === null ? null : tp * pp,
     distributed: has('/update_weights_from_distributed'),
     versionRoute: has('/update_weight_version'),
-    pauseGeneration: has('/pause_generation'),
+    pauseModes: routes ? (routes.get('/pause_generation')?.includes('<body>') ?? false) : null,
   };
 }

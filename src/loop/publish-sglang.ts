@@ -94,6 +94,11 @@ class SglangWeights implements Publisher {
   async prepare(version?: number): Promise<void> {
     const api = await probeSglangWeights(this.root, this.options.backendOptions.apiKey);
     this.api = api;
+    if (this.mode === 'keep' && api.pauseModes === false)
+      throw new PublishSetupError(
+        `--weight-sync-pause keep, but the /pause_generation of SGLang at ${this.root} takes no mode (an older SGLang)`,
+        'use --weight-sync-pause wait or abort, or an SGLang whose /pause_generation takes {"mode": "retract"}',
+      );
     if (this.distributed) {
       if (api.distributed === false)
         throw new PublishSetupError(

@@ -95,8 +95,11 @@ export async function startSglangChatStandin(options: SglangChatOptions = {}): P
         tool_call_parser: toolParser,
         reasoning_parser: reasoningParser,
         context_length: contextLen,
+        tp_size: 1,
+        version: '0.5.15',
       });
     }
+    if (req.method === 'GET' && path === '/openapi.json') return json(res, 200, engine.openapi());
     if (await engine.route(req, res, path ?? '')) return;
     if (req.method !== 'POST' || path !== '/v1/chat/completions')
       return json(res, 404, { detail: 'Not Found' });

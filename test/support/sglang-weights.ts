@@ -41,6 +41,8 @@ export interface SglangWeightOptions {
   receive?: (body: { names: string[]; dtypes: string[]; shapes: number[][] }) => Promise<void>;
   /** an older SGLang: answers carry the single weight_version, no spans */
   noSpans?: boolean;
+  /** an older SGLang: /pause_generation takes no body (no mode) */
+  noPauseModes?: boolean;
 }
 
 /** A generation in flight: the labels that sampled it, and how it ends. */
@@ -120,6 +122,25 @@ export class SglangEngine {
   private abortAll(): void {
     for (const t of this.inflight) t.aborted = true;
     this.wake();
+  }
+
+  /** FastAPI's /openapi.json of these routes and the chat one (a POST with a body names its request body). */
+  openapi(): Record<string, unknown> {
+    const body = { requestBody: { content: { 'application/json': {} } } };
+    const paths: Record<string, unknown> = { '/v1/chat/completions': { post: body }, '/get_server_info': {} };
+    for (const p of [
+      '/update_weights_from_disk',
+      '/init_weights_update_group',
+      '/update_weights_from_distributed',
+      '/destroy_weights_update_group',
+      '/update_weight_version',
+      '/continue_generation',
+    ])
+      paths[p] = { post: body };
+    paths['/pause_generation'] = { post: this.options.noPauseModes ? {} : body };
+    paths['/get_weight_version'] = {};
+    paths['/get_model_info'] = {};
+    return { openapi: '3.1.0', info: { title: 'FastAPI' }, paths };
   }
 
   /** Serves a weight route; false when `path` is not one. */

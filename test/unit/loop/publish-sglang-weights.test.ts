@@ -40,11 +40,14 @@ interface Setup {
 
 async function setup(
   pause?: PauseMode,
-  options: { delayMs?: number; noSpans?: boolean } = {},
+  options: { delayMs?: number; noSpans?: boolean; noPauseModes?: boolean } = {},
 ): Promise<Setup> {
   const server = await startSglangChatStandin({
     ...(options.delayMs ? { delayMs: options.delayMs } : {}),
-    ...(options.noSpans ? { weights: { noSpans: true } } : {}),
+    weights: {
+      ...(options.noSpans ? { noSpans: true } : {}),
+      ...(options.noPauseModes ? { noPauseModes: true } : {}),
+    },
   });
   const proxy = await startProxy({ kind: 'sglang', url: server.url, timeoutMs: 60_000 });
   const publisher = publisherFor(proxy.session.backend, {
@@ -162,6 +165,22 @@ describe('SGLang: the versions it reports, and updates against calls in flight',
       assert.equal(r.error, null);
       assert.equal(r.backend_info?.weight_update_retries, 1);
       assert.deepEqual(r.weight_versions?.versions, ['1']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('keep against an older SGLang whose /pause_generation takes no mode: refused at the start', async () => {
+    const s = await setup('keep', { noPauseModes: true });
+    try {
+      await assert.rejects(s.publisher.prepare!(0), (e: unknown) => {
+        assert.ok(e instanceof Error);
+        assert.match(
+          e.message,
+          /--weight-sync-pause keep, but the \/pause_generation of SGLang .* takes no mode/,
+        );
+        return true;
+      });
     } finally {
       await s.close();
     }
