@@ -131,7 +131,9 @@ export async function modelCall(scope: CallScope): Promise<void> {
     const version = backend.policyVersion;
     if (version !== undefined) call.policyVersion = version;
     const outcome = await attemptCall(scope, canonical, created, read.body);
-    if (updates && mark) call.polarVersions = updates.versionsOf(mark, version);
+    // (a backend polar reloads itself, the embedded one: the version it served when the call started)
+    call.polarVersions =
+      updates && mark ? updates.versionsOf(mark, version) : version === undefined ? [] : [version];
     const cut = outcome.aborted && updates !== undefined && mark !== undefined && updates.abortedSince(mark);
     if (outcome.unsent === null) {
       // already streaming to the harness when a weight update cut it: failed through no doing of the agent's

@@ -228,6 +228,21 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
   });
 });
 
+describe('a backend polar reloads itself (no weight updates on a server)', () => {
+  test('each call names the version set on the backend when it started', async () => {
+    const s = await setup(null);
+    try {
+      s.proxy.session.backend.policyVersion = 4;
+      assert.equal((await call(s, false, 'in process')).status, 200);
+      const r = await recordOf(s, 'in process');
+      assert.deepEqual(r.weight_versions, { source: 'polar', versions: ['4'] });
+      assert.equal(r.policy_version, 4);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('several vLLM servers (--backend-url A,B)', () => {
   test('each publish goes to every server, each labelled with the version', async () => {
     const a = await startStandin({ model: MODEL, devMode: true, weightTransfer: DISK });
