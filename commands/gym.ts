@@ -72,7 +72,7 @@ export function defineGym(program: Command, report: Report): void {
     )
     .option(
       '--trust-row-commands',
-      "run a row's own test_cmd / eval_script / grader and use its image (without it such a row is refused)",
+      "take a row's own commands, image and environment fields (test_cmd, eval_script, grader, image, python, pip_packages, pre_install, install; src/rollout/row-trust.ts): without it such a row is refused",
     )
     .addOption(
       withDefault(

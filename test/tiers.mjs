@@ -20,6 +20,7 @@ export const TIERS = {
       'test/unit/rollout/executors/merge.test.ts',
       'test/unit/gym/continuity.test.ts',
       'test/unit/gym/nemo-rl.test.ts',
+      'test/unit/gym/row-trust.test.ts',
       'test/unit/rollout/judge.test.ts',
       'test/unit/rollout/setup.test.ts',
       'test/unit/rollout/swebench.test.ts',

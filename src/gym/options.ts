@@ -57,7 +57,10 @@ export interface GymOptions {
    * (Gym.token); null: none (--no-auth, for callers that cannot send a header, such as NeMo Gym)
    */
   token?: string | null;
-  /** take a row's own test_cmd / eval_script / grader / image (commands and a container the caller chose) */
+  /**
+   * take a row's operator fields as sent (src/rollout/row-trust.ts: test_cmd, eval_script, grader, image,
+   * python, pip_packages, pre_install, install): commands, a container and an environment the caller chose
+   */
   trustRowCommands?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests; a row's `grader` wins */
   verifier?: string;

@@ -15,8 +15,10 @@ import { Semaphore } from '../proxy/limits.ts';
 import { type Agent, HarnessAgent, PROMPT_TEMPLATES } from '../rollout/agents.ts';
 import { parseRow, type RowOptions, type SweInstance } from '../rollout/dataset.ts';
 import { isInfraFailure } from '../rollout/outcome.ts';
+import { admitRow } from '../rollout/row-trust.ts';
 import { runEval } from '../rollout/run/run.ts';
 import { scratchEnv } from '../rollout/runtime/scratch.ts';
+import { log } from '../util/log.ts';
 import { mkdirPrivate } from '../util/private-files.ts';
 import { insideDir } from '../util/safe-path.ts';
 import { firstIssue } from '../util/zod.ts';
@@ -54,16 +56,16 @@ export class GymRollouts {
     if (!parsed.success) throw zodError(parsed.error);
     const row = body as Json;
     const params = parsed.data.responses_create_params;
-    const instance = instanceOf(row, params, this.byId, {
+    const named = instanceOf(row, params, this.byId, {
       verifier: this.options.verifier !== undefined || this.options.rewards?.primary === 'judge',
     });
-    if (!instance) {
+    if (!named) {
       throw new HttpError(
         400,
         'the row names no SWE-bench instance: give verifier_metadata.instance (a SWE-bench row), or an instance_id of the --dataset in verifier_metadata or responses_create_params.metadata',
       );
     }
-    if (this.byId.get(instance.instance_id) !== instance) this.checkRowCommands(instance);
+    const instance = this.admit(named);
     return this.inSlot(async (backend) => {
       const dir = await this.rolloutDir(row);
       let done: Awaited<ReturnType<GymRollouts['onInstance']>>;
@@ -127,20 +129,28 @@ export class GymRollouts {
   }
 
   /**
-   * A row sent over HTTP names the commands polar runs to grade it (test_cmd, eval_script) and the
-   * container it runs in (image): taken only when the operator said so (--trust-row-commands).
+   * A row sent over HTTP is data: the fields that decide what runs or is installed are the operator's
+   * (the rule: src/rollout/row-trust.ts). Refused (403, naming them) unless --trust-row-commands; a row
+   * naming an instance of --dataset gets the dataset's.
    */
-  private checkRowCommands(instance: SweInstance): void {
-    if (this.options.trustRowCommands) return;
-    const fields = (['test_cmd', 'eval_script', 'grader', 'image'] as const).filter(
-      (f) => instance[f] !== undefined,
-    );
-    if (fields.length === 0) return;
-    throw new HttpError(
-      403,
-      `verifier_metadata.instance sets ${fields.join(', ')}: commands or an image chosen by the caller run only when polar gym is started with --trust-row-commands (or name the instance by instance_id from --dataset)`,
-      'permission_error',
-    );
+  private admit(instance: SweInstance): SweInstance {
+    if (this.byId.get(instance.instance_id) === instance) return instance;
+    const admitted = admitRow(instance, {
+      trusted: this.options.trustRowCommands === true,
+      dataset: this.byId,
+    });
+    if (!admitted.ok) {
+      throw new HttpError(
+        403,
+        `verifier_metadata.instance sets ${admitted.fields.join(', ')}: what runs or is installed on this machine is the operator's; such a row runs only when polar gym is started with --trust-row-commands (or name an instance of --dataset by its instance_id, whose fields are then used)`,
+        'permission_error',
+      );
+    }
+    if (admitted.replaced.length > 0)
+      log.info(
+        `gym: instance ${instance.instance_id} is in --dataset: its ${admitted.replaced.join(', ')} taken from there, not from the row`,
+      );
+    return admitted.instance;
   }
 
   /** waits for a rollout slot, then runs `work` on one server of the pool (all its calls go there) */

@@ -14,6 +14,7 @@ import { Deadline, request, trimSlash } from '../http/client.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { parseJsonLine, splitLines } from '../util/jsonl.ts';
 import { log } from '../util/log.ts';
+import { checkRequirements } from '../util/requirement.ts';
 import { insideDir, isRepoName, isSafeName, SAFE_NAME_RULE } from '../util/safe-path.ts';
 import { firstIssue } from '../util/zod.ts';
 
@@ -75,7 +76,6 @@ const rowGrader = optionalText
   .transform((v) => (v === undefined || v.trim() === '' || v.trim() === 'polar' ? undefined : v));
 
 const stringList = z.union([z.string(), z.array(z.string()), z.null(), z.undefined()]);
-
 const rowSchema = z.looseObject({
   // (both become file and folder names: src/util/safe-path.ts)
   instance_id: z.string().refine(isSafeName, `must be a file name: ${SAFE_NAME_RULE}`),
@@ -191,6 +191,7 @@ export function parseRow(
     pre_install:
       r.pre_install == null ? undefined : decodeList(r.pre_install, failOn('pre_install'), 'shell commands'),
   };
+  if (optional.pip_packages) checkRequirements(optional.pip_packages, failOn('pip_packages'));
   for (const [k, v] of Object.entries(optional))
     if (v !== undefined) (instance as unknown as Record<string, unknown>)[k] = v;
   const extra = Object.entries(r).filter(([k]) => !KNOWN_FIELDS.has(k));

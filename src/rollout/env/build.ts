@@ -50,13 +50,27 @@ export interface BuildStep {
   argv: string[];
 }
 
-/** pip's words for what it could not install, or its last error line. */
-export function pipFailure(output: string): string {
-  const missing = /No matching distribution found for (\S+)/.exec(output);
-  if (missing) {
-    const req = missing[1]!;
+/** a requirement, a version list, a dependency line: the shapes pip's messages name them in */
+const REQUIREMENT_TEXT = /^[A-Za-z0-9._\-[\],<>=!~*+;'" ()]+$/;
+const DEPENDS = /^[A-Za-z0-9._-]+ [A-Za-z0-9.+!_-]+ depends on [A-Za-z0-9._\-[\],<>=!~*+ ]+$/;
+const USER_REQUESTED = /^The user requested [A-Za-z0-9._\-[\],<>=!~*+ ]+$/;
+
+/**
+ * Why pip failed, in polar's words (issue 43: pip's output is never echoed into a reason, which reaches
+ * a gym reply: `-r /root/secret` once made pip print the file's first line back as "No matching
+ * distribution found for <line>"). A requirement is named only when it is one polar asked for
+ * (`requested`), a conflict only by lines of pip's own shapes; everything else is a cause without
+ * pip's text. pip's whole output stays in the build log and the sample's env.log.
+ */
+export function pipFailure(output: string, requested: readonly string[] = []): string {
+  const asked = new Set(requested.map((r) => r.trim()));
+  const missing = /No matching distribution found for (\S+)/.exec(output)?.[1];
+  if (missing !== undefined) {
+    if (!asked.has(missing))
+      return 'pip cannot install a dependency of the requirements (the build log names it)';
     const versions = /satisfies the requirement \S+ \(from versions: ([^)]*)\)/.exec(output)?.[1]?.trim();
-    return `pip cannot install ${req} (versions it can find: ${versions || 'none'})`;
+    const shown = versions && /^[A-Za-z0-9.+!_, -]+$/.test(versions) ? versions : 'none';
+    return `pip cannot install ${missing} (versions it can find: ${shown})`;
   }
   const conflict = output.indexOf('The conflict is caused by:');
   if (conflict !== -1) {
@@ -65,11 +79,23 @@ export function pipFailure(output: string): string {
       .split('\n')
       .slice(1, 4)
       .map((l) => l.trim())
-      .filter(Boolean);
-    return `pip found conflicting requirements: ${lines.join('; ')}`;
+      .filter((l) => (DEPENDS.test(l) || USER_REQUESTED.test(l)) && REQUIREMENT_TEXT.test(l));
+    return `pip found conflicting requirements${lines.length ? `: ${lines.join('; ')}` : ''}`;
   }
-  const errors = output.split('\n').filter((l) => l.startsWith('ERROR:'));
-  return errors.at(-1)?.trim() ?? output.trim().split('\n').at(-1) ?? 'pip failed';
+  const python =
+    /^ERROR: Package '([A-Za-z0-9._-]+)' requires a different Python: ([0-9.]+) not in '([0-9A-Za-z.,<>=!~* ]*)'$/m.exec(
+      output,
+    );
+  if (python) return `${python[1]} requires a different Python (${python[2]} is not ${python[3]})`;
+  if (/subprocess-exited-with-error|Failed (?:to )?build/.test(output))
+    return 'a package failed to build from source (the build log has its words)';
+  if (
+    /Could not fetch URL|Failed to establish a new connection|Network is unreachable|name resolution/.test(
+      output,
+    )
+  )
+    return 'pip could not reach its package index (the build log has its words)';
+  return 'pip failed (the build log has its words)';
 }
 
 /** The variables pip runs with: the user's, with PIP_RETRIES=0 unless they set it. */
@@ -209,7 +235,7 @@ export class Environments {
       const reason = r.timedOut
         ? 'timed out'
         : step.startsWith('pip')
-          ? pipFailure(r.output)
+          ? pipFailure(r.output, [...recipe.requirements, ...recipe.pipPackages])
           : (r.spawnError ?? r.output.trim().split('\n').at(-1));
       await rm(dir, { recursive: true, force: true });
       await writeFile(`${dir}.failed.log`, transcript);

@@ -12,6 +12,7 @@
  * `types-setuptools` (REPLACE_REQ_PACKAGES).
  */
 import { posix } from 'node:path';
+import { requirementProblem, withoutComment } from '../../util/requirement.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree } from '../exec.ts';
 import { condaListRequirements, environmentYmlRequirements } from './conda.ts';
@@ -117,7 +118,7 @@ export async function recipeFor(instance: SweInstance, repoDir: string): Promise
   const row = hasRowEnv(instance);
   if (!official && !row) return null;
   const preInstall = instance.pre_install ?? official?.pre_install ?? [];
-  return {
+  return checkedRequirements({
     repo: instance.repo,
     version: instance.version,
     source: row ? 'row' : 'swebench-v4.1.0',
@@ -130,5 +131,37 @@ export async function recipeFor(instance: SweInstance, repoDir: string): Promise
     preInstall: preInstall.filter((s) => !isSystemStep(s)),
     systemSteps: preInstall.filter(isSystemStep),
     install: instance.install ?? official?.install ?? null,
+  });
+}
+
+/**
+ * Every requirement pip gets is a requirement (src/util/requirement.ts), wherever it came from: the
+ * row, the official spec, or a file of the repository. An EnvBuildError names the list and the entry.
+ */
+export function checkedRequirements(recipe: EnvRecipe): EnvRecipe {
+  const lists: Array<[string, string[]]> = [
+    [
+      recipe.requirementsFrom
+        ? `the requirements read from ${recipe.requirementsFrom}`
+        : "the spec's packages",
+      recipe.requirements,
+    ],
+    [recipe.source === 'row' ? "the row's pip_packages" : "the spec's pip_packages", recipe.pipPackages],
+  ];
+  for (const [where, list] of lists) {
+    for (const entry of list) {
+      const problem = requirementProblem(entry);
+      if (problem)
+        throw new EnvBuildError(
+          `environment ${recipe.repo} ${recipe.version}: ${where}: entry ${JSON.stringify(entry)} ${problem}`,
+          '',
+          'pip is given requirements only (name, extras, version, marker): no pip options, URLs or paths',
+        );
+    }
+  }
+  return {
+    ...recipe,
+    requirements: recipe.requirements.map(withoutComment),
+    pipPackages: recipe.pipPackages.map(withoutComment),
   };
 }

@@ -120,29 +120,52 @@ test("a row's own fields win over the official ones; machine-changing pre_instal
   assert.deepEqual(sphinx?.systemSteps, ['apt-get update && apt-get install -y graphviz']);
 });
 
-test("pip's own words name the requirement it could not install", () => {
+test("a pip failure is said in polar's words: a requirement polar asked for is named, pip's text is not echoed", () => {
   assert.equal(
     pipFailure(
       'ERROR: Could not find a version that satisfies the requirement pluggy==0.13.1 (from versions: 1.6.0)\nERROR: No matching distribution found for pluggy==0.13.1\n',
+      ['pytest', 'pluggy==0.13.1'],
     ),
     'pip cannot install pluggy==0.13.1 (versions it can find: 1.6.0)',
   );
   assert.equal(
     pipFailure(
       'ERROR: Could not find a version that satisfies the requirement x (from versions: )\nERROR: No matching distribution found for x',
+      ['x'],
     ),
     'pip cannot install x (versions it can find: none)',
   );
+  // what pip names but polar did not ask for (a file pip read: `-r /root/secret` did this) is not repeated
+  const leak =
+    'ERROR: Could not find a version that satisfies the requirement polar-secret-line (from -r /root/secret (line 1)) (from versions: none)\nERROR: No matching distribution found for polar-secret-line';
+  assert.equal(
+    pipFailure(leak, ['-r', '/root/secret']),
+    'pip cannot install a dependency of the requirements (the build log names it)',
+  );
+  assert.doesNotMatch(pipFailure(leak), /secret/);
   assert.match(
     pipFailure(
       'ERROR: Cannot install a and b\n\nThe conflict is caused by:\n    a 1 depends on c<1\n    b 1 depends on c>2\n',
     ),
-    /conflicting requirements: a 1 depends on c<1; b 1 depends on c>2/,
+    /^pip found conflicting requirements: a 1 depends on c<1; b 1 depends on c>2$/,
   );
   assert.equal(
     pipFailure("ERROR: Package 'flake8' requires a different Python: 3.9.18 not in '>=3.10'"),
-    "ERROR: Package 'flake8' requires a different Python: 3.9.18 not in '>=3.10'",
+    'flake8 requires a different Python (3.9.18 is not >=3.10)',
   );
+  for (const [output, cause] of [
+    ["ERROR: Invalid requirement: 'root:x:0:0:root:/root:/bin/bash'", 'pip failed'],
+    [
+      '  error: subprocess-exited-with-error\n× Getting requirements to build wheel did not run successfully.',
+      'a package failed to build',
+    ],
+    [
+      "WARNING: Retrying ... Failed to establish a new connection: [Errno 101] Network is unreachable'",
+      'pip could not reach',
+    ],
+  ])
+    assert.ok(pipFailure(output!).startsWith(cause!), `${output} -> ${pipFailure(output!)}`);
+  assert.doesNotMatch(pipFailure("ERROR: Invalid requirement: 'root:x:0:0:root:/root:/bin/bash'"), /root/);
 });
 
 test('the key changes with what builds the environment, and only with that', async () => {
