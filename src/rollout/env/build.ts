@@ -21,7 +21,7 @@ import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
-import { execTree } from '../exec.ts';
+import { openBuildSandbox, sandboxLine, writeInside } from './build-sandbox.ts';
 import { GUARD_HOOK, GUARD_MODULE, GUARD_PTH } from './guard.ts';
 import { withLock } from './lock.ts';
 import { findPython } from './python.ts';
@@ -223,11 +223,13 @@ export class Environments {
         `environment ${what}: conda packages with no pip counterpart left out: ${recipe.skipped.join(', ')}`,
       );
     await rm(dir, { recursive: true, force: true });
-    let transcript = '';
+    // every step in the build sandbox: the folder the only writable path (src/rollout/env/build-sandbox.ts)
+    const sandbox = await openBuildSandbox(dir, python, pipEnv(this.options.env));
+    let transcript = `# ${sandboxLine(sandbox)}\n`;
     const run = async (step: string, argv: string[]) => {
       log.info(`environment ${what}: ${step}`);
-      const r = await execTree(argv[0]!, argv.slice(1), {
-        env: pipEnv(this.options.env),
+      const r = await sandbox.run(argv, {
+        network: step.startsWith('pip') ? 'pip' : 'none',
         timeoutMs: this.options.stepTimeoutMs ?? 60 * 60_000,
       });
       transcript += `$ ${argv.join(' ')}\n${r.output}\n`;
@@ -246,7 +248,7 @@ export class Environments {
       );
     };
     await run('venv', [python.executable, '-m', 'venv', dir]);
-    await writeFile(join(dir, 'polar-requirements.txt'), `${recipe.requirements.join('\n')}\n`);
+    await writeInside(dir, join(dir, 'polar-requirements.txt'), `${recipe.requirements.join('\n')}\n`);
     for (const step of buildSteps(recipe, dir)) {
       const count = step.name === 'packages' ? recipe.requirements.length : recipe.pipPackages.length;
       await run(
@@ -260,12 +262,17 @@ export class Environments {
         '-c',
         'import sysconfig; print(sysconfig.get_paths()["purelib"])',
       ])
-    ).trim();
-    await writeFile(join(sitePackages, `${GUARD_MODULE}.py`), GUARD_HOOK);
-    await writeFile(join(sitePackages, `${GUARD_MODULE}.pth`), GUARD_PTH);
+    )
+      .trim()
+      .split('\n')
+      .at(-1)!;
+    await sandbox.close();
+    // (what the build left in the folder is its own: polar's files are written new, inside it)
+    await writeInside(dir, join(sitePackages, `${GUARD_MODULE}.py`), GUARD_HOOK);
+    await writeInside(dir, join(sitePackages, `${GUARD_MODULE}.pth`), GUARD_PTH);
     // what is installed, from the dist-info folders (as `pip freeze` would list it, without its start-up)
     const installed = (await readdir(sitePackages)).filter((n) => n.endsWith('.dist-info')).sort();
-    await writeFile(join(dir, 'polar-build.log'), transcript);
+    await writeInside(dir, join(dir, 'polar-build.log'), transcript);
     const manifest = {
       v: 1,
       key,
@@ -277,7 +284,7 @@ export class Environments {
       built_at: new Date().toISOString(),
       build_ms: Math.round(performance.now() - started),
     };
-    await writeFile(join(dir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+    await writeInside(dir, join(dir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
     log.info(`environment ${what}: built in ${Math.round((performance.now() - started) / 1000)}s`);
     return { key, name, dir, python, recipe, sitePackages, built: true };
   }
