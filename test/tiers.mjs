@@ -23,6 +23,7 @@ export const TIERS = {
       'test/unit/gym/row-trust.test.ts',
       'test/unit/rollout/judge.test.ts',
       'test/unit/rollout/setup.test.ts',
+      'test/unit/rollout/sigkill-temp.test.ts',
       'test/unit/rollout/swebench.test.ts',
       'test/unit/rollout/tampering.test.ts',
       'test/unit/rollout/verifier.test.ts',

@@ -1,6 +1,8 @@
 /**
  * The private run dir a harness gets for its config (CODEX_HOME, CLAUDE_CONFIG_DIR, the Pi agent dir,
- * QWEN_HOME): made with an owner file naming polar's pid, so a dir left by a polar that was killed outright
+ * QWEN_HOME): made with an owner file naming polar's pid, its start time and where that pid means
+ * something (src/util/owned-temp.ts: a reused pid is not the owner, a pid of another pid namespace is
+ * not looked up), so a dir left by a polar that was killed outright
  * (SIGKILL, OOM) is found and removed when the next capture starts in the same place. The watchdog
  * (watchdog.mjs) removes it at once when it can; this sweep is the backstop.
  */
@@ -9,6 +11,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { hostKey, processGone, processStart } from '../util/owned-temp.ts';
 
 export const RUN_DIR_PREFIX = 'polar-run-';
 const OWNER_FILE = 'polar-owner.json';
@@ -16,17 +19,9 @@ const OWNER_FILE = 'polar-owner.json';
 export async function makeRunDir(base: string): Promise<string> {
   await removeStaleRunDirs(base);
   const dir = await mkdtemp(join(base, RUN_DIR_PREFIX));
-  await writeFile(join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, started_at: new Date() }));
+  const owner = { pid: process.pid, start: processStart('self') ?? undefined, host: hostKey() };
+  await writeFile(join(dir, OWNER_FILE), JSON.stringify({ ...owner, started_at: new Date() }));
   return dir;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Removes the run dirs under `base` whose owning polar process is gone; returns the dirs removed. */
@@ -41,13 +36,20 @@ export async function removeStaleRunDirs(base: string): Promise<string[]> {
   for (const name of names) {
     if (!name.startsWith(RUN_DIR_PREFIX)) continue;
     const dir = join(base, name);
-    let pid: unknown;
+    let owner: { pid?: unknown; start?: unknown; host?: unknown };
     try {
-      pid = (JSON.parse(await readFile(join(dir, OWNER_FILE), 'utf8')) as { pid?: unknown }).pid;
+      owner = JSON.parse(await readFile(join(dir, OWNER_FILE), 'utf8')) as typeof owner;
     } catch {
       continue; // not ours, or still being made: leave it
     }
-    if (typeof pid !== 'number' || pid === process.pid || processAlive(pid)) continue;
+    const { pid, start, host } = owner;
+    if (typeof pid !== 'number' || pid === process.pid) continue;
+    const recorded = {
+      pid,
+      ...(typeof start === 'string' ? { start } : {}),
+      ...(typeof host === 'string' ? { host } : {}),
+    };
+    if (!processGone(recorded)) continue;
     await rm(dir, { recursive: true, force: true }).then(
       () => removed.push(dir),
       () => undefined,

@@ -2,7 +2,8 @@
  * Runs a command as the leader of its own process group, so a timeout kills the whole tree (a test
  * runner and the workers it forked, a harness and its tool subprocesses), not only the direct child.
  * The live groups are killed when polar exits, and by the reaper (reaper.mjs) when polar dies without
- * exiting (SIGKILL, an OOM kill): a hanging test run no longer outlives it.
+ * exiting (SIGKILL, an OOM kill): a hanging test run no longer outlives it. The reaper removes the
+ * temporary folders polar names to it (reapDirOnDeath) too.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
@@ -67,6 +68,20 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   } catch {
     // the group is already gone
   }
+}
+
+/**
+ * The reaper removes `dir` (a temporary folder polar made) if polar ends without removing it: killed
+ * outright (SIGKILL, OOM) or exiting before it got there. `forgetDir` once polar removed it itself.
+ */
+export function reapDirOnDeath(dir: string): void {
+  if (dir.includes('\n')) return;
+  startReaper();
+  tellReaper(`d+${dir}`);
+}
+
+export function forgetDir(dir: string): void {
+  if (!dir.includes('\n')) tellReaper(`d-${dir}`);
 }
 
 /** Kills every process tree started through execTree that is still running (used on SIGINT). */

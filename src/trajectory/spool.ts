@@ -5,11 +5,12 @@
  */
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdtemp, open as openFile, rm } from 'node:fs/promises';
+import { open as openFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { PolarError } from '../errors.ts';
+import { ownedTempDir } from '../util/owned-temp.ts';
 import { encodeHead, type OutputFormat, type TrajectoryHead } from './formats.ts';
 
 /** Writes strings to a stream, waiting when it asks to. */
@@ -62,7 +63,8 @@ export class Spool {
 
   /** A new spool in a fresh temporary directory under tmpDir (default: the OS temp dir). */
   static async open(format: OutputFormat, tmpDir?: string): Promise<Spool> {
-    return new Spool(await mkdtemp(join(tmpDir ?? tmpdir(), 'polar-build-')), format);
+    // (named for polar's pid and start: a build killed outright leaves it to the next polar's sweep)
+    return new Spool(await ownedTempDir(tmpDir ?? tmpdir(), 'build'), format);
   }
 
   private get path(): string {

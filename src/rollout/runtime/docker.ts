@@ -9,7 +9,7 @@
  * the user's, or `host`, is an opt-in). The image's /testbed is stripped of history after HEAD at start
  * (history.ts). Every command line is built by a pure function, so they are unit-tested without an engine.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvironmentError } from '../../errors.ts';
@@ -17,6 +17,7 @@ import { DEFAULTS } from '../../options/defaults.ts';
 import type { SweInstance } from '../dataset.ts';
 import { type ExecResult, execTree } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
+import { makeTempDir, removeTempDir } from '../temp-dirs.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';
 import { scrubLines } from './history.ts';
 import { classifyEnd } from './limits.ts';
@@ -264,7 +265,7 @@ export class ContainerRuntime implements Runtime {
     const name = containerName(instance.instance_id, purpose, Math.random().toString(36).slice(2, 8));
     const host = (await this.options.hostEnvironments?.(instance, purpose)) ?? null;
     // the container's own folder on the host: harness config and the proxy's socket, never shared
-    const folder = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-container-'));
+    const folder = await makeTempDir(this.options.tmpRoot ?? tmpdir(), 'container');
     await mkdir(join(folder, 'harness'));
     await mkdir(join(folder, 'sock'));
     const mounts: Mount[] = [
@@ -279,7 +280,7 @@ export class ContainerRuntime implements Runtime {
     });
     const run = await this.runner(argv, { timeoutMs: START_TIMEOUT_MS });
     if (run.exitCode !== 0) {
-      await rm(folder, { recursive: true, force: true });
+      await removeTempDir(folder);
       throw new RuntimeError(
         `cannot start ${this.imageFor(instance)}: ${run.output.trim().split('\n').pop() ?? ''}`,
       );
@@ -364,6 +365,6 @@ class ContainerEnv implements InstanceEnv {
 
   async dispose(): Promise<void> {
     await this.runner(this.dialect.remove(this.name), { timeoutMs: 60_000 });
-    await rm(this.folder, { recursive: true, force: true });
+    await removeTempDir(this.folder);
   }
 }

@@ -18,13 +18,14 @@
 
 import { createHash } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvironmentError } from '../../errors.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
 import { execTree, gitEnv } from '../exec.ts';
+import { makeTempDir } from '../temp-dirs.ts';
 import { RuntimeError } from './types.ts';
 
 /** Fetching the ancestors of a base commit of a large repository takes minutes (sympy: ~100 s). */
@@ -53,8 +54,9 @@ export class HistoryStore {
   constructor(private readonly options: { tmpRoot?: string; keep?: number } = {}) {}
 
   private root(): Promise<string> {
-    this.rootDir ??= mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-history-')).then((dir) => {
-      // best effort on the way out: history repositories hold nothing that is not in the source
+    this.rootDir ??= makeTempDir(this.options.tmpRoot ?? tmpdir(), 'history').then((dir) => {
+      // best effort on the way out: history repositories hold nothing that is not in the source (after
+      // a SIGKILL, the reaper removes it: src/rollout/temp-dirs.ts)
       process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
       return dir;
     });

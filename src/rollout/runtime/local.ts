@@ -7,7 +7,7 @@
  * cached one (built on demand) and a per-sample layer in the temp dir: every command runs with the
  * layer and the environment first on PATH, then the host environments (--env-dir).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { SweInstance } from '../dataset.ts';
@@ -17,6 +17,7 @@ import { isSystemStep } from '../env/recipe.ts';
 import type { SampleEnvironment } from '../env/types.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
+import { makeTempDir, removeTempDir } from '../temp-dirs.ts';
 import { CHECKOUT_SCRIPT, checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';
 import {
   type EnvExecOptions,
@@ -71,7 +72,7 @@ export class LocalRuntime implements Runtime {
       this.repoPath(instance.repo),
       instance.base_commit,
     );
-    const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-eval-'));
+    const root = await makeTempDir(this.options.tmpRoot ?? tmpdir(), 'eval', { keep: this.options.keep });
     const workdir = join(root, 'repo');
     const gitconfig = join(root, 'gitconfig');
     await writeFile(gitconfig, '');
@@ -95,7 +96,7 @@ export class LocalRuntime implements Runtime {
       return env;
     } catch (error) {
       lease.release();
-      await rm(root, { recursive: true, force: true });
+      await removeTempDir(root);
       throw error;
     }
   }
@@ -172,6 +173,6 @@ class LocalEnv implements InstanceEnv {
 
   async dispose(): Promise<void> {
     this.release();
-    if (!this.options.keep) await rm(this.root, { recursive: true, force: true });
+    if (!this.options.keep) await removeTempDir(this.root);
   }
 }

@@ -11,10 +11,9 @@
  *   namespaces switched off (sysctl).
  * `polar doctor --runtime sandbox` prints the same report, with which limits mechanism applies.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { execTree } from '../exec.ts';
+import { makeTempDir, removeTempDir } from '../temp-dirs.ts';
 import { bwrapArgs, systemLayout } from './bwrap.ts';
 import { checkCgroupParent } from './limits.ts';
 
@@ -116,7 +115,7 @@ export async function probeSandbox(
     };
   }
   const version = v.output.trim().replace(/^bubblewrap\s*/, '');
-  const dir = await mkdtemp(join(tmpdir(), 'polar-probe-'));
+  const dir = await makeTempDir(tmpdir(), 'probe');
   try {
     const argv = bwrapArgs(
       {
@@ -147,7 +146,7 @@ export async function probeSandbox(
         knownFix(output) ?? 'run the command of `polar doctor --runtime sandbox --json` by hand to see why',
     };
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
   }
 }
 

@@ -9,7 +9,7 @@
  * history after base_commit (history.ts).
  */
 import { realpathSync } from 'node:fs';
-import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,7 @@ import { isSystemStep } from '../env/recipe.ts';
 import type { SampleEnvironment } from '../env/types.ts';
 import { type ExecResult, execTree, gitEnv } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
+import { makeTempDir, removeTempDir } from '../temp-dirs.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';
 import { type Bind, bwrapArgs, inCgroup, type SandboxSpec, systemLayout } from './bwrap.ts';
 import {
@@ -129,7 +130,7 @@ export class SandboxRuntime implements Runtime {
       this.repoPath(instance.repo),
       instance.base_commit,
     );
-    const root = await mkdtemp(join(this.options.tmpRoot ?? tmpdir(), 'polar-sandbox-'));
+    const root = await makeTempDir(this.options.tmpRoot ?? tmpdir(), 'sandbox', { keep: this.options.keep });
     const uid = this.mode === 'root' ? sandboxUid() : null;
     const owner = uid === null ? null : { uid, gid: uid };
     let cgroup: SandboxCgroup | null = null;
@@ -166,19 +167,9 @@ export class SandboxRuntime implements Runtime {
     } catch (error) {
       lease.release();
       await cgroup?.remove();
-      await removeTree(root);
+      await removeTempDir(root);
       throw error;
     }
-  }
-}
-
-/** rm -rf that also gets through directories a sandboxed agent made unwritable */
-async function removeTree(dir: string): Promise<void> {
-  try {
-    await rm(dir, { recursive: true, force: true });
-  } catch {
-    await execTree('chmod', ['-R', 'u+rwX', dir], { timeoutMs: 60_000 });
-    await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -335,7 +326,8 @@ class SandboxEnv implements InstanceEnv {
   async dispose(): Promise<void> {
     this.lease.release();
     await this.cgroup?.remove();
-    if (!this.runtime.options.keep) await removeTree(this.root);
+    // (removeTempDir gets through directories a sandboxed agent made unwritable)
+    if (!this.runtime.options.keep) await removeTempDir(this.root);
   }
 }
 
