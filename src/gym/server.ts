@@ -83,7 +83,9 @@ export async function startGym(options: GymOptions): Promise<Gym> {
   );
   const host = options.host ?? DEFAULTS.host.value;
   if (token === null && !isLoopback(host))
-    log.warn(`polar gym on ${host} runs rollouts for anyone who can reach it: drop --no-auth`);
+    log.warn(
+      `polar gym on ${host} runs rollouts for anyone who can reach it${options.runtime.isolated ? '' : `, and the ${options.runtime.kind} runtime runs each harness unsandboxed on this machine, doing what the caller's prompt asks`}: drop --no-auth, or listen on 127.0.0.1 or a private interface (docs/gym.md, "Access and limits")`,
+    );
   const { url } = await server.listen(options.port ?? DEFAULTS.gymPort.value, host);
   return {
     url,
