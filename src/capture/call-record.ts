@@ -43,10 +43,15 @@ export interface CallCounters {
   cut: number;
   /** calls whose record could not be written (a failed write: disk full, a file-size limit) */
   lost: number;
+  /**
+   * of all records (whatever their kind), calls a weight update of polar loop cut after part of the answer
+   * had reached the harness (`backend_info.weight_update_cut`, --weight-sync-pause abort): polar's doing
+   */
+  weightUpdateCut: number;
 }
 
 export function newCounters(): CallCounters {
-  return { seq: 0, calls: 0, errors: 0, clientClosed: 0, cut: 0, lost: 0 };
+  return { seq: 0, calls: 0, errors: 0, clientClosed: 0, cut: 0, lost: 0, weightUpdateCut: 0 };
 }
 
 function count(counters: CallCounters, record: CallRecord): void {
@@ -55,6 +60,7 @@ function count(counters: CallCounters, record: CallRecord): void {
   if (kind === 'client_closed') counters.clientClosed++;
   else if (kind === 'cut') counters.cut++;
   else if (kind !== undefined) counters.errors++;
+  if (record.backend_info?.weight_update_cut === true) counters.weightUpdateCut++;
 }
 
 export function toCallRecord(

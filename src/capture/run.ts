@@ -88,6 +88,8 @@ export interface CaptureRunResult {
   cut: number;
   /** calls whose record could not be written */
   lost: number;
+  /** calls a weight update cut mid-answer (CallCounters.weightUpdateCut); absent: none */
+  weightUpdateCut?: number;
   output: string;
   stdout?: string;
   stderr?: string;
@@ -205,6 +207,7 @@ export async function runCapture(options: CaptureRunOptions): Promise<CaptureRun
     clientClosed: capture.counters.clientClosed,
     cut: capture.counters.cut,
     lost: capture.counters.lost,
+    ...(capture.counters.weightUpdateCut > 0 ? { weightUpdateCut: capture.counters.weightUpdateCut } : {}),
     output,
     ...(stdout !== undefined ? { stdout } : {}),
     ...(stderr !== undefined ? { stderr } : {}),

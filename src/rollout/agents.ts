@@ -43,6 +43,8 @@ export interface AgentOutcome {
   failedCalls?: number;
   /** calls that ended before an answer without failing: the harness hung up (client_closed) or polar cut them */
   hungUpCalls?: number;
+  /** calls a weight update of polar loop cut mid-answer (--weight-sync-pause abort): an infrastructure failure */
+  weightUpdateCutCalls?: number;
   error: string | null;
   /** the patch to grade as it is, instead of taking the diff of the environment (predictions) */
   patch?: string;
@@ -286,6 +288,7 @@ export class HarnessAgent implements Agent {
         calls: r.calls,
         failedCalls: r.errors,
         hungUpCalls: r.clientClosed + r.cut,
+        weightUpdateCutCalls: r.weightUpdateCut ?? 0,
         error:
           r.status === 'completed'
             ? null

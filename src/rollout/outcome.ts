@@ -17,6 +17,8 @@ export interface AgentRunFacts {
   failedCalls?: number;
   /** of those, the ones the harness hung up on or polar cut (no model answer, but no backend failure) */
   hungUpCalls?: number;
+  /** of those, calls a weight update of polar loop cut after part of the answer had reached the harness */
+  weightUpdateCutCalls?: number;
   error: string | null;
   /** the limit that ended the run, when one did */
   limit?: string | null;
@@ -32,6 +34,11 @@ export function infraFailure(agent: AgentRunFacts): string | null {
   const failed = agent.failedCalls ?? 0;
   const hungUp = agent.hungUpCalls ?? 0;
   const why = agent.error ? ` (${agent.error})` : '';
+  const cut = agent.weightUpdateCutCalls ?? 0;
+  // what the harness did after polar cut one of its answers is not the model's doing, however it went on
+  if (cut > 0) {
+    return `a weight update cut ${plural(cut, 'model answer')} mid-stream (--weight-sync-pause abort): the run is polar's doing from there, not the model's; --weight-sync-pause wait or keep never cuts an answer`;
+  }
   if (agent.calls > 0 && failed >= agent.calls) {
     return `no model answer: all ${plural(agent.calls, 'call')} to the backend failed${why}`;
   }

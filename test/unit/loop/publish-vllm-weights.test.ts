@@ -193,6 +193,7 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
       assert.equal(record.error, null);
       assert.equal(record.backend_info?.weight_update_retries, 1);
       assert.equal(record.backend_info?.weight_update_cut, undefined);
+      assert.equal(s.proxy.counters.weightUpdateCut, 0, 'sent again before anything reached the harness: not cut');
       assert.deepEqual(record.weight_versions, { source: 'polar', versions: ['1'] });
       assert.equal(record.policy_version, 1);
     } finally {
@@ -217,6 +218,8 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
       assert.equal(record.error?.kind, 'backend_error');
       assert.equal(record.backend_info?.weight_update_retries, undefined);
       assert.equal(record.backend_info?.weight_update_cut, true, 'marked: cut by the update, not the agent');
+      // counted apart, so the sample's outcome is an infrastructure failure (src/rollout/outcome.ts)
+      assert.equal(s.proxy.counters.weightUpdateCut, 1);
       assert.equal(
         truth(s, 'streaming abort').length,
         1,
