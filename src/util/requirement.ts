@@ -12,7 +12,7 @@
 /** PEP 508 name (letters, digits, `.`, `_`, `-`; starts and ends with a letter or digit) */
 const NAME = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?';
 const EXTRAS = String.raw`\[\s*(?:${NAME}(?:\s*,\s*${NAME})*)?\s*\]`;
-const VERSION = String.raw`[A-Za-z0-9.*+!_-]+`;
+const VERSION = '[A-Za-z0-9.*+!_-]+';
 const CLAUSE = String.raw`(?:===|==|!=|<=|>=|~=|<|>)\s*${VERSION}`;
 const SPECIFIERS = String.raw`${CLAUSE}(?:\s*,\s*${CLAUSE})*`;
 /** an environment marker: names, quoted values, comparison operators, `and`/`or`, parentheses */

@@ -193,7 +193,11 @@ describe('vLLM disk weight transfer, driven by the publisher', () => {
       assert.equal(record.error, null);
       assert.equal(record.backend_info?.weight_update_retries, 1);
       assert.equal(record.backend_info?.weight_update_cut, undefined);
-      assert.equal(s.proxy.counters.weightUpdateCut, 0, 'sent again before anything reached the harness: not cut');
+      assert.equal(
+        s.proxy.counters.weightUpdateCut,
+        0,
+        'sent again before anything reached the harness: not cut',
+      );
       assert.deepEqual(record.weight_versions, { source: 'polar', versions: ['1'] });
       assert.equal(record.policy_version, 1);
     } finally {

@@ -96,7 +96,9 @@ async function containerLines(setup: EvaluationSetup): Promise<string[][]> {
   const name = lines[0]![lines[0]!.indexOf('--name') + 1]!;
   return lines.map((l) =>
     l.map((a) =>
-      a.replaceAll(name, '<name>').replace(/\/[^ :=]*polar-setup-test-[^/]+\/polar-container-[\w.-]+/g, '<dir>'),
+      a
+        .replaceAll(name, '<name>')
+        .replace(/\/[^ :=]*polar-setup-test-[^/]+\/polar-container-[\w.-]+/g, '<dir>'),
     ),
   );
 }

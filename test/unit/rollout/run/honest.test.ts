@@ -79,10 +79,13 @@ test('infraFailure: every call failed, or no call and no completion; a harness t
   );
 });
 
-test('infraFailure: an answer a weight update cut mid-stream makes the run polar\'s doing, however many calls got answers', () => {
+test("infraFailure: an answer a weight update cut mid-stream makes the run polar's doing, however many calls got answers", () => {
   const facts = { status: 'completed', calls: 9, failedCalls: 1, error: null } as const;
   assert.equal(infraFailure({ ...facts, weightUpdateCutCalls: 0 }), null);
-  assert.match(String(infraFailure({ ...facts, weightUpdateCutCalls: 1 })), /weight update cut 1 model answer/);
+  assert.match(
+    String(infraFailure({ ...facts, weightUpdateCutCalls: 1 })),
+    /weight update cut 1 model answer/,
+  );
 });
 
 test('a harness whose calls all failed is an error: no reward, no grading record, run again by --resume', async () => {
