@@ -14,6 +14,7 @@ import { TINY_TRIAL_COMMAND } from '../../src/options/defaults.ts';
 import { findPython } from '../../src/train/env.ts';
 import { privateEnv } from '../support/capture-run.ts';
 import { ROOT } from '../support/cli.ts';
+import { runnableBlocks } from '../support/doc-blocks.ts';
 import { tempDir } from '../support/temp.ts';
 
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
@@ -36,17 +37,8 @@ const env = {
   ...(python ? { POLAR_PYTHON: python.executable } : {}),
 };
 
-/** The code blocks of the README section `title`, as lines. */
-function blocks(title: string): string[][] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.split(/^## /m).find((s) => s.startsWith(title)) ?? '';
-  return [...section.matchAll(/^```\n([\s\S]*?)^```$/gm)].map((m) =>
-    m[1]!
-      .replace(/\\\n\s*/g, '')
-      .split('\n')
-      .filter(Boolean),
-  );
-}
+/** The README's blocks this test runs, as commands (each marked `<!-- run by ... -->` before its fence). */
+const blocks = () => runnableBlocks('README.md', import.meta.url);
 
 const sh = (line: string, cwd: string) =>
   execa('bash', ['-c', line], {
@@ -60,11 +52,17 @@ const sh = (line: string, cwd: string) =>
 
 describe("the README's main job, offline", () => {
   test('without the network, the default model names the one-command tiny model', async () => {
-    const [first] = blocks('The main job');
+    const [first] = blocks();
     const dir = join(work, 'default');
     mkdirSync(dir);
     const r = await sh(first![0]!, dir);
+    // as the README says: an error line and a hint line (and the && stops the build)
     assert.notEqual(r.exitCode, 0);
+    assert.deepEqual(
+      r.stderr.split('\n').filter((l) => l.startsWith('polar: error:') || l.startsWith('  ')).length,
+      2,
+      r.stderr,
+    );
     assert.match(
       r.stderr,
       /polar: error: tokenizer "onnx-community\/Qwen3-0\.6B-ONNX" is a hub id but remote downloads are off/,
@@ -76,7 +74,7 @@ describe("the README's main job, offline", () => {
     'the offline block as written: a tiny model, a capture of Pi, a trajectory',
     { skip: python?.transformers ? false : 'no Python with torch (polar setup)' },
     async () => {
-      const offline = blocks('The main job')[1]!;
+      const offline = blocks()[1]!;
       assert.ok(offline[0]!.startsWith(`npx ${TINY_TRIAL_COMMAND}`), 'the block makes the tiny model first');
       const dir = join(work, 'offline');
       mkdirSync(dir);

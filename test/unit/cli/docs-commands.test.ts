@@ -5,14 +5,21 @@
  * command runs), and checked: an unknown flag, a deprecated one (a hidden option whose description starts
  * "deprecated") or a value the flag's own parser refuses fails with the file and line. Values with a
  * placeholder (`$X`, `<x>`, `...`, `{x}`, a name in capitals) are not parsed; the words after `--` are the harness's.
+ * A block marked `<!-- run by TEST -->` (test/support/doc-blocks.ts) is run as written by TEST: the marker
+ * names a test file of the suite that reads that document's marked blocks (runnableBlocks), so a documented
+ * command that stops working fails CI (issue 47 item 6).
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Command, Option } from 'commander';
+import { execa } from 'execa';
 import { program } from '../../../src/cli.ts';
+import { POLAR_VERSION } from '../../../src/version.ts';
 import { ROOT } from '../../support/cli.ts';
+import { commandsOf, docBlocks, strayMarkers } from '../../support/doc-blocks.ts';
+import { tempDir } from '../../support/temp.ts';
 
 interface Line {
   file: string;
@@ -23,21 +30,17 @@ interface Line {
 /** The command lines in a markdown file's fenced code blocks that start `polar` (or `npx polar`). */
 function commandLines(file: string): Line[] {
   const out: Line[] = [];
-  const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
-  let inBlock = false;
-  for (let i = 0; i < lines.length; i++) {
-    if (/^\s*(```|~~~)/.test(lines[i] ?? '')) {
-      inBlock = !inBlock;
-      continue;
-    }
-    if (!inBlock) continue;
-    const start = i;
-    let text = lines[i] ?? '';
-    while (/\\\s*$/.test(text) && i + 1 < lines.length) text = `${text.replace(/\\\s*$/, ' ')}${lines[++i]}`;
-    text = text.replace(/(^|\s)#\s.*$/, ''); // a shell comment
-    for (const part of text.split(/\s*(?:\|\||&&|\||;)\s*/)) {
-      const words = part.trim().replace(/^(?:\S+=\S+\s+)*/, ''); // VAR=value before the command
-      if (/^(?:npx\s+)?polar\s/.test(words)) out.push({ file, line: start + 1, text: words });
+  for (const block of docBlocks(file)) {
+    for (let i = 0; i < block.lines.length; i++) {
+      const start = i;
+      let text = block.lines[i] ?? '';
+      while (/\\\s*$/.test(text) && i + 1 < block.lines.length)
+        text = `${text.replace(/\\\s*$/, ' ')}${block.lines[++i]}`;
+      text = text.replace(/(^|\s)#\s.*$/, ''); // a shell comment
+      for (const part of text.split(/\s*(?:\|\||&&|\||;)\s*/)) {
+        const words = part.trim().replace(/^(?:\S+=\S+\s+)*/, ''); // VAR=value before the command
+        if (/^(?:npx\s+)?polar\s/.test(words)) out.push({ file, line: block.line + start, text: words });
+      }
     }
   }
   return out;
@@ -112,6 +115,11 @@ function check(root: Command, l: Line): string[] {
   return problems;
 }
 
+/** test/tiers.mjs (untyped JavaScript): the tiers' files and folders */
+const { TIERS } = (await import(join(ROOT, 'test/tiers.mjs'))) as {
+  TIERS: Record<string, { files: string[] }>;
+};
+
 const files = [
   'README.md',
   ...readdirSync(join(ROOT, 'docs'))
@@ -140,4 +148,61 @@ test('the check catches an unknown flag, a deprecated flag and a refused value, 
   assert.match(check(root, line('polar eval --agent gld --dataset d.jsonl'))[0] ?? '', /--agent gld/);
   assert.deepEqual(check(root, line('polar eval --agent $AGENT --out runs/x -- codex --foo')), []);
   assert.deepEqual(commandLines('README.md').length > 0, true);
+});
+
+/** The marked blocks of every document: [document, block] */
+const marked = () => files.flatMap((f) => docBlocks(f).flatMap((b) => (b.runBy ? [[f, b] as const] : [])));
+
+test("every block marked runnable names a test of the suite that runs that document's marked blocks", () => {
+  const blocks = marked();
+  // README's main job is run as written (test/e2e/readme-main-job.test.ts): a checker that finds no marker passes nothing
+  assert.ok(blocks.length >= 2, `${blocks.length} marked blocks`);
+  const tiers = Object.values(TIERS).flatMap((t) => t.files);
+  for (const [doc, block] of blocks) {
+    const where = `${doc}:${block.line - 1}: run by ${block.runBy}`;
+    const test = join(ROOT, block.runBy ?? '');
+    assert.ok(existsSync(test), `${where}: no such test file`);
+    assert.match(block.runBy ?? '', /^test\/.*\.test\.ts$/, `${where}: not a test file`);
+    // a test file no tier names is in the unit tier, which runs every file under test/unit/
+    assert.ok(
+      block.runBy?.startsWith('test/unit/') || tiers.some((t) => block.runBy?.startsWith(t)),
+      `${where}: in no tier of test/tiers.mjs`,
+    );
+    const source = readFileSync(test, 'utf8');
+    assert.match(
+      source,
+      new RegExp(`runnableBlocks\\(\\s*'${doc.replace(/[.]/g, '\\.')}'\\s*,\\s*import\\.meta\\.url`),
+      `${where}: the test does not read ${doc}'s marked blocks (runnableBlocks('${doc}', import.meta.url))`,
+    );
+    assert.ok(commandsOf(block).length > 0, `${where}: the block has no command`);
+  }
+});
+
+test('a run-by marker stands right before a block (one elsewhere marks nothing)', () => {
+  for (const f of files) assert.deepEqual(strayMarkers(f), [], `${f}: markers not before a fence`);
+  const doc =
+    'text\n<!-- run by test/e2e/x.test.ts -->\n```\nnpx polar --help\n```\n<!-- run by test/e2e/y.test.ts -->\n\nprose\n';
+  assert.deepEqual(strayMarkers('x.md', doc), [6]);
+  const [block] = docBlocks('x.md', doc);
+  assert.equal(block?.runBy, 'test/e2e/x.test.ts');
+  assert.equal(block?.line, 4);
+  assert.deepEqual(commandsOf({ file: 'x.md', line: 1, lines: ['a \\', '  b', '# c', '', 'd'] }), [
+    'a b',
+    'd',
+  ]);
+});
+
+test("the README says how `polar` runs in a clone (npx polar, npm link), and npx runs the clone's bin/polar offline", async () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const firstSection = readme.slice(0, readme.indexOf('\n## '));
+  assert.match(firstSection, /`npx polar \.\.\.`/);
+  assert.match(firstSection, /`npm link`/);
+  const home = tempDir('polar-npx-home-');
+  const r = await execa('npx', ['--offline', 'polar', '--version'], {
+    cwd: ROOT,
+    env: { HOME: home, npm_config_cache: join(home, 'npm'), npm_config_update_notifier: 'false' },
+    reject: false,
+  });
+  assert.equal(r.exitCode, 0, r.stderr);
+  assert.equal(r.stdout.trim(), POLAR_VERSION);
 });
