@@ -11,7 +11,7 @@
  * `/get_server_info` lists its server args (`tool_call_parser`, `reasoning_parser`); NeMo RL's server has
  * only /v1/chat/completions and /tokenize and asserts the generation config's temperature and top_p.
  */
-import { PolarError } from '../errors.ts';
+import { EXIT, PolarError } from '../errors.ts';
 import { redactUrl } from '../util/redact.ts';
 import { authHeaders, errorDetail, getJson, postJson } from './http.ts';
 import { listModels, rootUrl } from './server-info.ts';
@@ -431,7 +431,7 @@ export class BackendSetupError extends PolarError {
     check: ProbeCheck,
   ) {
     super(`${report.backend} server at ${report.url}: ${check.name}: ${check.detail}`, {
-      exitCode: 4,
+      exitCode: EXIT.environment,
       ...(check.fix ? { hint: check.fix } : {}),
     });
   }

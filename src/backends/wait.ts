@@ -91,7 +91,7 @@ export async function waitForBackend(
       throw new PolarError(
         `the ${options.kind} server at ${url} did not answer within ${Math.round(init.timeoutMs / 1000)} s: ${why}`,
         {
-          exitCode: 4,
+          exitCode: EXIT.environment,
           hint: 'start the server first, or raise --backend-timeout',
         },
       );

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
-import { InputError, UsageError } from '../errors.ts';
+import { EXIT, InputError, UsageError } from '../errors.ts';
 import { DEFAULTS, type OverlongMode, type UnparsedToolCallMode } from '../options/defaults.ts';
 import { checkOutputFile, renamedFlag } from '../options/output.ts';
 import { type BuildOptions, buildTrajectories } from '../trajectory/build.ts';
@@ -149,7 +149,7 @@ function overlongFlags(
 /** The body of `polar build`: typed flags in, the build, exit code out. */
 export async function buildCommand(inputs: string[], flags: BuildFlags): Promise<number> {
   await runBuild(buildRun(inputs, flags));
-  return 0;
+  return EXIT.ok;
 }
 
 const SHOWN_INVALID = 5;

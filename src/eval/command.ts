@@ -101,7 +101,7 @@ async function executeJob(
   if (executor.kind === 'slurm') {
     const { runOnSlurm } = await import('../rollout/executors/slurm.ts');
     const outcome = await runOnSlurm({ ...job, executor }, instances);
-    return outcome ? { outcome, stoppedCode: 0 } : null;
+    return outcome ? { outcome, stoppedCode: EXIT.ok } : null;
   }
   // the tracking packages are checked before any sample runs; the writer opens once the report is made
   // (the run's folder must be empty or --resume'd until then)

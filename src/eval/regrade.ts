@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
+import { EXIT, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
@@ -155,5 +155,5 @@ export async function regradeCommand(
   );
   print(o.json ? `${JSON.stringify(outcome.report, null, 2)}\n` : `${formatReport(outcome.report)}\n`);
   log.info(`rewrote ${resolve(o.out)}/{results.jsonl,report.json}`);
-  return 0;
+  return EXIT.ok;
 }

@@ -1,4 +1,5 @@
 /** `polar export`: typed flags in, the export (src/export/export.ts), its result out. */
+import { EXIT } from '../errors.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
@@ -33,5 +34,5 @@ export async function exportCommand(checkpoint: string, flags: ExportFlags): Pro
   log.info(
     `exported ${result.source} to ${result.dir} (${result.model_type}, ${plural(result.layers, 'layer')}, ${sizes})`,
   );
-  return 0;
+  return EXIT.ok;
 }

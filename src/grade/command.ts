@@ -3,7 +3,7 @@
  * evaluation and, with a dataset row, its resolution rules), printed as a status map or JSON.
  */
 import { readFile } from 'node:fs/promises';
-import { InputError, UsageError, unreadableInput } from '../errors.ts';
+import { EXIT, InputError, UsageError, unreadableInput } from '../errors.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { parseRow, type SweInstance } from '../rollout/dataset.ts';
 import { type GradeLogInstance, gradeLog, parserFor } from '../rollout/grade.ts';
@@ -157,5 +157,5 @@ export function formatGradeReport(r: GradeLogReport): string {
 export async function gradeCommand(log: string, o: GradeCliOptions): Promise<number> {
   const report = await gradeLogFile(log, o);
   process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatGradeReport(report)}\n`);
-  return 0;
+  return EXIT.ok;
 }

@@ -1,5 +1,6 @@
 /** The body of `polar gym`: typed flags in, runtime and backend wired, the agent server started, run until SIGTERM/SIGINT. */
 import { resolve } from 'node:path';
+import { EXIT } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
@@ -100,7 +101,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     log.info(
       `dry run: flags, harness and the ${runtime.kind} runtime checked${dataset ? `, dataset ${f.dataset} read (${dataset.length} rows)` : ' (no --dataset given)'}; the backend is not probed; not listening`,
     );
-    return 0;
+    return EXIT.ok;
   }
   const gym = await startGym({
     ...harness,

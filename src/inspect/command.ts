@@ -2,7 +2,7 @@
  * `polar inspect <traj.jsonl | run-dir>`: writes one self-contained HTML page (docs/inspect.md).
  */
 import { existsSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { InputError } from '../errors.ts';
+import { EXIT, InputError } from '../errors.ts';
 import { LOOP_FILES } from '../loop/files.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { checkOutputFile } from '../options/output.ts';
@@ -87,11 +87,11 @@ export async function runInspect(input: string, options: InspectFlags): Promise<
   const html = await inspectToHtml(input, options);
   if (out === '-') {
     process.stdout.write(html);
-    return 0;
+    return EXIT.ok;
   }
   const partial = `${out}.partial`;
   writeFileSync(partial, html, { mode: PRIVATE_FILE });
   renameSync(partial, out);
   log.info(`wrote ${out} (${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB)`);
-  return 0;
+  return EXIT.ok;
 }

@@ -1,7 +1,7 @@
 /** The body of `polar loop`: typed flags in, runLoop, exit code out. */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
+import { EXIT, UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
@@ -250,5 +250,5 @@ export async function loopCommand(f: LoopFlags): Promise<number> {
   }
   const last = summaries.at(-1);
   if (last) log.info(`loop finished at step ${last.step}: policy ${last.checkpoint}`);
-  return 0;
+  return EXIT.ok;
 }

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError } from '../errors.ts';
+import { EnvironmentError, EXIT } from '../errors.ts';
 import {
   CLUSTER_REQUIREMENTS,
   checkPackages,
@@ -84,7 +84,7 @@ export async function setupCommand(f: SetupFlags): Promise<number> {
     `polar's Python: ${python} (Python ${probe.version}, torch ${probe.torch}, transformers ${probe.transformers}, peft ${probe.peft}${devices.cuda ? `, ${devices.cuda_devices} CUDA device(s)` : ', no CUDA device'})`,
   );
   process.stdout.write(`${python}\n`);
-  return 0;
+  return EXIT.ok;
 }
 
 /** A Python 3.10+ with the venv module (Debian: python3-venv). */

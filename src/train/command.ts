@@ -1,7 +1,7 @@
 /** `polar train`: typed flags in, the training run (src/train/launch.ts), exit code out. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { UsageError } from '../errors.ts';
+import { EXIT, UsageError } from '../errors.ts';
 import { reportSetup } from '../options/report.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
@@ -23,7 +23,7 @@ export async function trainCommand(trajectories: string, flags: TrainFlags): Pro
   } finally {
     interrupt.dispose();
   }
-  return 0;
+  return EXIT.ok;
 }
 
 async function train(trajectories: string, flags: TrainFlags, signal: AbortSignal): Promise<void> {

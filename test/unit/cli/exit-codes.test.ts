@@ -166,6 +166,32 @@ describe('one table of exit codes', () => {
       );
   });
 
+  test('the code says every exit code by its name in the table: no literal code in src/ or commands/', () => {
+    // a command's exit code comes from EXIT (src/errors.ts): `return 0;` in a command body, `exitCode: 4` in an
+    // error, process.exit or process.exitCode outside the one place that stops at a second signal, are not
+    const found: string[] = [];
+    const walk = (dir: string): string[] =>
+      readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith('.ts') ? [`${dir}/${e.name}`] : [],
+      );
+    for (const file of [...walk('src'), ...walk('commands')]) {
+      if (file === 'src/errors.ts') continue;
+      const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
+      lines.forEach((line, i) => {
+        const code = line.replace(/\/\/.*$/, '');
+        const body = /(^|\/)command\.ts$|^commands\/|^src\/eval\/regrade\.ts$/.test(file);
+        if (
+          /exitCode\s*[:=]\s*\d/.test(code) ||
+          /process\.exitCode\s*=/.test(code) ||
+          (/process\.exit\(/.test(code) && file !== 'src/util/interrupt.ts') ||
+          (body && /^\s*return \d+;/.test(code))
+        )
+          found.push(`${file}:${i + 1}: ${line.trim()}`);
+      });
+    }
+    assert.deepEqual(found, []);
+  });
+
   test('the cases cover every command of commands/*.ts', () => {
     const files = readdirSync(join(ROOT, 'commands'))
       .filter((f) => f.endsWith('.ts') && f !== 'flags.ts')
