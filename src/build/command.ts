@@ -13,6 +13,7 @@ import { checkOutputFile, renamedFlag } from '../options/output.ts';
 import { type BuildOptions, buildTrajectories } from '../trajectory/build.ts';
 import type { OutputFormat } from '../trajectory/formats.ts';
 import type { GroupBy } from '../trajectory/heads.ts';
+import { isParquetPath, writeVerlParquet } from '../trajectory/parquet.ts';
 import type { TraceKind } from '../trajectory/record.ts';
 import {
   type BuildStats,
@@ -93,6 +94,11 @@ export function buildRun(
       'give -o FILE for the trajectories, or --stats for the report alone',
     );
   }
+  if (f.output !== undefined && isParquetPath(f.output) && f.format !== 'verl')
+    throw new UsageError(
+      `-o ${f.output}: polar trajectories are JSON lines, Parquet is for --format verl`,
+      'give -o FILE.jsonl, or --format verl for verl rows in Parquet',
+    );
   if (f.advantage !== undefined)
     warn(
       `polar build --advantage is ignored: polar train computes the advantages from the rewards and groups (polar train --advantage ${f.advantage === 'none' ? 'KIND' : f.advantage}; docs/train.md); the flag goes in the next release`,
@@ -198,12 +204,18 @@ export async function runBuild(run: BuildRun, io: BuildIo = {}): Promise<BuildSt
         stream.end(() => resolve());
       });
       if (empty) await rm(partial, { force: true });
-      else await rename(partial, outputFile!);
+      else if (isParquetPath(outputFile!)) {
+        // -o FILE.parquet (--format verl): the rows streamed as JSON lines, then written as Parquet
+        await writeVerlParquet(partial, `${partial}.parquet`);
+        await rm(partial, { force: true });
+        await rename(`${partial}.parquet`, outputFile!);
+      } else await rename(partial, outputFile!);
     }
   } catch (error) {
     if (partial !== null) {
       output?.destroy();
       await rm(partial, { force: true });
+      await rm(`${partial}.parquet`, { force: true });
     }
     if (output === stdout && (closed || isClosedPipe(error))) return emptyStats();
     throw error;

@@ -3,9 +3,10 @@
  * runs in this process (polarInProcess); reading stdin (`-`) is node bin/polar itself.
  */
 import assert from 'node:assert/strict';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readTrajectories } from '../../../src/trajectory/reader.ts';
 import { polarInProcess, runPolar } from '../../support/cli.ts';
 import { tempDir } from '../../support/temp.ts';
@@ -91,5 +92,48 @@ describe('polar build (CLI)', () => {
     const u = await polar(['build', bad, '--overlong', 'skip']);
     assert.equal(u.code, 2);
     assert.match(u.stderr, /polar: error: --overlong skip is not one of mask, penalty, keep/);
+  });
+
+  it('--format verl -o FILE.parquet writes Parquet (token lists as Parquet LISTs), the rows of -o FILE.jsonl; a polar-format .parquet is refused', async () => {
+    const inputs = [join(dir, 'a.jsonl'), join(dir, 'b.jsonl')];
+    const out = join(dir, 'verl');
+    const jsonlOut = join(out, 'verl.jsonl');
+    const parquetOut = join(out, 'verl.parquet');
+    const j = await polar(['build', ...inputs, '--format', 'verl', '-o', jsonlOut]);
+    assert.equal(j.code, 0, j.stderr);
+    const r = await polar(['build', ...inputs, '--format', 'verl', '-o', parquetOut]);
+    assert.equal(r.code, 0, r.stderr);
+    const bytes = await readFile(parquetOut);
+    // the file is Parquet (it was JSON lines under a .parquet name), and no partial file is left
+    assert.equal(bytes.subarray(0, 4).toString(), 'PAR1');
+    assert.equal(bytes.subarray(-4).toString(), 'PAR1');
+    assert.deepEqual(
+      (await readdir(dir)).filter((f) => f.includes('partial')),
+      [],
+    );
+    const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+    const metadata = parquetMetadata(file);
+    const lists = metadata.schema.filter((e) => e.converted_type === 'LIST').map((e) => e.name);
+    assert.deepEqual(lists, ['input_ids', 'loss_mask', 'logprobs']);
+    const rows = (await parquetReadObjects({ file })).map((row) =>
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [
+          k,
+          JSON.parse(JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? Number(x) : x))),
+        ]),
+      ),
+    );
+    const expected = (await readFile(jsonlOut, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.equal(rows.length, 2);
+    assert.deepEqual(rows, expected);
+    const refused = await polar(['build', ...inputs, '-o', join(out, 'polar.parquet')]);
+    assert.equal(refused.code, 2);
+    assert.match(
+      refused.stderr,
+      /polar: error: -o .*polar\.parquet: polar trajectories are JSON lines, Parquet is for --format verl/,
+    );
   });
 });
