@@ -20,6 +20,13 @@ export interface StepEvent {
   gpu_mem_gb?: number | null;
   tis_mean?: number | null;
   lr?: number | null;
+  /** what the step trained on, as TRL logs it (the worker's metrics.jsonl line): its rollouts' reward */
+  reward_mean?: number | null;
+  reward_std?: number | null;
+  /** mean |advantage|: 0 when every group scored alike (nothing to learn) */
+  advantage_abs_mean?: number | null;
+  /** trained tokens per rollout */
+  response_tokens_mean?: number | null;
 }
 
 const fmt = (v: number | null | undefined, digits = 4): string =>
@@ -42,11 +49,19 @@ export function progressBar(done: number, total: number, width = 20): string {
   return `[${'#'.repeat(full)}${'-'.repeat(width - full)}]`;
 }
 
-/** One line of per-step metrics: loss, KL, clip fraction, entropy, grad norm, tokens/s, GPU memory. */
+/**
+ * One line of per-step metrics: what the step trained on (reward mean and standard deviation, mean
+ * |advantage|, response tokens per rollout: TRL's default log), then loss, KL, clip fraction, entropy, grad
+ * norm, tokens/s, GPU memory.
+ */
 export function formatStep(e: StepEvent): string {
   const mem = e.gpu_mem_gb === null || e.gpu_mem_gb === undefined ? '-' : `${e.gpu_mem_gb.toFixed(1)}G`;
+  const std = e.reward_std === null || e.reward_std === undefined ? '' : `±${fmt(e.reward_std, 3)}`;
   return [
     `step ${e.step}/${e.total_steps}`,
+    `reward ${fmt(e.reward_mean, 3)}${std}`,
+    `|adv| ${fmt(e.advantage_abs_mean, 3)}`,
+    `resp ${compact(e.response_tokens_mean)}`,
     `loss ${fmt(e.loss)}`,
     `kl ${fmt(e.kl)}`,
     `clip ${fmt(e.clip_frac, 3)}`,
