@@ -206,3 +206,38 @@ test("the README says how `polar` runs in a clone (npx polar, npm link), and npx
   assert.equal(r.exitCode, 0, r.stderr);
   assert.equal(r.stdout.trim(), POLAR_VERSION);
 });
+
+/** `--flag` in an inline code span of prose (outside the fenced blocks), with the file's line. */
+function proseFlags(
+  file: string,
+  text = readFileSync(join(ROOT, file), 'utf8'),
+): Array<[number, string, string]> {
+  const out: Array<[number, string, string]> = [];
+  let inBlock = false;
+  text.split('\n').forEach((line, i) => {
+    if (/^\s*(```|~~~)/.test(line)) inBlock = !inBlock;
+    else if (!inBlock)
+      for (const span of line.matchAll(/`([^`]+)`/g))
+        for (const flag of (span[1] ?? '').matchAll(/(?:^|\s)(--[a-z][\w-]*)/g))
+          out.push([i + 1, flag[1] ?? '', line]);
+  });
+  return out;
+}
+
+test("a command's own page names none of its deprecated flags but as an old name (docs/serve.md said --captures)", () => {
+  const root = program();
+  const problems: string[] = [];
+  for (const cmd of root.commands) {
+    const page = `docs/${cmd.name()}.md`;
+    if (!files.includes(page)) continue;
+    const old = cmd.options.filter((o) => o.hidden && /^deprecated/.test(o.description)).map((o) => o.long);
+    for (const [line, flag, text] of proseFlags(page))
+      if (old.includes(flag) && !/old name|deprecated|still works/.test(text))
+        problems.push(`${page}:${line}: ${flag} is deprecated in polar ${cmd.name()}: ${text.trim()}`);
+  }
+  assert.deepEqual(problems, []);
+  assert.deepEqual(proseFlags('x.md', 'a `--out DIR` and `polar serve --captures x`\n```\n--no\n```\n'), [
+    [1, '--out', 'a `--out DIR` and `polar serve --captures x`'],
+    [1, '--captures', 'a `--out DIR` and `polar serve --captures x`'],
+  ]);
+});
