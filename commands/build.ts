@@ -5,7 +5,7 @@ import { groupBy, listOf, nonNegativeInt, oneOf, positiveInt } from '../src/opti
 import { trainAdvantages } from '../src/train/options.ts';
 import { outputFormats } from '../src/trajectory/formats.ts';
 import { traceKinds } from '../src/trajectory/record.ts';
-import { OVERLONG_BUFFER_FLAG, overlongFlag, type Report, toOption } from './flags.ts';
+import { jsonFlag, OVERLONG_BUFFER_FLAG, overlongFlag, QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineBuild(program: Command, report: Report): void {
   program
@@ -82,8 +82,8 @@ export function defineBuild(program: Command, report: Report): void {
       ),
     )
     .option('--stats', 'print the report on stdout and write no trajectories')
-    .option('--json', 'the report as JSON on stdout (with -o or --stats)')
-    .option('-q, --quiet', 'no report on stderr (warnings still show)')
+    .addOption(toOption(jsonFlag('the report', 'with -o or --stats')))
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

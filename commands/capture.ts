@@ -11,7 +11,16 @@ import {
   port,
   seconds,
 } from '../src/options/parsers.ts';
-import { addFlags, BACKEND_FLAGS, harnessFlag, PASS_ENV_FLAG, type Report, toOption } from './flags.ts';
+import {
+  addFlags,
+  BACKEND_FLAGS,
+  harnessFlag,
+  jsonFlag,
+  PASS_ENV_FLAG,
+  QUIET_FLAG,
+  type Report,
+  toOption,
+} from './flags.ts';
 
 export function defineCapture(program: Command, report: Report): void {
   const cmd = program
@@ -52,7 +61,15 @@ export function defineCapture(program: Command, report: Report): void {
     )
     .addOption(new Option('--timeout <seconds>', 'kill the harness after this long').argParser(seconds))
     .option('--keep-run-dir', 'keep the private harness config dir for inspection', false)
-    .option('-q, --quiet', 'no status output from polar', false)
+    .addOption(toOption(QUIET_FLAG))
+    .addOption(
+      toOption(
+        jsonFlag(
+          'a summary of the capture (its file, calls, failed calls, how the harness ended)',
+          "one line, after the harness's own output",
+        ),
+      ),
+    )
     .passThroughOptions()
     .addHelpText(
       'after',

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import type { DoctorFlags } from '../src/doctor/command.ts';
 import { oneOf } from '../src/options/parsers.ts';
 import { RUNTIME_KINDS } from '../src/rollout/runtime/types.ts';
-import { addFlags, BACKEND_FLAGS, PROBE_BACKEND_FLAGS, type Report } from './flags.ts';
+import { addFlags, BACKEND_FLAGS, jsonFlag, PROBE_BACKEND_FLAGS, type Report, toOption } from './flags.ts';
 
 export function defineDoctor(program: Command, report: Report): void {
   const cmd = program
@@ -11,7 +11,7 @@ export function defineDoctor(program: Command, report: Report): void {
       "check an inference server's set-up before a run (model, token ids, tool calling), or that a runtime works here",
     )
     .option('--wait', 'wait for a server that is still starting, up to --backend-timeout, with a countdown')
-    .option('--json', 'print the report as JSON')
+    .addOption(toOption(jsonFlag('the set-up report')))
     .addOption(
       new Option(
         '--runtime <kind>',

@@ -3,7 +3,7 @@ import { Option } from 'commander';
 import type { EnvBuildFlags } from '../src/env/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { list, positiveInt, shard } from '../src/options/parsers.ts';
-import { ENV_CACHE_FLAG, ENV_PYTHON_FLAG, type Report, toOption } from './flags.ts';
+import { ENV_CACHE_FLAG, ENV_PYTHON_FLAG, jsonFlag, QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineEnv(program: Command, report: Report): void {
   const env = program
@@ -41,8 +41,8 @@ Examples:
     )
     .addOption(toOption(ENV_CACHE_FLAG))
     .addOption(toOption(ENV_PYTHON_FLAG))
-    .option('--json', 'print one line per environment as JSON')
-    .option('-q, --quiet', 'no progress output')
+    .addOption(toOption(jsonFlag('one line per environment')))
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

@@ -12,7 +12,9 @@ import {
   GRADING_FLAGS,
   harnessFlag,
   JUDGE_FLAGS,
+  jsonFlag,
   PROMPT_TEMPLATE_FLAG,
+  QUIET_FLAG,
   type Report,
   RUNTIME_FLAGS,
   reportFlags,
@@ -68,7 +70,7 @@ export function defineEval(program: Command, report: Report): void {
       },
     },
   })
-    .option('--json', 'print the report as JSON on stdout')
+    .addOption(toOption(jsonFlag('the report')))
     .addOption(
       new Option('--fail-under <fraction>', 'exit 5 when pass@1 is below this').argParser(
         floatIn(0, 1, { what: 'a fraction between 0 and 1 (for example 0.25)' }),
@@ -91,7 +93,7 @@ Examples:
   polar eval ... --out runs/eval-1 --resume      # after Ctrl-C: graded samples are kept, the rest run
   polar eval ... --cluster ray=10.0.0.1:6379 --out runs/eval-1   # one Ray task per sample (docs/cluster.md)`,
     )
-    .option('-q, --quiet', 'no progress output');
+    .addOption(toOption(QUIET_FLAG));
   addFlags(cmd, RUNTIME_FLAGS);
   addFlags(cmd, BACKEND_FLAGS, {
     change: severalBackendUrls(

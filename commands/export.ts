@@ -4,7 +4,7 @@ import type { ExportFlags } from '../src/export/command.ts';
 import { renamedFlag } from '../src/options/output.ts';
 import { intIn, oneOf } from '../src/options/parsers.ts';
 import { log } from '../src/util/log.ts';
-import { PYTHON_FLAG, type Report, toOption } from './flags.ts';
+import { jsonFlag, PYTHON_FLAG, QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineExport(program: Command, report: Report): void {
   program
@@ -22,7 +22,8 @@ export function defineExport(program: Command, report: Report): void {
     .addOption(toOption(PYTHON_FLAG))
     .addOption(new Option('--opset <n>', 'ONNX opset (default: 17)').argParser(intIn(14, 20)))
     .option('--overwrite', 'replace an --out folder that holds something other than a previous export')
-    .option('--json', 'print the result as JSON on stdout')
+    .addOption(toOption(jsonFlag('the result')))
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

@@ -116,6 +116,21 @@ export const harnessFlag = (lead = '', tail = ''): Flag => ({
   parse: oneOf(HARNESS_NAMES),
 });
 
+/**
+ * -q of every command that prints progress or a report on stderr: one spelling, one meaning (docs/cli.md,
+ * "Names that mean one thing"; test/unit/cli/help.test.ts).
+ */
+export const QUIET_FLAG: Flag = {
+  flags: '-q, --quiet',
+  help: 'no progress or report on stderr (warnings and errors still show)',
+};
+
+/** --json of every command with a result to hand on: `what` as JSON on stdout. */
+export const jsonFlag = (what: string, note?: string): Flag => ({
+  flags: '--json',
+  help: `${what} as JSON on stdout${note ? ` (${note})` : ''}`,
+});
+
 /** The backend flags every subcommand that talks to a model shares (typed as BackendFlags), in order. */
 export const BACKEND_FLAGS: readonly Flag[] = [
   {

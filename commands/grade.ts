@@ -3,7 +3,7 @@ import type { GradeCliOptions } from '../src/grade/command.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { oneOf } from '../src/options/parsers.ts';
 import { PARSER_VERSIONS, SEMANTICS } from '../src/rollout/log-parsers/types.ts';
-import type { Report } from './flags.ts';
+import { jsonFlag, type Report, toOption } from './flags.ts';
 
 export function defineGrade(program: Command, report: Report): void {
   program
@@ -34,7 +34,7 @@ export function defineGrade(program: Command, report: Report): void {
         DEFAULTS.gradeSemantics,
       ),
     )
-    .option('--json', 'print a JSON object: tests maps each id to its status')
+    .addOption(toOption(jsonFlag('the grade', 'tests maps each id to its status')))
     .addHelpText(
       'after',
       `

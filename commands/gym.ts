@@ -8,6 +8,7 @@ import {
   GRADER_FLAG,
   harnessFlag,
   JUDGE_FLAGS,
+  QUIET_FLAG,
   type Report,
   RUNTIME_FLAGS,
   severalBackendUrls,
@@ -86,7 +87,7 @@ export function defineGym(program: Command, report: Report): void {
       '--dry-run',
       "check flags, harness, runtime and dataset, then exit 0 without listening (NeMo Gym's dry_run)",
     )
-    .option('-q, --quiet', 'no status output', false);
+    .addOption(toOption(QUIET_FLAG));
   cmd.addHelpText(
     'after',
     `

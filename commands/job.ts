@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { jsonObject } from '../src/options/parsers.ts';
-import type { Report } from './flags.ts';
+import { QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 /**
  * `polar job FILE|-` (hidden): a rollout job another polar wrote (src/rollout/executors/job.ts), run on
@@ -21,7 +21,7 @@ export function defineJob(program: Command, report: Report): void {
         "where this share of a cluster run ran: each result line's `cluster`",
       ).argParser(jsonObject),
     )
-    .option('-q, --quiet', 'no progress output')
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

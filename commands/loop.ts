@@ -1,4 +1,5 @@
 import { type Command, Option } from 'commander';
+import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import type { LoopFlags } from '../src/loop/command.ts';
 import {
   DEFAULTS,
@@ -17,9 +18,11 @@ import {
   GRADING_FLAGS,
   harnessFlag,
   JUDGE_FLAGS,
+  jsonFlag,
   OVERLONG_BUFFER_FLAG,
   overlongFlag,
   PROMPT_TEMPLATE_FLAG,
+  QUIET_FLAG,
   type Report,
   RUNTIME_FLAGS,
   reportFlags,
@@ -33,7 +36,15 @@ export function defineLoop(program: Command, report: Report): void {
     .description('the whole RL loop: rollouts -> build -> train -> publish new weights -> rollouts')
     .requiredOption('--train-set <path>', 'tasks to train on (SWE-bench schema: .jsonl, .json, .parquet)')
     .option('--eval-set <path>', 'held-out tasks, evaluated every --eval-every steps')
-    .addOption(toOption({ ...harnessFlag(), required: true }))
+    .addOption(
+      toOption({
+        flags: '--agent <name>',
+        help: `the harness the rollouts run under polar capture: ${HARNESS_NAMES.join(' | ')} (required)`,
+        parse: oneOf(HARNESS_NAMES),
+      }),
+    )
+    // the old name of --agent (polar eval's too): still works for a release, with a warning
+    .addOption(toOption({ ...harnessFlag('deprecated: --agent; '), hidden: true }))
     .addOption(toOption(PROMPT_TEMPLATE_FLAG))
     .option('--train-model <path|id>', 'checkpoint training starts from (default: --model)')
     .addOption(
@@ -142,13 +153,21 @@ export function defineLoop(program: Command, report: Report): void {
       ),
     )
     .option('--resume', 'continue the run in --out after its last finished step', false)
-    .option('-q, --quiet', 'less output', false);
+    .addOption(toOption(QUIET_FLAG))
+    .addOption(
+      toOption(
+        jsonFlag(
+          "a summary of the run (its out folder, last checkpoint, every step's step.json)",
+          'one line at the end',
+        ),
+      ),
+    );
   addFlags(cmd, reportFlags("the trainer's steps, each step's rollout figures and rollout health"));
   cmd.addHelpText(
     'after',
     `
 Examples:
-  polar loop --train-set train.jsonl --eval-set heldout.jsonl --harness pi --backend vllm \\
+  polar loop --train-set train.jsonl --eval-set heldout.jsonl --agent pi --backend vllm \\
     --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --reload-cmd './restart-vllm {checkpoint}' \\
     --runtime docker --out runs/loop-1
   polar loop ... --out runs/loop-1 --resume   # continue after the last finished step

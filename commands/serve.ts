@@ -3,7 +3,7 @@ import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { port, positiveInt, seconds } from '../src/options/parsers.ts';
 import type { ServeFlags } from '../src/serve/command.ts';
 import { log } from '../src/util/log.ts';
-import { addFlags, BACKEND_FLAGS, type Report } from './flags.ts';
+import { addFlags, BACKEND_FLAGS, QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineServe(program: Command, report: Report): void {
   const cmd = program
@@ -52,7 +52,7 @@ export function defineServe(program: Command, report: Report): void {
         DEFAULTS.sessionIdleTimeoutMs,
       ),
     )
-    .option('-q, --quiet', 'no status output', false)
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

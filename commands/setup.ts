@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Report } from './flags.ts';
+import { QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineSetup(program: Command, report: Report): void {
   program
@@ -15,7 +15,7 @@ export function defineSetup(program: Command, report: Report): void {
     .option('--cluster', 'also the optional cluster group (Ray, for --cluster ray; docs/cluster.md)')
     .option('--report', 'also the optional tracking group (tensorboard, for --report-to tensorboard)')
     .option('--wandb', 'also Weights & Biases (for --report-to wandb)')
-    .option('-q, --quiet', "no progress on stderr (pip's included)")
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { hostPort, nonNegativeInt, positiveInt, repeatable } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
 import { trainFlagOptions, trainOption } from '../src/train/options.ts';
-import { addFlags, PYTHON_FLAG, type Report, reportFlags, toOption } from './flags.ts';
+import { addFlags, jsonFlag, PYTHON_FLAG, QUIET_FLAG, type Report, reportFlags, toOption } from './flags.ts';
 
 /** the training options shown first, beside the flags of where the run happens */
 const PLACEMENT = ['device', 'gpus', 'nproc'] as const;
@@ -62,8 +62,8 @@ export function defineTrain(program: Command, report: Report): void {
     reportFlags("every step's metrics (loss, KL, clip fraction, entropy, grad norm, lr, tokens/s)"),
   );
   cmd
-    .option('--json', 'write the worker events as JSON lines to stdout')
-    .option('-q, --quiet', 'no progress on stderr (warnings and errors still show)')
+    .addOption(toOption(jsonFlag("the worker's events", 'one line each; progress then goes nowhere')))
+    .addOption(toOption(QUIET_FLAG))
     .addHelpText(
       'after',
       `

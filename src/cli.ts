@@ -77,7 +77,9 @@ export function program(report: Report = () => {}): Command {
   defineLoop(cmd, report);
   defineDoctor(cmd, report);
   defineSetup(cmd, report);
-  for (const sub of cmd.commands) sub.addHelpText('after', EXIT_CODES_HELP);
+  // every subcommand's help, and a subcommand's own (`env build`)
+  for (const sub of cmd.commands.flatMap((c) => [c, ...c.commands]))
+    sub.addHelpText('after', EXIT_CODES_HELP);
   return cmd;
 }
 

@@ -7,7 +7,7 @@ import { checkOutputFile } from '../options/output.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import { type CaptureFlags, defaultOutput } from './options.ts';
-import { checkHarnessCommand, exitCodeOf, runCapture } from './run.ts';
+import { type CaptureRunResult, checkHarnessCommand, exitCodeOf, runCapture } from './run.ts';
 
 export async function captureCommand(command: string[], f: CaptureFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
@@ -79,5 +79,24 @@ export async function captureCommand(command: string[], f: CaptureFlags): Promis
   }`;
   if (result.errors > 0) log.warn(summary);
   else log.info(summary);
+  if (f.json) process.stdout.write(`${JSON.stringify(captureSummary(result))}\n`);
   return exitCodeOf(result);
+}
+
+/**
+ * `polar capture --json`'s one line, after the harness's own output: the capture file, its session, the
+ * calls recorded (failed, hung up by the harness, cut at the end, lost: not written) and how the harness
+ * ended (its status, exit code or signal), in the names of the capture format (docs/capture-format.md).
+ */
+export function captureSummary(result: CaptureRunResult): Record<string, unknown> {
+  return {
+    output: result.output,
+    session_id: result.sessionId,
+    calls: result.calls,
+    errors: result.errors,
+    client_closed: result.clientClosed,
+    cut: result.cut,
+    lost: result.lost,
+    harness: { status: result.status, exit_code: result.exitCode, signal: result.signal },
+  };
 }

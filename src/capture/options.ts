@@ -21,6 +21,8 @@ export interface CaptureFlags extends BackendFlags {
   timeout?: number;
   keepRunDir?: boolean;
   quiet?: boolean;
+  /** --json: a summary of the capture as one JSON line on stdout, after the harness's output */
+  json?: boolean;
   /** --pass-env NAME, repeatable */
   passEnv?: string[];
   /** --harness-node PATH */

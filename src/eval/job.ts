@@ -4,9 +4,8 @@
  * the run folder, and the executor --cluster chooses. Past this file nothing reads eval's flags.
  */
 import { InputError, UsageError } from '../errors.ts';
-import { HARNESS_NAMES } from '../harnesses/types.ts';
 import { backendOptions, backendUrls } from '../options/backend.ts';
-import { type AgentName, BUILTIN_AGENTS, isHarness } from '../rollout/agent-names.ts';
+import { type AgentName, agentOf, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
 import { jobOfSetup, ROLLOUT_JOB_VERSION, type RolloutJob } from '../rollout/executors/job.ts';
 import { clusterExecutor, runtimeSetup } from '../rollout/flags.ts';
@@ -17,24 +16,9 @@ import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
 import type { EvalFlags } from './flags.ts';
 
-/**
- * The agent of `polar eval`: --agent, or --harness, its old name for a harness (still works for a
- * release, with a warning).
- */
+/** The agent of `polar eval`: --agent, or --harness, its old name for a harness (agentOf). */
 function evalAgent(f: EvalFlags, warn: (message: string) => void): AgentName {
-  if (f.agent && f.harness && f.agent !== f.harness) {
-    throw new UsageError(
-      `--agent ${f.agent} and --harness ${f.harness} name two different agents`,
-      isHarness(f.agent) ? 'give one of them' : `drop --harness: --agent ${f.agent} runs no harness`,
-    );
-  }
-  if (f.harness) warn('--harness of polar eval is now --agent (the old name goes in the next release)');
-  const agent = f.agent ?? f.harness;
-  if (!agent)
-    throw new UsageError(
-      `give --agent: a harness (${HARNESS_NAMES.join('|')}) or ${BUILTIN_AGENTS.join('|')}`,
-    );
-  return agent;
+  return agentOf(f, 'eval', warn);
 }
 
 /** The agent and runtime of `polar eval` from its flags (the same EvaluationSetup polar loop builds). */

@@ -13,12 +13,15 @@ export interface ExportFlags {
   python?: string;
   opset?: number;
   json?: boolean;
+  /** -q: no progress or result line on stderr (warnings and errors still show) */
+  quiet?: boolean;
   overwrite?: boolean;
 }
 
 /** The body of `polar export`: the export, its result on stdout (--json) and one line on stderr. */
 export async function exportCommand(checkpoint: string, flags: ExportFlags): Promise<number> {
-  const { json, ...request } = flags;
+  const { json, quiet, ...request } = flags;
+  if (quiet) log.configure({ quiet: true });
   // SIGINT, SIGTERM and SIGHUP alike: the exporter stops; the output folder is left as it was
   const interrupt = onStopSignals('stopping the export (the output folder is left as it was)');
   let result: Awaited<ReturnType<typeof runExport>>;

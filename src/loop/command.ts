@@ -13,6 +13,7 @@ import {
   type WeightSyncChoice,
 } from '../options/defaults.ts';
 import { type ReportFlags, reportSetup } from '../options/report.ts';
+import { agentOf } from '../rollout/agent-names.ts';
 import { checkDatasetSpec } from '../rollout/dataset.ts';
 import { type ClusterFlags, type RolloutFlags, runtimeSetup } from '../rollout/flags.ts';
 import { type JudgeFlags, rewardSetup } from '../rollout/judge/setup.ts';
@@ -24,13 +25,17 @@ import { flagsToOptions, type TrainOptionFlags } from '../train/options.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { loopCluster } from './cluster.ts';
+import type { StepSummary } from './files.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
 export interface LoopFlags extends BackendFlags, RolloutFlags, ClusterFlags, JudgeFlags, ReportFlags {
   trainSet: string;
   evalSet?: string;
-  harness: HarnessName;
+  /** --agent: the harness the rollouts run */
+  agent?: HarnessName;
+  /** --harness, the old name of --agent (deprecated, as polar eval's) */
+  harness?: HarnessName;
   promptTemplate?: string;
   trainModel?: string;
   groupSize: number;
@@ -66,12 +71,15 @@ export interface LoopFlags extends BackendFlags, RolloutFlags, ClusterFlags, Jud
   grader: Grader;
   resume?: boolean;
   quiet?: boolean;
+  /** --json: a summary of the run as one JSON line on stdout at the end */
+  json?: boolean;
   /** --train-nodes N (DEFAULTS.trainNodes): each step's training across N nodes of the --cluster */
   trainNodes?: number;
 }
 
 /** The loop's options from its flags (the evaluation part is the setup polar eval makes). */
-export function loopOptions(f: LoopFlags): LoopOptions {
+export function loopOptions(f: LoopFlags, warn: (message: string) => void = (m) => log.warn(m)): LoopOptions {
+  const agent = agentOf(f, 'loop', warn);
   // with the embedded engine the loop exports every checkpoint it serves, the starting one too
   const backend = backendOptions(f, { exportsCheckpoints: true });
   if (f.cluster && backend.kind === 'embedded')
@@ -114,7 +122,7 @@ export function loopOptions(f: LoopFlags): LoopOptions {
     trainSet: f.trainSet,
     ...(f.evalSet ? { evalSet: f.evalSet } : {}),
     agent: {
-      agent: f.harness,
+      agent,
       ...(f.promptTemplate ? { promptTemplate: f.promptTemplate } : {}),
       ...(f.piApi ? { piApi: f.piApi } : {}),
       ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
@@ -233,6 +241,17 @@ function verifierOf(grader: Grader): { verifier?: string } {
   return verifier ? { verifier } : {};
 }
 
+/**
+ * `polar loop --json`'s one line: the run folder, the steps done, the last checkpoint (the starting model
+ * when no step ran) and each step's step.json as written (docs/loop.md, "The run folder").
+ */
+export function loopSummary(
+  out: string,
+  steps: StepSummary[],
+): { out: string; steps_done: number; checkpoint: string | null; steps: StepSummary[] } {
+  return { out: resolve(out), steps_done: steps.length, checkpoint: steps.at(-1)?.checkpoint ?? null, steps };
+}
+
 export async function loopCommand(f: LoopFlags): Promise<number> {
   log.configure({ quiet: Boolean(f.quiet) });
   const options = loopOptions(f);
@@ -250,5 +269,6 @@ export async function loopCommand(f: LoopFlags): Promise<number> {
   }
   const last = summaries.at(-1);
   if (last) log.info(`loop finished at step ${last.step}: policy ${last.checkpoint}`);
+  if (f.json) process.stdout.write(`${JSON.stringify(loopSummary(options.out, summaries))}\n`);
   return EXIT.ok;
 }

@@ -2,7 +2,7 @@
  * `polar loop` for 2 steps on CPU, offline: a tiny Llama with the real Qwen3 vocabulary, fixture tasks,
  * real Pi through the embedded backend, the transformers trainer (.venv), ONNX export and in-process reload.
  * Asserts every artifact of both steps exists and validates, that step 2 sampled from the step-1 weights,
- * and that --resume after a kill mid-step finishes the run.
+ * and that --resume after a kill mid-step finishes the run (with --json: the run's summary, one line on stdout).
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -61,8 +61,8 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
     );
     assert.ok(!existsSync(join(run, 'step-2', 'step.json')), 'step 2 was cut short');
 
-    // resume finishes the run
-    const resumed = await runPolar([...args, '--resume'], {
+    // resume finishes the run; --json: its summary, one line on stdout at the end
+    const resumed = await runPolar([...args, '--resume', '--json'], {
       cwd: workdir,
       env,
       extendEnv: false,
@@ -70,6 +70,17 @@ describe('polar loop on CPU', { skip: SKIP }, () => {
     });
     assert.equal(resumed.exitCode, 0, String(resumed.stderr));
     assert.match(String(resumed.stderr), /resuming after step 1/);
+    const summary = JSON.parse(String(resumed.stdout).trim().split('\n').at(-1) ?? '');
+    assert.equal(summary.out, run);
+    assert.equal(summary.steps_done, 2);
+    assert.deepEqual(
+      summary.steps.map((s: { step: number }) => s.step),
+      [1, 2],
+    );
+    const step2 = JSON.parse(await readFile(join(run, 'step-2', 'step.json'), 'utf8'));
+    for (const key of ['step', 'status', 'policy', 'checkpoint', 'tasks', 'rollouts'])
+      assert.deepEqual(summary.steps[1][key], step2[key], `the summary's step 2 ${key} is step.json's`);
+    assert.equal(summary.checkpoint, summary.steps[1].checkpoint);
 
     for (const n of [1, 2]) {
       const dir = join(run, `step-${n}`);

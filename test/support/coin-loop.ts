@@ -29,7 +29,7 @@ export function coinLoopArgs(policy: string[], o: CoinLoop, extra: string[] = []
     'loop',
     '--train-set',
     join(ROOT, 'fixtures/loop/coin.jsonl'),
-    '--harness',
+    '--agent',
     'pi',
     ...policy,
     '--group-size',

@@ -109,12 +109,12 @@ const CASES: Record<string, Case> = {
     badValue: { argv: ['export', 'ckpt', '--out', 'o', '--quantize', 'int4'], suggestion: 'int8' },
   },
   loop: {
-    base: ['loop', '--train-set', 't', '--out', 'o', '--harness', 'pi'],
+    base: ['loop', '--train-set', 't', '--out', 'o', '--agent', 'pi'],
     missing: {
-      argv: ['loop', '--train-set', MISSING, '--harness', 'pi', '--out', join(tmp, 'loop'), ...BACKEND],
+      argv: ['loop', '--train-set', MISSING, '--agent', 'pi', '--out', join(tmp, 'loop'), ...BACKEND],
       code: EXIT.badInput,
     },
-    badValue: { argv: ['loop', '--train-set', 't', '--out', 'o', '--harness', 'pii'], suggestion: 'pi' },
+    badValue: { argv: ['loop', '--train-set', 't', '--out', 'o', '--agent', 'pii'], suggestion: 'pi' },
   },
   doctor: {
     base: ['doctor'],
