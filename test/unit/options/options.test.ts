@@ -393,10 +393,9 @@ describe('usage errors name the flag', () => {
     [['eval', '--dataset', 'd', '--shard', '0/2'], /^--shard 0\/2: expected i\/n/],
     [['eval'], /^required option '--dataset <path\|hub-id>' not specified$/],
     [
-      ['loop', '--train-set', 't', '--out', 'o', '--harness', 'pi', '--steps', 'x'],
+      ['loop', '--train-set', 't', '--out', 'o', '--agent', 'pi', '--steps', 'x'],
       /^--steps x: expected a positive integer$/,
     ],
-    [['loop', '--train-set', 't', '--out', 'o'], /^required option '--harness <name>' not specified$/],
     [['gym', '--max-inflight', '0'], /^--max-inflight 0: expected a positive integer$/],
     [['serve', '--port', 'http'], /^--port http: expected an integer from 0 to 65535$/],
     [
