@@ -91,10 +91,16 @@ test('-q, --quiet is one declaration on every command with progress; --json says
     );
 });
 
-test('every --help ends with examples and the exit codes of the one table', () => {
+test('every --help shows defaults as typed, examples and the exit codes of the one table', () => {
   for (const [name, cmd] of commands) {
     const help = helpOf(cmd);
     assert.match(help, /\nExamples:\n {2}polar /, `polar ${name} --help shows examples`);
     assert.ok(help.includes(EXIT_CODES_HELP.trim()), `polar ${name} --help says the exit codes`);
+    // defaults as a user types them (64MiB, polar), never quoted or raw (issue 31 item 14)
+    assert.doesNotMatch(
+      help,
+      /\(default: ["']|\(default: false\)/,
+      `polar ${name} --help: a default as typed`,
+    );
   }
 });
