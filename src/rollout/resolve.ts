@@ -93,6 +93,11 @@ export interface ResolutionRules {
   evalType: 'pass_and_fail' | 'fail_only';
   /** polar's guard on 4.1 rows: a skipped FAIL_TO_PASS test fails (the 5.x rule) */
   skippedFailToPassFails?: boolean;
+  /**
+   * --reject-test-tampering: an XFAIL of a FAIL_TO_PASS or PASS_TO_PASS test fails (officially it passes;
+   * the code under test can mark a failing test as an expected failure: `pytest.xfail()`)
+   */
+  xfailFails?: boolean;
 }
 
 export interface TestOutcome {
@@ -130,7 +135,8 @@ function judge(ids: string[], tests: StatusMap, rules: ResolutionRules, kind: 'f
     const key = resolveCase(id, tests, v5);
     const status = key === null ? undefined : tests.get(key);
     const skippedFails = kind === 'f2p' && (v5 || Boolean(rules.skippedFailToPassFails));
-    if (status !== undefined && PASSING.has(status)) out.passed.push(id);
+    if (rules.xfailFails && status === 'XFAIL') out.failed.push(id);
+    else if (status !== undefined && PASSING.has(status)) out.passed.push(id);
     else if (kind === 'p2p' && v5 && status === 'SKIPPED')
       out.passed.push(id); // test_maintained
     else if (

@@ -6,6 +6,7 @@
  * skip marker on a PASS_TO_PASS test, a changed test runner) survives into the graded run. Pure: it
  * reads the agent's patch and the row's test_patch, nothing else. docs/eval.md, "Test tampering".
  */
+import type { Finding } from './integrity/findings.ts';
 import { diffFiles } from './specs.ts';
 
 export interface Tampering {
@@ -13,8 +14,12 @@ export interface Tampering {
   files: string[];
   /** why, one clause per kind of change */
   reason: string;
-  /** graded 0 by --reject-test-tampering */
+  /** graded 0 for it: --reject-test-tampering (the default of polar loop and polar gym), or a proof */
   rejected: boolean;
+  /** a finding proves that the graded run was tampered with (src/rollout/integrity/findings.ts) */
+  proven?: boolean;
+  /** every finding with its layer and evidence (absent in lines written before the integrity layers) */
+  findings?: Finding[];
 }
 
 interface FileDiff {
@@ -99,17 +104,21 @@ function fileReason(f: FileDiff, testPatchFiles: Set<string>): string | null {
   return null;
 }
 
-/** The files of `patch` that change how the tests run, with the reason; null for a patch that does not. */
-export function detectTampering(patch: string, testPatch: string): Tampering | null {
+/** Each file of `patch` that changes how the tests run, with why. */
+export function tamperedFiles(patch: string, testPatch: string): Array<{ file: string; reason: string }> {
   const testPatchFiles = new Set(diffFiles(testPatch));
-  const files: string[] = [];
-  const reasons: string[] = [];
+  const out: Array<{ file: string; reason: string }> = [];
   for (const f of splitDiff(patch)) {
     const why = fileReason(f, testPatchFiles);
-    if (why === null) continue;
-    files.push(f.path);
-    if (!reasons.includes(why)) reasons.push(why);
+    if (why !== null) out.push({ file: f.path, reason: why });
   }
-  if (files.length === 0) return null;
-  return { files, reason: reasons.join('; '), rejected: false };
+  return out;
+}
+
+/** The files of `patch` that change how the tests run, with the reason; null for a patch that does not. */
+export function detectTampering(patch: string, testPatch: string): Tampering | null {
+  const named = tamperedFiles(patch, testPatch);
+  if (named.length === 0) return null;
+  const reasons = [...new Set(named.map((n) => n.reason))];
+  return { files: named.map((n) => n.file), reason: reasons.join('; '), rejected: false };
 }

@@ -5,8 +5,19 @@
  */
 import { z } from 'zod';
 import { GRADE_STATUSES, type GradeStatus } from '../grade.ts';
+import { FINDING_LAYERS } from '../integrity/findings.ts';
 
 const gradeStatusSchema = z.enum(GRADE_STATUSES);
+
+/** one finding of the integrity layers (src/rollout/integrity/findings.ts) */
+const findingSchema = z.object({
+  layer: z.enum(FINDING_LAYERS),
+  reason: z.string(),
+  file: z.string().optional(),
+  line: z.number().int().optional(),
+  tests: z.array(z.string()).optional(),
+  proof: z.boolean().optional(),
+});
 
 /**
  * One line of results.jsonl (EVAL_FILES.results): the core every reader counts on, and what else the
@@ -22,9 +33,19 @@ export const resultLineSchema = z.looseObject({
   reward: z.number().nullable(),
   reason: z.string().nullable(),
   suspicious: z.boolean(),
-  /** the patch's files that change how the tests run (src/rollout/tampering.ts); absent in older lines */
+  /**
+   * what the integrity layers found (src/rollout/integrity/findings.ts): the files named, the reasons,
+   * whether the sample was graded 0 for it, whether a finding proves tampering, and each finding with its
+   * evidence; absent in older lines
+   */
   tampering: z
-    .object({ files: z.array(z.string()), reason: z.string(), rejected: z.boolean() })
+    .object({
+      files: z.array(z.string()),
+      reason: z.string(),
+      rejected: z.boolean(),
+      proven: z.boolean().optional(),
+      findings: z.array(findingSchema).optional(),
+    })
     .nullable()
     .optional(),
   /** the official version whose rules graded the sample ('4.1', '5'); null when no test log graded it */
@@ -55,6 +76,11 @@ export const reportSchema = z.looseObject({
    * (null for a sample with none); mean, std and sem null when no sample has a result
    */
   pass_at_1: z.object({ mean: rate, std: rate, sem: rate, per_sample: z.array(rate) }),
+  /**
+   * the same with every flagged sample (a `tampering` record: docs/eval.md, "Grading integrity") counted
+   * as a failure, beside the official figure; absent in older reports
+   */
+  pass_at_1_unflagged: z.object({ mean: rate, std: rate, sem: rate, per_sample: z.array(rate) }).optional(),
   /** null while samples are pending: pass@k needs every sample of every instance */
   pass_at_k: z.record(z.string(), rate),
   per_repo: z.record(
@@ -62,9 +88,16 @@ export const reportSchema = z.looseObject({
     z.object({ instances: z.number(), samples: z.number(), resolved: z.number(), rate: z.number() }),
   ),
   suspicious: z.number().int().nonnegative(),
-  /** of the suspicious samples, those whose patch changes how the tests run; `rejected`: graded 0 for it (absent in older reports) */
+  /**
+   * samples the integrity layers flagged; `rejected`: graded 0 for it; `proven`: whose graded run was
+   * proven tampered with (absent in older reports)
+   */
   tampering: z
-    .object({ flagged: z.number().int().nonnegative(), rejected: z.number().int().nonnegative() })
+    .object({
+      flagged: z.number().int().nonnegative(),
+      rejected: z.number().int().nonnegative(),
+      proven: z.number().int().nonnegative().optional(),
+    })
     .optional(),
   /** samples graded from a test log, by the official version whose rules applied ('4.1', '5') */
   official_versions: z.record(z.string(), z.number()),
@@ -111,11 +144,14 @@ export function buildReport(
   for (const r of results) counts[r.status]++;
   const n = context.instances.length;
   // a figure is made of results only: a sample without any (an interrupted run) has no pass@1
-  const perSample: Array<number | null> = [];
-  for (let j = 0; j < context.samples; j++) {
-    const ran = results.filter((r) => r.sample === j);
-    perSample.push(ran.length === 0 ? null : ran.filter((r) => r.resolved).length / ran.length);
-  }
+  const rates = (solved: (r: ResultLine) => boolean) => {
+    const perSample: Array<number | null> = [];
+    for (let j = 0; j < context.samples; j++) {
+      const ran = results.filter((r) => r.sample === j);
+      perSample.push(ran.length === 0 ? null : ran.filter(solved).length / ran.length);
+    }
+    return { ...meanStd(perSample.filter((a): a is number => a !== null)), per_sample: perSample };
+  };
   const pending = Math.max(0, n * context.samples - results.length);
   const byInstance = new Map<string, { n: number; c: number }>();
   for (const r of results) {
@@ -170,16 +206,15 @@ export function buildReport(
     total: results.length,
     pending,
     counts,
-    pass_at_1: {
-      ...meanStd(perSample.filter((a): a is number => a !== null)),
-      per_sample: perSample,
-    },
+    pass_at_1: rates((r) => r.resolved),
+    pass_at_1_unflagged: rates((r) => r.resolved && !r.tampering),
     pass_at_k: passK,
     per_repo: Object.fromEntries(Object.entries(perRepo).sort(([a], [b]) => a.localeCompare(b))),
     suspicious: results.filter((r) => r.suspicious).length,
     tampering: {
       flagged: results.filter((r) => r.tampering).length,
       rejected: results.filter((r) => r.tampering?.rejected).length,
+      proven: results.filter((r) => r.tampering?.proven).length,
     },
     official_versions: versions,
     overhead_ms: {
@@ -205,6 +240,11 @@ export function formatReport(report: Report): string {
   out.push(
     `pass@1  ${pct(p.mean)}${withResults > 1 ? ` ± ${pct(p.std)} (std over ${withResults} samples, sem ${pct(p.sem)})` : ''}${report.pending > 0 ? ` (${report.pending} of ${report.instances * report.samples} not run: --resume runs them)` : ''}`,
   );
+  const strict = report.pass_at_1_unflagged;
+  if (report.tampering?.flagged && strict)
+    out.push(
+      `pass@1  ${pct(strict.mean)} with the ${report.tampering.flagged} flagged samples counted as failures (the figure above: the official rules)`,
+    );
   for (const [k, v] of Object.entries(report.pass_at_k)) if (k !== '1') out.push(`pass@${k}  ${pct(v)}`);
   const c = report.counts;
   out.push(
@@ -213,7 +253,7 @@ export function formatReport(report: Report): string {
   const t = report.tampering;
   if (t?.flagged)
     out.push(
-      `test tampering: ${t.flagged} samples change how the tests run${t.rejected ? ` (${t.rejected} graded 0 by --reject-test-tampering)` : ' (--reject-test-tampering grades them 0)'}`,
+      `test tampering: ${t.flagged} samples flagged${t.proven ? `, ${t.proven} proven (graded 0)` : ''}${t.rejected ? `, ${t.rejected} graded 0` : ' (--reject-test-tampering grades them 0)'}: results.jsonl \`tampering\` and polar inspect show the evidence`,
     );
   const versions = Object.entries(report.official_versions ?? {});
   if (versions.length > 0)

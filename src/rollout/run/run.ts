@@ -12,7 +12,6 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../../capture/record.ts';
-import { eitherSignal } from '../../util/interrupt.ts';
 import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
 import { appendPrivate, mkdirPrivate, writeAtomic } from '../../util/private-files.ts';
@@ -21,13 +20,13 @@ import type { Agent, AgentOutcome } from '../agents.ts';
 import type { SweInstance } from '../dataset.ts';
 import { EnvBuildError } from '../env/types.ts';
 import { killAllTrees } from '../exec.ts';
-import { type GradeResult, gradePatch } from '../grade.ts';
+import type { GradeResult } from '../grade.ts';
 import { recordFinished } from '../judge/finish.ts';
 import type { RewardSetup } from '../judge/setup.ts';
 import type { Runtime } from '../runtime/types.ts';
-import { finalMessage, runVerifier } from '../verifier.ts';
 import { runAgentPhase } from './agent-phase.ts';
 import { EVAL_FILES, samplePredictionsFile } from './files.ts';
+import { gradePhase } from './grade-phase.ts';
 import { prepareOut, setAside } from './out.ts';
 import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
@@ -56,8 +55,10 @@ export interface EvalOptions extends EvalPlan {
   verifier?: string;
   /** grade empty patches like any other instead of scoring them 0 outright */
   gradeEmpty?: boolean;
-  /** grade a patch that changes how the tests run 0 (src/rollout/tampering.ts) */
+  /** grade a flagged sample 0 (src/rollout/integrity/findings.ts): loop's and gym's default, eval's option */
   rejectTampering?: boolean;
+  /** the integrity layers of the test run (default on; off: the official script's run, for the benchmark) */
+  hardened?: boolean;
   /** extra session meta for every capture (polar loop records the policy's step here) */
   meta?: Record<string, string>;
   /** where this run's samples run (a Slurm shard's node and job): each result line's `cluster` */
@@ -87,31 +88,6 @@ export async function appendGrading(capture: string, sessionId: string, line: Re
   await appendPrivate(capture, `${JSON.stringify(record)}\n`);
 }
 
-/** Grades one sample with a verifier command (src/rollout/verifier.ts); its output goes to `logPath`. */
-async function verify(
-  options: EvalOptions,
-  command: string,
-  {
-    instance,
-    sample,
-    patch,
-    agent,
-  }: { instance: SweInstance; sample: number; patch: string; agent: AgentOutcome },
-  logPath: string,
-): Promise<{ reward: number } | { error: string }> {
-  const capture = agent.capture && existsSync(agent.capture) ? agent.capture : null;
-  // the row as given: its known fields (tests decoded) and the ones polar does not read
-  const { extra, ...known } = instance;
-  const row: Record<string, unknown> = { ...extra, ...known };
-  const v = await runVerifier(
-    command,
-    { row, sample, patch, capture, final_message: await finalMessage(capture) },
-    { timeoutMs: options.testTimeoutMs, ...eitherSignal(options.signal, options.cancel) },
-  );
-  if (v.output) await writeAtomic(logPath, v.output);
-  return v;
-}
-
 /** Runs and grades one sample; null when an interrupt cut it short (nothing graded, nothing recorded). */
 async function runSample(
   options: EvalOptions,
@@ -134,30 +110,10 @@ async function runSample(
     ({ agent, agentMs, patch, failure } = phase);
     await writeAtomic(insideDir(dirs.patches, `${key}.diff`), patch);
     if (options.signal?.aborted || options.cancel?.aborted) return null;
-    // a row's own grader wins (the dataset reader keeps only a command there)
-    const verifier = instance.grader ?? options.verifier;
-    // --grader judge: the judge alone grades, when the sample is recorded (src/rollout/judge/finish.ts)
-    const judgeOnly = options.rewards?.primary === 'judge';
-    if (failure === null && options.grade !== 'none' && judgeOnly) {
-      // nothing to run here
-    } else if (failure === null && options.grade !== 'none' && verifier !== undefined) {
-      const v = await verify(
-        options,
-        verifier,
-        { instance, sample, patch, agent },
-        insideDir(dirs.logs, `${key}.verifier.log`),
-      );
-      if ('error' in v) failure = v.error;
-      else verified = v.reward;
-    } else if (failure === null && options.grade !== 'none') {
-      grade = await gradePatch(options.runtime, instance, patch, {
-        testTimeoutMs: options.testTimeoutMs,
-        ...(options.gradeEmpty ? { gradeEmpty: true } : {}),
-        ...(options.rejectTampering ? { rejectTampering: true } : {}),
-        ...eitherSignal(options.signal, options.cancel),
-      });
-      if (grade.log) await writeAtomic(insideDir(dirs.logs, `${key}.test.log`), grade.log);
-      if (grade.env_log) await writeAtomic(insideDir(dirs.logs, `${key}.env.log`), grade.env_log);
+    if (failure === null && options.grade !== 'none') {
+      const graded = await gradePhase(options, { instance, sample, patch, agent }, { logs: dirs.logs, key });
+      ({ grade, verified } = graded);
+      failure = graded.failure;
     }
   } catch (error) {
     failure = (error as Error).message;

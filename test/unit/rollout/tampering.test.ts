@@ -107,7 +107,7 @@ test('detectTampering: source changes, new test files, other config sections and
 });
 
 test(
-  'a patch that only adds a conftest.py forcing passes: resolved by the tests, flagged; rejected with --reject-test-tampering',
+  'a patch that only adds a conftest.py forcing passes: the graded run restores the test surface (unresolved), flagged; rejected with --reject-test-tampering',
   { skip: pytestSkip() },
   () => {
     fixtures();
@@ -130,14 +130,17 @@ test(
       assert.equal(r.code, 0, r.stderr);
       return { line: readJsonl(join(tmp, out, 'results.jsonl'))[0], report: JSON.parse(r.stdout) };
     };
-    // the tests alone call it resolved: the planted conftest.py survives the test patch
+    // the official script would keep the planted conftest.py (test/unit/rollout/integrity-attacks.test.ts
+    // shows that log resolved); the graded run takes the test surface from base_commit, so the real
+    // failures show
     const flagged = run('flag');
-    assert.equal(flagged.line.status, 'resolved');
-    assert.equal(flagged.line.reward, 1);
+    assert.equal(flagged.line.status, 'unresolved');
+    assert.equal(flagged.line.reward, 0);
+    assert.match(flagged.line.reason, /2 FAIL_TO_PASS failed/);
     assert.equal(flagged.line.suspicious, true);
     assert.deepEqual(flagged.line.tampering.files, ['conftest.py']);
     assert.match(flagged.line.tampering.reason, /conftest\.py changes how pytest/);
-    assert.deepEqual(flagged.report.tampering, { flagged: 1, rejected: 0 });
+    assert.deepEqual(flagged.report.tampering, { flagged: 1, rejected: 0, proven: 0 });
     assert.equal(flagged.report.suspicious, 1);
 
     const rejected = run('reject', ['--reject-test-tampering']);
@@ -145,7 +148,7 @@ test(
     assert.equal(rejected.line.reward, 0);
     assert.equal(rejected.line.tampering.rejected, true);
     assert.match(rejected.line.reason, /rejected \(--reject-test-tampering\).*conftest\.py/);
-    assert.deepEqual(rejected.report.tampering, { flagged: 1, rejected: 1 });
+    assert.deepEqual(rejected.report.tampering, { flagged: 1, rejected: 1, proven: 0 });
     assert.equal(rejected.report.pass_at_1.mean, 0);
   },
 );
