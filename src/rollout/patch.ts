@@ -37,6 +37,11 @@ function excludePathspecs(): string {
   ).join(' ');
 }
 
+/** The pathspecs of a patch (shell words): the whole tree minus EXCLUDED_PATHS. */
+export function patchPathspecs(): string {
+  return `. ${excludePathspecs()}`;
+}
+
 /** The shell script that prints the patch: everything the agent changed since base_commit, binary-safe. */
 export function diffScript(baseCommit: string): string {
   const specs = excludePathspecs();

@@ -2,11 +2,14 @@
  * The agent's part of one sample: a fresh environment at base_commit (with its Python environment
  * installed for an agent that runs code), the agent's run, and the patch it leaves (taken against the
  * environment's set-up commit when there is one). An infrastructure failure of a harness is reported
- * as `failure`, never as a patch to grade.
+ * as `failure`, never as a patch to grade. The patch of an agent that runs code is taken from polar's
+ * own view of its tree (src/rollout/integrity/view.ts): breaking or removing .git, or making files
+ * unreadable, cannot make the sample an error.
  */
 import type { Agent, AgentOutcome } from '../agents.ts';
 import type { SweInstance } from '../dataset.ts';
 import { setUpForAgent } from '../env/layer.ts';
+import { takeTreeView } from '../integrity/view.ts';
 import { infraFailure } from '../outcome.ts';
 import { extractPatch } from '../patch.ts';
 import type { Runtime } from '../runtime/types.ts';
@@ -40,9 +43,11 @@ export async function runAgentPhase(
   capturePath: string,
 ): Promise<AgentPhase | null> {
   const env = await options.runtime.prepare(instance, 'agent');
+  let view: Awaited<ReturnType<typeof takeTreeView>> = null;
   try {
     // an agent that runs code gets the environment installed, as the official instance image has it
     if (env.environment && options.agent.runsUntrustedCode) env.patchBase = await setUpForAgent(env);
+    if (options.agent.runsUntrustedCode) view = await takeTreeView(env);
     const ta = performance.now();
     const agent = await options.agent.run({
       instance,
@@ -60,9 +65,11 @@ export async function runAgentPhase(
     if (agent.status === 'error' && !options.agent.runsUntrustedCode)
       return { agent, agentMs, patch: '', failure: agent.error };
     if (agent.patch !== undefined) return { agent, agentMs, patch: agent.patch, failure: null };
-    const extracted = await extractPatch(env, env.patchBase ?? instance.base_commit);
+    const base = env.patchBase ?? instance.base_commit;
+    const extracted = view ? await view.patch(base) : await extractPatch(env, base);
     return { agent, agentMs, patch: extracted.patch, failure: extracted.error ?? null };
   } finally {
+    await view?.dispose().catch(() => {});
     await env.dispose().catch(() => {});
   }
 }

@@ -118,6 +118,10 @@ class LocalEnv implements InstanceEnv {
     this.scratch = root;
   }
 
+  get hostTree(): string {
+    return this.workdir;
+  }
+
   /** the host environments' PATH and variables; PYTHONPATH and PYTHONHOME of polar's own process are not passed on */
   private hostEnv(path: string): Record<string, string | undefined> {
     if (!this.host) return {};

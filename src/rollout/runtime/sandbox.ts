@@ -177,6 +177,7 @@ class SandboxEnv implements InstanceEnv {
   readonly workdir = SANDBOX_TESTBED;
   readonly scratch = SANDBOX_SCRATCH;
   readonly harnessDirBase: string;
+  readonly hostTree: string;
   environment?: SampleEnvironment;
   patchBase?: string;
 
@@ -190,6 +191,7 @@ class SandboxEnv implements InstanceEnv {
     private readonly built: boolean,
   ) {
     this.harnessDirBase = join(root, 'harness');
+    this.hostTree = join(root, 'repo');
   }
 
   /** what every command sees besides the system: its folders, the history, the host environments */

@@ -129,6 +129,12 @@ export interface InstanceEnv {
   readonly environment?: SampleEnvironment;
   /** the commit the agent's patch is taken against when set-up changes were committed (else base_commit) */
   patchBase?: string;
+  /**
+   * the tree as a folder of this host, where it is one (local, sandbox): polar takes the agent's patch
+   * from there with a git directory of its own (src/rollout/integrity/view.ts), whatever the agent did
+   * to the tree's .git; absent for containers
+   */
+  readonly hostTree?: string;
   dispose(): Promise<void>;
 }
 

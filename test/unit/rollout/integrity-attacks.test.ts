@@ -4,18 +4,28 @@
  * the integrity layers), and that run's raw log is read by the official rules: resolved, so the attack
  * is real. Then polar's grade (the layers on) is not resolved, or, for an XFAIL that the official rules
  * count as a pass, flagged with its evidence; with --reject-test-tampering every one is graded 0. The
- * gold patches of the fixtures still resolve with no flag.
+ * gold patches of the fixtures still resolve with no flag. The zero-dodge: an agent that writes a wrong
+ * fix then breaks or removes its .git, or makes its files unreadable, is graded (a zero), not an `error`.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+import type { RunCapture } from '../../../src/rollout/agents.ts';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
+import { execTree } from '../../../src/rollout/exec.ts';
 import { type GradeResult, gradeLog, gradePatch } from '../../../src/rollout/grade.ts';
+import { runEval } from '../../../src/rollout/run/run.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
+import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
 import type { Runtime } from '../../../src/rollout/runtime/types.ts';
-import { fixtures, MINI, pytestSkip, REPOS, ROOT } from './run/helpers.ts';
+import { standInAgent } from '../../support/stand-in-agent.ts';
+import { tempDir } from '../../support/temp.ts';
+import { fixtures, localEvalOptions, MINI, pytestSkip, REPOS, ROOT } from './run/helpers.ts';
 
+const tmp = tempDir('polar-attacks-');
 const TEXTKIT = 'polar-fixtures__textkit-1';
 const JSUTIL = 'polar-fixtures__jsutil-5';
 const options = { testTimeoutMs: 120_000 };
@@ -142,3 +152,80 @@ describe(
     });
   },
 );
+
+/** a harness stand-in that runs `script` where the harness would run (in the sandbox, as its user) */
+function agentRunning(script: string): RunCapture {
+  let n = 0;
+  return async (o) => {
+    const session = `sess-${++n}`;
+    writeFileSync(o.output, `${JSON.stringify({ v: 1, type: 'session', id: session })}\n`, { flag: 'a' });
+    const runDir = mkdtempSync(join(o.runDirBase ?? tmpdir(), 'run-'));
+    mkdirSync(runDir, { recursive: true });
+    const launch = await o.launch!({
+      argv: ['bash', '-c', script],
+      env: { PATH: process.env.PATH ?? '' },
+      proxyUrl: 'http://127.0.0.1:39391',
+      runDir,
+    });
+    try {
+      const [file, ...args] = launch.command;
+      const r = await execTree(file!, args, {
+        cwd: launch.cwd,
+        env: launch.env,
+        extendEnv: false,
+        timeoutMs: 60_000,
+      });
+      assert.equal(r.exitCode, 0, r.output);
+    } finally {
+      await launch.close();
+    }
+    return {
+      sessionId: session,
+      exitCode: 0,
+      signal: null,
+      calls: 1,
+      errors: 0,
+      clientClosed: 0,
+      cut: 0,
+      lost: 0,
+      status: 'completed',
+      output: o.output,
+    };
+  };
+}
+
+// a wrong fix: the separator is doubled, the FAIL_TO_PASS tests still fail
+const WRONG_FIX = `sed -i 's/text = text.strip().lower()/text = text.strip().lower().replace(" ", "  ")/' textkit/slug.py`;
+
+async function dodge(rt: Runtime, out: string, script: string) {
+  const agent = standInAgent(agentRunning(`set -e\n${WRONG_FIX}\n${script}`));
+  const r = await runEval({ ...localEvalOptions([row(TEXTKIT)], agent, join(tmp, out)), runtime: rt });
+  const line = r.results[0]!;
+  const patch = readFileSync(String(line.patch_file), 'utf8');
+  return { line, patch };
+}
+
+describe('no dodging a zero: breaking the tree is graded, not an error', { skip: pytestSkip() }, () => {
+  test('local runtime: a wrong fix, then rm -rf .git', async () => {
+    const { line, patch } = await dodge(runtime, 'rm-git', 'rm -rf .git');
+    assert.equal(line.status, 'unresolved', String(line.reason));
+    assert.equal(line.reward, 0);
+    assert.match(patch, /replace\(" ", " {2}"\)/);
+  });
+
+  test('sandbox runtime: a wrong fix, then chmod 000 on .git and on the fixed file', async (t) => {
+    const probe = await probeSandbox();
+    if (!probe.ok) return t.skip(`bubblewrap does not work here: ${probe.error}`);
+    const sandbox = new SandboxRuntime({ reposDir: REPOS });
+    for (const [out, script] of [
+      ['chmod-git', 'chmod 000 .git'],
+      ['chmod-file', 'chmod 000 textkit/slug.py textkit'],
+      ['rm-git-sandbox', 'rm -rf .git'],
+    ] as const) {
+      const { line, patch } = await dodge(sandbox, out, script);
+      assert.equal(line.status, 'unresolved', `${script}: ${line.reason}`);
+      assert.equal(line.reward, 0);
+      assert.match(patch, /replace\(" ", " {2}"\)/, script);
+    }
+  });
+});
