@@ -349,9 +349,24 @@ export const GRADING_FLAGS: readonly Flag[] = [
   },
   {
     flags: '--reject-test-tampering',
-    help: 'grade 0 a patch that changes how the tests run (conftest.py, pytest/tox settings, skip markers, ...; flagged suspicious either way)',
+    help: 'grade 0 a sample the integrity layers flag (a changed test surface, code that reaches into the test runner, a pytest11 entry point, an expected test passed as XFAIL; docs/eval.md, "Grading integrity"); without it the official outcome is kept and the report gives pass@1 both ways',
+  },
+  {
+    flags: '--no-reject-test-tampering',
+    help: `keep the tests' outcome of a sample the integrity layers flag (polar eval's default; docs/eval.md, "Grading integrity")`,
   },
 ];
+
+/**
+ * The help of the tampering flags where training is the purpose (loop, gym): there a flagged sample is
+ * graded 0 by default (DEFAULTS.trainingRejectsTampering), and still trained on.
+ */
+export const TRAINING_TAMPERING: FlagChanges = {
+  '--reject-test-tampering': { help: 'grade 0 a sample the integrity layers flag (the default)' },
+  '--no-reject-test-tampering': {
+    help: `keep the tests' outcome of a sample the integrity layers flag (default: reward 0, trained on; docs/eval.md, "Grading integrity")`,
+  },
+};
 
 /** --cluster and what one sample asks of a node (eval, loop): ClusterFlags (src/rollout/flags.ts). */
 export const CLUSTER_FLAGS: readonly Flag[] = [

@@ -6,12 +6,14 @@ import {
   addFlags,
   BACKEND_FLAGS,
   GRADER_FLAG,
+  GRADING_FLAGS,
   harnessFlag,
   JUDGE_FLAGS,
   QUIET_FLAG,
   type Report,
   RUNTIME_FLAGS,
   severalBackendUrls,
+  TRAINING_TAMPERING,
   toOption,
 } from './flags.ts';
 
@@ -106,6 +108,10 @@ Examples:
     ),
   });
   addFlags(cmd, JUDGE_FLAGS);
+  addFlags(cmd, GRADING_FLAGS, {
+    only: ['--reject-test-tampering', '--no-reject-test-tampering'],
+    change: TRAINING_TAMPERING,
+  });
   cmd.action(async (flags: GymFlags) => {
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));

@@ -27,6 +27,7 @@ import {
   RUNTIME_FLAGS,
   reportFlags,
   severalBackendUrls,
+  TRAINING_TAMPERING,
   toOption,
 } from './flags.ts';
 
@@ -140,7 +141,7 @@ export function defineLoop(program: Command, report: Report): void {
     ...trainOption('lr', 'learning rate'),
   ])
     cmd.addOption(option);
-  addFlags(cmd, GRADING_FLAGS)
+  addFlags(cmd, GRADING_FLAGS, { change: TRAINING_TAMPERING })
     .addOption(toOption(overlongFlag()))
     .addOption(toOption(OVERLONG_BUFFER_FLAG))
     .addOption(

@@ -30,6 +30,7 @@ export interface EvalFlags extends BackendFlags, RolloutFlags, ClusterFlags, Jud
   json?: boolean;
   failUnder?: number;
   gradeEmptyPatches?: boolean;
+  /** undefined: DEFAULTS.evalRejectsTampering (the official outcome kept) */
   rejectTestTampering?: boolean;
   keepEnvs?: boolean;
   quiet?: boolean;

@@ -5,6 +5,7 @@
  */
 import { InputError, UsageError } from '../errors.ts';
 import { backendOptions, backendUrls } from '../options/backend.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { type AgentName, agentOf, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
 import { jobOfSetup, ROLLOUT_JOB_VERSION, type RolloutJob } from '../rollout/executors/job.ts';
@@ -104,7 +105,7 @@ export function evalJob(
     setup: jobOfSetup(setup, { ...(f.apiKey ? { apiKey: f.apiKey } : {}) }),
     grader: f.grader,
     gradeEmpty: Boolean(f.gradeEmptyPatches),
-    rejectTampering: Boolean(f.rejectTestTampering),
+    rejectTampering: f.rejectTestTampering ?? DEFAULTS.evalRejectsTampering.value,
     agentTimeoutMs: f.agentTimeout,
     testTimeoutMs: f.testTimeout,
     concurrency: f.concurrency,

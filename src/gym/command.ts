@@ -4,6 +4,7 @@ import { EXIT } from '../errors.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import { loadDataset } from '../rollout/dataset.ts';
 import { type RolloutFlags, runtimeSetup } from '../rollout/flags.ts';
 import { type JudgeFlags, rewardSetup } from '../rollout/judge/setup.ts';
@@ -36,6 +37,8 @@ export interface GymFlags extends Omit<BackendFlags, 'backendUrl'>, RolloutFlags
   /** false with --no-auth */
   auth: boolean;
   trustRowCommands?: boolean;
+  /** false with --no-reject-test-tampering */
+  rejectTestTampering?: boolean;
   maxBody: number;
   quiet?: boolean;
 }
@@ -117,6 +120,7 @@ export async function gymCommand(f: GymFlags): Promise<number> {
     testTimeoutMs: f.testTimeout,
     maxBodyBytes: f.maxBody,
     ...(f.trustRowCommands ? { trustRowCommands: true } : {}),
+    rejectTampering: f.rejectTestTampering ?? DEFAULTS.trainingRejectsTampering.value,
     ...(verifier ? { verifier } : {}),
     ...(judged ? { rewards } : {}),
     token: f.auth ? given : null,

@@ -62,6 +62,8 @@ export interface GymOptions {
    * python, pip_packages, pre_install, install): commands, a container and an environment the caller chose
    */
   trustRowCommands?: boolean;
+  /** grade a flagged rollout 0 (docs/eval.md, "Grading integrity"; default on: DEFAULTS.trainingRejectsTampering) */
+  rejectTampering?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests; a row's `grader` wins */
   verifier?: string;
   /** the judge and the --reward expression (src/rollout/judge/setup.ts): single mode, one rollout per request */

@@ -211,6 +211,7 @@ export class GymRollouts {
       concurrency: 1,
       agentTimeoutMs: this.options.agentTimeoutMs ?? DEFAULTS.agentTimeoutMs.value,
       testTimeoutMs: this.options.testTimeoutMs ?? DEFAULTS.testTimeoutMs.value,
+      rejectTampering: this.options.rejectTampering ?? DEFAULTS.trainingRejectsTampering.value,
       resume: false,
       dataset: 'polar-gym',
       grade: grade ? 'polar' : 'none',

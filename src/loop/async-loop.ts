@@ -17,6 +17,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runBuild } from '../build/command.ts';
 import { PolarError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import { readRunReport } from '../rollout/run/read-report.ts';
@@ -101,7 +102,7 @@ export async function runAsyncSteps(
             progress: false,
             meta: { loop_group: String(plan.group), loop_step: String(plan.meantFor) },
             ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
-            ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
+            rejectTampering: o.rejectTestTampering ?? DEFAULTS.trainingRejectsTampering.value,
             ...(o.verifier ? { verifier: o.verifier } : {}),
             signal: slots.signal,
             // --overdue drop: the scheduler cancels this group alone (its harnesses by pid, nothing recorded)

@@ -89,7 +89,8 @@ export function stepJob(
     setup: jobOfSetup(setup, { ...(c.apiKey ? { apiKey: c.apiKey } : {}) }),
     grader: o.verifier ? { kind: 'verifier', command: o.verifier } : { kind: 'polar' },
     gradeEmpty: Boolean(o.gradeEmptyPatches),
-    rejectTampering: Boolean(o.rejectTestTampering),
+    // the loop's default: a flagged sample graded 0 (its evaluations are for training)
+    rejectTampering: o.rejectTestTampering ?? DEFAULTS.trainingRejectsTampering.value,
     agentTimeoutMs: o.agentTimeoutMs,
     testTimeoutMs: o.testTimeoutMs,
     concurrency: run.concurrency,

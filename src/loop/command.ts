@@ -144,7 +144,7 @@ export function loopOptions(f: LoopFlags, warn: (message: string) => void = (m) 
     testTimeoutMs: f.testTimeout,
     resume: Boolean(f.resume),
     gradeEmptyPatches: Boolean(f.gradeEmptyPatches),
-    rejectTestTampering: Boolean(f.rejectTestTampering),
+    ...(f.rejectTestTampering !== undefined ? { rejectTestTampering: f.rejectTestTampering } : {}),
     overlong: {
       mode: f.overlong ?? DEFAULTS.overlong.value,
       buffer: f.overlongBuffer ?? DEFAULTS.overlongBuffer.value,

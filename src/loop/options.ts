@@ -49,7 +49,10 @@ export interface LoopOptions {
   overlong?: { mode: OverlongMode; buffer: number };
   /** --dynamic-sampling N: up to N extra rounds of tasks for uniform groups (dynamic-sampling.ts); 0: off */
   dynamicSampling?: number;
-  /** reward 0 for a patch that changes how the tests run (src/rollout/tampering.ts) */
+  /**
+   * reward 0 for a sample the integrity layers flag (src/rollout/integrity/findings.ts); default on
+   * (DEFAULTS.trainingRejectsTampering), --no-reject-test-tampering turns it off
+   */
   rejectTestTampering?: boolean;
   /** a verifier grader command (src/rollout/verifier.ts) instead of the SWE tests */
   verifier?: string;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { UsageError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
 import { type EvalOutcome, runEval } from '../rollout/run/run.ts';
 import { type EvaluationSetup, setupEvaluation } from '../rollout/setup.ts';
@@ -116,7 +117,7 @@ export async function evaluate(
       progress: !log.quiet,
       meta,
       ...(o.gradeEmptyPatches ? { gradeEmpty: true } : {}),
-      ...(o.rejectTestTampering ? { rejectTampering: true } : {}),
+      rejectTampering: o.rejectTestTampering ?? DEFAULTS.trainingRejectsTampering.value,
       ...(o.verifier ? { verifier: o.verifier } : {}),
       ...(o.rewards ? { rewards: o.rewards } : {}),
       ...(o.signal ? { signal: o.signal } : {}),

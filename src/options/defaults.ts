@@ -85,6 +85,13 @@ export const DEFAULTS = {
    * tokens (NVIDIA Polar's training filter; docs/trajectory-format.md, "Unparsed tool calls")
    */
   unparsedToolCalls: d('zero' as UnparsedToolCallMode),
+  /**
+   * a flagged sample's reward (docs/eval.md, "Grading integrity"): training (polar loop, polar gym) grades
+   * it 0 and keeps it trainable (--no-reject-test-tampering keeps the tests' outcome); polar eval keeps
+   * the official outcome and reports both figures (--reject-test-tampering grades it 0)
+   */
+  trainingRejectsTampering: d(true, 'on'),
+  evalRejectsTampering: d(false, 'off'),
   /** harness and test time limits of one sample (eval, loop, gym) */
   agentTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
   testTimeoutMs: d(30 * 60_000, '1800 (30 min)'),
