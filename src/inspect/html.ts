@@ -262,6 +262,7 @@ function stepsTable(rows: StepRow[]): string {
     'truncated',
     'infra errors',
     'unparsed tool calls',
+    'flagged',
     'health',
   ];
   const p = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(1)}%`);
@@ -270,10 +271,21 @@ function stepsTable(rows: StepRow[]): string {
   const body = rows
     .map(
       (r) =>
-        `<tr data-step="${r.step}"><td>${r.step}</td><td class="l">${esc(r.status)}</td><td>${dur(r.duration_s)}</td><td>${num(r.trajectories)}</td><td>${fixed(r.reward_mean)}</td><td>${p(r.pass_at_1)}</td><td>${p(r.heldout_pass_at_1)}</td><td>${fixed(r.loss, 4)}</td><td>${fixed(r.kl, 4)}</td><td>${fixed(r.clip_frac, 4)}</td><td>${num(r.tokens_per_s === null ? null : Math.round(r.tokens_per_s))}</td><td>${esc(r.calls_merged ?? '–')}</td><td>${num(r.tokens_trainable)}</td><td>${p(r.no_signal_share)}</td><td>${p(r.drift_rate)}</td><td>${p(r.failed_call_rate)}</td><td>${num(r.truncated_traces)}</td><td>${num(r.infra_errors)}</td><td>${num(r.tool_calls_unparsed)}</td><td class="l">${r.health_warnings.map((w) => esc(w)).join('<br>') || '–'}</td></tr>`,
+        `<tr data-step="${r.step}"><td>${r.step}</td><td class="l">${esc(r.status)}</td><td>${dur(r.duration_s)}</td><td>${num(r.trajectories)}</td><td>${fixed(r.reward_mean)}</td><td>${p(r.pass_at_1)}</td><td>${p(r.heldout_pass_at_1)}</td><td>${fixed(r.loss, 4)}</td><td>${fixed(r.kl, 4)}</td><td>${fixed(r.clip_frac, 4)}</td><td>${num(r.tokens_per_s === null ? null : Math.round(r.tokens_per_s))}</td><td>${esc(r.calls_merged ?? '–')}</td><td>${num(r.tokens_trainable)}</td><td>${p(r.no_signal_share)}</td><td>${p(r.drift_rate)}</td><td>${p(r.failed_call_rate)}</td><td>${num(r.truncated_traces)}</td><td>${num(r.infra_errors)}</td><td>${num(r.tool_calls_unparsed)}</td><td>${num(r.flagged)}</td><td class="l">${r.health_warnings.map((w) => esc(w)).join('<br>') || '–'}</td></tr>`,
     )
     .join('');
-  return `<div class="scroll"><table class="steps"><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>${body}</table></div>`;
+  return `<div class="scroll"><table class="steps"><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>${body}</table></div>${flaggedList(rows)}`;
+}
+
+/** every step's flagged samples with their evidence (the grading integrity layers, docs/eval.md) */
+function flaggedList(rows: StepRow[]): string {
+  const items = rows.flatMap((r) =>
+    r.flagged_samples.map(
+      (f) =>
+        `<li class="flagged"><b>step ${r.step} · ${esc(f.instance_id)} s${f.sample}</b> ${f.proven ? 'proven tampered with' : 'flagged'}${f.rejected ? ', graded 0' : ''}<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul></li>`,
+    ),
+  );
+  return items.length ? `<h3>flagged samples</h3><ul class="flagged">${items.join('')}</ul>` : '';
 }
 
 function chartHtml(c: Chart): string {

@@ -3,6 +3,7 @@
  * trajectories per file (per step for a run), their summaries and build stats, and for a run the series
  * plotted over steps.
  */
+import type { StepHealth } from '../loop/health.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
 import { plural } from '../util/plural.ts';
 import type { Lenient } from '../util/zod.ts';
@@ -58,6 +59,9 @@ export interface StepRow {
   infra_errors: number | null;
   tool_calls_unparsed: number | null;
   health_warnings: string[];
+  /** samples the grading integrity layers flagged, and the listed ones with their evidence */
+  flagged: number | null;
+  flagged_samples: NonNullable<StepHealth['flagged_samples']>;
 }
 
 export interface Chart {
@@ -186,6 +190,15 @@ export function stepRow(step: StepInfo, summary: TrajectorySummary | null): Step
     infra_errors: step.health?.infra_errors ?? null,
     tool_calls_unparsed: step.health?.tool_calls_unparsed ?? null,
     health_warnings: step.health?.warnings ?? [],
+    flagged: step.health?.flagged ?? null,
+    // read leniently: a listed sample's parts that are missing show as such
+    flagged_samples: (step.health?.flagged_samples ?? []).map((f) => ({
+      instance_id: f.instance_id ?? '?',
+      sample: f.sample ?? 0,
+      proven: f.proven ?? false,
+      rejected: f.rejected ?? false,
+      evidence: f.evidence ?? [],
+    })),
   };
 }
 

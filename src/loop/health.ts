@@ -8,6 +8,7 @@
  * `polar inspect` shows it. docs/loop.md, "Rollout health".
  */
 import { z } from 'zod';
+import { describeFinding } from '../rollout/integrity/findings.ts';
 import type { ResultLine } from '../rollout/run/report.ts';
 import { tag } from '../train/tracking/figures.ts';
 import type { BuildStats } from '../trajectory/stats.ts';
@@ -55,12 +56,49 @@ export const stepHealthSchema = z.looseObject({
   infra_errors: count,
   /** model calls whose text holds a tool call the server did not parse (tool_call_unparsed) */
   tool_calls_unparsed: count,
+  /**
+   * samples the grading integrity layers flagged (docs/eval.md, "Grading integrity"), those whose run
+   * was proven tampered with, and the first FLAGGED_SHOWN of them with their evidence (absent in older
+   * step.json)
+   */
+  flagged: count.optional(),
+  tampering_proven: count.optional(),
+  flagged_samples: z
+    .array(
+      z.object({
+        instance_id: z.string(),
+        sample: z.number().int().nonnegative(),
+        proven: z.boolean(),
+        rejected: z.boolean(),
+        evidence: z.array(z.string()),
+      }),
+    )
+    .optional(),
   /** copied from the step record when present (dynamic sampling, the async loop) */
   overlong: z.number().nonnegative().nullable().optional(),
   staleness: z.number().nonnegative().nullable().optional(),
   warnings: z.array(z.string()),
 });
 export type StepHealth = z.infer<typeof stepHealthSchema>;
+
+/** flagged samples a step's health lists with their evidence (all are counted) */
+export const FLAGGED_SHOWN = 20;
+
+/** the flagged samples of a step, each with its findings in one line each */
+function flaggedSamples(results: readonly ResultLine[]): NonNullable<StepHealth['flagged_samples']> {
+  return results
+    .filter((r) => r.tampering)
+    .slice(0, FLAGGED_SHOWN)
+    .map((r) => ({
+      instance_id: r.instance_id,
+      sample: r.sample,
+      proven: Boolean(r.tampering!.proven),
+      rejected: r.tampering!.rejected,
+      evidence: (r.tampering!.findings ?? [{ layer: 'test-surface' as const, reason: r.tampering!.reason }])
+        .slice(0, 6)
+        .map((f) => `${f.proof ? 'proof' : f.layer}: ${describeFinding(f)}`),
+    }));
+}
 
 const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
 const share = (a: number, b: number): number | null => (b > 0 ? a / b : null);
@@ -144,6 +182,9 @@ export function stepHealth(input: {
     samples: results.length,
     infra_errors: results.filter((r) => r.status === 'error').length,
     tool_calls_unparsed: stats.calls_tool_unparsed,
+    flagged: results.filter((r) => r.tampering).length,
+    tampering_proven: results.filter((r) => r.tampering?.proven).length,
+    flagged_samples: flaggedSamples(results),
     ...(overlong !== null ? { overlong } : {}),
     ...(staleness !== null ? { staleness } : {}),
     warnings: [],
@@ -189,6 +230,10 @@ export function healthWarnings(h: StepHealth): string[] {
     out.push(
       `${plural(h.infra_errors, 'sample')} ended in an infrastructure error and got no reward: see the step's report.json (eval/, or each group's under groups/)`,
     );
+  if (h.flagged)
+    out.push(
+      `${plural(h.flagged, 'sample')} flagged by the grading integrity layers${h.tampering_proven ? ` (${h.tampering_proven} proven tampered with)` : ''}: graded 0 unless --no-reject-test-tampering; the evidence is in the step's results.jsonl (\`tampering\`) and polar inspect`,
+    );
   if (h.tool_calls_unparsed > 0)
     out.push(
       `${plural(h.tool_calls_unparsed, 'model call')} held a tool call the server did not parse: check its tool-call parser (vLLM: --enable-auto-tool-choice --tool-call-parser)`,
@@ -205,6 +250,9 @@ export function formatHealth(h: StepHealth): string {
     `failed calls ${pct(h.failed_call_rate)}`,
     `infra errors ${h.infra_errors}`,
     `unparsed tool calls ${h.tool_calls_unparsed}`,
+    ...(h.flagged
+      ? [`flagged ${h.flagged}${h.tampering_proven ? ` (${h.tampering_proven} proven)` : ''}`]
+      : []),
     ...(h.overlong !== undefined && h.overlong !== null ? [`overlong ${h.overlong}`] : []),
     ...(h.staleness !== undefined && h.staleness !== null ? [`staleness ${h.staleness}`] : []),
   ].join(', ');
@@ -220,6 +268,8 @@ export function healthFigures(h: StepHealth): Record<string, number | null> {
     'health/failed_call_rate': h.failed_call_rate,
     'health/infra_errors': h.infra_errors,
     'health/tool_calls_unparsed': h.tool_calls_unparsed,
+    'health/flagged': h.flagged ?? null,
+    'health/tampering_proven': h.tampering_proven ?? null,
     'health/overlong': h.overlong ?? null,
     'health/staleness': h.staleness ?? null,
   };

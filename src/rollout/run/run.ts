@@ -84,6 +84,7 @@ export async function appendGrading(capture: string, sessionId: string, line: Re
     graded_at: new Date().toISOString(),
     status: line.status,
     suspicious: line.suspicious,
+    ...(line.tampering ? { tampering: line.tampering } : {}),
   };
   await appendPrivate(capture, `${JSON.stringify(record)}\n`);
 }

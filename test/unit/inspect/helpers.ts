@@ -207,6 +207,20 @@ export async function makeRunDir(dir: string, options: RunDirOptions = {}): Prom
                 truncated_traces: 2,
                 infra_errors: 1,
                 tool_calls_unparsed: 0,
+                flagged: 1,
+                tampering_proven: 1,
+                flagged_samples: [
+                  {
+                    instance_id: 'repo__x-1',
+                    sample: 2,
+                    proven: true,
+                    rejected: true,
+                    evidence: [
+                      'runner-access: pkg/__init__.py:7: registers an exit hook (atexit)',
+                      'proof: a canary test polar added was reported wrongly (tests/test_c.py::test_f: PASSED)',
+                    ],
+                  },
+                ],
                 warnings: [
                   '75% of groups have equal rewards (3 all solved, 0 all failed): raise --group-size or pick harder tasks',
                 ],

@@ -148,7 +148,16 @@ describe('the page', () => {
     assert.equal(html.match(/<svg class="chart"/g)?.length, 7);
     assert.equal(html.match(/<tr data-step=/g)?.length, 3);
     // step 1's rollout health (step.json): its shares and its warning in words
-    assert.ok(html.includes('<td>75.0%</td><td>0.0%</td><td>12.5%</td><td>2</td><td>1</td><td>0</td>'));
+    assert.ok(
+      html.includes('<td>75.0%</td><td>0.0%</td><td>12.5%</td><td>2</td><td>1</td><td>0</td><td>1</td>'),
+    );
+    // its flagged sample, with the evidence (the grading integrity layers, docs/eval.md)
+    assert.ok(html.includes('<b>step 1 · repo__x-1 s2</b> proven tampered with, graded 0'));
+    assert.ok(
+      html.includes(
+        '<li>proof: a canary test polar added was reported wrongly (tests/test_c.py::test_f: PASSED)</li>',
+      ),
+    );
     assert.ok(
       html.includes(
         '75% of groups have equal rewards (3 all solved, 0 all failed): raise --group-size or pick harder tasks',

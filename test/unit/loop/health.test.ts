@@ -101,6 +101,57 @@ describe('rollout health', () => {
     assert.equal(figures['health/truncated/max_tokens'], 2);
   });
 
+  test('flagged samples: counted, the proven ones apart, listed with their evidence, warned about', () => {
+    const canary = {
+      layer: 'canary' as const,
+      reason: 'a canary passed',
+      tests: ['t::c: PASSED'],
+      proof: true,
+    };
+    const scan = { layer: 'runner-access' as const, file: 'pkg/x.py', line: 3, reason: 'imports pytest' };
+    const results = [
+      result('a', 0, 0, {
+        tampering: { files: [], reason: 'a canary passed', rejected: true, proven: true, findings: [canary] },
+      }),
+      result('a', 1, 0, {
+        tampering: {
+          files: ['pkg/x.py'],
+          reason: 'imports pytest',
+          rejected: true,
+          proven: false,
+          findings: [scan],
+        },
+      }),
+      result('a', 2, 1),
+    ];
+    const h = stepHealth({ results, stats: emptyStats() });
+    assert.equal(h.flagged, 2);
+    assert.equal(h.tampering_proven, 1);
+    assert.deepEqual(h.flagged_samples, [
+      {
+        instance_id: 'a',
+        sample: 0,
+        proven: true,
+        rejected: true,
+        evidence: ['proof: a canary passed (t::c: PASSED)'],
+      },
+      {
+        instance_id: 'a',
+        sample: 1,
+        proven: false,
+        rejected: true,
+        evidence: ['runner-access: pkg/x.py:3: imports pytest'],
+      },
+    ]);
+    assert.match(
+      h.warnings.join('\n'),
+      /2 samples flagged by the grading integrity layers \(1 proven tampered with\)/,
+    );
+    assert.match(formatHealth(h), /flagged 2 \(1 proven\)/);
+    assert.equal(healthFigures(h)['health/tampering_proven'], 1);
+    assert.equal(stepHealth({ results: [result('b', 0, 1)], stats: emptyStats() }).flagged, 0);
+  });
+
   test('overlong and staleness only when the step record carries them', () => {
     const stats = emptyStats();
     const without = stepHealth({ results: [], stats, record: { step: 1 } });
