@@ -3,7 +3,9 @@
  * parsers and rules of this polar (after a parser fix, without running agents or tests again), then
  * rewrites results.jsonl and report.json. Samples whose outcome did not come from a test log (an
  * error, an empty patch, a patch that did not apply, a test timeout, the official grader) keep their
- * line. Capture files are append-only and keep the grading record they had.
+ * line. A sample graded through the integrity layers is graded from the report its run saved
+ * (logs/<key>.integrity.json), not from the test output. Capture files are append-only and keep the
+ * grading record they had.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -11,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { EXIT, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
 import { gradeLog } from '../rollout/grade.ts';
+import { regradeRecord } from '../rollout/integrity/grade-run.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import {
   buildReport,
@@ -90,7 +93,12 @@ export async function regradeRun(o: RegradeOptions): Promise<RegradeOutcome> {
       next.push(r);
       continue;
     }
-    const g = gradeLog(instance, await readFile(logFile, 'utf8'));
+    // a run graded through the integrity layers: its saved report decides, not the test output
+    const record = join(out, EVAL_FILES.logs, `${sampleKey(r.instance_id, r.sample)}.integrity.json`);
+    const text = await readFile(logFile, 'utf8');
+    const g = existsSync(record)
+      ? regradeRecord(instance, text, await readFile(record, 'utf8'))
+      : gradeLog(instance, text);
     const line: ResultLine = { ...r, regraded_at: new Date().toISOString() };
     if ('error' in g) {
       // an ungradable log is an infrastructure failure: no reward (null), never a 0

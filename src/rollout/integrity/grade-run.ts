@@ -6,6 +6,7 @@
  */
 import type { SweInstance } from '../dataset.ts';
 import type { ExecResult } from '../exec.ts';
+import { gradeEvaluation, gradingRules, type LogGrade, parserFor } from '../grade-log.ts';
 import { getLogParser } from '../log-parsers/index.ts';
 import type { ParserVersion } from '../log-parsers/types.ts';
 import { evaluateLog, type LogEvaluation } from '../resolve.ts';
@@ -75,6 +76,31 @@ export function judgeRecord(
     evaluation: verdict.evaluation,
     findings: [...verdict.findings, ...expectedFailures(expected, verdict.evaluation.tests, report)],
   };
+}
+
+/**
+ * A saved hardened run graded again (polar eval --regrade): its record's report under this polar's
+ * parser and rules, the log's test output only for what the output claimed.
+ */
+export function regradeRecord(
+  instance: SweInstance,
+  log: string,
+  recordText: string,
+): LogGrade | { error: string } {
+  let record: IntegrityRecord;
+  try {
+    record = JSON.parse(recordText) as IntegrityRecord;
+  } catch (error) {
+    return { error: `the run's integrity record is not JSON (${(error as Error).message})` };
+  }
+  if (record?.v !== 1 || !Array.isArray(record.canaries))
+    return { error: "the run's integrity record is not one polar wrote" };
+  const parser = parserFor(instance);
+  if (typeof parser !== 'string') return parser;
+  if (!getLogParser(parser)) return { error: `unknown log parser "${parser}"` };
+  const rules = gradingRules(instance);
+  const judged = judgeRecord(instance, record, log, parser, rules.version);
+  return gradeEvaluation(instance, judged.evaluation, parser, rules);
 }
 
 export async function runHardenedTests(

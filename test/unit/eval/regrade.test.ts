@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { regradeRun } from '../../../src/eval/regrade.ts';
@@ -30,9 +30,14 @@ test('polar eval --regrade grades the logs of a run again, in place', async () =
     i === 0 ? { ...r, status: 'unresolved', resolved: false, reward: 0 } : r,
   );
   writeFileSync(join(out, 'results.jsonl'), wrong.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  // and a log whose content says a FAIL_TO_PASS test failed
+  // and a log whose content says a FAIL_TO_PASS test failed, from a run without the integrity layers'
+  // record (graded before them): the log decides
   const second = join(out, 'logs', `${before[1].instance_id}__s0.test.log`);
   writeFileSync(second, readFileSync(second, 'utf8').replace(/^ok (\d+) - /gm, 'not ok $1 - '));
+  rmSync(join(out, 'logs', `${before[1].instance_id}__s0.integrity.json`));
+  // the first one's log says so too, but its run saved the runner's report: the report decides
+  const first = join(out, 'logs', `${before[0].instance_id}__s0.test.log`);
+  writeFileSync(first, readFileSync(first, 'utf8').replace(/^ok (\d+) - /gm, 'not ok $1 - '));
 
   const instances = await loadDataset(MINI);
   const outcome = await regradeRun({ out, instances, dataset: MINI });
