@@ -4,6 +4,12 @@
  * with --agent gold on the fixture tasks at concurrency 1 and 8. Target: under 1 s per instance.
  * Baseline in the same run: a bare `git clone --shared` + checkout of the same repos, the floor any
  * fresh-copy runtime pays twice per sample.
+ *
+ * Then the grading time the integrity layers add (issue 45; docs/eval.md, "Grading integrity"): the
+ * same gold samples graded with the layers (restore, locked-down run, report, canaries, scan) and
+ * without them (the official script's run, `hardened: false`), alternated round by round
+ * (POLAR_BENCH_ROUNDS, default 3) at concurrency 1; a sample's grading time is its wall time minus the
+ * agent's. The raw table, then the medians and their ratio.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -56,6 +62,77 @@ export async function benchEval(): Promise<void> {
     );
     rmSync(out, { recursive: true, force: true });
   }
+  await benchIntegrity();
+}
+
+/** per-sample grading ms of one run of the fixtures with the layers on or off */
+async function gradingRun(
+  instances: Awaited<ReturnType<typeof loadDataset>>,
+  reposDir: string,
+  hardened: boolean,
+): Promise<{ grading: number[]; tests: number[]; resolved: number }> {
+  const out = mkdtempSync(join(tmpdir(), 'polar-bench-integrity-'));
+  try {
+    const { results } = await runEval({
+      instances,
+      agent: new GoldAgent(),
+      runtime: new LocalRuntime({ reposDir }),
+      out,
+      samples: 1,
+      concurrency: 1,
+      agentTimeoutMs: 60_000,
+      testTimeoutMs: 120_000,
+      resume: false,
+      dataset: 'mini',
+      progress: false,
+      hardened,
+    });
+    return {
+      grading: results.map((r) => r.durations_ms.total - r.durations_ms.agent),
+      tests: results.map((r) => r.durations_ms.tests),
+      resolved: results.filter((r) => r.resolved).length,
+    };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0
+    ? Number.NaN
+    : s.length % 2
+      ? s[(s.length - 1) / 2]!
+      : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** The grading time the integrity layers add: with and without, alternated, in one run. */
+export async function benchIntegrity(): Promise<void> {
+  ensureFixtureRepos();
+  const reposDir = join(ROOT, 'fixtures/swe/repos');
+  const instances = await loadDataset(join(ROOT, 'fixtures/swe/mini.jsonl'));
+  const rounds = Number(process.env.POLAR_BENCH_ROUNDS ?? 3);
+  const all: Record<'with' | 'without', number[]> = { with: [], without: [] };
+  console.log(
+    '\ngrading time per sample, gold on the 8 fixture tasks, concurrency 1 (ms; layers: docs/eval.md)',
+  );
+  console.log('round  layers    mean  median  tests(mean)  resolved');
+  for (let round = 1; round <= rounds; round++) {
+    for (const on of round % 2 ? [true, false] : [false, true]) {
+      const r = await gradingRun(instances, reposDir, on);
+      all[on ? 'with' : 'without'].push(...r.grading);
+      const mean = r.grading.reduce((a, b) => a + b, 0) / r.grading.length;
+      const tests = r.tests.reduce((a, b) => a + b, 0) / r.tests.length;
+      console.log(
+        `${String(round).padStart(5)}  ${(on ? 'with' : 'without').padEnd(7)} ${mean.toFixed(0).padStart(6)} ${median(r.grading).toFixed(0).padStart(7)} ${tests.toFixed(0).padStart(12)}  ${r.resolved}/${instances.length}`,
+      );
+    }
+  }
+  const w = median(all.with);
+  const wo = median(all.without);
+  console.log(
+    `integrity layers: median grading ${w.toFixed(0)} ms per sample with, ${wo.toFixed(0)} ms without: ${w >= wo ? '+' : ''}${(w - wo).toFixed(0)} ms (${(w / wo).toFixed(2)}x), over ${rounds} alternated rounds`,
+  );
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) await benchEval();
