@@ -60,18 +60,22 @@ const pluginCache = new Map<string, string[]>();
 
 /**
  * The pytest plugins an environment polar built declares (`pytest11` entry points of its
- * distributions): named with `-p` since autoload is off. Read on this host from the cached environment,
- * which the sample cannot change (a sandbox binds it read-only); the sample's own install is not read.
+ * distributions), as `-p` names them now that autoload is off: the entry point's name where the
+ * environment's pytest loads one by name (4.4 and later: registered under the name autoload would give
+ * it), else its module. Read on this host from the cached environment, which the sample cannot change
+ * (a sandbox binds it read-only); the sample's own install is not read.
  */
 export function environmentPlugins(sitePackages: string | undefined): string[] {
   if (!sitePackages) return [];
   const known = pluginCache.get(sitePackages);
   if (known) return known;
-  const modules: string[] = [];
   let entries: string[] = [];
   try {
     entries = readdirSync(sitePackages).filter((e) => e.endsWith('.dist-info') || e.endsWith('.egg-info'));
   } catch {}
+  const pytest = entries.map((e) => /^pytest-(\d+)\.(\d+)/i.exec(e)).find((m) => m !== null);
+  const byName = pytest ? Number(pytest[1]) > 4 || (Number(pytest[1]) === 4 && Number(pytest[2]) >= 4) : true;
+  const plugins: string[] = [];
   for (const entry of entries.sort()) {
     let text: string;
     try {
@@ -84,13 +88,14 @@ export function environmentPlugins(sitePackages: string | undefined): string[] {
       const section = /^\s*\[(.+)\]\s*$/.exec(line);
       if (section) inGroup = section[1]!.trim() === 'pytest11';
       else if (inGroup) {
-        const m = /^[^=#]+=\s*([\w.]+)/.exec(line);
-        if (m && !modules.includes(m[1]!)) modules.push(m[1]!);
+        const m = /^\s*([^=#\s][^=]*?)\s*=\s*([\w.]+)/.exec(line);
+        const name = m ? (byName ? m[1]! : m[2]!) : null;
+        if (name && !plugins.includes(name)) plugins.push(name);
       }
     }
   }
-  pluginCache.set(sitePackages, modules);
-  return modules;
+  pluginCache.set(sitePackages, plugins);
+  return plugins;
 }
 
 export interface HardenedRun {

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { cryptoRandom, nodeCanaries, pythonCanaries } from '../../../src/rollout/integrity/canary.ts';
 import { parseDiff, unquotePath } from '../../../src/rollout/integrity/diff.ts';
 import { type Finding, tamperingRecord } from '../../../src/rollout/integrity/findings.ts';
-import { runnerKind } from '../../../src/rollout/integrity/harden.ts';
+import { environmentPlugins, hardenedRun, runnerKind } from '../../../src/rollout/integrity/harden.ts';
 import { readNodeReport, readPytestReport } from '../../../src/rollout/integrity/reports.ts';
 import { scanPatch } from '../../../src/rollout/integrity/scan.ts';
 import { isTestSurface, restoreScript, surfacePaths } from '../../../src/rollout/integrity/surface.ts';
@@ -285,6 +285,61 @@ test('runnerKind: pytest, node:test and sympy runners; wrappers and others read 
   assert.equal(runnerKind('tox --current-env -epy39 -v --', 'pytest-v2'), 'other');
   assert.equal(runnerKind('./tests/runtests.py --verbosity 2', 'django'), 'other');
   assert.equal(runnerKind('minitest -rA', 'pytest'), 'other');
+});
+
+test("environmentPlugins: the built environment's pytest11 entry points, by name (pytest 4.4+) or by module", () => {
+  const site = (pytest: string) => {
+    const dir = join(tmp, `site-${pytest}`);
+    mkdirSync(join(dir, `pytest-${pytest}.dist-info`), { recursive: true });
+    mkdirSync(join(dir, 'pytest_cov-5.0.dist-info'), { recursive: true });
+    writeFileSync(
+      join(dir, 'pytest_cov-5.0.dist-info/entry_points.txt'),
+      '[console_scripts]\nx = y:z\n\n[pytest11]\npytest_cov = pytest_cov.plugin\n',
+    );
+    mkdirSync(join(dir, 'other-1.0.dist-info'), { recursive: true });
+    return dir;
+  };
+  assert.deepEqual(environmentPlugins(site('8.4.2')), ['pytest_cov']);
+  assert.deepEqual(environmentPlugins(site('4.3.1')), ['pytest_cov.plugin']);
+  assert.deepEqual(environmentPlugins(undefined), []);
+  assert.deepEqual(environmentPlugins(join(tmp, 'nowhere')), []);
+});
+
+test('hardenedRun: the restore and the test patch before any test, then the locked-down run with the report and the canaries', () => {
+  const fixture = rows('mini.jsonl').find((r) => r.instance_id === 'polar-fixtures__textkit-1')!;
+  const run = hardenedRun(
+    { scratch: '/polar/scratch', workdir: '/testbed' },
+    { ...fixture, base_commit: 'abc', FAIL_TO_PASS: [], PASS_TO_PASS: [] } as never,
+    { testCmd: 'python3 -m pytest -rA', parser: 'pytest', directives: 'paths' },
+    {
+      agentPatch: attack('dist-info-plugin'),
+      testPatchFile: '/polar/scratch/t.diff',
+      setup: [],
+      plugins: ['cov'],
+    },
+  );
+  assert.equal(run.runner, 'pytest');
+  assert.match(run.reportPath!, /^\/polar\/scratch\/polar-[0-9a-f]{16}\/[0-9a-f]{16}\.json$/);
+  const order = ['textkit_compat-1.0.dist-info/entry_points.txt', 'apply --verbose', 'def test_'].map((w) =>
+    run.prepare.indexOf(w),
+  );
+  assert.ok(
+    order.every((i, k) => i > (order[k - 1] ?? -1)),
+    run.prepare,
+  );
+  for (const word of [
+    'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1',
+    'PYTHONNOUSERSITE=1',
+    'unset PYTHONSTARTUP',
+    'LD_PRELOAD',
+    'PYTHONPYCACHEPREFIX=',
+  ])
+    assert.ok(run.test.includes(word), word);
+  assert.match(
+    run.test,
+    /python3 -m pytest -rA '-p' 'p_[0-9a-f]{12}' '-p' 'cov' '--confcutdir=\/testbed' 'tests\/test_\w+\.py' 'tests\/test_slug\.py'/,
+  );
+  assert.equal(run.canaries.length, 2);
 });
 
 const pytestReport = (tests: object[], extra: object = {}) =>
