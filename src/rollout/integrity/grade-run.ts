@@ -48,7 +48,8 @@ export function judgeRecord(
   version: ParserVersion,
 ): { evaluation: LogEvaluation; findings: Finding[] } {
   const parser = getLogParser(parserName)!;
-  const official = evaluateLog(output, parser, version).tests;
+  const seen = evaluateLog(output, parser, version);
+  const official = seen.tests;
   const read: RunnerReport | string | null =
     record.report === null
       ? null
@@ -65,6 +66,7 @@ export function judgeRecord(
       read,
       exitCode: record.exit_code,
       official,
+      officialFound: { found: seen.found, reason: seen.reason },
       canaries: record.canaries,
       expected,
     },

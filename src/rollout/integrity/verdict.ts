@@ -28,6 +28,11 @@ export interface RunFacts {
   exitCode: number | null;
   /** the status map the official parser reads from the test output (what the old grader used) */
   official: StatusMap;
+  /**
+   * whether the output shows a usable run as the official harness reads it (its markers, no "Tests
+   * Errored"), and why not: what a runner without a report is graded by
+   */
+  officialFound?: { found: boolean; reason: string | null };
   canaries: Canary[];
   /** the row's FAIL_TO_PASS and PASS_TO_PASS ids */
   expected: string[];
@@ -138,8 +143,10 @@ export function judgeRun(facts: RunFacts, parser: LogParser, version: ParserVers
         'the test runner exited 0 although a canary test in the run must fail: something forced the exit status (an exit hook, os._exit, process.exit)',
     });
   if (facts.runner === 'stdout') {
-    findings.push(...canaryFindings(facts, facts.official, []));
-    return { evaluation: { found: true, tests: facts.official, reason: null, exitCode }, findings };
+    const seen = facts.officialFound ?? { found: true, reason: null };
+    // a canary missing from output that shows no run is no proof: the run broke before it
+    if (seen.found && facts.official.size > 0) findings.push(...canaryFindings(facts, facts.official, []));
+    return { evaluation: { ...seen, tests: facts.official, exitCode }, findings };
   }
   const read = facts.read;
   if (read === null || typeof read === 'string') {

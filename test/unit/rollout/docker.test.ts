@@ -189,15 +189,18 @@ test('a graded row runs its set-up in the container before the tests; a 5.x eval
   const rt = new ContainerRuntime({ engine: 'docker', runner });
   const g = await gradePatch(rt, row({ version: '2.2' }), 'diff --git a/x b/x\n', { testTimeoutMs: 5000 });
   assert.equal(g.status, 'unresolved');
-  const script = scripts.at(-1)!;
-  const at = (text: string) => script.indexOf(text);
-  assert.ok(at('export LANG=en_US.UTF-8') > 0, script);
+  // the set-up, the restore and the test patch in one script, then the tests in one of their own
+  // (src/rollout/integrity/harden.ts)
+  const [prepare, tests] = scripts.slice(-2) as [string, string];
+  const at = (text: string) => prepare.indexOf(text);
+  assert.ok(at('export LANG=en_US.UTF-8') > 0, prepare);
   assert.ok(at('export LANG=en_US.UTF-8') < at('python setup.py install'));
-  assert.ok(at('python setup.py install') < at("git apply --verbose '/tmp/polar-test.diff'"));
+  assert.ok(at('python setup.py install') < at("apply --verbose '/tmp/polar-test.diff'"));
   assert.ok(
-    script.includes(
+    tests.includes(
       "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 'view_tests.tests.test_i18n'",
     ),
+    tests,
   );
   scripts.length = 0;
   const evalScript =
