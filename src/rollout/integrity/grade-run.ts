@@ -67,6 +67,7 @@ export function judgeRecord(
       exitCode: record.exit_code,
       official,
       officialFound: { found: seen.found, reason: seen.reason },
+      output,
       canaries: record.canaries,
       expected,
     },

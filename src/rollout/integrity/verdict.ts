@@ -33,6 +33,8 @@ export interface RunFacts {
    * Errored"), and why not: what a runner without a report is graded by
    */
   officialFound?: { found: boolean; reason: string | null };
+  /** the test output itself (a runner without a report: where its canaries' lines are read) */
+  output?: string;
   canaries: Canary[];
   /** the row's FAIL_TO_PASS and PASS_TO_PASS ids */
   expected: string[];
@@ -125,6 +127,33 @@ function canaryFindings(facts: RunFacts, tests: Map<string, string>, loadErrors:
   return out;
 }
 
+const WORDS: Record<string, string> = {
+  ok: 'PASSED',
+  F: 'FAILED',
+  E: 'ERROR',
+  f: 'XFAIL',
+  X: 'XPASS',
+  s: 'SKIPPED',
+};
+
+/**
+ * the canaries' statuses in a runner's output: the official parse, and where it has none, the canary's
+ * own line (`name ok`, `name F`, ...). sympy's bin/test ends the line of a file's last test with the
+ * file's verdict (`test_x ok   [FAIL]`), which its official parser does not read
+ */
+function outputStatuses(facts: RunFacts): Map<string, string> {
+  const out = new Map(facts.official);
+  const lines = (facts.output ?? '').split('\n');
+  for (const c of facts.canaries) {
+    if (out.has(c.id)) continue;
+    for (const line of lines) {
+      const m = new RegExp(`^\\s*${c.name}\\s+(ok|F|E|f|X|s)(\\s|$)`).exec(line);
+      if (m) out.set(c.id, WORDS[m[1]!]!);
+    }
+  }
+  return out;
+}
+
 export interface HardenedVerdict {
   evaluation: LogEvaluation;
   findings: Finding[];
@@ -145,7 +174,8 @@ export function judgeRun(facts: RunFacts, parser: LogParser, version: ParserVers
   if (facts.runner === 'stdout') {
     const seen = facts.officialFound ?? { found: true, reason: null };
     // a canary missing from output that shows no run is no proof: the run broke before it
-    if (seen.found && facts.official.size > 0) findings.push(...canaryFindings(facts, facts.official, []));
+    if (seen.found && facts.official.size > 0)
+      findings.push(...canaryFindings(facts, outputStatuses(facts), []));
     return { evaluation: { ...seen, tests: facts.official, exitCode }, findings };
   }
   const read = facts.read;

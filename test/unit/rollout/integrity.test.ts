@@ -480,6 +480,42 @@ test('judgeRun: an honest run proves nothing; each way of forging it is a proof 
   );
 });
 
+test("judgeRun, sympy's output: a canary on a file's last line (its `[OK]`/`[FAIL]` tag) is read; a forged `ok` is a proof", () => {
+  const parser = getLogParser('sympy')!;
+  const canaries = [
+    { id: 'test_f', name: 'test_f', file: 'sympy/core/tests/test_c.py', expect: 'fail' as const },
+    { id: 'test_p', name: 'test_p', file: 'sympy/core/tests/test_c.py', expect: 'pass' as const },
+  ];
+  const output = (fail: string) =>
+    [
+      '>>>>> Start Test Output',
+      'sympy/core/tests/test_c.py[2] ',
+      `test_f ${fail}`,
+      'test_p ok                                       [FAIL]',
+      'sympy/core/tests/test_basic.py[2] ',
+      'test_immutable ok',
+      'test_other ok                                   [OK]',
+      '>>>>> End Test Output',
+    ].join('\n');
+  const facts = (text: string, exitCode: number): RunFacts => ({
+    runner: 'stdout',
+    report: null,
+    read: null,
+    exitCode,
+    official: parser(text, '4.1'),
+    officialFound: { found: true, reason: null },
+    output: text,
+    canaries,
+    expected: ['test_immutable'],
+  });
+  assert.deepEqual(judgeRun(facts(output('F'), 1), parser, '4.1').findings, []);
+  const forged = judgeRun(facts(output('ok'), 0), parser, '4.1').findings;
+  assert.deepEqual(
+    forged.map((f) => `${f.layer}: ${f.tests ?? ''}`),
+    ['exit-code: ', 'canary: test_f: PASSED'],
+  );
+});
+
 test("judgeRun: ids through the row's parser (4.1 cuts at the first space); a skip keeps its id only where the output has it; XPASS is left out", () => {
   const parser = getLogParser('pytest')!;
   const f = facts([
