@@ -39,6 +39,8 @@ export function runSettings(f: EvalFlags): RunSettings {
     '--test-timeout': f.testTimeout / 1000,
     '--grader': f.grader,
     '--grade-empty-patches': f.gradeEmptyPatches ? true : undefined,
+    // a flagged sample graded 0 or kept (docs/eval.md, "Grading integrity"): one run grades one way
+    '--reject-test-tampering': f.rejectTestTampering ? true : undefined,
     // the judge's verdicts and the reward they make (docs/judge.md)
     '--rubric': f.rubric ? digest(f.rubric) : undefined,
     '--judge-model': f.judgeModel,

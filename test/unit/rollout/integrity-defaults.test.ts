@@ -12,6 +12,7 @@ import { stepJob } from '../../../src/loop/cluster.ts';
 import { loopOptions } from '../../../src/loop/command.ts';
 import { loopEvaluation } from '../../../src/loop/phases.ts';
 import { DEFAULTS } from '../../../src/options/defaults.ts';
+import { settingsDiff } from '../../../src/rollout/run/settings.ts';
 import { loopArgv, parseArgv } from '../../support/argv.ts';
 
 test('the defaults: training rejects, evaluation does not', () => {
@@ -46,6 +47,15 @@ test("polar eval's job keeps the official outcome unless told; a loop step's clu
   };
   assert.equal(job(evalArgv).rejectTampering, false);
   assert.equal(job([...evalArgv, '--reject-test-tampering']).rejectTampering, true);
+  // it decides results: --resume refuses to continue a run graded the other way
+  const settings = (argv: string[]) => runSettings(parseArgv(argv).flags as never);
+  assert.deepEqual(settingsDiff(settings(evalArgv), settings([...evalArgv, '--reject-test-tampering'])), [
+    '--reject-test-tampering',
+  ]);
+  assert.deepEqual(
+    settingsDiff(settings(evalArgv), settings([...evalArgv, '--no-reject-test-tampering'])),
+    [],
+  );
 
   const cluster = ['--runtime', 'local', '--cluster', 'ray=10.0.0.1:6379'];
   const run = {
