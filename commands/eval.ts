@@ -65,8 +65,6 @@ export function defineEval(program: Command, report: Report): void {
     .option('--regrade', 'grade the test logs of the run in --out again, rewriting results and report');
   addFlags(cmd, GRADING_FLAGS, {
     change: {
-      // the default here: the official outcome kept
-      '--no-reject-test-tampering': { hidden: true },
       '--grader': {
         help: "polar, swebench (the official harness, when installed), judge (a model with --rubric), or a verifier command that reads the rollout as JSON on stdin and prints a reward in [0, 1] (a row's `grader` field wins)",
       },

@@ -41,7 +41,8 @@ const INCLUDED: Record<keyof typeof FLAG_GROUPS, string[]> = {
 /** The flags a command narrows (FlagChanges): its help says what the flag means there. */
 const NARROWED: Record<string, string[]> = {
   eval: ['--backend-url', '--grader'],
-  loop: ['--backend-url'],
+  // training grades a flagged sample 0 by default (DEFAULTS.trainingRejectsTampering): TRAINING_TAMPERING
+  loop: ['--backend-url', '--reject-test-tampering', '--no-reject-test-tampering'],
   gym: ['--backend-url'],
 };
 /** Commands whose output is their result, with no progress to quiet. */
