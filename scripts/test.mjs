@@ -6,7 +6,8 @@
 // The fast tier runs bundled (scripts/test-bundle.mjs: one JavaScript file per test file, no tsx in the
 // test processes), unless POLAR_TEST_BUNDLE=0; the other tiers, and paths given, run the sources.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, join, relative } from 'node:path';
 import { SLOWEST_FIRST, startOrder, TIER_ORDER, TIERS, tierOf, UNIT_CONCURRENCY } from '../test/tiers.mjs';
 import { bundleTests } from './test-bundle.mjs';
@@ -63,9 +64,15 @@ for (const entry of SLOWEST_FIRST) {
 const concurrency = process.env.POLAR_TEST_CONCURRENCY ?? '2';
 // the Python environment of `npm run setup:python` first on PATH: its python3 has pytest (SWE fixtures)
 const venvBin = join(root, '.venv', 'bin');
-const env = existsSync(venvBin)
-  ? { ...process.env, PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` }
-  : process.env;
+// polar's cache of the whole run (the history repositories every runtime shares, what a test does not name
+// a cache for): never the user's own ~/.cache/polar; removed at the end
+const cacheDir = process.env.POLAR_CACHE_DIR ? null : mkdtempSync(join(tmpdir(), 'polar-test-cache-'));
+if (cacheDir) process.on('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
+const env = {
+  ...process.env,
+  ...(existsSync(venvBin) ? { PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` } : {}),
+  ...(cacheDir ? { POLAR_CACHE_DIR: cacheDir } : {}),
+};
 
 function run(files, tierConcurrency, bundled = false) {
   const result = spawnSync(

@@ -165,6 +165,14 @@ export const DEFAULTS = {
     join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'envs'),
     '$POLAR_CACHE_DIR/envs, else ~/.cache/polar/envs',
   ),
+  /**
+   * the ancestors-only history repositories of the local and sandbox runtimes, one per (source,
+   * base_commit), kept across runs (src/rollout/runtime/history.ts)
+   */
+  historyCache: d(
+    join(process.env.POLAR_CACHE_DIR ?? join(homedir(), '.cache', 'polar'), 'history'),
+    '$POLAR_CACHE_DIR/history, else ~/.cache/polar/history',
+  ),
   split: d('test'),
   /** polar, swebench, or a verifier command (src/rollout/verifier.ts) */
   grader: d<Grader>({ kind: 'polar' }, 'polar'),

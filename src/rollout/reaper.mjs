@@ -6,10 +6,10 @@
 // test ran on forever. polar starts this once, in a process group of its own with a pipe on its stdin, and
 // writes `+PGID` when a group starts, `-PGID` when it is over, `done` before it exits. If the pipe closes
 // without `done`, polar died: the groups still listed get SIGTERM, then SIGKILL 3 s later.
-// It also removes polar's temporary folders (issue 43: a sandbox's repository and test patch, the history
-// repositories): `d+PATH` when polar makes one, `d-PATH` when polar removed it. When the pipe closes, with
-// or without `done`, the folders still listed are removed, after the groups are gone (src/util/owned-temp.ts
-// is the backstop when the reaper died too).
+// It also removes polar's temporary folders (issue 43: a sandbox's repository and test patch, a scratch
+// folder; the history repositories live in polar's cache since issue 46): `d+PATH` when polar makes one,
+// `d-PATH` when polar removed it. When the pipe closes, with or without `done`, the folders still listed
+// are removed, after the groups are gone (src/util/owned-temp.ts is the backstop when the reaper died too).
 //
 // usage: node reaper.mjs   (lines on stdin)
 import { chmodSync, lstatSync, readdirSync, rmSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * The temporary folders of rollouts (a sandbox's or a local environment's root with the repository and
- * the test patch, a container's folder, the history repositories, a scratch folder): named for their
+ * the test patch, a container's folder, a scratch folder): named for their
  * owner (src/util/owned-temp.ts) and handed to the reaper (reaper.mjs), so a polar killed with SIGKILL
  * leaves none of them behind for long: the reaper removes them when polar's pipe to it closes, the next
  * polar making one in the same parent removes those the reaper missed. `keep` (--keep-envs): a plain

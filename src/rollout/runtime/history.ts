@@ -7,28 +7,34 @@
  * SWE-bench Pro (scaleapi/SWE-bench_Pro-os issue 93) and Multi-SWE-bench (issue 70).
  *
  * Local and sandbox runtimes: a bare "history" repository per (source, base_commit) holds exactly the
- * objects reachable from base_commit, fetched once from the source (the one expensive step: a pack of
- * the ancestors), and the source's tags that point at base_commit or its ancestors (setuptools-scm
- * reads a version from them; they reveal nothing later); every environment is a `clone --shared` of
- * it (alternates into that history repo, never into the source), detached at base_commit with no
+ * objects reachable from base_commit, fetched from the source (the one expensive step: a pack of the
+ * ancestors, ~18 s for sympy), and the source's tags that point at base_commit or its ancestors
+ * (setuptools-scm reads a version from them; they reveal nothing later). It is kept in polar's cache
+ * (DEFAULTS.historyCache: `$POLAR_CACHE_DIR/history`), shared by every run and every concurrent sample
+ * of this machine: made once under a lock, and checked before every reuse against the record polar
+ * wrote when it made it (history-check.ts: no pack, loose object, ref or alternates polar did not put
+ * there); one that fails the check is set aside and made again. Every environment is a `clone --shared`
+ * of it (alternates into that history repo, never into the source), detached at base_commit with no
  * branch, remote or reflog, and only those tags. Containers carry their
  * repository in the image: scrubLines() strips it in place (refs, reflogs, remotes, then a repack that
  * drops every object HEAD does not reach).
  */
 
 import { createHash } from 'node:crypto';
-import { existsSync, rmSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { EnvironmentError } from '../../errors.ts';
+import { DEFAULTS } from '../../options/defaults.ts';
+import { log } from '../../util/log.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
+import { withLock } from '../env/lock.ts';
 import { execTree, gitEnv } from '../exec.ts';
-import { makeTempDir } from '../temp-dirs.ts';
+import { checkHistory, HISTORY_RECORD, recordHistory } from './history-check.ts';
 import { RuntimeError } from './types.ts';
 
-/** Fetching the ancestors of a base commit of a large repository takes minutes (sympy: ~100 s). */
+/** Fetching the ancestors of a base commit of a large repository takes minutes (sympy: ~18 s to ~100 s). */
 const FETCH_TIMEOUT_MS = 30 * 60_000;
 
 export interface HistoryLease {
@@ -37,96 +43,101 @@ export interface HistoryLease {
   release(): void;
 }
 
-interface Entry {
-  ready: Promise<string>;
-  users: number;
-  lastUsed: number;
+export interface HistoryStoreOptions {
+  /** where the history repositories are kept (default DEFAULTS.historyCache) */
+  cacheDir?: string;
+}
+
+/** `<sha256 of the source's real path, 16 hex>-<base>`: the cache entry of (source, base) */
+export function historyKey(source: string, base: string): string {
+  let real = resolve(source);
+  try {
+    real = realpathSync(real);
+  } catch {
+    // checked when fetched
+  }
+  return `${createHash('sha256').update(real).digest('hex').slice(0, 16)}-${base}`;
 }
 
 /**
- * The history repositories of this process, made on first use and kept while in use; the least recently
- * used idle ones beyond `keep` are removed (a run over many instances does not keep one per base).
+ * The history repositories of this machine, in polar's cache: made on first use (once per process for
+ * concurrent samples, under a lock across processes) and checked before each reuse.
  */
 export class HistoryStore {
-  private readonly entries = new Map<string, Entry>();
-  private rootDir: Promise<string> | undefined;
+  readonly cacheDir: string;
+  private readonly building = new Map<string, Promise<void>>();
 
-  constructor(private readonly options: { tmpRoot?: string; keep?: number } = {}) {}
+  constructor(options: HistoryStoreOptions = {}) {
+    this.cacheDir = resolve(options.cacheDir ?? DEFAULTS.historyCache.value);
+  }
 
-  private root(): Promise<string> {
-    this.rootDir ??= makeTempDir(this.options.tmpRoot ?? tmpdir(), 'history').then((dir) => {
-      // best effort on the way out: history repositories hold nothing that is not in the source (after
-      // a SIGKILL, the reaper removes it: src/rollout/temp-dirs.ts)
-      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-      return dir;
-    });
-    return this.rootDir;
+  private get gitconfig(): string {
+    return join(this.cacheDir, 'gitconfig');
   }
 
   /** the history repository of `base` in `source` (a git repository), made if needed */
   async acquire(source: string, base: string): Promise<HistoryLease> {
-    const key = `${createHash('sha256').update(source).digest('hex').slice(0, 16)}-${base}`;
-    let entry = this.entries.get(key);
-    if (!entry) {
-      entry = { ready: this.build(source, base, key), users: 0, lastUsed: 0 };
-      this.entries.set(key, entry);
-      entry.ready.catch(() => this.entries.delete(key));
-    }
-    entry.users++;
-    entry.lastUsed = performance.now();
-    const held = entry;
-    let path: string;
-    try {
-      path = await held.ready;
-    } catch (error) {
-      held.users--;
-      throw error;
-    }
-    let released = false;
-    return {
-      path,
-      release: () => {
-        if (released) return;
-        released = true;
-        held.users--;
-        held.lastUsed = performance.now();
-        this.evict();
-      },
-    };
-  }
-
-  private evict(): void {
-    const keep = this.options.keep ?? 8;
-    const idle = [...this.entries]
-      .filter(([, e]) => e.users === 0)
-      .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
-    for (const [key, entry] of idle.slice(0, Math.max(0, idle.length - keep))) {
-      this.entries.delete(key);
-      void entry.ready.then((path) => rm(path, { recursive: true, force: true })).catch(() => {});
+    const key = historyKey(source, base);
+    const path = join(this.cacheDir, `${key}.git`);
+    await mkdir(this.cacheDir, { recursive: true });
+    if (!existsSync(this.gitconfig)) await writeFile(this.gitconfig, '[safe]\n\tdirectory = *\n');
+    for (let attempt = 0; ; attempt++) {
+      const why = await checkHistory(path, base, this.gitconfig);
+      if (why === null) return { path, release: () => {} };
+      if (attempt > 0)
+        throw new RuntimeError(
+          `the history repository of ${base} (${path}) fails its check right after it was made: ${why}`,
+        );
+      let building = this.building.get(key);
+      if (!building) {
+        building = this.make(source, base, path).finally(() => this.building.delete(key));
+        this.building.set(key, building);
+      }
+      await building;
     }
   }
 
-  private async build(source: string, base: string, key: string): Promise<string> {
-    const root = await this.root();
-    const final = join(root, `${key}.git`);
-    const partial = join(root, `${key}.partial-${Math.random().toString(36).slice(2, 8)}`);
+  /** makes (or remakes) the history repository at `final`, under a lock across processes */
+  private make(source: string, base: string, final: string): Promise<void> {
+    return withLock(`${final.slice(0, -'.git'.length)}.lock`, async () => {
+      // what a polar killed while it made or removed this one left (none can be in use: the lock is ours)
+      const dir = dirname(final);
+      const stem = `${basename(final)}.`;
+      for (const name of await readdir(dir))
+        if (name.startsWith(`${stem}partial-`) || name.startsWith(`${stem}rejected-`))
+          await rm(join(dir, name), { recursive: true, force: true });
+      const why = await checkHistory(final, base, this.gitconfig);
+      if (why === null) return;
+      if (why !== 'missing' || existsSync(final)) {
+        // moved aside at once (no new checkout reads it), then removed
+        const aside = `${final}.rejected-${Math.random().toString(36).slice(2, 8)}`;
+        log.warn(`history repository ${final}: ${why}; removed and made again`);
+        await rename(final, aside).catch(() => {});
+        await rm(aside, { recursive: true, force: true });
+        await rm(final, { recursive: true, force: true });
+      }
+      await this.fetch(source, base, final);
+    });
+  }
+
+  private async fetch(source: string, base: string, final: string): Promise<void> {
+    const partial = `${final}.partial-${Math.random().toString(36).slice(2, 8)}`;
     await mkdir(partial);
-    const gitconfig = join(root, 'gitconfig');
-    if (!existsSync(gitconfig)) await writeFile(gitconfig, '[safe]\n\tdirectory = *\n');
     // the source must allow a want of a bare sha (config passed to its upload-pack through the
-    // environment); --no-tags: tags point after base too. Then the tags of base's ancestors (and of
-    // base), which reveal nothing later: setuptools-scm reads a version from them (pytest, astropy,
-    // matplotlib, xarray), as the official images keep the tags older than base_commit
+    // environment); --no-tags: tags point after base too; fetch.unpackLimit=1 keeps every fetch a pack
+    // (history-check.ts refuses loose objects). Then the tags of base's ancestors (and of base), which
+    // reveal nothing later: setuptools-scm reads a version from them (pytest, astropy, matplotlib,
+    // xarray), as the official images keep the tags older than base_commit
     const script = [
       'set -e',
       'git init -q --bare "$1"',
-      'git -C "$1" -c uploadpack.allowAnySHA1InWant=true fetch -q --no-tags --no-write-fetch-head "$2" "$3:refs/polar/base"',
+      'git -C "$1" -c fetch.unpackLimit=1 -c uploadpack.allowAnySHA1InWant=true fetch -q --no-tags --no-write-fetch-head "$2" "$3:refs/polar/base"',
       `git -C "$2" for-each-ref --merged "$3" --format='+%(refname):%(refname)' refs/tags > "$1/polar-tags"`,
-      'if [ -s "$1/polar-tags" ]; then git -C "$1" fetch -q --no-tags --no-write-fetch-head --stdin "$2" < "$1/polar-tags"; fi',
+      'if [ -s "$1/polar-tags" ]; then git -C "$1" -c fetch.unpackLimit=1 fetch -q --no-tags --no-write-fetch-head --stdin "$2" < "$1/polar-tags"; fi',
       'rm -f "$1/polar-tags"',
     ].join('\n');
     const r = await execTree('bash', ['-c', script, 'history', partial, source, base], {
-      env: gitEnv(gitconfig),
+      env: gitEnv(this.gitconfig),
       timeoutMs: FETCH_TIMEOUT_MS,
     });
     if (r.exitCode !== 0) {
@@ -136,8 +147,9 @@ export class HistoryStore {
         'check that the repository holds base_commit (git -C REPO cat-file -t BASE)',
       );
     }
+    const record = await recordHistory(partial, { source, base, gitconfig: this.gitconfig });
+    await writeFile(join(partial, HISTORY_RECORD), `${JSON.stringify(record, null, 2)}\n`);
     await rename(partial, final);
-    return final;
   }
 }
 

@@ -8,18 +8,27 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
 import { execTree, gitEnv } from '../../../src/rollout/exec.ts';
-import { HistoryStore, scrubLines } from '../../../src/rollout/runtime/history.ts';
+import {
+  CHECKOUT_SCRIPT,
+  HistoryStore,
+  historyKey,
+  scrubLines,
+} from '../../../src/rollout/runtime/history.ts';
+import { HISTORY_RECORD } from '../../../src/rollout/runtime/history-check.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
 import { futureRepos, hunterScript } from '../../support/future-repo.ts';
 import { tempDir } from '../../support/temp.ts';
 import { MINI } from './run/helpers.ts';
 
 const TASK = 'polar-fixtures__jsutil-5';
+
+const git = (dir: string, args: string[]) =>
+  execFileSync('git', ['--git-dir', dir, ...args], { env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
 
 function assertNoFuture(output: string, source: string): void {
   assert.doesNotMatch(
@@ -61,7 +70,7 @@ describe('no future history', () => {
 
   test('local runtime: the checkout holds base_commit and its ancestors only, alternates into the history repository', async () => {
     const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
-    const history = new HistoryStore();
+    const history = new HistoryStore({ cacheDir: tempDir('polar-history-cache-') });
     const runtime = new LocalRuntime({ reposDir: future.reposDir, history });
     const env = await runtime.prepare(instance!, 'agent');
     try {
@@ -73,7 +82,13 @@ describe('no future history', () => {
       const hunt = await env.exec(hunterScript(future.fixSha, null));
       assertNoFuture(hunt.output, future.reposDir);
       const alternates = readFileSync(join(env.workdir, '.git/objects/info/alternates'), 'utf8').trim();
-      assert.match(alternates, /polar-history-[^/]+\/[0-9a-f]{16}-[0-9a-f]{40}\.git\/objects$/);
+      assert.equal(
+        alternates,
+        join(
+          history.cacheDir,
+          `${historyKey(join(future.reposDir, instance!.repo), instance!.base_commit)}.git/objects`,
+        ),
+      );
       // the history repository itself: the ancestors of base only
       const all = execFileSync('git', ['--git-dir', join(alternates, '..'), 'rev-list', '--all'], {
         encoding: 'utf8',
@@ -111,21 +126,91 @@ describe('no future history', () => {
     assert.equal(existsSync(join(dir, '.git/logs')), false, 'no reflog');
   });
 
-  test('history repositories are made once per (source, base) and removed when idle beyond the kept number', async () => {
+  test('a history repository is made once per (source, base) and machine: concurrent samples and later runs share it', async () => {
     const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
-    const store = new HistoryStore({ keep: 0 });
+    const cacheDir = tempDir('polar-history-cache-');
     const source = join(future.reposDir, instance!.repo);
-    const [a, b] = await Promise.all([
-      store.acquire(source, instance!.base_commit),
-      store.acquire(source, instance!.base_commit),
+    // two runs at once (two stores: two processes' worth), two samples each
+    const [a, b, c, d] = await Promise.all([
+      new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit),
+      new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit),
+      new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit),
+      new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit),
     ]);
-    assert.equal(a.path, b.path, 'one history repository for both');
-    a.release();
-    assert.ok(existsSync(a.path), 'still in use by b');
-    b.release();
-    // removed in the background (release is synchronous): wait for it, up to 20 s on a loaded machine
-    for (let i = 0; i < 200 && existsSync(a.path); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.equal(existsSync(a.path), false, 'idle and beyond keep: removed');
-    await assert.rejects(store.acquire(source, 'f'.repeat(40)), /cannot take the history of f{40}/);
+    assert.deepEqual(new Set([a.path, b.path, c.path, d.path]).size, 1, 'one history repository for all');
+    const record = readFileSync(join(a.path, HISTORY_RECORD), 'utf8');
+    // a later run finds it as it was (not fetched again)
+    const later = await new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit);
+    assert.equal(later.path, a.path);
+    assert.equal(readFileSync(join(a.path, HISTORY_RECORD), 'utf8'), record);
+    assert.deepEqual(
+      readdirSync(cacheDir).sort(),
+      [`${historyKey(source, instance!.base_commit)}.git`, 'gitconfig'],
+      'no lock, partial or rejected folder left',
+    );
+    await assert.rejects(
+      new HistoryStore({ cacheDir }).acquire(source, 'f'.repeat(40)),
+      /cannot take the history of f{40}/,
+    );
   });
+
+  /** the ways a commit after base gets into a cached history repository (an agent with the local runtime's rights, a careless copy) */
+  const attacks: Array<[string, (history: string, source: string) => void]> = [
+    [
+      'a fetch of the fix under a branch',
+      (h, s) => git(h, ['fetch', '-q', s, `${future.fixSha}:refs/heads/leak`]),
+    ],
+    [
+      'a fetch of the fix with no ref (loose objects)',
+      (h, s) => git(h, ['fetch', '-q', '--no-write-fetch-head', s, future.fixSha]),
+    ],
+    [
+      'a pack of the fix copied in',
+      (h, s) => {
+        const other = join(tempDir('polar-history-pack-'), 'r.git');
+        git(other, ['init', '-q', '--bare']);
+        git(other, ['-c', 'fetch.unpackLimit=1', 'fetch', '-q', s, `${future.fixSha}:refs/heads/x`]);
+        const pack = readdirSync(join(other, 'objects/pack')).filter((f) => /\.(pack|idx)$/.test(f));
+        for (const f of pack) copyFileSync(join(other, 'objects/pack', f), join(h, 'objects/pack', f));
+      },
+    ],
+    [
+      'an alternates file into the source',
+      (h, s) => writeFileSync(join(h, 'objects/info/alternates'), `${s}/.git/objects\n`),
+    ],
+    ['a tag on the fix', (h, s) => git(h, ['fetch', '-q', s, 'refs/tags/v9.9.9:refs/tags/v9.9.9'])],
+  ];
+  for (const [name, attack] of attacks) {
+    test(`a cached history repository that gained the fix (${name}) is refused and made again: the next sample cannot read the fix`, async () => {
+      const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
+      const cacheDir = tempDir('polar-history-cache-');
+      const source = join(future.reposDir, instance!.repo);
+      const first = await new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit);
+      attack(first.path, source);
+      // the attack works on a history repository that is reused unchecked: a checkout from it reads the fix
+      const dir = join(tempDir('polar-history-unchecked-'), 'repo');
+      const unchecked = await execTree(
+        'bash',
+        ['-c', CHECKOUT_SCRIPT, 'x', first.path, dir, instance!.base_commit],
+        {
+          env: gitEnv(gitconfig),
+        },
+      );
+      assert.equal(unchecked.exitCode, 0, unchecked.output);
+      const leak = await execTree('bash', ['-c', hunterScript(future.fixSha, null)], {
+        cwd: dir,
+        env: gitEnv(gitconfig),
+      });
+      assert.match(leak.output, /FUTURE-FIX|v9\.9\.9/, 'the unchecked reuse leaks');
+      // polar's next sample: the check refuses it, a fresh one is made, the fix is out of reach
+      const history = new HistoryStore({ cacheDir });
+      const env = await new LocalRuntime({ reposDir: future.reposDir, history }).prepare(instance!, 'agent');
+      try {
+        const hunt = await env.exec(hunterScript(future.fixSha, null));
+        assertNoFuture(hunt.output, future.reposDir);
+      } finally {
+        await env.dispose();
+      }
+    });
+  }
 });

@@ -81,20 +81,20 @@ test('a polar killed with SIGKILL mid-sample: its reaper removes its folders; wh
   const parent = tempDir('polar-owned-');
   const out = join(parent, 'made.json');
   const src = (p: string) => JSON.stringify(pathToFileURL(join(ROOT, p)).href);
-  // a polar stand-in: a sandbox root and the history root (reaped), a spool (only named), and a grading
-  // command that runs for 5 minutes; killed mid-command
+  // a polar stand-in: a sandbox root and a local environment's root (reaped), a spool (only named), and a
+  // grading command that runs for 5 minutes; killed mid-command (the history repositories are in polar's
+  // cache since issue 46, not in temporary folders)
   const script = `import { writeFileSync } from 'node:fs';
 import { makeTempDir } from ${src('src/rollout/temp-dirs.ts')};
-import { HistoryStore } from ${src('src/rollout/runtime/history.ts')};
 import { ownedTempDir } from ${src('src/util/owned-temp.ts')};
 import { execTree } from ${src('src/rollout/exec.ts')};
 const parent = ${JSON.stringify(parent)};
 const sandbox = await makeTempDir(parent, 'sandbox');
 writeFileSync(sandbox + '/test_patch.diff', 'the hidden tests');
-const history = await new HistoryStore({ tmpRoot: parent })['root']();
+const local = await makeTempDir(parent, 'eval');
 const spool = await ownedTempDir(parent, 'build');
 const run = execTree('sleep', ['300'], { timeoutMs: 600000 });
-writeFileSync(${JSON.stringify(out)}, JSON.stringify({ reaped: [sandbox, history], spool }));
+writeFileSync(${JSON.stringify(out)}, JSON.stringify({ reaped: [sandbox, local], spool }));
 await run;`;
   const polar = () =>
     spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
@@ -110,7 +110,7 @@ await run;`;
   for (const dir of [...one.reaped, one.spool]) assert.ok(existsSync(dir), dir);
   first.kill('SIGKILL');
   for (let i = 0; i < 500 && one.reaped.some(existsSync); i++) await new Promise((r) => setTimeout(r, 20));
-  assert.deepEqual(one.reaped.filter(existsSync), [], 'the reaper removed the sandbox and history folders');
+  assert.deepEqual(one.reaped.filter(existsSync), [], 'the reaper removed the sandbox and local folders');
   assert.ok(await endsWithin(first.pid!, 5_000));
   // the spool is named, not reaped (as any folder is when its polar's reaper died with it): the next
   // polar's first folder in that parent removes it
