@@ -15,6 +15,7 @@ import { PI_APIS } from '../src/harnesses/pi.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import { DEFAULTS, type Default, withDefault } from '../src/options/defaults.ts';
 import {
+  absolutePath,
   bytes,
   cluster,
   collect,
@@ -236,6 +237,7 @@ export const reportFlags = (what: string): Flag[] => [
 export const ENV_CACHE_FLAG: Flag = {
   flags: '--env-cache <dir>',
   help: 'where environments built from the specs are kept',
+  parse: absolutePath,
   default: DEFAULTS.envCache,
 };
 

@@ -4,6 +4,7 @@
  * integer", "is not one of a, b"); src/cli.ts prefixes it with the flag and the value, so every bad value
  * reads `polar: error: --samples 0: expected a positive integer`.
  */
+import { resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { type Grader, type GroupBy, OVERLONG_MODES, type OverlongMode } from './defaults.ts';
 import { didYouMean } from './suggest.ts';
@@ -187,6 +188,15 @@ export const url: Parser<string> = (v) => {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw new InvalidArgumentError('expected an http(s) URL, e.g. http://127.0.0.1:8000/v1');
   return v;
+};
+
+/**
+ * a folder or file, made absolute against the working directory once, here: a path that reaches
+ * commands in other working directories (a sandbox's bind, a sample's temp dir) must not move with them
+ */
+export const absolutePath: Parser<string> = (v) => {
+  if (v.trim() === '') throw new InvalidArgumentError('expected a path');
+  return resolve(v);
 };
 
 /** comma-separated words, empty items dropped */

@@ -29,7 +29,7 @@ import { recipeFor } from './recipe.ts';
 import { type CachedEnv, EnvBuildError, type EnvRecipe, type PythonInfo } from './types.ts';
 
 /** bump when what a build does changes (every cached environment is then built again) */
-export const BUILDER_VERSION = 1;
+export const BUILDER_VERSION = 2;
 export const MANIFEST = 'polar-env.json';
 
 export interface EnvironmentsOptions {
@@ -108,10 +108,16 @@ export function pipEnv(extra: Record<string, string> = {}): Record<string, strin
   };
 }
 
-/** The hash of what builds an environment. */
+/**
+ * The hash of what builds an environment, and of the (repository, version) it is for: the one key of an
+ * environment, computed here only, so `polar env build` and every sample agree on it. Two versions whose
+ * specs read alike (sympy 1.1 to 1.12) get an environment each, named by their own version.
+ */
 export function envKey(recipe: EnvRecipe, python: PythonInfo): string {
   const what = {
     builder: BUILDER_VERSION,
+    repo: recipe.repo,
+    version: recipe.version,
     hook: GUARD_HOOK,
     python: { executable: python.executable, version: python.version },
     requirements: recipe.requirements,
@@ -173,7 +179,10 @@ export class Environments {
     return recipe ? this.ensure(recipe) : null;
   }
 
-  /** An environment for a recipe: from the cache, or built (once per process, under a lock across them). */
+  /**
+   * An environment for a recipe: from the cache, or built (once per process, under a lock across them).
+   * Its `recipe` is the caller's: the per-sample steps (pre_install, install) are not part of the key.
+   */
   async ensure(recipe: EnvRecipe): Promise<CachedEnv> {
     const python = await findPython(
       { spec: recipe.python, for: `the spec of ${recipe.repo} ${recipe.version}` },
@@ -188,7 +197,7 @@ export class Environments {
       // nothing of it is on disk, so the next run (--resume) builds it afresh
       promise.catch(() => {});
     }
-    return promise;
+    return { ...(await promise), recipe };
   }
 
   private async cachedOrBuilt(recipe: EnvRecipe, python: PythonInfo, key: string): Promise<CachedEnv> {

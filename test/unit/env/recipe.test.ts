@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { SweInstance } from '../../../src/rollout/dataset.ts';
-import { envKey, pipFailure } from '../../../src/rollout/env/build.ts';
+import { envKey, envName, pipFailure } from '../../../src/rollout/env/build.ts';
 import { findPython, pythonCandidates } from '../../../src/rollout/env/python.ts';
 import { recipeFor, wantsEnvironment } from '../../../src/rollout/env/recipe.ts';
 import { EnvBuildError } from '../../../src/rollout/env/types.ts';
@@ -178,6 +178,13 @@ test('the key changes with what builds the environment, and only with that', asy
   assert.notEqual(envKey({ ...r, requirements: ['x'] }, py), k);
   assert.notEqual(envKey(r, { ...py, version: '3.9.19' }), k);
   assert.notEqual(envKey(r, { ...py, executable: '/opt/python3.9' }), k);
+  // sympy 1.1, 1.7 and 1.12 read alike: each version its own environment, named by it
+  const sympy = async (version: string) =>
+    (await recipeFor(row({ repo: 'sympy/sympy', version }), '/nonexistent'))!;
+  const [v17, v112] = [await sympy('1.7'), await sympy('1.12')];
+  assert.deepEqual({ ...v17, version: '' }, { ...v112, version: '' });
+  assert.notEqual(envKey(v17, py), envKey(v112, py));
+  assert.match(envName(v112, envKey(v112, py)), /^sympy__sympy-1\.12-[0-9a-f]{12}$/);
 });
 
 test('Python X.Y is looked for on PATH (not in pyenv shims), in pyenv versions, newest patch first', () => {
