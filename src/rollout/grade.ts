@@ -9,6 +9,7 @@
  * structured report, canaries; docs/eval.md, "Grading integrity".
  */
 import type { SweInstance } from './dataset.ts';
+import { installCause } from './env/layer.ts';
 import { EnvBuildError } from './env/types.ts';
 import { evalScriptFor } from './eval-script.ts';
 import {
@@ -150,11 +151,12 @@ async function installSample(
   durations.install = installed.durationMs;
   if (installed.ok) return installed.output;
   const patchBroke = await baseInstallWorks(runtime, instance, environment.cached.key);
+  const cause = installCause(installed.output);
   return result({
     status: patchBroke ? 'unresolved' : 'error',
     reason: patchBroke
       ? `the patch breaks the repository's install step (${installed.step})`
-      : `environment ${environment.cached.name}: the install step fails on the unpatched tree too (${installed.step})`,
+      : `environment ${environment.cached.name}: the install step fails on the unpatched tree too (${installed.step})${cause ? `: ${cause}` : ''}`,
     durations_ms: durations,
     log: installed.output,
     environment: environment.cached.name,

@@ -21,15 +21,17 @@ import { log } from '../../util/log.ts';
 import { plural } from '../../util/plural.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { SweInstance } from '../dataset.ts';
+import { commitBuildRequirements } from './build-requirements.ts';
 import { openBuildSandbox, sandboxLine, writeInside } from './build-sandbox.ts';
 import { GUARD_HOOK, GUARD_MODULE, GUARD_PTH } from './guard.ts';
 import { withLock } from './lock.ts';
 import { findPython } from './python.ts';
 import { recipeFor } from './recipe.ts';
 import { type CachedEnv, EnvBuildError, type EnvRecipe, type PythonInfo } from './types.ts';
+import { ensureWheelhouse, wheelhouseOf } from './wheelhouse.ts';
 
 /** bump when what a build does changes (every cached environment is then built again) */
-export const BUILDER_VERSION = 2;
+export const BUILDER_VERSION = 3; // 3: an environment holds its wheelhouse (issue 46)
 export const MANIFEST = 'polar-env.json';
 
 export interface EnvironmentsOptions {
@@ -145,6 +147,8 @@ export function buildSteps(recipe: EnvRecipe, dir: string): BuildStep[] {
 export class Environments {
   private readonly building = new Map<string, Promise<CachedEnv>>();
   private readonly recipes = new Map<string, Promise<EnvRecipe | null>>();
+  /** the build requirements fetched per (environment, tree) in this process */
+  private readonly wheels = new Map<string, Promise<void>>();
 
   constructor(readonly options: EnvironmentsOptions) {}
 
@@ -173,10 +177,31 @@ export class Environments {
     return promise;
   }
 
-  /** The instance's environment, built if it is not in the cache; null when the instance gets none. */
+  /**
+   * The instance's environment, built if it is not in the cache, with the build requirements of the
+   * instance's tree in its wheelhouse (wheelhouse.ts); null when the instance gets none.
+   */
   async forInstance(instance: SweInstance): Promise<CachedEnv | null> {
     const recipe = await this.recipe(instance);
-    return recipe ? this.ensure(recipe) : null;
+    if (!recipe) return null;
+    const cached = await this.ensure(recipe);
+    const key = `${cached.key}\0${instance.repo}\0${instance.base_commit}`;
+    let wheels = this.wheels.get(key);
+    if (!wheels) {
+      wheels = (async () => {
+        const reqs = await commitBuildRequirements(this.repoDir(instance.repo), instance.base_commit);
+        await ensureWheelhouse(cached, reqs, {
+          commit: instance.base_commit,
+          env: pipEnv(this.options.env),
+          failure: pipFailure,
+          ...(this.options.stepTimeoutMs ? { timeoutMs: this.options.stepTimeoutMs } : {}),
+        });
+      })();
+      this.wheels.set(key, wheels);
+      wheels.catch(() => {});
+    }
+    await wheels;
+    return cached;
   }
 
   /**
@@ -276,7 +301,11 @@ export class Environments {
       .split('\n')
       .at(-1)!;
     await sandbox.close();
-    // (what the build left in the folder is its own: polar's files are written new, inside it)
+    // (what the build left in the folder is its own: polar's files are written new, inside it, and the
+    // wheelhouse is made new, a folder of polar's: a link the build left there would be bound writable
+    // when the build requirements are fetched)
+    await rm(wheelhouseOf(dir), { recursive: true, force: true });
+    await mkdir(wheelhouseOf(dir));
     await writeInside(dir, join(sitePackages, `${GUARD_MODULE}.py`), GUARD_HOOK);
     await writeInside(dir, join(sitePackages, `${GUARD_MODULE}.pth`), GUARD_PTH);
     // what is installed, from the dist-info folders (as `pip freeze` would list it, without its start-up)

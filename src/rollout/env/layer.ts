@@ -14,7 +14,7 @@
  */
 import { shellQuote } from '../patch.ts';
 import type { InstanceEnv } from '../runtime/types.ts';
-import { pipEnv } from './build.ts';
+import { pipEnv, pipFailure } from './build.ts';
 import { guardReport, judgeGuard, testProgram } from './guard.ts';
 import {
   type CachedEnv,
@@ -23,17 +23,41 @@ import {
   type InstallOutcome,
   type SampleEnvironment,
 } from './types.ts';
+import { wheelhouseOf } from './wheelhouse.ts';
 
 /** The layer's folder inside a sample's scratch folder. */
 export const layerDir = (scratch: string) => `${scratch}/polar-env`;
 
-/** What every command of a sample whose layer is at `layer` gets. */
+/**
+ * What every command of a sample whose layer is at `layer` gets. pip is offline and finds only the
+ * environment's wheelhouse (wheelhouse.ts: the build requirements of the sample's tree), in the sandbox
+ * (no network) and on this machine alike: the install step needs nothing the environment does not hold,
+ * and one that does fails at once, naming it.
+ */
 export function environmentView(cached: CachedEnv, layer: string): EnvironmentView {
   return {
     path: [`${layer}/bin`, `${cached.dir}/bin`],
-    env: { VIRTUAL_ENV: layer, ...pipEnv() },
+    env: {
+      VIRTUAL_ENV: layer,
+      ...pipEnv(),
+      PIP_NO_INDEX: '1',
+      PIP_FIND_LINKS: wheelhouseOf(cached.dir),
+    },
     mounts: [cached.dir, cached.python.prefix],
   };
+}
+
+/**
+ * Why an install step failed, in pip's own words when pip says (the requirement it could not find,
+ * and whether it was a build requirement, which the environment's wheelhouse should hold), or null.
+ */
+export function installCause(output: string): string | null {
+  const pipSaid = /No matching distribution found|ERROR: |error: /.test(output);
+  if (!pipSaid) return null;
+  const cause = pipFailure(output);
+  if (/Installing build dependencies[^\n]*: finished with status 'error'/.test(output))
+    return `a build requirement is missing: ${cause} (pip is offline in a sample; the environment's wheelhouse holds the build requirements polar read from the tree)`;
+  return cause;
 }
 
 /** Makes the layer (Python 3.5+): the venv, the .pth onto the cached site-packages, the scripts. */
@@ -132,8 +156,9 @@ export async function setUpForAgent(env: InstanceEnv): Promise<string | undefine
   if (!environment) return undefined;
   const installed = await environment.install();
   if (!installed.ok) {
+    const cause = installCause(installed.output);
     throw new EnvBuildError(
-      `environment ${environment.cached.name}: the install step fails on the unpatched tree (${installed.step})`,
+      `environment ${environment.cached.name}: the install step fails on the unpatched tree (${installed.step})${cause ? `: ${cause}` : ''}`,
       installed.output,
     );
   }
