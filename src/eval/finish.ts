@@ -22,7 +22,7 @@ export function finish(
   if (report.total > 0 && report.counts.error === report.total) {
     throw new PolarError(`the evaluation failed: all ${plural(report.total, 'sample')} ended in an error`, {
       exitCode: EXIT.failure,
-      hint: `first error: ${report.errors[0]?.reason ?? 'unknown'}`,
+      hint: `first error: ${report.errors[0]?.reason ?? Object.values(report.excluded?.invalid_environment.environments ?? {})[0] ?? 'unknown'}`,
     });
   }
   if (report.counts.error > 0)

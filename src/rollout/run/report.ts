@@ -48,6 +48,11 @@ export const resultLineSchema = z.looseObject({
     })
     .nullable()
     .optional(),
+  /**
+   * set on an `error` sample that got no run because its environment failed validation
+   * (src/rollout/validate.ts); the report counts these apart (`excluded`)
+   */
+  excluded: z.literal('invalid_environment').optional(),
   /** the official version whose rules graded the sample ('4.1', '5'); null when no test log graded it */
   official_version: z.string().nullable().optional(),
   durations_ms: z
@@ -103,6 +108,20 @@ export const reportSchema = z.looseObject({
   official_versions: z.record(z.string(), z.number()),
   overhead_ms: z.object({ mean: z.number(), max: z.number() }),
   errors: z.array(z.object({ instance_id: z.string(), sample: z.number(), reason: z.string().nullable() })),
+  /**
+   * samples with no score because their environment failed validation: in `counts.error`, left out of
+   * pass@1, pass@k, per_repo and `errors` (absent in older reports)
+   */
+  excluded: z
+    .object({
+      invalid_environment: z.object({
+        instances: z.number().int().nonnegative(),
+        samples: z.number().int().nonnegative(),
+        /** environment name -> why it failed validation */
+        environments: z.record(z.string(), z.string()),
+      }),
+    })
+    .optional(),
   created_at: z.string(),
 });
 export type Report = z.infer<typeof reportSchema>;
@@ -130,7 +149,7 @@ export function meanStd(values: number[]): { mean: number | null; std: number | 
 }
 
 export function buildReport(
-  results: ResultLine[],
+  all: ResultLine[],
   context: {
     dataset: string;
     agent: string;
@@ -141,8 +160,13 @@ export function buildReport(
   },
 ): Report {
   const counts: Record<GradeStatus, number> = { resolved: 0, unresolved: 0, empty_patch: 0, error: 0 };
-  for (const r of results) counts[r.status]++;
-  const n = context.instances.length;
+  for (const r of all) counts[r.status]++;
+  // samples of an environment that failed validation are no measurement: counted apart, scored nowhere
+  const excludedLines = all.filter((r) => r.excluded === 'invalid_environment');
+  const excludedIds = new Set(excludedLines.map((r) => r.instance_id));
+  const results = all.filter((r) => r.excluded !== 'invalid_environment');
+  const instances = context.instances.filter((id) => !excludedIds.has(id));
+  const n = instances.length;
   // a figure is made of results only: a sample without any (an interrupted run) has no pass@1
   const rates = (solved: (r: ResultLine) => boolean) => {
     const perSample: Array<number | null> = [];
@@ -152,7 +176,7 @@ export function buildReport(
     }
     return { ...meanStd(perSample.filter((a): a is number => a !== null)), per_sample: perSample };
   };
-  const pending = Math.max(0, n * context.samples - results.length);
+  const pending = Math.max(0, context.instances.length * context.samples - all.length);
   const byInstance = new Map<string, { n: number; c: number }>();
   for (const r of results) {
     const e = byInstance.get(r.instance_id) ?? { n: 0, c: 0 };
@@ -166,7 +190,7 @@ export function buildReport(
   );
   for (const k of ks) {
     let sum = 0;
-    for (const id of context.instances) {
+    for (const id of instances) {
       const e = byInstance.get(id);
       // samples never run count as failures
       sum += e ? passAtK(Math.max(e.n, context.samples), e.c, k) : 0;
@@ -201,9 +225,9 @@ export function buildReport(
     agent: context.agent,
     model: context.model,
     runtime: context.runtime,
-    instances: n,
+    instances: context.instances.length,
     samples: context.samples,
-    total: results.length,
+    total: all.length,
     pending,
     counts,
     pass_at_1: rates((r) => r.resolved),
@@ -224,6 +248,19 @@ export function buildReport(
     errors: results
       .filter((r) => r.status === 'error')
       .map((r) => ({ instance_id: r.instance_id, sample: r.sample, reason: r.reason })),
+    ...(excludedLines.length > 0
+      ? {
+          excluded: {
+            invalid_environment: {
+              instances: excludedIds.size,
+              samples: excludedLines.length,
+              environments: Object.fromEntries(
+                excludedLines.map((r) => [String(r.environment ?? r.instance_id), r.reason ?? '']),
+              ),
+            },
+          },
+        }
+      : {}),
     created_at: new Date().toISOString(),
   };
 }
@@ -268,6 +305,14 @@ export function formatReport(report: Report): string {
         `${repo.padEnd(width)}  ${String(e.instances).padStart(9)}  ${`${e.resolved}/${e.samples}`.padStart(8)}  ${pct(e.rate).padStart(6)}`,
       );
     }
+  }
+  const excluded = report.excluded?.invalid_environment;
+  if (excluded) {
+    out.push('');
+    out.push(
+      `excluded: ${excluded.instances} instances (${excluded.samples} samples) whose environment failed validation, left out of pass@1:`,
+    );
+    for (const [name, why] of Object.entries(excluded.environments)) out.push(`  ${name}: ${why}`);
   }
   if (report.errors.length > 0) {
     out.push('');

@@ -9,7 +9,6 @@
  * interrupt, which is neither graded nor recorded and runs again on --resume.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CAPTURE_VERSION, type GradingRecord } from '../../capture/record.ts';
 import { log } from '../../util/log.ts';
@@ -24,10 +23,13 @@ import type { GradeResult } from '../grade.ts';
 import { recordFinished } from '../judge/finish.ts';
 import type { RewardSetup } from '../judge/setup.ts';
 import type { Runtime } from '../runtime/types.ts';
+import type { EnvValidation } from '../validate.ts';
 import { runAgentPhase } from './agent-phase.ts';
-import { EVAL_FILES, samplePredictionsFile } from './files.ts';
+import { ExcludedSample, invalidEnvironment } from './excluded.ts';
+import { EVAL_FILES } from './files.ts';
 import { gradePhase } from './grade-phase.ts';
 import { prepareOut, setAside } from './out.ts';
+import { writePredictions } from './predictions.ts';
 import { Progress } from './progress.ts';
 import { buildReport, type Report, type ResultLine } from './report.ts';
 import { readResults, sampleKey } from './results.ts';
@@ -63,6 +65,11 @@ export interface EvalOptions extends EvalPlan {
   meta?: Record<string, string>;
   /** where this run's samples run (a Slurm shard's node and job): each result line's `cluster` */
   clusterTag?: Record<string, unknown>;
+  /**
+   * the check that a polar-built environment works before its samples are scored (src/rollout/validate.ts);
+   * default: one on the runtime's environments when polar grades the samples itself; null: none
+   */
+  validation?: EnvValidation | null;
 }
 
 export interface EvalOutcome {
@@ -105,7 +112,11 @@ async function runSample(
   let grade: GradeResult | null = null;
   let verified: number | null = null;
   let failure: string | null = null;
+  let excluded: { environment: string; reason: string } | null = null;
   try {
+    excluded = await invalidEnvironment(options, instance);
+    // an environment that failed validation: no agent run, no grade, an error counted apart
+    if (excluded) throw new ExcludedSample(excluded.reason);
     const phase = await runAgentPhase(options, instance, sample, capturePath);
     if (phase === null) return null;
     ({ agent, agentMs, patch, failure } = phase);
@@ -153,7 +164,8 @@ async function runSample(
     pass_to_pass: grade?.pass_to_pass ?? null,
     test_exit_code: grade?.test_exit_code ?? null,
     official_version: grade?.official_version ?? null,
-    environment: grade?.environment ?? null,
+    environment: grade?.environment ?? excluded?.environment ?? null,
+    ...(excluded ? { excluded: 'invalid_environment' as const } : {}),
     ...(verified !== null ? { grader: 'verifier' } : {}),
     durations_ms: {
       total,
@@ -181,36 +193,6 @@ async function runSample(
     );
   }
   return line;
-}
-
-/** predictions.jsonl (sample 0) and, with several samples, predictions/sample-<j>.jsonl. */
-async function writePredictions(
-  out: string,
-  plan: EvalPlan,
-  results: Map<string, ResultLine>,
-): Promise<void> {
-  for (let j = 0; j < plan.samples; j++) {
-    const lines: string[] = [];
-    for (const instance of plan.instances) {
-      const r = results.get(sampleKey(instance.instance_id, j));
-      if (!r) continue;
-      const patchFile = String(r.patch_file ?? '');
-      const patch = patchFile && existsSync(patchFile) ? await readFile(patchFile, 'utf8') : '';
-      lines.push(
-        JSON.stringify({
-          instance_id: instance.instance_id,
-          model_name_or_path: plan.agent.modelName,
-          model_patch: patch,
-        }),
-      );
-    }
-    const body = lines.length ? `${lines.join('\n')}\n` : '';
-    if (j === 0) await writeAtomic(join(out, EVAL_FILES.predictions), body);
-    if (plan.samples > 1) {
-      await mkdirPrivate(join(out, EVAL_FILES.predictionsDir));
-      await writeAtomic(join(out, EVAL_FILES.predictionsDir, samplePredictionsFile(j)), body);
-    }
-  }
 }
 
 /** One (instance, sample) of a run. */

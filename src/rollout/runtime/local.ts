@@ -57,6 +57,10 @@ export class LocalRuntime implements Runtime {
     this.options = { ...options, reposDir: resolve(options.reposDir) };
   }
 
+  get environments(): Environments | undefined {
+    return this.options.environments;
+  }
+
   repoPath(repo: string): string {
     return sourceRepo(this.options.reposDir, repo);
   }

@@ -100,6 +100,10 @@ export class SandboxRuntime implements Runtime {
     this.options = { ...options, reposDir: resolve(options.reposDir) };
   }
 
+  get environments(): Environments | undefined {
+    return this.options.environments;
+  }
+
   repoPath(repo: string): string {
     return sourceRepo(this.options.reposDir, repo);
   }

@@ -15,6 +15,7 @@
  */
 
 import type { SweInstance } from '../dataset.ts';
+import type { Environments } from '../env/build.ts';
 import type { SampleEnvironment } from '../env/types.ts';
 import type { ExecResult } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
@@ -147,6 +148,8 @@ export interface Runtime {
    * /polar in a container (docker.ts CONTAINER_NODE); default host
    */
   readonly placement?: 'host' | 'container';
+  /** the Python environments it builds from the specs (src/rollout/env/), absent where it builds none */
+  readonly environments?: Environments;
   /** verifies the runtime can be used at all (engine reachable, repos dir present); throws EnvironmentError */
   check(instances: SweInstance[]): Promise<void>;
   /** a fresh environment at the instance's base_commit */
