@@ -6,8 +6,10 @@
  * state into fixtures/swe/wheels/ (ignored: what an environment's pip installs as the released base
  * version). With --write it also regenerates fixtures/swe/mini.jsonl from fixtures/swe/tasks/<id>/
  * (meta.json, fix/ = files after the gold fix, tests/ = test files after the test patch), diffing with
- * git, and fixtures/swe/envs.jsonl from fixtures/swe/env-tasks/<id>/ (rows whose environment polar
- * builds: `pip_packages`, `install`).
+ * git, fixtures/swe/envs.jsonl from fixtures/swe/env-tasks/<id>/ (rows whose environment polar
+ * builds: `pip_packages`, `install`) and fixtures/swe/shapes.jsonl from fixtures/swe/shape-tasks/<id>/
+ * (environments in the shapes real repositories have: a `[build-system]` build requirement, a test
+ * runner that crashes on a newer Python).
  *
  *   node --import tsx scripts/swe-fixtures.ts            build repos, check mini.jsonl is current
  *   node --import tsx scripts/swe-fixtures.ts --write    build repos, rewrite mini.jsonl
@@ -140,11 +142,23 @@ function diffAfter(repoDir: string, overlay: string): string {
   }
 }
 
-/** The wheels of the repositories with an in-tree build backend, built at their base state. */
+/**
+ * The wheels of the repositories with an in-tree build backend, built at their base state, and of the
+ * build backends in fixtures/swe/backends/ (each builds itself: what an index would hold for them).
+ */
 export function ensureFixtureWheels(options: { root?: string; wheelsDir?: string } = {}): string {
   const root = options.root ?? ROOT;
   const wheelsDir = options.wheelsDir ?? join(root, 'wheels');
   mkdirSync(wheelsDir, { recursive: true });
+  const backends = join(root, 'backends');
+  for (const name of existsSync(backends) ? readdirSync(backends).sort() : []) {
+    const module = name.replaceAll('-', '_');
+    const code = `import sys; sys.path.insert(0, 'src'); import ${module}; print(${module}.build_wheel(sys.argv[1]))`;
+    execFileSync('python3', ['-c', code, wheelsDir], {
+      cwd: join(backends, name),
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    });
+  }
   for (const repo of repoNames(root)) {
     const src = join(root, 'src', ...repo.split('/'));
     const pyproject = join(src, 'pyproject.toml');
@@ -207,6 +221,8 @@ export function generateRows(
 
 export const MINI_DATASET = join(ROOT, 'mini.jsonl');
 export const ENVS_DATASET = join(ROOT, 'envs.jsonl');
+/** rows of the environment shapes met on real repositories (fixtures/swe/shape-tasks) */
+export const SHAPES_DATASET = join(ROOT, 'shapes.jsonl');
 export const FIXTURE_REPOS = join(ROOT, 'repos');
 export const FIXTURE_WHEELS = join(ROOT, 'wheels');
 
@@ -215,6 +231,7 @@ function main(argv: string[]): number {
   for (const [file, tasks] of [
     [MINI_DATASET, 'tasks'],
     [ENVS_DATASET, 'env-tasks'],
+    [SHAPES_DATASET, 'shape-tasks'],
   ] as const) {
     const rows = generateRows({ tasks });
     const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
