@@ -32,6 +32,7 @@ import type { SweInstance } from '../dataset.ts';
 import { withLock } from '../env/lock.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import { checkHistory, HISTORY_RECORD, recordHistory } from './history-check.ts';
+import { checkTree, makeTree } from './tree.ts';
 import { RuntimeError } from './types.ts';
 
 /** Fetching the ancestors of a base commit of a large repository takes minutes (sympy: ~18 s to ~100 s). */
@@ -40,6 +41,8 @@ const FETCH_TIMEOUT_MS = 30 * 60_000;
 export interface HistoryLease {
   /** the bare history repository (objects: the ancestors of base_commit only) */
   path: string;
+  /** the pristine tree of base_commit checked out from it, to copy (tree.ts COPY_SCRIPT) */
+  tree: string;
   release(): void;
 }
 
@@ -83,18 +86,42 @@ export class HistoryStore {
     if (!existsSync(this.gitconfig)) await writeFile(this.gitconfig, '[safe]\n\tdirectory = *\n');
     for (let attempt = 0; ; attempt++) {
       const why = await checkHistory(path, base, this.gitconfig);
-      if (why === null) return { path, release: () => {} };
+      if (why === null) break;
       if (attempt > 0)
         throw new RuntimeError(
           `the history repository of ${base} (${path}) fails its check right after it was made: ${why}`,
         );
-      let building = this.building.get(key);
-      if (!building) {
-        building = this.make(source, base, path).finally(() => this.building.delete(key));
-        this.building.set(key, building);
-      }
-      await building;
+      await this.once(key, () => this.make(source, base, path));
     }
+    const tree = join(this.cacheDir, `${key}.tree`);
+    const what = { base, history: path, gitconfig: this.gitconfig, checkout: CHECKOUT_SCRIPT };
+    for (let attempt = 0; ; attempt++) {
+      const why = await checkTree(tree, what);
+      if (why === null) return { path, tree, release: () => {} };
+      if (attempt > 0)
+        throw new RuntimeError(
+          `the tree of ${base} (${tree}) fails its check right after it was made: ${why}`,
+        );
+      await this.once(`${key}.tree`, () =>
+        withLock(`${path.slice(0, -'.git'.length)}.lock`, async () => {
+          const again = await checkTree(tree, what);
+          if (again === null) return;
+          if (again !== 'missing')
+            log.warn(`the tree of ${base} (${tree}): ${again}; removed and made again`);
+          await makeTree(tree, what);
+        }),
+      );
+    }
+  }
+
+  /** one `make` per key at a time in this process (concurrent samples wait for the same one) */
+  private async once(key: string, make: () => Promise<void>): Promise<void> {
+    let building = this.building.get(key);
+    if (!building) {
+      building = make().finally(() => this.building.delete(key));
+      this.building.set(key, building);
+    }
+    await building;
   }
 
   /** makes (or remakes) the history repository at `final`, under a lock across processes */

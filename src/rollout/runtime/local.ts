@@ -1,8 +1,8 @@
 /**
- * The local runtime: a fresh checkout of base_commit in a temp dir, commands run on this machine with
- * no isolation (a convenience runtime for trusted agents, not a sandbox). The checkout is a
- * `clone --shared` of the history repository of (DIR/<owner>/<name>, base_commit) (history.ts), so it
- * holds base_commit's ancestors and the tags that point at them, nothing later.
+ * The local runtime: a fresh tree of base_commit in a temp dir, commands run on this machine with
+ * no isolation (a convenience runtime for trusted agents, not a sandbox). The tree is a copy of the
+ * pristine checkout (tree.ts) of the history repository of (DIR/<owner>/<name>, base_commit)
+ * (history.ts), so it holds base_commit's ancestors and the tags that point at them, nothing later.
  * With `environments` (src/rollout/env/), an instance whose spec or row asks for a Python environment gets the
  * cached one (built on demand) and a per-sample layer in the temp dir: every command runs with the
  * layer and the environment first on PATH, then the host environments (--env-dir).
@@ -18,7 +18,8 @@ import type { SampleEnvironment } from '../env/types.ts';
 import { execTree, gitEnv } from '../exec.ts';
 import type { EnvSetup } from '../specs.ts';
 import { makeTempDir, removeTempDir } from '../temp-dirs.ts';
-import { CHECKOUT_SCRIPT, checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';
+import { checkSourceRepos, type HistoryStore, historyStore, sourceRepo } from './history.ts';
+import { COPY_SCRIPT } from './tree.ts';
 import {
   type EnvExecOptions,
   type EnvironmentResolver,
@@ -81,11 +82,10 @@ export class LocalRuntime implements Runtime {
     const gitconfig = join(root, 'gitconfig');
     await writeFile(gitconfig, '');
     try {
-      const result = await execTree(
-        'bash',
-        ['-c', CHECKOUT_SCRIPT, 'prepare', lease.path, workdir, instance.base_commit],
-        { env: gitEnv(gitconfig), timeoutMs: 120_000 },
-      );
+      const result = await execTree('bash', ['-c', COPY_SCRIPT, 'prepare', lease.tree, workdir], {
+        env: gitEnv(gitconfig),
+        timeoutMs: 120_000,
+      });
       if (result.exitCode !== 0) {
         throw new RuntimeError(
           `cannot check out ${instance.repo} at ${instance.base_commit}: ${result.output.trim().split('\n').pop() ?? ''}`,

@@ -25,7 +25,6 @@ import { makeTempDir, removeTempDir } from '../temp-dirs.ts';
 import { type Bridge, hostPort, openBridge } from './bridge.ts';
 import { type Bind, bwrapArgs, inCgroup, type SandboxSpec, systemLayout } from './bwrap.ts';
 import {
-  CHECKOUT_SCRIPT,
   checkSourceRepos,
   type HistoryLease,
   type HistoryStore,
@@ -34,6 +33,7 @@ import {
 } from './history.ts';
 import { checkCgroupParent, classifyEnd, SandboxCgroup } from './limits.ts';
 import { probeSandbox } from './probe.ts';
+import { COPY_SCRIPT } from './tree.ts';
 import {
   type EnvExecOptions,
   type EnvironmentResolver,
@@ -156,8 +156,8 @@ export class SandboxRuntime implements Runtime {
         (await this.options.hostEnvironments?.(instance, purpose)) ?? null,
       );
       const env = new SandboxEnv(this, root, lease, host, owner?.uid ?? null, cgroup, cached !== null);
-      const checkout = await env.exec(CHECKOUT_SCRIPT, {
-        args: [lease.path, SANDBOX_TESTBED, instance.base_commit],
+      const checkout = await env.exec(COPY_SCRIPT, {
+        args: [lease.tree, SANDBOX_TESTBED],
         timeoutMs: 120_000,
       });
       if (checkout.exitCode !== 0) {
@@ -206,6 +206,8 @@ class SandboxEnv implements InstanceEnv {
       { host: join(this.root, 'scratch'), inside: SANDBOX_SCRATCH, writable: true },
       { host: join(this.root, 'home'), inside: SANDBOX_HOME, writable: true },
       { host: this.lease.path, inside: this.lease.path },
+      // the pristine tree each sample's tree is copied from (read-only: the base_commit it already has)
+      { host: this.lease.tree, inside: this.lease.tree },
       ...(this.host?.mounts ?? []).map((m) => ({ host: m, inside: m })),
     ];
     if (!process.execPath.startsWith('/usr/'))

@@ -8,7 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadDataset } from '../../../src/rollout/dataset.ts';
@@ -21,6 +29,7 @@ import {
 } from '../../../src/rollout/runtime/history.ts';
 import { HISTORY_RECORD } from '../../../src/rollout/runtime/history-check.ts';
 import { LocalRuntime } from '../../../src/rollout/runtime/local.ts';
+import { COPY_SCRIPT } from '../../../src/rollout/runtime/tree.ts';
 import { futureRepos, hunterScript } from '../../support/future-repo.ts';
 import { tempDir } from '../../support/temp.ts';
 import { MINI } from './run/helpers.ts';
@@ -145,7 +154,9 @@ describe('no future history', () => {
     assert.equal(readFileSync(join(a.path, HISTORY_RECORD), 'utf8'), record);
     assert.deepEqual(
       readdirSync(cacheDir).sort(),
-      [`${historyKey(source, instance!.base_commit)}.git`, 'gitconfig'],
+      ['.git', '.tree', '.tree.json']
+        .map((x) => `${historyKey(source, instance!.base_commit)}${x}`)
+        .concat('gitconfig'),
       'no lock, partial or rejected folder left',
     );
     await assert.rejects(
@@ -208,6 +219,51 @@ describe('no future history', () => {
       try {
         const hunt = await env.exec(hunterScript(future.fixSha, null));
         assertNoFuture(hunt.output, future.reposDir);
+      } finally {
+        await env.dispose();
+      }
+    });
+  }
+
+  /** what an unsandboxed run could leave in the pristine tree every later sample is copied from */
+  const treeAttacks: Array<[string, (tree: string) => void]> = [
+    [
+      'a changed source file (a planted fix)',
+      (t) => writeFileSync(join(t, 'src/chunk.js'), 'FUTURE-FIX planted\n'),
+    ],
+    [
+      'a source file changed in place, its size and mtime kept',
+      (t) => {
+        const file = join(t, 'src/chunk.js');
+        const { size, mtime } = statSync(file);
+        writeFileSync(file, 'FUTURE-FIX'.padEnd(size, ' '));
+        utimesSync(file, mtime, mtime);
+      },
+    ],
+    [
+      'an active hook',
+      (t) => writeFileSync(join(t, '.git/hooks/post-checkout'), '#!/bin/sh\necho FUTURE-FIX\n'),
+    ],
+    ['an untracked file', (t) => writeFileSync(join(t, 'FUTURE-FIX.txt'), 'FUTURE-FIX\n')],
+  ];
+  for (const [name, attack] of treeAttacks) {
+    test(`a pristine tree that gained ${name} is refused and made again: the next sample starts from base_commit as it is`, async () => {
+      const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
+      const history = new HistoryStore({ cacheDir: tempDir('polar-history-cache-') });
+      const lease = await history.acquire(join(future.reposDir, instance!.repo), instance!.base_commit);
+      attack(lease.tree);
+      // copied unchecked, the change is every sample's
+      const dir = join(tempDir('polar-history-unchecked-'), 'repo');
+      const copied = await execTree('bash', ['-c', COPY_SCRIPT, 'x', lease.tree, dir], {
+        env: gitEnv(gitconfig),
+      });
+      assert.equal(copied.exitCode, 0, copied.output);
+      const seen = await execTree('bash', ['-c', 'grep -rl FUTURE-FIX . || true'], { cwd: dir });
+      assert.notEqual(seen.stdout.trim(), '', 'the unchecked copy carries it');
+      const env = await new LocalRuntime({ reposDir: future.reposDir, history }).prepare(instance!, 'agent');
+      try {
+        const clean = await env.exec('grep -rl FUTURE-FIX . || true; git status --porcelain --ignored');
+        assert.equal(clean.output.trim(), '', clean.output);
       } finally {
         await env.dispose();
       }
