@@ -3,7 +3,8 @@
  * taking and applying the patch, parsing the log), i.e. total minus the agent and the test command,
  * with --agent gold on the fixture tasks at concurrency 1 and 8. Target: under 1 s per instance.
  * Baseline in the same run: a bare `git clone --shared` + checkout of the same repos, the floor any
- * fresh-copy runtime pays twice per sample.
+ * fresh-copy runtime pays twice per sample. Then the overhead by phase on a real large repository
+ * (bench/eval-real.ts: POLAR_BENCH_EVAL_REPOS, and POLAR_BENCH_EVAL_DATASET if given; skipped without them).
  *
  * Then the grading time the integrity layers add (issue 45; docs/eval.md, "Grading integrity"): the
  * same gold samples graded with the layers (restore, locked-down run, report, canaries, scan) and
@@ -19,7 +20,9 @@ import { ensureFixtureRepos } from '../scripts/swe-fixtures.ts';
 import { GoldAgent } from '../src/rollout/agents.ts';
 import { loadDataset } from '../src/rollout/dataset.ts';
 import { runEval } from '../src/rollout/run/run.ts';
+import { HistoryStore } from '../src/rollout/runtime/history.ts';
 import { LocalRuntime } from '../src/rollout/runtime/local.ts';
+import { benchEvalReal } from './eval-real.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -36,13 +39,16 @@ export async function benchEval(): Promise<void> {
   }
   const cloneMs = (performance.now() - t0) / instances.length;
   console.log(`baseline: bare clone+checkout ${cloneMs.toFixed(0)} ms per instance`);
+  // the history repositories in a cache of this run's own (made by the first run, reused by the second)
+  const historyDir = mkdtempSync(join(tmpdir(), 'polar-bench-history-'));
+  const history = new HistoryStore({ cacheDir: historyDir });
   for (const concurrency of [1, 8]) {
     const out = mkdtempSync(join(tmpdir(), 'polar-bench-eval-'));
     const started = performance.now();
     const { results } = await runEval({
       instances,
       agent: new GoldAgent(),
-      runtime: new LocalRuntime({ reposDir }),
+      runtime: new LocalRuntime({ reposDir, history }),
       out,
       samples: 1,
       concurrency,
@@ -62,6 +68,8 @@ export async function benchEval(): Promise<void> {
     );
     rmSync(out, { recursive: true, force: true });
   }
+  rmSync(historyDir, { recursive: true, force: true });
+  await benchEvalReal();
   await benchIntegrity();
 }
 
@@ -70,13 +78,14 @@ async function gradingRun(
   instances: Awaited<ReturnType<typeof loadDataset>>,
   reposDir: string,
   hardened: boolean,
+  history: HistoryStore,
 ): Promise<{ grading: number[]; tests: number[]; resolved: number }> {
   const out = mkdtempSync(join(tmpdir(), 'polar-bench-integrity-'));
   try {
     const { results } = await runEval({
       instances,
       agent: new GoldAgent(),
-      runtime: new LocalRuntime({ reposDir }),
+      runtime: new LocalRuntime({ reposDir, history }),
       out,
       samples: 1,
       concurrency: 1,
@@ -113,13 +122,16 @@ export async function benchIntegrity(): Promise<void> {
   const instances = await loadDataset(join(ROOT, 'fixtures/swe/mini.jsonl'));
   const rounds = Number(process.env.POLAR_BENCH_ROUNDS ?? 3);
   const all: Record<'with' | 'without', number[]> = { with: [], without: [] };
+  // (the history repositories in a cache of the bench's own, never the user's)
+  const historyDir = mkdtempSync(join(tmpdir(), 'polar-bench-history-'));
+  const history = new HistoryStore({ cacheDir: historyDir });
   console.log(
     '\ngrading time per sample, gold on the 8 fixture tasks, concurrency 1 (ms; layers: docs/eval.md)',
   );
   console.log('round  layers    mean  median  tests(mean)  resolved');
   for (let round = 1; round <= rounds; round++) {
     for (const on of round % 2 ? [true, false] : [false, true]) {
-      const r = await gradingRun(instances, reposDir, on);
+      const r = await gradingRun(instances, reposDir, on, history);
       all[on ? 'with' : 'without'].push(...r.grading);
       const mean = r.grading.reduce((a, b) => a + b, 0) / r.grading.length;
       const tests = r.tests.reduce((a, b) => a + b, 0) / r.tests.length;
@@ -133,6 +145,7 @@ export async function benchIntegrity(): Promise<void> {
   console.log(
     `integrity layers: median grading ${w.toFixed(0)} ms per sample with, ${wo.toFixed(0)} ms without: ${w >= wo ? '+' : ''}${(w - wo).toFixed(0)} ms (${(w / wo).toFixed(2)}x), over ${rounds} alternated rounds`,
   );
+  rmSync(historyDir, { recursive: true, force: true });
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) await benchEval();

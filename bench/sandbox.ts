@@ -9,7 +9,7 @@
  * printed apart). Each figure is the median of POLAR_BENCH_SANDBOX_REPS runs (default 5). On a machine
  * other work loads, figures are provisional: ratios taken in the same run hold better than times.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -115,7 +115,9 @@ export async function benchSandbox(): Promise<void> {
   const [instance] = (await loadDataset(join(ROOT, 'fixtures/swe/mini.jsonl'))).filter(
     (i) => i.instance_id === 'polar-fixtures__jsutil-5',
   );
-  const history = new HistoryStore();
+  const historyDir = mkdtempSync(join(tmpdir(), 'polar-bench-history-'));
+  process.once('exit', () => rmSync(historyDir, { recursive: true, force: true }));
+  const history = new HistoryStore({ cacheDir: historyDir });
   const runtimes: Record<string, Runtime> = {
     local: new LocalRuntime({ reposDir, history }),
     sandbox: new SandboxRuntime({ reposDir, history, harnessModules: NODE_MODULES }),
