@@ -9,7 +9,7 @@
  * structured report, canaries; docs/eval.md, "Grading integrity".
  */
 import type { SweInstance } from './dataset.ts';
-import { installCause } from './env/layer.ts';
+import { installCause, installRequested } from './env/layer.ts';
 import { EnvBuildError } from './env/types.ts';
 import { evalScriptFor } from './eval-script.ts';
 import {
@@ -151,7 +151,7 @@ async function installSample(
   durations.install = installed.durationMs;
   if (installed.ok) return installed.output;
   const patchBroke = await baseInstallWorks(runtime, instance, environment.cached.key);
-  const cause = installCause(installed.output);
+  const cause = installCause(installed.output, installRequested(environment.cached));
   return result({
     status: patchBroke ? 'unresolved' : 'error',
     reason: patchBroke

@@ -23,7 +23,7 @@ import {
   type InstallOutcome,
   type SampleEnvironment,
 } from './types.ts';
-import { wheelhouseOf } from './wheelhouse.ts';
+import { wheelhouseOf, wheelhouseRequirements } from './wheelhouse.ts';
 
 /** The layer's folder inside a sample's scratch folder. */
 export const layerDir = (scratch: string) => `${scratch}/polar-env`;
@@ -48,13 +48,23 @@ export function environmentView(cached: CachedEnv, layer: string): EnvironmentVi
 }
 
 /**
- * Why an install step failed, in pip's own words when pip says (the requirement it could not find,
- * and whether it was a build requirement, which the environment's wheelhouse should hold), or null.
+ * What a sample's install may name when it fails: the requirements polar asked for (the environment's
+ * own, and the build requirements in its wheelhouse). pip's words name nothing else (build.ts
+ * pipFailure: a line of a file pip read is not repeated).
  */
-export function installCause(output: string): string | null {
+export function installRequested(cached: CachedEnv): string[] {
+  return [...cached.recipe.requirements, ...cached.recipe.pipPackages, ...wheelhouseRequirements(cached.dir)];
+}
+
+/**
+ * Why an install step failed, in pip's own words when pip says (the requirement it could not find when
+ * polar asked for it: `requested`, and whether it was a build requirement, which the environment's
+ * wheelhouse should hold), or null.
+ */
+export function installCause(output: string, requested: readonly string[] = []): string | null {
   const pipSaid = /No matching distribution found|ERROR: |error: /.test(output);
   if (!pipSaid) return null;
-  const cause = pipFailure(output);
+  const cause = pipFailure(output, requested);
   if (/Installing build dependencies[^\n]*: finished with status 'error'/.test(output))
     return `a build requirement is missing: ${cause} (pip is offline in a sample; the environment's wheelhouse holds the build requirements polar read from the tree)`;
   return cause;
@@ -156,7 +166,7 @@ export async function setUpForAgent(env: InstanceEnv): Promise<string | undefine
   if (!environment) return undefined;
   const installed = await environment.install();
   if (!installed.ok) {
-    const cause = installCause(installed.output);
+    const cause = installCause(installed.output, installRequested(environment.cached));
     throw new EnvBuildError(
       `environment ${environment.cached.name}: the install step fails on the unpatched tree (${installed.step})${cause ? `: ${cause}` : ''}`,
       installed.output,

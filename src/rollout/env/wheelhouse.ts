@@ -11,6 +11,7 @@
  * remote. The wheelhouse is a folder polar made after the environment's build (build.ts); anything
  * else there (a link the build left) is refused, never bound writable.
  */
+import { readFileSync } from 'node:fs';
 import { lstat, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log } from '../../util/log.ts';
@@ -29,6 +30,18 @@ interface WheelhouseRecord {
   sets: Record<string, { requirements: string[]; from: string[]; commit: string; fetched_at: string }>;
 }
 
+/** The build requirements fetched into the wheelhouse of the environment at `envDir`, every set. */
+export function wheelhouseRequirements(envDir: string): string[] {
+  try {
+    const r = JSON.parse(
+      readFileSync(join(wheelhouseOf(envDir), WHEELHOUSE_RECORD), 'utf8'),
+    ) as WheelhouseRecord;
+    return Object.values(r.sets ?? {}).flatMap((set) => set.requirements);
+  } catch {
+    return [];
+  }
+}
+
 async function readRecord(dir: string): Promise<WheelhouseRecord> {
   try {
     const r = JSON.parse(await readFile(join(dir, WHEELHOUSE_RECORD), 'utf8')) as WheelhouseRecord;
@@ -45,8 +58,10 @@ export interface WheelhouseOptions {
   /** pip's variables (build.ts pipEnv: the user's configuration, PIP_RETRIES=0) */
   env: Record<string, string>;
   /** pip's words for a failed pip run (build.ts pipFailure) */
-  failure: (output: string) => string;
+  failure: (output: string, requested: readonly string[]) => string;
   timeoutMs?: number;
+  /** the bwrap program (tests: one that is not there, for the unsandboxed path) */
+  bwrap?: string;
 }
 
 /** Fetches `reqs` into the environment's wheelhouse unless an earlier sample did. */
@@ -81,7 +96,12 @@ export async function ensureWheelhouse(
     log.info(
       `environment ${cached.name}: fetching the build requirements ${reqs.requirements.join(' ')} into its wheelhouse`,
     );
-    const sandbox = await openBuildSandbox(dir, cached.python, options.env);
+    const sandbox = await openBuildSandbox(
+      dir,
+      cached.python,
+      options.env,
+      options.bwrap ? { bwrap: options.bwrap } : {},
+    );
     const r = await sandbox
       .run(argv, {
         network: 'pip',
@@ -93,7 +113,7 @@ export async function ensureWheelhouse(
     if (r.exitCode !== 0) {
       await writeFile(`${cached.dir}.wheels.failed.log`, transcript);
       throw new EnvBuildError(
-        `environment ${cached.name}: the build requirements of ${options.commit.slice(0, 12)} (${reqs.requirements.join(', ')}; from ${reqs.from.join(', ')}) cannot be fetched: ${r.timedOut ? 'timed out' : options.failure(r.output)}`,
+        `environment ${cached.name}: the build requirements of ${options.commit.slice(0, 12)} (${reqs.requirements.join(', ')}; from ${reqs.from.join(', ')}) cannot be fetched: ${r.timedOut ? 'timed out' : options.failure(r.output, reqs.requirements)}`,
         transcript,
         `the install step needs them and runs offline; they come from your pip configuration, as the environment's packages do (whole log: ${cached.dir}.wheels.failed.log)`,
       );
