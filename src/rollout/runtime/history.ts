@@ -104,6 +104,7 @@ export class HistoryStore {
         );
       await this.once(`${key}.tree`, () =>
         withLock(`${path.slice(0, -'.git'.length)}.lock`, async () => {
+          await sweepLeftovers(tree);
           const again = await checkTree(tree, what);
           if (again === null) return;
           if (again !== 'missing')
@@ -127,12 +128,7 @@ export class HistoryStore {
   /** makes (or remakes) the history repository at `final`, under a lock across processes */
   private make(source: string, base: string, final: string): Promise<void> {
     return withLock(`${final.slice(0, -'.git'.length)}.lock`, async () => {
-      // what a polar killed while it made or removed this one left (none can be in use: the lock is ours)
-      const dir = dirname(final);
-      const stem = `${basename(final)}.`;
-      for (const name of await readdir(dir))
-        if (name.startsWith(`${stem}partial-`) || name.startsWith(`${stem}rejected-`))
-          await rm(join(dir, name), { recursive: true, force: true });
+      await sweepLeftovers(final);
       const why = await checkHistory(final, base, this.gitconfig);
       if (why === null) return;
       if (why !== 'missing' || existsSync(final)) {
@@ -178,6 +174,17 @@ export class HistoryStore {
     await writeFile(join(partial, HISTORY_RECORD), `${JSON.stringify(record, null, 2)}\n`);
     await rename(partial, final);
   }
+}
+
+/**
+ * Removes what a polar killed while it made or set aside `path` left beside it (`<path>.partial-*`,
+ * `<path>.rejected-*`); called under the lock of `path`, so none of them is in use.
+ */
+async function sweepLeftovers(path: string): Promise<void> {
+  const stem = `${basename(path)}.`;
+  for (const name of await readdir(dirname(path)))
+    if (name.startsWith(`${stem}partial-`) || name.startsWith(`${stem}rejected-`))
+      await rm(join(dirname(path), name), { recursive: true, force: true });
 }
 
 /** DIR/<owner>/<name> of an instance's repository (a row's repo is owner/name; the path is checked anyway) */

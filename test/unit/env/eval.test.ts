@@ -128,9 +128,12 @@ test('without the install step the installed base version is tested: the guard m
   assert.equal(r.line?.status, 'error');
   assert.equal(r.line?.reward, null);
   const reason = String(r.line?.reason);
+  // (issue 46: the environment is validated first; its gold patch meets the guard, so its samples are
+  // excluded, the reason naming the environment and the guard's words)
+  assert.equal(r.line?.excluded, 'invalid_environment');
   assert.match(
     reason,
-    /^import guard: the tests imported minitest from .*\/site-packages\/minitest\/__init__\.py, not from the sample's tree \/.*\/repo/,
+    /^environment polar-fixtures__minitest-1\.0-[0-9a-f]{12} failed validation: the gold patch of polar-fixtures__minitest-9 was error \(import guard: the tests imported minitest from .*\/site-packages\/minitest\/__init__\.py, not from the sample's tree \/.*\/repo/,
   );
 });
 

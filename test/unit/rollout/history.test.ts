@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   statSync,
@@ -139,6 +140,16 @@ describe('no future history', () => {
     const [instance] = (await loadDataset(MINI)).filter((i) => i.instance_id === TASK);
     const cacheDir = tempDir('polar-history-cache-');
     const source = join(future.reposDir, instance!.repo);
+    // what a polar killed mid-fetch and mid-checkout left: removed by the next one to make them
+    const key = historyKey(source, instance!.base_commit);
+    for (const left of [
+      `${key}.git.partial-dead01`,
+      `${key}.tree.partial-dead02`,
+      `${key}.git.rejected-dead03`,
+    ]) {
+      mkdirSync(join(cacheDir, left, 'objects'), { recursive: true });
+      writeFileSync(join(cacheDir, left, 'objects', 'x'), 'left by a killed polar');
+    }
     // two runs at once (two stores: two processes' worth), two samples each
     const [a, b, c, d] = await Promise.all([
       new HistoryStore({ cacheDir }).acquire(source, instance!.base_commit),
@@ -157,7 +168,7 @@ describe('no future history', () => {
       ['.git', '.tree', '.tree.json']
         .map((x) => `${historyKey(source, instance!.base_commit)}${x}`)
         .concat('gitconfig'),
-      'no lock, partial or rejected folder left',
+      'no lock, partial or rejected folder left (those a killed polar left, removed)',
     );
     await assert.rejects(
       new HistoryStore({ cacheDir }).acquire(source, 'f'.repeat(40)),
