@@ -1,11 +1,15 @@
 /**
  * polar eval's overhead by phase on a real large repository (issue 46: sympy-20590, gold, sandbox). It
  * looks for a `--repos` folder holding the repository (POLAR_BENCH_EVAL_REPOS: DIR/<owner>/<name>, a git
- * repository, e.g. one `fetch` brought) and a dataset holding the row (POLAR_BENCH_EVAL_DATASET: .jsonl,
- * .json or .parquet in the SWE-bench schema, e.g. SWE-bench Verified, or a row with its own `python`,
- * `pip_packages`, `install` where your pip cannot have the official pins); it skips, saying so, when either
- * is absent. POLAR_BENCH_EVAL_INSTANCE (default sympy__sympy-20590), POLAR_BENCH_EVAL_RUNS (default 3),
- * POLAR_BENCH_EVAL_RUNTIME (sandbox, the default, or local). pip runs with your own configuration.
+ * repository, bare or not, e.g. a clone of the one `fetch` brought) and a dataset holding the row
+ * (POLAR_BENCH_EVAL_DATASET: .jsonl, .json or .parquet in the SWE-bench schema, e.g. SWE-bench Verified,
+ * or a row with its own `python`, `pip_packages`, `install` where your pip cannot have the official pins).
+ * Without a dataset it runs sympy__sympy-20590 from a row it makes from the repository itself
+ * (SWE_BENCH_20590: the dataset's instance id, base_commit, version and FAIL_TO_PASS; the patch and test
+ * patch are the PR's own diff, read from DIR/sympy/sympy; pins this machine's pip mirror holds). It skips,
+ * saying so, when the repository is absent. POLAR_BENCH_EVAL_INSTANCE (default sympy__sympy-20590),
+ * POLAR_BENCH_EVAL_RUNS (default 3), POLAR_BENCH_EVAL_RUNTIME (sandbox, the default, or local). pip runs
+ * with your own configuration.
  *
  * Everything lives in a fresh temporary cache (environments, history repositories), so the first run is
  * cold: the environment built, the build requirements fetched, the history fetched, the environment
@@ -17,11 +21,12 @@
  * extraction, the guard, the validation check, writing the run's files). Goal (warm): overhead <= 3 s and
  * <= half the test time.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GoldAgent } from '../src/rollout/agents.ts';
-import { loadDataset } from '../src/rollout/dataset.ts';
+import { loadDataset, parseRow, type SweInstance } from '../src/rollout/dataset.ts';
 import { Environments } from '../src/rollout/env/build.ts';
 import { runEval } from '../src/rollout/run/run.ts';
 import { HistoryStore } from '../src/rollout/runtime/history.ts';
@@ -67,19 +72,72 @@ function timed(runtime: Runtime, phases: Phases): Runtime {
 
 const ms = (x: number | undefined) => (x === undefined ? '-' : `${Math.round(x)}`);
 
+/**
+ * sympy__sympy-20590 of SWE-bench Verified (princeton-nlp/SWE-bench_Verified: instance id, base_commit,
+ * version 1.7, FAIL_TO_PASS ["test_immutable"], PASS_TO_PASS read by the official run as empty here): the
+ * fix is PR 20590's head (7c1516fc: `__slots__ = ()` in sympy/core/_print_helpers.py), its test in
+ * sympy/core/tests/test_basic.py. Custom pins (the row's own fields): Python 3.9 and mpmath==1.3.0 with
+ * `pip install -e .`, the official spec for 1.7 less flake8-comprehensions, which the local mirror lacks.
+ */
+export const SWE_BENCH_20590 = {
+  repo: 'sympy/sympy',
+  instance_id: 'sympy__sympy-20590',
+  base_commit: 'cffd4e0f86fefd4802349a9f9b19ed70934ea354',
+  head: '7c1516fce8d728cde56c17d0d69c56fa050f26e5',
+  tests: ['sympy/core/tests/test_basic.py'],
+  version: '1.7',
+  FAIL_TO_PASS: ['test_immutable'],
+  python: '3.9',
+  pip_packages: ['mpmath==1.3.0'],
+  install: 'python -m pip install -e .',
+};
+
+/** the row of SWE_BENCH_20590 made from the repository under `repos` (null: it does not hold the commits) */
+export function rowFromRepository(repos: string): SweInstance | null {
+  const r = SWE_BENCH_20590;
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', join(repos, r.repo), ...args], { encoding: 'utf8' });
+  try {
+    const from = git('merge-base', r.base_commit, r.head).trim();
+    return parseRow('bench row', undefined, {
+      repo: r.repo,
+      instance_id: r.instance_id,
+      base_commit: r.base_commit,
+      patch: git('diff', from, r.head, '--', '.', ...r.tests.map((t) => `:(exclude)${t}`)),
+      test_patch: git('diff', from, r.head, '--', ...r.tests),
+      problem_statement: `(see ${r.instance_id})`,
+      version: r.version,
+      FAIL_TO_PASS: JSON.stringify(r.FAIL_TO_PASS),
+      PASS_TO_PASS: '[]',
+      environment_setup_commit: r.base_commit,
+      python: r.python,
+      pip_packages: r.pip_packages,
+      install: r.install,
+    });
+  } catch {
+    return null;
+  }
+}
+
 export async function benchEvalReal(): Promise<void> {
   const repos = process.env.POLAR_BENCH_EVAL_REPOS;
   const dataset = process.env.POLAR_BENCH_EVAL_DATASET;
-  const id = process.env.POLAR_BENCH_EVAL_INSTANCE ?? 'sympy__sympy-20590';
-  if (!repos || !dataset || !existsSync(repos) || !existsSync(dataset)) {
+  const id = process.env.POLAR_BENCH_EVAL_INSTANCE ?? SWE_BENCH_20590.instance_id;
+  if (!repos || !existsSync(repos) || (dataset && !existsSync(dataset))) {
     console.log(
-      `eval on a real repository: skipped (set POLAR_BENCH_EVAL_REPOS to a --repos folder holding the repository, e.g. DIR/sympy/sympy, and POLAR_BENCH_EVAL_DATASET to a dataset holding ${id}; given: ${repos ?? 'none'}, ${dataset ?? 'none'})`,
+      `eval on a real repository: skipped (set POLAR_BENCH_EVAL_REPOS to a --repos folder holding the repository, e.g. DIR/sympy/sympy, and optionally POLAR_BENCH_EVAL_DATASET to a dataset holding ${id}; given: ${repos ?? 'none'}, ${dataset ?? 'none'})`,
     );
     return;
   }
-  const instance = (await loadDataset(dataset)).find((i) => i.instance_id === id);
+  const instance = dataset
+    ? (await loadDataset(dataset)).find((i) => i.instance_id === id)
+    : id === SWE_BENCH_20590.instance_id
+      ? rowFromRepository(repos)
+      : undefined;
   if (!instance) {
-    console.log(`eval on a real repository: skipped (${dataset} holds no ${id})`);
+    console.log(
+      `eval on a real repository: skipped (${dataset ? `${dataset} holds no ${id}` : `${join(repos, SWE_BENCH_20590.repo)} does not hold ${SWE_BENCH_20590.base_commit.slice(0, 12)} and ${SWE_BENCH_20590.head.slice(0, 12)}, or ${id} needs POLAR_BENCH_EVAL_DATASET`})`,
+    );
     return;
   }
   const runs = Number(process.env.POLAR_BENCH_EVAL_RUNS ?? 3);
