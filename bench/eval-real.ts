@@ -70,6 +70,17 @@ function timed(runtime: Runtime, phases: Phases): Runtime {
   };
 }
 
+/** the phases of a sample's overhead timed by name (the rest is `other`) */
+const PHASES = [
+  'agent.prepare',
+  'agent.dispose',
+  'grade.prepare',
+  'apply',
+  'install',
+  'parse',
+  'grade.dispose',
+];
+
 const ms = (x: number | undefined) => (x === undefined ? '-' : `${Math.round(x)}`);
 
 /**
@@ -180,16 +191,7 @@ export async function benchEvalReal(): Promise<void> {
       install: d.env_install!,
       parse: d.parse!,
     });
-    const named = [
-      'agent.prepare',
-      'agent.dispose',
-      'grade.prepare',
-      'apply',
-      'install',
-      'parse',
-      'grade.dispose',
-    ];
-    phases.other = phases.overhead! - named.reduce((a, k) => a + (phases[k] ?? 0), 0);
+    phases.other = phases.overhead! - PHASES.reduce((a, k) => a + (phases[k] ?? 0), 0);
     rows.push({ mode, phases });
     rmSync(out, { recursive: true, force: true });
   };
@@ -202,19 +204,7 @@ export async function benchEvalReal(): Promise<void> {
       await one('warm', cached);
       await one('history per run', new HistoryStore({ cacheDir: join(tmp, `history-${i}`) }));
     }
-    const cols = [
-      'total',
-      'tests',
-      'overhead',
-      'agent.prepare',
-      'agent.dispose',
-      'grade.prepare',
-      'apply',
-      'install',
-      'parse',
-      'grade.dispose',
-      'other',
-    ];
+    const cols = ['total', 'tests', 'overhead', ...PHASES, 'other'];
     console.log(['run', 'mode'.padEnd(16), ...cols.map((c) => c.padStart(13))].join(' '));
     for (const [i, r] of rows.entries())
       console.log(

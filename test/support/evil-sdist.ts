@@ -131,3 +131,33 @@ export async function serveFile(file: string, name: string): Promise<{ url: stri
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}/${name}`, server };
 }
+
+/**
+ * The attack laid out under `dir`: `dir/links` (a find-links folder) holding the evil sdist, whose
+ * marker goes inside that folder (bound read-only in a build), the secret, the leak, the link's target
+ * and the .pth's marker beside it, and a beacon on 127.0.0.1 that counts its hits.
+ */
+export async function hostileLinks(
+  dir: string,
+): Promise<{ links: string; attack: Attack; hits: () => number; close: () => void }> {
+  const links = join(dir, 'links');
+  mkdirSync(links, { recursive: true });
+  let hits = 0;
+  const beacon = createServer((_req, res) => {
+    hits++;
+    res.end('hit');
+  });
+  await new Promise<void>((r) => beacon.listen(0, '127.0.0.1', r));
+  const attack: Attack = {
+    marker: join(links, 'marker'),
+    secret: join(dir, 'secret'),
+    leak: join(dir, 'leak'),
+    target: join(dir, 'target'),
+    pthMarker: join(dir, 'pth-marker'),
+    beacon: `http://127.0.0.1:${(beacon.address() as AddressInfo).port}/beacon`,
+  };
+  writeFileSync(attack.secret, 'polar-secret-line-7f3a\n');
+  writeFileSync(attack.target, 'original\n');
+  makeEvilSdist(links, attack);
+  return { links, attack, hits: () => hits, close: () => beacon.close() };
+}

@@ -11,8 +11,6 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Environments, MANIFEST } from '../../../src/rollout/env/build.ts';
@@ -23,37 +21,21 @@ import type { EnvRecipe, PythonInfo } from '../../../src/rollout/env/types.ts';
 import { execTree } from '../../../src/rollout/exec.ts';
 import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { log } from '../../../src/util/log.ts';
-import { type Attack, makeEvilSdist } from '../../support/evil-sdist.ts';
+import { type Attack, hostileLinks } from '../../support/evil-sdist.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const dir = tempDir('polar-build-sandbox-');
 const links = join(dir, 'links');
-mkdirSync(links);
-let hits = 0;
-const beacon = createServer((_req, res) => {
-  hits++;
-  res.end('hit');
-});
+let hostile: Awaited<ReturnType<typeof hostileLinks>>;
 let attack: Attack;
 let bwrapOk = false;
 
 before(async () => {
-  await new Promise<void>((r) => beacon.listen(0, '127.0.0.1', r));
-  attack = {
-    // inside the package folder (bound read-only), and beside it
-    marker: join(links, 'marker'),
-    secret: join(dir, 'secret'),
-    leak: join(dir, 'leak'),
-    target: join(dir, 'target'),
-    pthMarker: join(dir, 'pth-marker'),
-    beacon: `http://127.0.0.1:${(beacon.address() as AddressInfo).port}/beacon`,
-  };
-  writeFileSync(attack.secret, 'polar-secret-line-7f3a\n');
-  writeFileSync(attack.target, 'original\n');
-  makeEvilSdist(links, attack);
+  hostile = await hostileLinks(dir);
+  attack = hostile.attack;
   bwrapOk = (await probeSandbox()).ok;
 });
-after(() => beacon.close());
+after(() => hostile.close());
 
 const recipe = (over: Partial<EnvRecipe> = {}): EnvRecipe => ({
   repo: 'evil/pkg',
@@ -81,7 +63,7 @@ test("a package's build code and .pth run inside the build sandbox: nothing of t
   assert.equal(existsSync(attack.marker), false, 'the build wrote into the package folder');
   assert.equal(existsSync(attack.leak), false, 'the build copied a host file out');
   assert.equal(existsSync(attack.pthMarker), false, "the environment's .pth wrote outside it");
-  assert.equal(hits, 0, "the build reached the host's 127.0.0.1");
+  assert.equal(hostile.hits(), 0, "the build reached the host's 127.0.0.1");
   assert.equal(
     readFileSync(attack.target, 'utf8'),
     'original\n',

@@ -9,18 +9,7 @@
  * in the build sandbox none does, and the wheel is in the wheelhouse all the same.
  */
 import assert from 'node:assert/strict';
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Environments, pipFailure } from '../../../src/rollout/env/build.ts';
@@ -33,36 +22,21 @@ import {
 } from '../../../src/rollout/env/wheelhouse.ts';
 import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { log } from '../../../src/util/log.ts';
-import { type Attack, makeEvilSdist } from '../../support/evil-sdist.ts';
+import { type Attack, hostileLinks } from '../../support/evil-sdist.ts';
 import { tempDir } from '../../support/temp.ts';
 
 const dir = tempDir('polar-wheelhouse-sandbox-');
-const links = join(dir, 'links');
-mkdirSync(links);
-let hits = 0;
-const beacon = createServer((_req, res) => {
-  hits++;
-  res.end('hit');
-});
+let hostile: Awaited<ReturnType<typeof hostileLinks>>;
 let attack: Attack;
+let links: string;
 let bwrapOk = false;
 
 before(async () => {
-  await new Promise<void>((r) => beacon.listen(0, '127.0.0.1', r));
-  attack = {
-    marker: join(links, 'marker'),
-    secret: join(dir, 'secret'),
-    leak: join(dir, 'leak'),
-    target: join(dir, 'target'),
-    pthMarker: join(dir, 'pth-marker'),
-    beacon: `http://127.0.0.1:${(beacon.address() as AddressInfo).port}/beacon`,
-  };
-  writeFileSync(attack.secret, 'polar-secret-line-7f3a\n');
-  writeFileSync(attack.target, 'original\n');
-  makeEvilSdist(links, attack);
+  hostile = await hostileLinks(dir);
+  ({ attack, links } = hostile);
   bwrapOk = (await probeSandbox()).ok;
 });
-after(() => beacon.close());
+after(() => hostile.close());
 
 const recipe: EnvRecipe = {
   repo: 'evil/tree',
@@ -77,15 +51,15 @@ const recipe: EnvRecipe = {
   requirementsFrom: null,
   skipped: [],
 };
-const pip = { PIP_CONFIG_FILE: '/dev/null', PIP_NO_INDEX: '1', PIP_FIND_LINKS: links };
+const pip = () => ({ PIP_CONFIG_FILE: '/dev/null', PIP_NO_INDEX: '1', PIP_FIND_LINKS: links });
 const reqs = { requirements: ['evil==0.1'], from: ['pyproject.toml [build-system] requires'] };
 
 async function fetchInto(cacheDir: string, bwrap?: string) {
-  const envs = new Environments({ cacheDir, reposDir: dir, env: pip });
+  const envs = new Environments({ cacheDir, reposDir: dir, env: pip() });
   const cached = await envs.ensure(recipe);
   await ensureWheelhouse(cached, reqs, {
     commit: 'e'.repeat(40),
-    env: pip,
+    env: pip(),
     failure: pipFailure,
     ...(bwrap ? { bwrap } : {}),
   });
@@ -95,7 +69,7 @@ async function fetchInto(cacheDir: string, bwrap?: string) {
 const landed = () => ({
   marker: existsSync(attack.marker),
   leak: existsSync(attack.leak),
-  beacon: hits > 0,
+  beacon: hostile.hits() > 0,
 });
 
 test("a build requirement's backend runs in the build sandbox when fetched into the wheelhouse: nothing of the host is read, written or reached", async (t) => {
@@ -124,14 +98,14 @@ test('where bwrap does not work the same fetch runs with polar’s rights, and t
 
 test('a wheelhouse that is not the folder polar made (a link the build left) is refused, never bound writable', async (t) => {
   if (!bwrapOk) return t.skip('bwrap does not work here (polar doctor --runtime sandbox)');
-  const envs = new Environments({ cacheDir: join(dir, 'cache-link'), reposDir: dir, env: pip });
+  const envs = new Environments({ cacheDir: join(dir, 'cache-link'), reposDir: dir, env: pip() });
   const cached = await envs.ensure(recipe);
   const elsewhere = join(dir, 'elsewhere');
   mkdirSync(elsewhere);
   rmSync(wheelhouseOf(cached.dir), { recursive: true });
   symlinkSync(elsewhere, wheelhouseOf(cached.dir));
   await assert.rejects(
-    ensureWheelhouse(cached, reqs, { commit: 'e'.repeat(40), env: pip, failure: pipFailure }),
+    ensureWheelhouse(cached, reqs, { commit: 'e'.repeat(40), env: pip(), failure: pipFailure }),
     /is not the wheelhouse polar made \(not a folder\)/,
   );
   assert.deepEqual(readdirSync(elsewhere), []);
