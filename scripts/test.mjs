@@ -5,12 +5,21 @@
 // flags go to node --test. Node 20's --test does not expand globs, hence this file.
 // The fast tier runs bundled (scripts/test-bundle.mjs: one JavaScript file per test file, no tsx in the
 // test processes), unless POLAR_TEST_BUNDLE=0; the other tiers, and paths given, run the sources.
+// The tests never see the user's HOME or polar cache (scripts/test-home.mjs): the run has a HOME of its
+// own, each test file one under it, and the run fails when the user's polar cache changed meanwhile.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join, relative } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, relative } from 'node:path';
 import { SLOWEST_FIRST, startOrder, TIER_ORDER, TIERS, tierOf, UNIT_CONCURRENCY } from '../test/tiers.mjs';
 import { bundleTests } from './test-bundle.mjs';
+import {
+  describeDifferences,
+  differences,
+  realPlaces,
+  removeHome,
+  snapshot,
+  testHome,
+} from './test-home.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -62,23 +71,35 @@ for (const entry of SLOWEST_FIRST) {
 }
 
 const concurrency = process.env.POLAR_TEST_CONCURRENCY ?? '2';
+// the user's polar cache as it is before the run, and the run's own HOME
+const watched = realPlaces().caches;
+const before = snapshot(watched);
+const isolated = testHome();
 // the Python environment of `npm run setup:python` first on PATH: its python3 has pytest (SWE fixtures)
 const venvBin = join(root, '.venv', 'bin');
-// polar's cache of the whole run (the history repositories every runtime shares, what a test does not name
-// a cache for): never the user's own ~/.cache/polar; removed at the end
-const cacheDir = process.env.POLAR_CACHE_DIR ? null : mkdtempSync(join(tmpdir(), 'polar-test-cache-'));
-if (cacheDir) process.on('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
-const env = {
-  ...process.env,
-  ...(existsSync(venvBin) ? { PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` } : {}),
-  ...(cacheDir ? { POLAR_CACHE_DIR: cacheDir } : {}),
-};
+const env = existsSync(venvBin)
+  ? { ...isolated.env, PATH: `${venvBin}${delimiter}${process.env.PATH ?? ''}` }
+  : isolated.env;
+const OWN_HOME = join(root, 'test', 'support', 'own-home.mjs');
+
+/** Removes the run's HOME; exits non-zero (naming what changed) when the user's polar cache changed. */
+function finish(status) {
+  removeHome(isolated.home);
+  const changed = differences(before, snapshot(watched));
+  if (changed.total > 0) {
+    for (const line of describeDifferences(changed)) console.error(line);
+    process.exit(status === 0 ? 1 : status);
+  }
+  process.exit(status);
+}
 
 function run(files, tierConcurrency, bundled = false) {
   const result = spawnSync(
     process.execPath,
     [
       ...(bundled ? [] : ['--import', 'tsx']),
+      '--import',
+      OWN_HOME,
       '--test',
       `--test-concurrency=${tierConcurrency ?? concurrency}`,
       '--test-timeout=600000',
@@ -93,14 +114,16 @@ function run(files, tierConcurrency, bundled = false) {
 const all = collect(join(root, 'test'), []).map((f) => relative(root, f));
 
 if (targets.length > 0) {
-  const files = targets.flatMap((t) => collect(join(root, t), [])).map((f) => relative(root, f));
+  const files = targets
+    .flatMap((t) => collect(isAbsolute(t) ? t : join(root, t), []))
+    .map((f) => relative(root, f));
   if (files.length === 0) {
     console.error('no test files found');
-    process.exit(1);
+    finish(1);
   }
   // files of a tier that runs one file at a time keep to it here too
   const limits = files.map((f) => TIERS[tierOf(f)]?.concurrency).filter((c) => c !== undefined);
-  process.exit(run(files, limits.length > 0 ? Math.min(...limits) : undefined));
+  finish(run(files, limits.length > 0 ? Math.min(...limits) : undefined));
 }
 
 const summary = [];
@@ -128,4 +151,4 @@ const total = summary.reduce((a, s) => a + s.seconds, 0);
 console.log(
   `#   ${'all'.padEnd(8)} ${String(summary.reduce((a, s) => a + s.files, 0)).padStart(3)} files  ${total.toFixed(0).padStart(5)} s`,
 );
-process.exit(failed ? 1 : 0);
+finish(failed ? 1 : 0);

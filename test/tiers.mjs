@@ -38,6 +38,7 @@ export const TIERS = {
       'test/unit/export/',
       'test/unit/loop/preflight.test.ts',
       'test/unit/loop/publish-nccl.test.ts',
+      'test/unit/setup/',
       'test/unit/train/cli.test.ts',
       'test/unit/train/probe.test.ts',
       'test/unit/train/python-worker.test.ts',

@@ -5,11 +5,11 @@
  * (`$POLAR_CACHE_DIR/python`, default `~/.cache/polar/python`), where polar train and export look for it; in a
  * clone `npm run setup:python` makes `.venv` at the repository root with the same command. docs/train.md.
  */
-import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { execa } from 'execa';
-import { EnvironmentError, EXIT } from '../errors.ts';
+import { EnvironmentError, EXIT, UsageError } from '../errors.ts';
 import {
   CLUSTER_REQUIREMENTS,
   checkPackages,
@@ -33,6 +33,8 @@ export interface SetupFlags {
   report?: boolean;
   /** W&B too (src/train/worker/requirements-wandb.txt) */
   wandb?: boolean;
+  /** remove an environment that is there and make it again (with --python, or python3) */
+  rebuild?: boolean;
   quiet?: boolean;
 }
 
@@ -40,9 +42,12 @@ export async function setupCommand(f: SetupFlags): Promise<number> {
   if (f.quiet) log.configure({ quiet: true });
   const dir = resolve(f.venv ?? polarVenv());
   const python = join(dir, 'bin', 'python');
+  // --python names the interpreter: it is checked even when the environment is there already
+  const base = f.python ?? 'python3';
+  const wanted = f.python !== undefined || f.rebuild || !existsSync(python) ? await checkBase(base) : null;
+  if (wanted && existsSync(dir) && readdirSync(dir).length > 0)
+    await keepOrRemove(dir, base, wanted, Boolean(f.rebuild));
   if (!existsSync(python)) {
-    const base = f.python ?? 'python3';
-    await checkBase(base);
     log.info(`making the Python environment ${dir} with ${base}`);
     await mkdir(dirname(dir), { recursive: true });
     await run(base, ['-m', 'venv', dir], `${base} -m venv ${dir} failed`);
@@ -87,8 +92,52 @@ export async function setupCommand(f: SetupFlags): Promise<number> {
   return EXIT.ok;
 }
 
-/** A Python 3.10+ with the venv module (Debian: python3-venv). */
-async function checkBase(python: string): Promise<void> {
+/** An interpreter as setup compares them: the real path of the base interpreter (a venv's base) and its version. */
+interface Interpreter {
+  executable: string;
+  version: string;
+}
+
+const IDENTITY =
+  'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)); print("%d.%d.%d" % sys.version_info[:3])';
+
+/** The base interpreter of a Python (for a venv's python: the interpreter that made the venv), or null. */
+async function identity(python: string): Promise<Interpreter | null> {
+  const r = await execa(python, ['-c', IDENTITY], { reject: false, timeout: 60_000 });
+  const [executable, version] = r.exitCode === 0 ? r.stdout.trim().split('\n').slice(-2) : [];
+  return executable && version ? { executable, version } : null;
+}
+
+/**
+ * An environment that is there is installed into as it is, unless --python names another interpreter
+ * than the one that made it: refused, naming both and --rebuild; with --rebuild (a virtual environment
+ * only, never another folder) it is removed and made again.
+ */
+async function keepOrRemove(dir: string, base: string, wanted: Interpreter, rebuild: boolean): Promise<void> {
+  const isVenv = existsSync(join(dir, 'pyvenv.cfg'));
+  if (!isVenv)
+    throw new UsageError(
+      `${dir} is there and is not a Python virtual environment (no pyvenv.cfg)`,
+      'give --venv a new folder, or remove that one',
+    );
+  const made = await identity(join(dir, 'bin', 'python'));
+  if (!rebuild) {
+    if (made && made.executable === wanted.executable) return;
+    throw new UsageError(
+      made
+        ? `${dir} was made by ${made.executable} (Python ${made.version}), not by --python ${base} (${wanted.executable}, Python ${wanted.version})`
+        : `${dir} is there but its Python does not run (the interpreter that made it is gone?)`,
+      `add --rebuild to remove it and make it again with ${base}${made ? ', or leave out --python to install into it as it is' : ''}`,
+    );
+  }
+  log.info(
+    `--rebuild: removing ${dir}${made ? ` (made by ${made.executable}, Python ${made.version})` : ''}`,
+  );
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** A Python 3.10+ with the venv module (Debian: python3-venv): its base interpreter and version. */
+async function checkBase(python: string): Promise<Interpreter> {
   const r = await execa(
     python,
     ['-c', 'import sys, venv, ensurepip; print("%d.%d" % sys.version_info[:2])'],
@@ -111,6 +160,9 @@ async function checkBase(python: string): Promise<void> {
       `${python} is Python ${r.stdout.trim()}: polar's worker needs 3.10 or newer`,
       'name another Python with --python',
     );
+  const found = await identity(python);
+  if (!found) throw new EnvironmentError(`${python} cannot say where it is installed (sys.executable)`);
+  return found;
 }
 
 async function run(file: string, args: string[], failure: string): Promise<void> {

@@ -18,11 +18,9 @@ describe('npx polar setup in a project that installed polar', () => {
     { skip: process.env.POLAR_TEST_PACKAGE_SETUP === '0' ? 'POLAR_TEST_PACKAGE_SETUP=0' : false },
     async () => {
       const polar = await installPacked();
-      // pip as the user has it set up (an index or a wheel mirror in their pip.conf): their HOME
-      const setup = await polar.npx(['setup', '-q'], 360_000, {
-        HOME: process.env.HOME ?? polar.home,
-        XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME ?? join(process.env.HOME ?? polar.home, '.config'),
-      });
+      // pip as the user has it set up (an index or a wheel mirror in their pip.conf): PIP_CONFIG_FILE, which
+      // the test runner passes (scripts/test-home.mjs); HOME is the project's own
+      const setup = await polar.npx(['setup', '-q'], 360_000);
       assert.equal(setup.exitCode, 0, String(setup.stderr));
       const python = join(polar.polarHome, 'python', 'bin', 'python');
       assert.equal(String(setup.stdout).trim(), python);

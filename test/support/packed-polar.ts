@@ -36,7 +36,8 @@ export async function installPacked(installMs = 150_000): Promise<PackedPolar> {
     PATH: [harnesses, ...(process.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules'))].join(
       ':',
     ),
-    npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? '/root', '.npm'),
+    // npm's package cache, which the clone's install filled (the test runner passes it: scripts/test-home.mjs)
+    ...(process.env.npm_config_cache ? { npm_config_cache: process.env.npm_config_cache } : {}),
     ONNXRUNTIME_NODE_INSTALL: 'skip',
     POLAR_OFFLINE: '1',
     POLAR_CACHE_DIR: polarHome,
