@@ -16,7 +16,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import {
-  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -29,9 +28,9 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { commitTree } from '../src/rollout/dataset-repos.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/swe');
-const DATE = '2025-01-01T00:00:00Z';
 // an empty global config polar owns (never /dev/null: `git config --global` would replace it)
 const GLOBAL_CONFIG_DIR = mkdtempSync(join(tmpdir(), 'polar-fixture-gitconfig-'));
 const GLOBAL_CONFIG = join(GLOBAL_CONFIG_DIR, 'gitconfig');
@@ -54,8 +53,6 @@ function git(cwd: string, args: string[], input?: string): string {
       GIT_AUTHOR_EMAIL: 'fixtures@polar.invalid',
       GIT_COMMITTER_NAME: 'polar fixtures',
       GIT_COMMITTER_EMAIL: 'fixtures@polar.invalid',
-      GIT_AUTHOR_DATE: DATE,
-      GIT_COMMITTER_DATE: DATE,
       TZ: 'UTC',
     },
   });
@@ -92,30 +89,15 @@ function repoNames(root = ROOT): string[] {
     );
 }
 
-/** Builds one repository at its base state; returns its HEAD (the base_commit). */
+/**
+ * Builds one repository at its base state (src/rollout/dataset-repos.ts, what polar itself does on first
+ * use of a dataset that ships its sources); a repository there at another commit is replaced. Returns its
+ * HEAD (the base_commit).
+ */
 function buildRepo(repo: string, root: string, reposDir: string): string {
-  const target = join(reposDir, ...repo.split('/'));
-  const tmp = mkdtempSync(join(tmpdir(), 'polar-fixture-'));
-  try {
-    git(tmp, ['init', '-q', '-b', 'main']);
-    copyTree(join(root, 'src', ...repo.split('/')), tmp);
-    git(tmp, ['add', '-A']);
-    git(tmp, ['commit', '-q', '--no-gpg-sign', '-m', `${repo}: base`]);
-    const head = git(tmp, ['rev-parse', 'HEAD']).trim();
-    if (existsSync(target) && existsSync(join(target, '.git'))) {
-      try {
-        if (git(target, ['rev-parse', 'HEAD']).trim() === head) return head;
-      } catch {
-        // broken: rebuilt below
-      }
-    }
-    rmSync(target, { recursive: true, force: true });
-    mkdirSync(dirname(target), { recursive: true });
-    cpSync(tmp, target, { recursive: true });
-    return head;
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
+  return commitTree(join(root, 'src', ...repo.split('/')), join(reposDir, ...repo.split('/')), {
+    replace: true,
+  });
 }
 
 /** Builds every fixture repository into `reposDir` (default fixtures/swe/repos); idempotent. */

@@ -21,6 +21,7 @@ export const TIERS = {
       'test/unit/gym/continuity.test.ts',
       'test/unit/gym/nemo-rl.test.ts',
       'test/unit/gym/row-trust.test.ts',
+      'test/unit/rollout/dataset-repos.test.ts',
       'test/unit/rollout/integrity-attacks.test.ts',
       'test/unit/rollout/judge.test.ts',
       'test/unit/rollout/setup.test.ts',

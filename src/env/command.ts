@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import { EXIT, InputError, PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
+import { ensureDatasetRepos, reposFor } from '../rollout/dataset-repos.ts';
 import { Environments } from '../rollout/env/build.ts';
 import type { EnvRecipe } from '../rollout/env/types.ts';
 import { createRuntime } from '../rollout/runtime/create.ts';
@@ -24,7 +25,7 @@ export interface EnvBuildFlags {
   instances?: string[];
   limit?: number;
   shard?: { index: number; count: number };
-  repos: string;
+  repos?: string;
   envCache: string;
   envPython?: Record<string, string>;
   /** check each environment as eval would before scoring from it */
@@ -133,7 +134,7 @@ export function formatTable(lines: EnvBuildLine[], validated: boolean): string {
   return [line(head), ...rows.map(line)].join('\n');
 }
 
-async function runtimeFor(f: EnvBuildFlags): Promise<Runtime> {
+async function runtimeFor(f: EnvBuildFlags & { repos: string }): Promise<Runtime> {
   if (f.runtime !== 'sandbox' && f.runtime !== 'local')
     throw new UsageError(
       `--runtime ${f.runtime}: polar env build builds environments for the sandbox and local runtimes`,
@@ -154,16 +155,18 @@ export async function envBuildCommand(f: EnvBuildFlags): Promise<number> {
   const all = await loadDataset(f.dataset, { split: f.split });
   if (all.length === 0) throw new InputError(f.dataset, undefined, undefined, 'holds no instances');
   const instances = selectInstances(all, { instances: f.instances, limit: f.limit, shard: f.shard });
-  const runtime = f.validate ? await runtimeFor(f) : null;
+  const repos = reposFor(f.repos, f.dataset);
+  ensureDatasetRepos(f.dataset, repos, instances);
+  const runtime = f.validate ? await runtimeFor({ ...f, repos }) : null;
   const environments =
     runtime?.environments ??
-    new Environments({ cacheDir: f.envCache, reposDir: f.repos, pythons: f.envPython ?? {} });
+    new Environments({ cacheDir: f.envCache, reposDir: repos, pythons: f.envPython ?? {} });
   const missing = [...new Set(instances.map((i) => i.repo))].filter(
     (r) => !existsSync(environments.repoDir(r)),
   );
   if (missing.length > 0)
     throw new UsageError(
-      `no repository for ${missing.slice(0, 3).join(', ')} under ${f.repos}`,
+      `no repository for ${missing.slice(0, 3).join(', ')} under ${repos}`,
       'pass --repos DIR with DIR/<owner>/<name> git repositories (the specs read requirement files from them)',
     );
   const todo = await groups(environments, instances);

@@ -9,6 +9,7 @@ import { ensureBackendReady } from '../backends/wait.ts';
 import { EXIT, UsageError } from '../errors.ts';
 import { type ReportSetup, reportSetup } from '../options/report.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
+import { ensureDatasetRepos } from '../rollout/dataset-repos.ts';
 import { agentLabel, jobInstances, jobSetup, type RolloutJob, readJob } from '../rollout/executors/job.ts';
 import type { RewardSetup } from '../rollout/judge/setup.ts';
 import { checkOut } from '../rollout/run/out.ts';
@@ -90,6 +91,9 @@ async function executeJob(
   { all, instances, tracking, rewards, clusterTag }: JobContext,
 ): Promise<{ outcome: EvalOutcome; stoppedCode: number } | null> {
   const setup = jobSetup(job);
+  // repositories a local dataset ships as sources are made on first use (a node's share makes its own)
+  if (setup.runtime.kind === 'sandbox' || setup.runtime.kind === 'local')
+    ensureDatasetRepos(job.dataset, setup.runtime.repos, instances);
   const { predictions } = await checkAgentSetup(setup.agent);
   if (predictions && setup.agent.predictions)
     checkPredictions(predictions, setup.agent.predictions, { all, selected: instances });

@@ -39,7 +39,7 @@ export function evaluationSetup(
       ...(isHarness(agent) ? { backend: backendOptions(f) } : {}),
       ...(isHarness(agent) && backendUrls(f).length > 1 ? { backendUrls: backendUrls(f) } : {}),
     },
-    runtime: runtimeSetup(f),
+    runtime: runtimeSetup(f, f.dataset),
   };
 }
 

@@ -6,6 +6,7 @@ import { serverExitCode, untilSignal } from '../http/server.ts';
 import { type BackendFlags, backendOptions, backendUrls as urlsOf } from '../options/backend.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { loadDataset } from '../rollout/dataset.ts';
+import { ensureDatasetRepos } from '../rollout/dataset-repos.ts';
 import { type RolloutFlags, runtimeSetup } from '../rollout/flags.ts';
 import { type JudgeFlags, rewardSetup } from '../rollout/judge/setup.ts';
 import { createRuntime } from '../rollout/runtime/create.ts';
@@ -54,7 +55,7 @@ export function gymEvaluation(f: GymFlags): EvaluationSetup & { agent: { agent: 
       ...(f.piApi ? { piApi: f.piApi } : {}),
       ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
     },
-    runtime: runtimeSetup(f),
+    runtime: runtimeSetup(f, f.dataset),
   };
 }
 
@@ -88,6 +89,8 @@ export async function gymCommand(f: GymFlags): Promise<number> {
         verifier: verifier !== undefined || rewards.primary === 'judge',
       })
     : undefined;
+  if (f.dataset && dataset && (runtime.kind === 'sandbox' || runtime.kind === 'local'))
+    ensureDatasetRepos(f.dataset, setup.runtime.repos, dataset);
   // the runtime is checked with or without a dataset (docker: the engine answers), as eval does
   await runtime.check(dataset ?? []);
   const backendUrls = gymBackendUrls({ backend: harness.backend, backendUrls: urlsOf(f) });

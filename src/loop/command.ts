@@ -127,7 +127,7 @@ export function loopOptions(f: LoopFlags, warn: (message: string) => void = (m) 
       ...(f.piApi ? { piApi: f.piApi } : {}),
       ...(f.passEnv?.length ? { passEnv: f.passEnv } : {}),
     },
-    runtime: runtimeSetup(f),
+    runtime: runtimeSetup(f, f.trainSet),
     backend,
     trainModel: existsSync(trainModel) ? resolve(trainModel) : trainModel,
     groupSize: f.groupSize,

@@ -20,6 +20,7 @@ import { ensureBackendReady } from '../backends/wait.ts';
 import { runBuild } from '../build/command.ts';
 import { InputError, PolarError, UsageError } from '../errors.ts';
 import { loadDataset, type SweInstance } from '../rollout/dataset.ts';
+import { ensureDatasetRepos } from '../rollout/dataset-repos.ts';
 import { EVAL_FILES } from '../rollout/run/files.ts';
 import type { EvalOutcome } from '../rollout/run/run.ts';
 import type { Reporter } from '../train/tracking/reporter.ts';
@@ -98,6 +99,11 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const rows = { verifier: Boolean(o.verifier) || o.rewards?.primary === 'judge' };
   const trainSet = await loadDataset(o.trainSet, rows);
   const evalSet = o.evalSet ? await loadDataset(o.evalSet, rows) : [];
+  // repositories the sets ship as sources are made on first use, into the run's one repositories folder
+  if (o.runtime.kind === 'sandbox' || o.runtime.kind === 'local') {
+    ensureDatasetRepos(o.trainSet, o.runtime.repos, trainSet);
+    if (o.evalSet) ensureDatasetRepos(o.evalSet, o.runtime.repos, evalSet);
+  }
   const summaries: StepSummary[] = [];
 
   // where the policy is now: the last finished step's checkpoint, or the starting model

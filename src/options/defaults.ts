@@ -154,7 +154,8 @@ export const DEFAULTS = {
   memoryLimit: d(8 * 1024 ** 3, '8GiB'),
   pidsLimit: d(1024),
   diskLimit: d(4 * 1024 ** 3, '4GiB'),
-  repos: d('fixtures/swe/repos'),
+  /** --repos: none given is `repos/` beside the dataset file (src/rollout/dataset-repos.ts reposFor) */
+  repos: d<string | undefined>(undefined, 'repos/ beside the dataset file'),
   /**
    * the sandbox's and the containers' network: a loopback only, the capture proxy reached through a
    * socket and forward.mjs (--network host is the unsafe opt-in)

@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import type { ClusterChoice } from '../options/parsers.ts';
 import { polarCommand } from '../train/cluster/polar.ts';
+import { reposFor } from './dataset-repos.ts';
 import type { JobExecutor } from './executors/job.ts';
 import type { RuntimeSetup } from './runtime/create.ts';
 import type { RuntimeKind } from './runtime/types.ts';
@@ -14,7 +15,8 @@ export interface RolloutFlags {
   /** --pass-env NAME, repeatable */
   passEnv?: string[];
   runtime: RuntimeKind;
-  repos: string;
+  /** --repos; none given: `repos/` beside the dataset file (reposFor) */
+  repos?: string;
   image?: string;
   network?: string;
   /** --network-allow HOST:PORT, repeatable */
@@ -40,11 +42,14 @@ export interface RolloutFlags {
   envs: boolean;
 }
 
-/** --runtime and its companions as the runtime factory takes them (the same for eval, loop and gym). */
-export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }): RuntimeSetup {
+/**
+ * --runtime and its companions as the runtime factory takes them (the same for eval, loop and gym);
+ * `dataset`: the file whose folder holds `repos/` when --repos is not given.
+ */
+export function runtimeSetup(flags: RolloutFlags & { keepEnvs?: boolean }, dataset?: string): RuntimeSetup {
   return {
     kind: flags.runtime,
-    repos: flags.repos,
+    repos: reposFor(flags.repos, dataset),
     ...(flags.image ? { image: flags.image } : {}),
     ...(flags.network ? { network: flags.network } : {}),
     ...(flags.networkAllow?.length ? { networkAllow: flags.networkAllow } : {}),

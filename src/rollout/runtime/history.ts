@@ -200,7 +200,7 @@ export function checkSourceRepos(kind: string, reposDir: string, instances: SweI
   if (missing.length > 0) {
     throw new EnvironmentError(
       `${kind} runtime: no repository for ${missing.slice(0, 3).join(', ')} under ${reposDir}`,
-      'pass --repos DIR with DIR/<owner>/<name> git repositories (for the fixtures: node --import tsx scripts/swe-fixtures.ts)',
+      'pass --repos DIR with DIR/<owner>/<name> git repositories (default: repos/ beside the dataset file), or ship each repository as a source tree in src/<owner>/<name>/ beside the dataset: polar commits it there on first use',
     );
   }
 }

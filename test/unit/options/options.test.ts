@@ -125,7 +125,7 @@ describe('argv -> typed flags', () => {
         out: 'runs/eval',
         grader: { kind: 'polar' },
         runtime: 'sandbox',
-        repos: 'fixtures/swe/repos',
+        repos: undefined,
         memoryLimit: 8 * 1024 ** 3,
         pidsLimit: 1024,
         diskLimit: 4 * 1024 ** 3,

@@ -4,6 +4,7 @@
  * one). The harness config dir is mounted for all three (it was missing for gym, see c01d727).
  */
 import assert from 'node:assert/strict';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { program } from '../../../src/cli.ts';
 import type { EvalFlags } from '../../../src/eval/flags.ts';
@@ -43,7 +44,7 @@ function setups(extra: string[] = []): Record<'eval' | 'loop' | 'gym', Evaluatio
   const evalFlags = parseArgv(['eval', '--dataset', MINI, ...SHARED, ...extra]).flags as unknown as EvalFlags;
   const loopFlags = parseArgv(['loop', '--train-set', MINI, '--out', 'run', ...SHARED, ...extra])
     .flags as unknown as LoopFlags;
-  const gymFlags = parseArgv(['gym', ...SHARED, ...extra]).flags as unknown as GymFlags;
+  const gymFlags = parseArgv(['gym', '--dataset', MINI, ...SHARED, ...extra]).flags as unknown as GymFlags;
   return {
     eval: evaluationSetup(evalFlags),
     loop: loopEvaluation(loopOptions(loopFlags)),
@@ -110,7 +111,8 @@ describe('one evaluation setup for eval, loop and gym', () => {
     assert.deepEqual(gym, e);
     assert.deepEqual(e.runtime, {
       kind: 'podman',
-      repos: 'fixtures/swe/repos',
+      // no --repos: repos/ beside the dataset file
+      repos: join(dirname(MINI), 'repos'),
       image: 'registry.example/{instance_id}:v1',
       network: 'polar-net',
       limits: { memoryBytes: 8 * 1024 ** 3, pids: 1024, diskBytes: 4 * 1024 ** 3 },
