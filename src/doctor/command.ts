@@ -1,5 +1,6 @@
 /**
- * The body of `polar doctor`: with --backend/--backend-url/--model, the inference server's set-up probe;
+ * The body of `polar doctor`: with --backend/--backend-url/--model, the inference server's set-up probe
+ * (the embedded backend: whether its model is in the cache or the hub answers, src/doctor/model.ts);
  * with --runtime, whether that runtime works here (sandbox: bubblewrap, and which limits apply, with the
  * fix for known failures; containers: the engine answers). Exit 0 when everything asked for is ready.
  */
@@ -13,7 +14,9 @@ import { apptainerDialect } from '../rollout/runtime/apptainer.ts';
 import { ContainerRuntime } from '../rollout/runtime/docker.ts';
 import { formatSandboxProbe, probeSandbox } from '../rollout/runtime/probe.ts';
 import type { RuntimeKind } from '../rollout/runtime/types.ts';
+import { isLocalPath } from '../tokenizer/chat-tokenizer.ts';
 import { log } from '../util/log.ts';
+import { embeddedModelCheck } from './model.ts';
 
 export type DoctorFlags = BackendFlags & {
   wait?: boolean;
@@ -74,6 +77,17 @@ export async function doctorCommand(f: DoctorFlags): Promise<ExitCode> {
       });
     }
     const report = await probeBackend(options);
+    if (options.kind === 'embedded') {
+      // the in-process engine has no server to probe: whether its model can be loaded here
+      const model = options.model === 'default' ? DEFAULTS.embeddedModel.value : options.model;
+      const local = isLocalPath(model);
+      const check = await embeddedModelCheck(
+        model,
+        process.env.POLAR_EMBEDDED_DTYPE ?? (local ? 'fp32' : 'q4'),
+      );
+      report.checks.push(check);
+      report.ok &&= check.status !== 'fail';
+    }
     ok &&= report.ok;
     out.backend = report;
     text.push(formatProbeReport(report));

@@ -22,7 +22,7 @@ import {
   type PythonPackages,
   probePython,
 } from './env.ts';
-import { modelVocabSize, otherSamplers } from './model-info.ts';
+import { checkModelFound, modelVocabSize, otherSamplers } from './model-info.ts';
 import type { TrainOptions } from './options.ts';
 import { TrainProgress } from './progress.ts';
 import { CHECKPOINT_FILES } from './schema.ts';
@@ -225,7 +225,9 @@ export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise
   });
   const resumed = resume ? await checkpointMeta(resume) : undefined;
 
-  // 1. the data, before any GPU time is spent: every id within the model's vocabulary when it is known
+  // 1. the model (a folder of weights, not an ONNX export), then the data, before any GPU time is spent:
+  // every id within the model's vocabulary when it is known
+  if (!resumed) checkModelFound(config.model, '--model');
   const trained = resumed?.dir ?? config.model;
   const vocab = modelVocabSize(trained);
   const data = await checkTrajectories(config.trajectories, trajectoryCheck(config, vocab, trained));

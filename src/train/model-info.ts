@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { EnvironmentError, UsageError } from '../errors.ts';
+import { DEFAULTS } from '../options/defaults.ts';
 import {
   checkDevice,
   checkPackages,
@@ -18,7 +19,7 @@ import {
   probeDevices,
   probePython,
 } from './env.ts';
-import { TINY_DEFAULTS } from './schema.ts';
+import { CHECKPOINT_FILES, TINY_DEFAULTS } from './schema.ts';
 
 /** The keys of a `tiny:` spec (`tiny:arch=qwen3,vocab=151669,...`), the defaults filled in. */
 export function tinySpec(spec: string): Record<string, string | number> {
@@ -80,6 +81,7 @@ export function checkModelFound(model: string, flag: string): void {
         `${flag} ${model}: no config.json there`,
         'give a Hugging Face model directory or a polar train checkpoint',
       );
+    checkWeights(model, flag);
     return;
   }
   const offline = process.env.POLAR_OFFLINE === '1' || process.env.HF_HUB_OFFLINE === '1';
@@ -88,6 +90,42 @@ export function checkModelFound(model: string, flag: string): void {
       `${flag} ${model}: not a directory, and not in the Hugging Face cache (offline)`,
       'give a local model directory, or a tiny:... spec (docs/train.md)',
     );
+}
+
+/** the files a model directory holds its trainable weights in (transformers' from_pretrained) */
+const WEIGHT_FILES = [
+  'model.safetensors',
+  'model.safetensors.index.json',
+  'pytorch_model.bin',
+  'pytorch_model.bin.index.json',
+  'adapter_config.json',
+];
+
+/**
+ * A model directory with no trainable weights (issue 47 item 4): an ONNX export (what the embedded
+ * backend serves, README's `polar export tiny:... --out tiny-model`) used to load, then fail in the worker
+ * on a missing model.safetensors. Refused up front, naming what it was exported from when it says so
+ * (config.json `polar_export.source`: a `tiny:` spec or a checkpoint) and otherwise the tiny spec.
+ * A `polar train --out` folder (its `latest`) is a checkpoint the worker follows.
+ */
+function checkWeights(model: string, flag: string): void {
+  if (existsSync(join(model, CHECKPOINT_FILES.latest))) return;
+  if (WEIGHT_FILES.some((f) => existsSync(join(model, f)))) return;
+  const onnx = existsSync(join(model, 'onnx')) || readdirSync(model).some((f) => f.endsWith('.onnx'));
+  let source: unknown;
+  try {
+    source = JSON.parse(readFileSync(join(model, 'config.json'), 'utf8'))?.polar_export?.source;
+  } catch {}
+  const from =
+    typeof source === 'string'
+      ? `train what it was exported from: ${flag} ${source.startsWith('tiny:') ? `'${source}'` : source}`
+      : `train a checkpoint or a tiny model spec (${flag} '${DEFAULTS.tinyTrialModel.value}', what README's tiny model is exported from)`;
+  throw new UsageError(
+    onnx
+      ? `${flag} ${model} is an ONNX model (for the embedded backend, onnx/): it holds no weights to train (no ${WEIGHT_FILES[0]})`
+      : `${flag} ${model}: no weights there (${WEIGHT_FILES.slice(0, 3).join(', ')})`,
+    `${from}; or a Hugging Face model directory with safetensors`,
+  );
 }
 
 export interface TrainerSetup {

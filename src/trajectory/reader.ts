@@ -24,6 +24,9 @@ export interface LocatedTrajectory {
 
 const HINT = 'see docs/trajectory-format.md; write trajectories with `polar build` (--format polar)';
 
+/** the `type` of every capture record (src/capture/record.ts) */
+const CAPTURE_RECORD_TYPES: readonly string[] = ['session', 'session_end', 'call', 'grading'];
+
 /** Validates one parsed JSON value as a trajectory record; throws InputError naming file:line and field. */
 export function validateTrajectory(source: string, line: number, value: unknown): TrajectoryRecord {
   if (typeof value === 'object' && value !== null) {
@@ -35,6 +38,17 @@ export function validateTrajectory(source: string, line: number, value: unknown)
         'v',
         `trajectory format version ${v} is not supported (this polar reads versions ${TRAJECTORY_VERSIONS.join(' and ')})`,
         'rebuild the trajectories with this version of polar',
+      );
+    }
+    // a capture's records (polar capture, polar eval's captures/): one step before trajectories
+    const type = (value as { type?: unknown }).type;
+    if (typeof type === 'string' && CAPTURE_RECORD_TYPES.includes(type)) {
+      throw new InputError(
+        source,
+        line,
+        undefined,
+        `this is a capture (a "${type}" record of polar capture), not a trajectory file`,
+        `build its trajectories first: polar build ${source} -o traj.jsonl (graded captures, as polar eval writes them, carry the rewards training needs)`,
       );
     }
     if (Array.isArray((value as { input_ids?: unknown }).input_ids)) {

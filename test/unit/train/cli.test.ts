@@ -142,6 +142,8 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const model = join(dir, 'broken-model');
     await mkdir(model);
     await writeFile(join(model, 'config.json'), '{"model_type": "no-such-architecture"}\n');
+    // a weights file, so that polar train's own check (weights there) lets it through to the worker
+    await writeFile(join(model, 'model.safetensors'), '');
     const r = await polar([traj, '--model', model, '--device', 'cpu', '--out', join(dir, 'o')]);
     assert.equal(r.exitCode, 1, r.stderr);
     const errors = r.stderr.split('\n').filter((l) => l.startsWith('polar: error:'));
@@ -157,6 +159,8 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     const model = join(dir, 'broken-model');
     await mkdir(model);
     await writeFile(join(model, 'config.json'), '{"model_type": "no-such-architecture"}\n');
+    // a weights file, so that polar train's own check (weights there) lets it through to the worker
+    await writeFile(join(model, 'model.safetensors'), '');
     const r = await polar([traj, '--model', model, '--device', 'cpu', '--out', join(dir, 'o'), '-q']);
     assert.equal(r.exitCode, 1, r.stderr);
     assert.doesNotMatch(r.stderr, /training .* on \d+ rollout/);
