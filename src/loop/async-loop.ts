@@ -33,7 +33,7 @@ import { type Batch, fileJournal, readJournal, StalenessScheduler } from './asyn
 import { groupDirName, LOOP_FILES, type StepSummary, stepDirName } from './files.ts';
 import { observeStep, trainSteps } from './observe.ts';
 import { type LoopOptions, rate, type StepContext, tasksForStep } from './options.ts';
-import { evaluate, previousTrainRun, publish, stopped } from './phases.ts';
+import { evaluate, keptStep, keptTraining, previousTrainRun, publish, stopped } from './phases.ts';
 
 /** Runs steps first..o.steps with rollouts ahead of training; the policy now is `checkpoint` (version first-1). */
 export async function runAsyncSteps(
@@ -152,7 +152,8 @@ async function trainBatch(
   const { out, backend, publisher } = ctx;
   const n = batch.step;
   const dir = join(out, stepDirName(n));
-  await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from its journalled batch
+  // an unfinished step is redone from its journalled batch; --resume keeps a finished training and export
+  const kept = await keptStep(o, dir);
   await mkdirPrivate(dir);
   const started = new Date();
   const groupDirs = batch.groups.map((g) => join(out, LOOP_FILES.groups, groupDirName(g.group)));
@@ -177,7 +178,9 @@ async function trainBatch(
     throw new PolarError(
       `step ${n}: no trajectories were built from the rollouts (see ${dir}/build-stats.json)`,
     );
-  const trained = await runTrain(trainRequest(o, ctx, batch, traj, checkpoint));
+  const trained = kept.trained
+    ? keptTraining(kept.trained, join(dir, LOOP_FILES.train), trainSteps(ctx.reporter))
+    : await runTrain(trainRequest(o, ctx, batch, traj, checkpoint));
   stopped(o, `step ${n} stopped after its training`);
   if (o.crashAfter?.step === n && o.crashAfter.phase === 'train')
     throw new PolarError(`simulated crash after train of step ${n}`);
@@ -187,11 +190,9 @@ async function trainBatch(
 
   let heldoutRun: EvalOutcome | null = null;
   if (o.evalSet && ctx.evalSet.length && o.evalEvery > 0 && n % o.evalEvery === 0) {
-    heldoutRun = await evaluate(o, backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, {
-      policy: `step-${n}`,
-      loop_step: String(n),
-      heldout: '1',
-    });
+    const meta = { policy: `step-${n}`, loop_step: String(n), heldout: '1' };
+    const to = join(dir, LOOP_FILES.heldout);
+    heldoutRun = await evaluate(o, backend, ctx.evalSet, 1, to, o.evalSet, meta, kept.resume);
     stopped(o, `step ${n} stopped during its held-out evaluation`);
   }
   const heldout = heldoutRun ? { pass_at_1: heldoutRun.report.pass_at_1.mean } : null;

@@ -23,6 +23,7 @@ import type { EvaluationSetup } from '../rollout/setup.ts';
 import { POLAR_BIN } from '../train/cluster/polar.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
+import { LOOP_RESUME_HINT } from './files.ts';
 
 export interface LoopCluster {
   choice: ClusterChoice;
@@ -69,6 +70,8 @@ export interface ClusterRolloutRun {
   concurrency: number;
   meta: Record<string, string>;
   quiet: boolean;
+  /** continue the folder of an interrupted step (the job's `resume`, as eval --resume) */
+  resume?: boolean;
   signal?: AbortSignal;
 }
 
@@ -95,7 +98,7 @@ export function stepJob(
     testTimeoutMs: o.testTimeoutMs,
     concurrency: run.concurrency,
     out: run.out,
-    resume: false,
+    resume: Boolean(run.resume),
     overwrite: false,
     meta: run.meta,
     executor: c.executor,
@@ -131,11 +134,7 @@ export async function clusterRollouts(
   } finally {
     run.signal?.removeEventListener('abort', onAbort);
   }
-  throwIfStopped(
-    run.signal,
-    `the rollouts in ${run.out} were stopped`,
-    'run the same command with --resume to continue (an unfinished step is redone)',
-  );
+  throwIfStopped(run.signal, `the rollouts in ${run.out} were stopped`, LOOP_RESUME_HINT);
   if (result.exitCode !== 0) {
     const last = String(result.stderr ?? '')
       .trim()
@@ -145,7 +144,7 @@ export async function clusterRollouts(
       .join(' | ');
     throw new PolarError(
       `the rollouts on ${c.choice.engine} (polar eval --out ${run.out}) ended with ${result.signal ?? `exit ${result.exitCode}`}: ${last || 'no output'}`,
-      { hint: `the step is redone by --resume; the eval's own logs are under ${join(run.out, '.cluster')}` },
+      { hint: `--resume continues the step; the eval's own logs are under ${join(run.out, '.cluster')}` },
     );
   }
   const report = readRunReport(join(run.out, EVAL_FILES.report));

@@ -22,10 +22,10 @@ import { nodesTraining } from '../train/cluster/train.ts';
 import { readUserConfig, resolveTrainConfig } from '../train/config.ts';
 import { checkTrainer } from '../train/model-info.ts';
 import { flagsToOptions, type TrainOptionFlags } from '../train/options.ts';
-import { onStopSignals } from '../util/interrupt.ts';
+import { InterruptedError, onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { loopCluster } from './cluster.ts';
-import type { StepSummary } from './files.ts';
+import { LOOP_RESUME_HINT, type StepSummary } from './files.ts';
 import { type LoopOptions, runLoop } from './loop.ts';
 
 /** `polar loop` flags after parsing (commands/loop.ts). */
@@ -264,6 +264,10 @@ export async function loopCommand(f: LoopFlags): Promise<number> {
   let summaries: Awaited<ReturnType<typeof runLoop>>;
   try {
     summaries = await runLoop({ ...options, signal: interrupt.signal });
+  } catch (error) {
+    // a stop inside a step's training or export says what polar train / export would ("run the same
+    // command again"): for the loop, the way on is --resume
+    throw error instanceof InterruptedError ? error.withHint(LOOP_RESUME_HINT) : error;
   } finally {
     interrupt.dispose();
   }

@@ -5,6 +5,10 @@
 import { z } from 'zod';
 import { stepHealthSchema } from './health.ts';
 
+/** What `polar loop` says to do after a stop: the hint of every interrupt of a loop (phases.ts, cluster.ts, command.ts). */
+export const LOOP_RESUME_HINT =
+  "run the same command with --resume to continue: finished steps, and the unfinished step's graded rollouts, finished training and export, are kept";
+
 export const LOOP_FILES = {
   /** the resolved options of the run, checked again by --resume */
   config: 'loop.json',

@@ -8,7 +8,8 @@
  *   step.json    written last: a step with step.json {status: "done"} is finished
  * run/step-0/ holds the starting policy: onnx/ (embedded) and heldout/, the held-out eval before training
  * (with --eval-set), the baseline the later held-out evals are read against.
- * --resume skips finished steps and redoes an unfinished one from scratch. The same work as a shell
+ * --resume skips finished steps and continues an unfinished one: its graded rollouts, a finished training,
+ * its export and held-out samples are kept (phases.ts keptStep). The same work as a shell
  * pipeline is in docs/loop.md.
  */
 import { existsSync } from 'node:fs';
@@ -33,7 +34,16 @@ import { firstDraw, nextRow, type Round, recordedDraws, sampleStep } from './dyn
 import { LOOP_FILES, type StepSummary, stepDirName, stepSummarySchema } from './files.ts';
 import { observeBaseline, observeStep, openLoopReporter, trainSteps } from './observe.ts';
 import { type LoopOptions, rate, type StepContext, tasksForStep } from './options.ts';
-import { evaluate, exportTo, previousTrainRun, publish, stopped, trainStep } from './phases.ts';
+import {
+  evaluate,
+  exportTo,
+  keptStep,
+  keptTraining,
+  previousTrainRun,
+  publish,
+  stopped,
+  trainStep,
+} from './phases.ts';
 
 export type { LoopOptions, StepContext } from './options.ts';
 export { rate, tasksForStep } from './options.ts';
@@ -194,7 +204,8 @@ async function runStep(
   const dir = join(out, stepDirName(n));
   // the draws an unfinished attempt recorded are redone as they were (dynamic-sampling.ts)
   const recorded = o.dynamicSampling ? await recordedDraws(dir) : [];
-  await rm(dir, { recursive: true, force: true }); // an unfinished step is redone from scratch
+  // an unfinished step continued by --resume keeps its graded rollouts and a finished training
+  const kept = await keptStep(o, dir);
   await mkdirPrivate(dir);
   const started = new Date();
   const first = o.dynamicSampling ? firstDraw(ctx.trainSet, ctx.firstRow, o.tasksPerStep) : null;
@@ -205,7 +216,7 @@ async function runStep(
 
   const meta = { policy, loop_step: String(n) };
   const rollOut = (t: SweInstance[], to: string) =>
-    evaluate(o, backend, t, o.groupSize, to, o.trainSet, meta);
+    evaluate(o, backend, t, o.groupSize, to, o.trainSet, meta, kept.resume);
   const { rollouts, sampled } = first
     ? await sampleStep({ ...sampling(o, dir, n, recorded), trainSet: ctx.trainSet, first, rollout: rollOut })
     : { rollouts: await rollOut(tasks, join(dir, LOOP_FILES.rollouts)), sampled: null };
@@ -233,30 +244,33 @@ async function runStep(
     );
   const resume = previousTrainRun(out, n);
   // a step whose groups all scored alike teaches nothing (build warned); the loop goes on to the next step
-  const trained = await trainStep(o, {
-    allowZeroAdvantage: true,
-    trajectories: traj,
-    out: join(dir, LOOP_FILES.train),
-    configFile: o.trainConfig,
-    ...(resume ? { resume } : {}),
-    ...(o.signal ? { signal: o.signal } : {}),
-    onStep: trainSteps(ctx.reporter),
-    // the served name (vLLM --served-model-name) is the policy the rollouts came from
-    sampledBy: [o.backend.model],
-    flags: {
-      ...o.trainFlags,
-      ...(resume ? {} : { model: checkpoint }),
-      // one update per step: with dynamic sampling, the trajectories of its informative groups
-      batch_rollouts: sampled ? trajectories : tasks.length * o.groupSize,
-      epochs: 1,
-    },
-  });
+  const trainDir = join(dir, LOOP_FILES.train);
+  const trained = kept.trained
+    ? keptTraining(kept.trained, trainDir, trainSteps(ctx.reporter))
+    : await trainStep(o, {
+        allowZeroAdvantage: true,
+        trajectories: traj,
+        out: trainDir,
+        configFile: o.trainConfig,
+        ...(resume ? { resume } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+        onStep: trainSteps(ctx.reporter),
+        // the served name (vLLM --served-model-name) is the policy the rollouts came from
+        sampledBy: [o.backend.model],
+        flags: {
+          ...o.trainFlags,
+          ...(resume ? {} : { model: checkpoint }),
+          // one update per step: with dynamic sampling, the trajectories of its informative groups
+          batch_rollouts: sampled ? trajectories : tasks.length * o.groupSize,
+          epochs: 1,
+        },
+      });
   crash('train');
   if (!trained.checkpoint) throw new PolarError(`step ${n}: training wrote no checkpoint`);
   policy = `step-${n}`;
   await publish(publisher, trained.checkpoint, join(dir, LOOP_FILES.onnx), o, n);
 
-  const heldoutRun = await heldoutAt(o, ctx, dir, n, policy);
+  const heldoutRun = await heldoutAt(o, ctx, dir, n, policy, kept.resume);
   const heldout = heldoutRun ? { pass_at_1: heldoutRun.report.pass_at_1.mean } : null;
   const summary: StepSummary = {
     step: n,
@@ -295,10 +309,12 @@ async function heldoutAt(
   dir: string,
   n: number,
   policy: string,
+  resume: boolean,
 ): Promise<EvalOutcome | null> {
   if (!o.evalSet || !ctx.evalSet.length || o.evalEvery <= 0 || n % o.evalEvery !== 0) return null;
   const meta = { policy, loop_step: String(n), heldout: '1' };
-  const r = await evaluate(o, ctx.backend, ctx.evalSet, 1, join(dir, LOOP_FILES.heldout), o.evalSet, meta);
+  const to = join(dir, LOOP_FILES.heldout);
+  const r = await evaluate(o, ctx.backend, ctx.evalSet, 1, to, o.evalSet, meta, resume);
   stopped(o, `step ${n} stopped during its held-out evaluation`);
   return r;
 }

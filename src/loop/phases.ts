@@ -2,11 +2,12 @@
  * The phases of a loop step that the strict loop (loop.ts) and the asynchronous one (async-loop.ts) share:
  * an evaluation of some tasks on the loop's backend (locally, or fanned out with --cluster), a step's
  * training (here, or across nodes with --train-nodes), the ONNX export the embedded backend serves,
- * publishing a checkpoint, and the check for a stop signal after each.
+ * publishing a checkpoint, and the check for a stop signal after each; and what an interrupted step keeps
+ * for --resume (keptStep): its graded rollouts, a finished training and its export.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Backend } from '../backends/types.ts';
 import { ensureBackendReady } from '../backends/wait.ts';
 import { UsageError } from '../errors.ts';
@@ -21,27 +22,90 @@ import { CHECKPOINT_FILES } from '../train/schema.ts';
 import { throwIfStopped } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { clusterRollouts, stepJob } from './cluster.ts';
-import { LOOP_FILES, stepDirName } from './files.ts';
+import { LOOP_FILES, LOOP_RESUME_HINT, stepDirName } from './files.ts';
 import type { LoopOptions } from './options.ts';
 import type { Publisher } from './publish.ts';
+
+/** The checkpoint a polar export folder was made from (config.json `polar_export.source`), or null. */
+function exportedFrom(onnxDir: string): string | null {
+  try {
+    const source = JSON.parse(readFileSync(join(onnxDir, 'config.json'), 'utf8'))?.polar_export?.source;
+    return typeof source === 'string' ? source : null;
+  } catch {
+    return null;
+  }
+}
 
 export async function exportTo(checkpoint: string, onnxDir: string, o: LoopOptions): Promise<void> {
   if (!o.exportOnnx)
     throw new UsageError(
       'the embedded backend needs an ONNX export of each checkpoint, and no exporter is available',
     );
+  // an export is moved into place whole (polar_train/export.py): one of this checkpoint is kept (--resume)
+  const source = exportedFrom(onnxDir);
+  if (source !== null && source === (checkpoint.startsWith('tiny:') ? checkpoint : resolve(checkpoint))) {
+    log.info(`kept the export of ${checkpoint} in ${onnxDir}`);
+    return;
+  }
   await rm(onnxDir, { recursive: true, force: true });
   await o.exportOnnx(checkpoint, onnxDir, o.signal);
   stopped(o, `the export of ${checkpoint} was cut short`);
 }
 
-/** After a phase: a signal stops the loop there (the unfinished step is redone by --resume). */
+/** After a phase: a signal stops the loop there (--resume continues the unfinished step). */
 export function stopped(o: Pick<LoopOptions, 'signal'>, what: string): void {
-  throwIfStopped(
-    o.signal,
-    what,
-    'run the same command with --resume to continue (an unfinished step is redone)',
+  throwIfStopped(o.signal, what, LOOP_RESUME_HINT);
+}
+
+/** The checkpoint a step's finished training left (train/latest names it), or null. */
+export function finishedTraining(trainDir: string): string | null {
+  const latest = join(trainDir, CHECKPOINT_FILES.latest);
+  if (!existsSync(latest)) return null;
+  const step = resolve(trainDir, readFileSync(latest, 'utf8').trim());
+  return existsSync(join(step, CHECKPOINT_FILES.state)) ? step : null;
+}
+
+/** A kept training (keptStep): its checkpoint, its metrics.jsonl lines logged again (--report-to). */
+export function keptTraining(
+  checkpoint: string,
+  trainDir: string,
+  onStep: (event: Record<string, unknown>) => void,
+): { checkpoint: string } {
+  const metrics = join(trainDir, CHECKPOINT_FILES.metrics);
+  const lines = existsSync(metrics) ? readFileSync(metrics, 'utf8').split('\n') : [];
+  for (const line of lines.filter((l) => l.trim() !== '')) {
+    try {
+      onStep(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // a line the worker's trim drops next time (cut by a kill): not logged
+    }
+  }
+  return { checkpoint };
+}
+
+/**
+ * What an unfinished step keeps when --resume continues it (issue 47 item 5; it was redone from scratch):
+ * its rollouts (each graded sample, as eval --resume keeps them: `resume`), a finished training (its
+ * checkpoint: `trained`) and then that checkpoint's export and held-out samples. A training that did not
+ * finish is redone, and the export and held-out samples of the step go with it (they were of other
+ * weights, or of none). Without --resume, or for a step not begun, the folder is made afresh.
+ */
+export async function keptStep(
+  o: Pick<LoopOptions, 'resume'>,
+  dir: string,
+): Promise<{ resume: boolean; trained: string | null }> {
+  if (!o.resume || !existsSync(dir)) {
+    await rm(dir, { recursive: true, force: true });
+    return { resume: false, trained: null };
+  }
+  const trained = finishedTraining(join(dir, LOOP_FILES.train));
+  if (!trained)
+    for (const sub of [LOOP_FILES.train, LOOP_FILES.onnx, LOOP_FILES.heldout])
+      await rm(join(dir, sub), { recursive: true, force: true });
+  log.info(
+    `continuing the unfinished ${dir}: graded rollouts kept${trained ? `, training kept (${trained})` : ''}`,
   );
+  return { resume: true, trained };
 }
 
 export async function publish(
@@ -85,6 +149,7 @@ export async function evaluate(
   out: string,
   dataset: string,
   meta: Record<string, string>,
+  resume = false,
 ): Promise<EvalOutcome> {
   if (o.cluster) {
     const run = {
@@ -95,6 +160,7 @@ export async function evaluate(
       concurrency: o.concurrency,
       meta,
       quiet: log.quiet,
+      ...(resume ? { resume: true } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
     };
     return clusterRollouts(o.cluster, run, stepJob(loopEvaluation(o), o, o.cluster, run));
@@ -111,7 +177,8 @@ export async function evaluate(
       concurrency: o.concurrency,
       agentTimeoutMs: o.agentTimeoutMs,
       testTimeoutMs: o.testTimeoutMs,
-      resume: false,
+      // an interrupted step continued by --resume keeps its graded samples, as eval --resume does
+      resume,
       dataset,
       // one line per graded sample with the ETA, as polar eval shows (-q: none)
       progress: !log.quiet,

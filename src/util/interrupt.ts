@@ -27,12 +27,20 @@ export function eitherSignal(...signals: (AbortSignal | undefined)[]): { signal?
 /** A command stopped by a signal: its exit code is 128 + the signal's number, its hint how to continue. */
 export class InterruptedError extends PolarError {
   readonly signal: NodeJS.Signals;
+  /** what was stopped (the message without its `interrupted by SIGNAL:` head) */
+  readonly what: string;
   constructor(signal: NodeJS.Signals, message: string, hint?: string) {
     super(`interrupted by ${signal}: ${message}`, {
       exitCode: signalExitCode(signal),
       ...(hint ? { hint } : {}),
     });
     this.signal = signal;
+    this.what = message;
+  }
+
+  /** The same stop with another hint: a command that runs another's phases says how to go on itself. */
+  withHint(hint: string): InterruptedError {
+    return new InterruptedError(this.signal, this.what, hint);
   }
 }
 

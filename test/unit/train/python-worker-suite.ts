@@ -43,7 +43,7 @@ export function parseUnittest(output: string): PyResult[] {
 const TESTS = join(WORKER_DIR, 'tests');
 
 /** The modules that run real training steps and processes: python-worker-train.test.ts runs them. */
-export const TRAIN_MODULES = ['test_train', 'test_checkpoint_processes'];
+export const TRAIN_MODULES = ['test_train', 'test_checkpoint_processes', 'test_metrics_resume'];
 
 /** The worker's test modules (test_*.py), by name. */
 export function workerModules(): string[] {

@@ -208,6 +208,38 @@ def save(trainer: "Trainer") -> str:
     trainer.last_checkpoint = final
     return final
 
+def trim_metrics(trainer: "Trainer") -> None:
+    """metrics.jsonl keeps the steps up to the one this run starts after (issue 47 item 5): a run stopped
+    between a step's line and its checkpoint (every step between two `save_every` checkpoints, or the last
+    step before its save) left lines that the resumed run writes again, so a step was there twice. A fresh
+    run in a folder an earlier one left without a checkpoint starts an empty file. Lines that do not parse
+    (a line cut by the kill) go too."""
+    path = trainer.metrics_path
+    if not os.path.exists(path):
+        return
+    kept, dropped = [], []
+    with open(path) as fh:
+        for line in fh:
+            try:
+                step = json.loads(line).get("step")
+            except ValueError:
+                step = None
+            if isinstance(step, int) and step <= trainer.global_step:
+                kept.append(line if line.endswith("\n") else line + "\n")
+            else:
+                dropped.append(step)
+    if not dropped:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.writelines(kept)
+    os.replace(tmp, path)
+    steps = sorted(s for s in dropped if isinstance(s, int))
+    trainer.log("metrics.jsonl: dropped %d line(s) written after step %d (%s), which this run writes again"
+                % (len(dropped), trainer.global_step,
+                   "steps %s" % ", ".join(str(s) for s in steps) if steps else "unreadable"))
+
+
 def restore(trainer: "Trainer", directory: str) -> None:
     with open(os.path.join(directory, CHECKPOINT_META)) as fh:
         version = json.load(fh).get("polar_checkpoint")

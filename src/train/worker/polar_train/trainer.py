@@ -195,6 +195,8 @@ class Trainer:
         self.data_step = 0
         if self.resume_dir:
             self._restore(self.resume_dir)
+        if self.rank == 0:
+            checkpoint.trim_metrics(self)
         self.log("training %s (%s) for %s of %s; %s per step"
                  % (_count(n, "rollout"), _count(sum(len(r.samples) for r in self.rollouts), "trace"),
                     _count(self.total_steps, "step"), _count(self.batch, "rollout"),
