@@ -144,6 +144,10 @@ export const CLIENT_JS = String.raw`(function () {
     var lp = s.lp && !isNaN(s.lp[i]) ? ' · logprob ' + s.lp[i].toFixed(2) : '';
     t.title = 'token ' + i + ' · id ' + D.vid[s.ids[i]] + ' · ' + m + lp;
   });
+  // a table wider than the page scrolls: its box says so with a shade on its right edge
+  document.querySelectorAll('.scroll').forEach(function (el) {
+    if (el.scrollWidth > el.clientWidth + 1) el.classList.add('overflows');
+  });
   document.body.setAttribute('data-rendered', '1');
 })();
 `;

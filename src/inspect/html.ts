@@ -48,7 +48,8 @@ h3 { font-size: 14px; margin: 16px 0 8px; }
 table { border-collapse:collapse; background:var(--card); font-size:12px; }
 th, td { border:1px solid var(--line); padding:3px 8px; text-align:right; white-space:nowrap; }
 th { background:#f1f5f9; font-weight:600; } td.l, th.l { text-align:left; }
-.scroll { overflow-x:auto; }
+.scroll { overflow-x:auto; } .scroll.overflows { box-shadow: inset -10px 0 8px -8px rgba(15,23,42,.25); }
+table.steps th { white-space:normal; vertical-align:bottom; } table.steps td.warnings { white-space:normal; min-width:16em; }
 table.kv td:first-child { text-align:left; color:var(--muted); } table.kv td:last-child { text-align:left; white-space:normal; }
 details.section { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:8px 12px; margin:12px 0; }
 details.section > summary { font-weight:600; font-size:15px; cursor:pointer; }
@@ -241,10 +242,21 @@ function sectionHtml(s: Section, sec: number, single: boolean): string {
   return `<details class="section"${s.open ? ' open' : ''}><summary>${esc(s.title)} · ${num(s.summary.trajectories)} trajectories · reward ${esc(fixed(s.summary.reward_mean))}</summary>${body}</details>`;
 }
 
+const share = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(1)}%`);
+const dur = (s: number | null) =>
+  s === null ? '–' : s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(0)} s`;
+/** A table of `head` columns (a name ending in `<` is left-aligned: text, not figures) and its rows. */
+const table = (cls: string, head: string[], body: string) =>
+  `<div class="scroll"><table class="${cls}"><tr>${head.map((h) => (h.endsWith('<') ? `<th class="l">${esc(h.slice(0, -1))}</th>` : `<th>${esc(h)}</th>`)).join('')}</tr>${body}</table></div>`;
+
+/**
+ * The steps in two tables that each fit the page (issue 47 item 7: one table of 20 columns scrolled
+ * sideways at 1280 px): what each step trained, then its rollout health.
+ */
 function stepsTable(rows: StepRow[]): string {
   const head = [
     'step',
-    'status',
+    'status<',
     'time',
     'trajectories',
     'reward',
@@ -254,8 +266,21 @@ function stepsTable(rows: StepRow[]): string {
     'KL',
     'clip frac',
     'tokens/s',
-    'calls merged',
     'trained tokens',
+  ];
+  const body = rows
+    .map(
+      (r) =>
+        `<tr data-step="${r.step}"><td>${r.step}</td><td class="l">${esc(r.status)}</td><td>${dur(r.duration_s)}</td><td>${num(r.trajectories)}</td><td>${fixed(r.reward_mean)}</td><td>${share(r.pass_at_1)}</td><td>${share(r.heldout_pass_at_1)}</td><td>${fixed(r.loss, 4)}</td><td>${fixed(r.kl, 4)}</td><td>${fixed(r.clip_frac, 4)}</td><td>${num(r.tokens_per_s === null ? null : Math.round(r.tokens_per_s))}</td><td>${num(r.tokens_trainable)}</td></tr>`,
+    )
+    .join('');
+  return table('steps', head, body);
+}
+
+function healthTable(rows: StepRow[]): string {
+  const head = [
+    'step',
+    'calls merged',
     'equal-reward groups',
     'token drift',
     'failed calls',
@@ -263,18 +288,15 @@ function stepsTable(rows: StepRow[]): string {
     'infra errors',
     'unparsed tool calls',
     'flagged',
-    'health',
+    'warnings<',
   ];
-  const p = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(1)}%`);
-  const dur = (s: number | null) =>
-    s === null ? '–' : s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(0)} s`;
   const body = rows
     .map(
       (r) =>
-        `<tr data-step="${r.step}"><td>${r.step}</td><td class="l">${esc(r.status)}</td><td>${dur(r.duration_s)}</td><td>${num(r.trajectories)}</td><td>${fixed(r.reward_mean)}</td><td>${p(r.pass_at_1)}</td><td>${p(r.heldout_pass_at_1)}</td><td>${fixed(r.loss, 4)}</td><td>${fixed(r.kl, 4)}</td><td>${fixed(r.clip_frac, 4)}</td><td>${num(r.tokens_per_s === null ? null : Math.round(r.tokens_per_s))}</td><td>${esc(r.calls_merged ?? '–')}</td><td>${num(r.tokens_trainable)}</td><td>${p(r.no_signal_share)}</td><td>${p(r.drift_rate)}</td><td>${p(r.failed_call_rate)}</td><td>${num(r.truncated_traces)}</td><td>${num(r.infra_errors)}</td><td>${num(r.tool_calls_unparsed)}</td><td>${num(r.flagged)}</td><td class="l">${r.health_warnings.map((w) => esc(w)).join('<br>') || '–'}</td></tr>`,
+        `<tr data-health-step="${r.step}"><td>${r.step}</td><td>${esc(r.calls_merged ?? '–')}</td><td>${share(r.no_signal_share)}</td><td>${share(r.drift_rate)}</td><td>${share(r.failed_call_rate)}</td><td>${num(r.truncated_traces)}</td><td>${num(r.infra_errors)}</td><td>${num(r.tool_calls_unparsed)}</td><td>${num(r.flagged)}</td><td class="l warnings">${r.health_warnings.map((w) => esc(w)).join('<br>') || '–'}</td></tr>`,
     )
     .join('');
-  return `<div class="scroll"><table class="steps"><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>${body}</table></div>${flaggedList(rows)}`;
+  return `${table('steps health', head, body)}${flaggedList(rows)}`;
 }
 
 /** every step's flagged samples with their evidence (the grading integrity layers, docs/eval.md) */
@@ -346,6 +368,8 @@ export function renderHtml(page: PageData): string {
         `<div class="charts">${run.charts.map(chartHtml).join('')}</div>`,
         '<h2>steps</h2>',
         stepsTable(run.steps),
+        '<h3>rollout health</h3>',
+        healthTable(run.steps),
         run.config
           ? `<details><summary class="sub">loop.json</summary><pre class="config">${esc(JSON.stringify(run.config, null, 2))}</pre></details>`
           : '',

@@ -74,11 +74,47 @@ export function defaultFormat(v: number): string {
   return v.toExponential(1);
 }
 
+/** A text's width in the chart's sans-serif at `size` px, estimated (no layout engine here): generous. */
+export function textWidth(text: string, size: number, bold = false): number {
+  return text.length * size * (bold ? 0.64 : 0.6);
+}
+
+/** Where a chart's legend goes: right-aligned on the title's row when it fits beside the title, else a row of its own. */
+export function legendLayout(
+  title: string,
+  names: readonly string[],
+  left: number,
+  right: number,
+): { x: number[]; row: number; ownRow: boolean } {
+  const widths = names.map((n) => 14 + textWidth(n, 11) + 14);
+  const total = widths.reduce((a, b) => a + b, 0);
+  const titleEnd = left + textWidth(title, 12, true);
+  const ownRow = right - total < titleEnd + 12;
+  let x = ownRow ? left : right - total;
+  const xs = widths.map((w) => {
+    const at = x;
+    x += w;
+    return at;
+  });
+  return { x: xs, row: ownRow ? 24 : 8, ownRow };
+}
+
 export function lineChart(series: Series[], options: ChartOptions): string {
   const W = options.width ?? 420;
   const H = options.height ?? 220;
   const fmt = options.format ?? defaultFormat;
   const m = { l: 52, r: 14, t: 30, b: 36 };
+  // the legend (several series) beside the title, or on a row under it (it overlapped the title)
+  const legend =
+    series.length > 1
+      ? legendLayout(
+          options.title,
+          series.map((s) => s.name),
+          m.l,
+          W - m.r,
+        )
+      : null;
+  if (legend?.ownRow) m.t += 16;
   const pw = W - m.l - m.r;
   const ph = H - m.t - m.b;
   const all = series.flatMap((s) => s.points.filter((p): p is [number, number] => p[1] !== null));
@@ -147,10 +183,12 @@ export function lineChart(series: Series[], options: ChartOptions): string {
         `<circle class="point" cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(`${s.name} @ ${x}: ${fmt(y)}`)}</title></circle>`,
       );
     }
-    if (series.length > 1) {
-      const lx = m.l + pw - 8 - (series.length - 1 - si) * 110;
-      parts.push(`<rect x="${lx - 90}" y="8" width="10" height="10" fill="${color}"/>`);
-      parts.push(`<text class="legend" x="${lx - 76}" y="17">${esc(s.name)}</text>`);
+    if (legend) {
+      const lx = legend.x[si] as number;
+      parts.push(`<rect x="${lx.toFixed(1)}" y="${legend.row}" width="10" height="10" fill="${color}"/>`);
+      parts.push(
+        `<text class="legend" x="${(lx + 14).toFixed(1)}" y="${legend.row + 9}">${esc(s.name)}</text>`,
+      );
     }
   });
   parts.push('</svg>');

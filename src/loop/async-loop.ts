@@ -164,7 +164,7 @@ async function trainBatch(
   );
   const traj = join(dir, LOOP_FILES.trajectories);
   const stats = await runBuild({
-    inputs: groupDirs,
+    inputs: groupDirs.map((d) => join(d, EVAL_FILES.captures)),
     outputFile: traj,
     groupBy: 'meta:loop_group',
     quiet: true,

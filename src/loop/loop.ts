@@ -225,7 +225,8 @@ async function runStep(
   const traj = join(dir, LOOP_FILES.trajectories);
   // one GRPO group per task; polar train computes the advantages from them (its --advantage)
   const stats = await runBuild({
-    inputs: sampled?.inputs ?? [join(dir, LOOP_FILES.rollouts)],
+    // the rounds' captures folders: their other files (results, predictions) are no captures to count
+    inputs: (sampled?.inputs ?? [join(dir, LOOP_FILES.rollouts)]).map((d) => join(d, EVAL_FILES.captures)),
     outputFile: traj,
     groupBy: 'task_id',
     quiet: true,

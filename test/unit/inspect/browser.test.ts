@@ -47,7 +47,12 @@ async function chromium(args: string[]): Promise<string> {
   return stdout;
 }
 
-const dumpDom = (file: string, hash = '') => chromium(['--dump-dom', `${pathToFileURL(file).href}${hash}`]);
+const dumpDom = (file: string, hash = '', width?: number) =>
+  chromium([
+    ...(width ? [`--window-size=${width},2000`] : []),
+    '--dump-dom',
+    `${pathToFileURL(file).href}${hash}`,
+  ]);
 
 async function screenshot(file: string, name: string, hash = ''): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -185,5 +190,22 @@ describe('the report in headless Chromium', { skip }, () => {
     assert.equal(responses[0]?.m1, CALL1 + CALL2);
     const png = await screenshot(page, 'run.png');
     assert.ok(readFileSync(png).length > 10_000);
+  });
+
+  test('at 1280 px the steps tables fit the page; narrower, the page marks the one that scrolls', async () => {
+    const dir = join(root, 'run-width');
+    await makeRunDir(dir);
+    const page = join(root, 'run-width.html');
+    writeFileSync(page, await inspectToHtml(dir, {}));
+    const wide = await dumpDom(page, '', 1280);
+    assert.equal(wide.match(/<table class="steps/g)?.length, 2);
+    assert.doesNotMatch(
+      wide,
+      /class="scroll overflows"><table class="steps/,
+      'no steps table scrolls sideways',
+    );
+    // the check can fail: at 500 px the training table is wider than the page
+    const narrow = await dumpDom(page, '', 500);
+    assert.match(narrow, /class="scroll overflows"><table class="steps/);
   });
 });

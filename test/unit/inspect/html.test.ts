@@ -6,7 +6,7 @@ import { main } from '../../../src/cli.ts';
 import { inspectToHtml } from '../../../src/inspect/command.ts';
 import { buildStatsTable, renderHtml, scriptJson } from '../../../src/inspect/html.ts';
 import { reportForFile, reportForRun } from '../../../src/inspect/report.ts';
-import { lineChart, niceTicks } from '../../../src/inspect/svg.ts';
+import { legendLayout, lineChart, niceTicks, textWidth } from '../../../src/inspect/svg.ts';
 import { loadTokenDecoder, type TokenDecoder } from '../../../src/inspect/tokens.ts';
 import { decodeVarints } from '../../../src/inspect/view.ts';
 import { tempDir } from '../../support/temp.ts';
@@ -180,6 +180,36 @@ describe('the page', () => {
       true,
     );
     assert.ok(html.includes('step-3/build-stats.json: not readable as JSON'));
+  });
+
+  test('a run page: no chart legend over its title; the steps in two tables of at most 12 columns', async () => {
+    const dir = join(root, 'run-layout');
+    await makeRunDir(dir);
+    const html = renderHtml(await reportForRun(dir, decoder, OPTS));
+    const charts = [...html.matchAll(/<svg class="chart"[\s\S]*?<\/svg>/g)].map((m) => m[0]);
+    let withLegend = 0;
+    for (const svg of charts) {
+      const title = /<text class="chart-title" x="([\d.]+)" y="18">([^<]*)<\/text>/.exec(svg)!;
+      const legends = [...svg.matchAll(/<rect x="([\d.]+)" y="(\d+)" width="10" height="10"/g)];
+      if (legends.length === 0) continue;
+      withLegend++;
+      const titleEnd = Number(title[1]) + textWidth(title[2]!, 12, true);
+      for (const [, x, y] of legends)
+        assert.ok(
+          Number(y) >= 24 || Number(x) >= titleEnd + 12,
+          `${title[2]}: a legend at x ${x} on the title's row, which ends at ${titleEnd.toFixed(0)}`,
+        );
+    }
+    assert.ok(withLegend >= 2, 'pass@1 and rollout health have legends');
+    // rollout health's three names do not fit beside its title: a row of their own (they overlapped it)
+    const health = charts.find((c) => c.includes('>rollout health<'))!;
+    assert.match(health, /<rect x="52\.0" y="24" width="10" height="10"/);
+    assert.equal(legendLayout('pass@1', ['rollouts', 'held-out'], 52, 406).ownRow, false);
+    const tables = [...html.matchAll(/<table class="steps[^"]*"><tr>([\s\S]*?)<\/tr>/g)];
+    assert.deepEqual(
+      tables.map((t) => t[1]!.match(/<th/g)?.length),
+      [12, 9],
+    );
   });
 
   test('build stats from an older or partial JSON render without throwing', () => {
