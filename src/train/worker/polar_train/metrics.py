@@ -69,3 +69,18 @@ class StepMetrics:
             "grad_norm": sum(self.gnorms) / u,
             "grad_norm_max": max(self.gnorms) if self.gnorms else None,
         }
+
+
+def batch_figures(rollouts) -> dict:
+    """What the step trained on, as TRL logs it beside the loss: the rollouts' reward (mean, standard
+    deviation; after --overlong penalty), the mean |advantage| (0 when every group scored alike: nothing to
+    learn) and the mean response length in trained tokens (issue 47: a reward curve in metrics.jsonl)."""
+    rewards = [float(r.reward) for r in rollouts if r.reward is not None]
+    n = len(rewards)
+    mean = sum(rewards) / n if n else None
+    return {
+        "reward_mean": mean,
+        "reward_std": math.sqrt(sum((x - mean) ** 2 for x in rewards) / n) if n else None,
+        "advantage_abs_mean": (sum(abs(float(r.advantage)) for r in rollouts) / len(rollouts)) if rollouts else None,
+        "response_tokens_mean": (sum(r.trained_tokens for r in rollouts) / len(rollouts)) if rollouts else None,
+    }

@@ -20,6 +20,7 @@ from . import data as D
 from . import overlong as O
 from .checkpoint import ConfigError, file_sha256, resolve_resume_dir
 from .metrics import StepMetrics as _Acc
+from .metrics import batch_figures
 from .loss import aggregation_weights, policy_loss, tis_weights
 from .model import load_policy
 from .sampling import SamplingMismatch, check_sampling  # noqa: F401 (SamplingMismatch: the worker's error)
@@ -317,6 +318,7 @@ class Trainer:
             tokens = sum(m.tokens for micros in minis for m in micros)
             trained = sum(m.trained_tokens for micros in minis for m in micros)
             metrics = acc.result()
+            metrics.update(batch_figures(self.batch_rollouts(self.data_step)))
             metrics.update({"staleness_" + k: (self.staleness or {}).get(k) for k in ("max", "mean")})
             metrics.update({
                 "event": "step",

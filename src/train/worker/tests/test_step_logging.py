@@ -75,6 +75,22 @@ class StepLogging(unittest.TestCase):
         self.assertAlmostEqual(steps[-1]["lr"], t.sched.get_last_lr()[0], places=12)
         self.assertNotAlmostEqual(steps[0]["lr"], steps[1]["lr"], places=9)
 
+    def test_each_line_says_what_the_step_trained_on_reward_advantage_length(self):
+        # issue 47: a reward curve in metrics.jsonl, as TRL logs reward, advantage and length by default
+        t, steps, lines = self.train(batch_rollouts=4, max_steps=2)
+        for data_step, line in enumerate(lines):
+            batch = t.batch_rollouts(data_step)
+            rewards = [r.reward for r in batch]
+            mean = sum(rewards) / len(rewards)
+            self.assertAlmostEqual(line["reward_mean"], mean, places=9)
+            self.assertAlmostEqual(line["reward_std"], (sum((x - mean) ** 2 for x in rewards) / len(rewards)) ** 0.5,
+                                   places=9)
+            self.assertAlmostEqual(line["advantage_abs_mean"], sum(abs(r.advantage) for r in batch) / len(batch),
+                                   places=9)
+            self.assertGreater(line["advantage_abs_mean"], 0, "rewards 0 and 1 in each group")
+            self.assertAlmostEqual(line["response_tokens_mean"], sum(r.trained_tokens for r in batch) / len(batch))
+        self.assertEqual([e["reward_mean"] for e in steps], [line["reward_mean"] for line in lines])
+
 
 if __name__ == "__main__":
     unittest.main()
