@@ -51,7 +51,11 @@ export const TIERS = {
   learn: {
     about:
       'the loop learns: GRPO through Pi on CPU, one file at a time (two at once starve each other of the 2 cores: torch threads and the embedded model)',
-    files: ['test/e2e/loop-learns.test.ts', 'test/e2e/loop-learns-async.test.ts'],
+    files: [
+      'test/e2e/loop-learns.test.ts',
+      'test/e2e/loop-learns-async.test.ts',
+      'test/e2e/quickstart.test.ts',
+    ],
     concurrency: 1,
   },
   e2e: {

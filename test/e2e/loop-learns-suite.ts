@@ -2,8 +2,9 @@
  * The loop learns (issue 14 part 3; at --max-staleness 1, issue 27 part 3), on CPU, offline, through a real harness: a tiny random Qwen3 (the
  * real Qwen3ForCausalLM class and vocabulary) is warmed up with a few plain supervised steps on the
  * prompts Pi really sends, so that it answers "Flip a coin. Answer with one word: heads or tails." with
- * heads about 70% and tails about 30% of the time. A verifier grader (fixtures/verifier/reward.mjs)
- * rewards tails. `polar loop` then runs Pi through the embedded backend, grades with the verifier, builds
+ * heads about 70% and tails about 30% of the time. A verifier grader rewards tails. The tasks, the
+ * verifier and the warm-up are the quickstart's (examples/quickstart/: test/e2e/quickstart.test.ts runs it
+ * as documented); this suite measures the learning itself, with the model. `polar loop` then runs Pi through the embedded backend, grades with the verifier, builds
  * GRPO trajectories, trains with the transformers worker, exports and reloads, for 2 steps.
  *
  * What must hold: the probability of the rewarded answer, computed with the model on a held-out prompt
@@ -13,14 +14,13 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, type TestContext, test } from 'node:test';
 import { execa } from 'execa';
-import { ensureFixtureRepos } from '../../scripts/swe-fixtures.ts';
 import { readCapture } from '../../src/capture/reader.ts';
 import type { CallRecord } from '../../src/capture/record.ts';
-import { qwen3TokenizerDir, tinyLlamaSpec } from '../../src/export/export.ts';
+import { tinyLlamaSpec } from '../../src/export/export.ts';
 import { findPython } from '../../src/train/env.ts';
 import { privateDirs, privateEnv } from '../support/capture-run.ts';
 import { ROOT, runPolar } from '../support/cli.ts';
@@ -29,29 +29,13 @@ import { rescore } from '../support/tiny-model.ts';
 const python = await findPython(process.env.POLAR_PYTHON).catch(() => null);
 const SKIP = python?.transformers ? false : 'no Python with torch and transformers (npm run setup:python)';
 
-const HEADS = 35810; // "heads" in the Qwen3 vocabulary
-const TAILS = 39960; // "tails"
+const TAILS = 39960; // "tails" in the Qwen3 vocabulary
 const IM_END = 151645; // <|im_end|>
-const QUESTION = 'Flip a coin. Answer with one word: heads or tails.\n';
-const VERIFIER = `node ${join(ROOT, 'fixtures/verifier/reward.mjs')}`;
+const QUICKSTART = join(ROOT, 'examples/quickstart');
+const VERIFIER = `node ${join(QUICKSTART, 'reward.mjs')}`;
 const SPEC = tinyLlamaSpec({ arch: 'qwen3', layers: 2, seed: 1 });
-
-/** Rows of the fixture repository with the question; no tests: the verifier grades the answer. */
-async function questions(path: string, prefix: string, n: number): Promise<void> {
-  const base = JSON.parse((await readFile(join(ROOT, 'fixtures/loop/coin.jsonl'), 'utf8')).split('\n')[0]!);
-  const rows = Array.from({ length: n }, (_, i) => ({
-    instance_id: `polar-fixtures__jsutil-${prefix}-${i}`,
-    repo: base.repo,
-    base_commit: base.base_commit,
-    patch: '',
-    test_patch: '',
-    problem_statement: QUESTION,
-    FAIL_TO_PASS: [],
-    PASS_TO_PASS: [],
-    answer: 'tails',
-  }));
-  await writeFile(path, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
-}
+const TRAIN_SET = join(QUICKSTART, 'tasks.jsonl');
+const HELDOUT_SET = join(QUICKSTART, 'heldout.jsonl');
 
 /** The successful calls of every capture in a folder. */
 async function calls(dir: string): Promise<CallRecord[]> {
@@ -81,12 +65,12 @@ export function loopLearns(staleness: number): void {
       let env: Record<string, string>;
       let warm: string;
       const common = () => [
-        '--harness',
+        '--agent',
         'pi',
         '--backend',
         'embedded',
         '--prompt-template',
-        join(work, 'prompt.txt'),
+        join(QUICKSTART, 'prompt.txt'),
         '--grader',
         VERIFIER,
         '--max-tokens-cap',
@@ -95,7 +79,7 @@ export function loopLearns(staleness: number): void {
         'local',
         '--allow-unsandboxed',
         '--repos',
-        join(ROOT, 'fixtures/swe/repos'),
+        join(work, 'repos'),
         '--agent-timeout',
         '120',
         '--test-timeout',
@@ -111,13 +95,9 @@ export function loopLearns(staleness: number): void {
         runPolar(args, { cwd: work, env, extendEnv: false, timeoutMs: 570_000 });
 
       before(async () => {
-        ensureFixtureRepos();
         const { home, workdir } = await privateDirs();
         work = workdir;
         env = { ...privateEnv(home), POLAR_OFFLINE: '1', POLAR_PYTHON: python!.executable };
-        await questions(join(work, 'train.jsonl'), 'flip', 2);
-        await questions(join(work, 'heldout.jsonl'), 'heldout', 8);
-        await writeFile(join(work, 'prompt.txt'), '{{problem_statement}}');
       });
 
       test('warm-up: a few supervised steps on the prompts Pi sends give tails about 30%', async (t) => {
@@ -127,7 +107,7 @@ export function loopLearns(staleness: number): void {
         const probe = await polar([
           'eval',
           '--dataset',
-          join(work, 'train.jsonl'),
+          TRAIN_SET,
           '--model',
           join(work, 'init-onnx'),
           '--samples',
@@ -145,19 +125,25 @@ export function loopLearns(staleness: number): void {
           'the prompt ends <|im_start|>assistant\\n',
         );
 
-        const data = join(work, 'warmup.json');
-        const answers = [
-          { ids: [HEADS, IM_END], weight: 0.7 },
-          { ids: [TAILS, IM_END], weight: 0.3 },
-        ];
-        await writeFile(data, JSON.stringify({ prompts, answers }));
+        // the quickstart's warm-up (examples/quickstart/run.sh): the prompts of the probe as a verl file
+        const verl = join(work, 'probe-prompts.jsonl');
+        const built = await polar([
+          'build',
+          join(work, 'probe', 'captures'),
+          '--format',
+          'verl',
+          '-o',
+          verl,
+          '-q',
+        ]);
+        assert.equal(built.exitCode, 0, String(built.stderr));
         warm = join(work, 'warm');
         const r = await execa(
           python!.executable,
           [
-            join(ROOT, 'test/support/warmup.py'),
-            ...['--spec', SPEC, '--data', data, '--out', warm, '--tokenizer', qwen3TokenizerDir()],
-            ...['--steps', '40', '--lr', '0.02'],
+            join(QUICKSTART, 'warmup.py'),
+            ...['--spec', SPEC, '--verl', verl, '--tokenizer', join(work, 'init-onnx'), '--out', warm],
+            ...['--answer', 'heads=0.7', '--answer', 'tails=0.3'],
           ],
           { reject: false, stdin: 'ignore', timeout: 300_000 },
         );
@@ -179,9 +165,9 @@ export function loopLearns(staleness: number): void {
           'loop',
           ...(staleness > 0 ? ['--max-staleness', String(staleness)] : []),
           '--train-set',
-          join(work, 'train.jsonl'),
+          TRAIN_SET,
           '--eval-set',
-          join(work, 'heldout.jsonl'),
+          HELDOUT_SET,
           '--model',
           warm,
           '--group-size',
