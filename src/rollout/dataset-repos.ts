@@ -18,6 +18,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -33,6 +34,18 @@ export const DATASET_SOURCES = 'src';
 export const REPOS_DEFAULT_SHOWN = `${DATASET_REPOS}/ beside the dataset file`;
 
 const DATE = '2025-01-01T00:00:00Z';
+
+/**
+ * The folder of a local dataset file, where its relative paths point (its `repos/` and `src/`, and a row's
+ * own `grader` command runs there), or undefined (a hub id, a label).
+ */
+export function datasetFolder(dataset: string): string | undefined {
+  try {
+    return statSync(dataset).isFile() ? dirname(resolve(dataset)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** --repos when given, else `repos/` beside a local dataset file, else `repos` (a hub dataset). */
 export function reposFor(given: string | undefined, dataset: string | undefined): string {

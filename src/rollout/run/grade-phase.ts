@@ -10,6 +10,7 @@ import { writeAtomic } from '../../util/private-files.ts';
 import { insideDir } from '../../util/safe-path.ts';
 import type { AgentOutcome } from '../agents.ts';
 import type { SweInstance } from '../dataset.ts';
+import { datasetFolder } from '../dataset-repos.ts';
 import { type GradeResult, gradePatch } from '../grade.ts';
 import { finalMessage, runVerifier } from '../verifier.ts';
 import type { EvalOptions } from './run.ts';
@@ -40,10 +41,11 @@ async function verify(
   // the row as given: its known fields (tests decoded) and the ones polar does not read
   const { extra, ...known } = instance;
   const row: Record<string, unknown> = { ...extra, ...known };
+  const folder = instance.grader === undefined ? undefined : datasetFolder(options.dataset); // the row's own
   const v = await runVerifier(
     command,
     { row, sample, patch, capture, final_message: await finalMessage(capture) },
-    { timeoutMs: options.testTimeoutMs, ...eitherSignal(options.signal, options.cancel) },
+    { timeoutMs: options.testTimeoutMs, cwd: folder, ...eitherSignal(options.signal, options.cancel) },
   );
   if (v.output) await writeAtomic(logPath, v.output);
   return v;

@@ -79,6 +79,24 @@ describe('a dataset’s repositories beside it, made on first use from the sourc
     assert.match(REPOS_DEFAULT_SHOWN, /beside the dataset/);
   });
 
+  test('a row’s own grader runs in the dataset’s folder: its relative path is the dataset’s', async () => {
+    const data = copyOfFixtures();
+    const row = JSON.parse(readFileSync(join(data, 'mini.jsonl'), 'utf8').split('\n')[4]!);
+    assert.equal(row.instance_id, 'polar-fixtures__jsutil-5');
+    writeFileSync(join(data, 'graded.jsonl'), `${JSON.stringify({ ...row, grader: 'node check.mjs' })}\n`);
+    writeFileSync(join(data, 'check.mjs'), 'console.log(process.cwd().endsWith("/data") ? 1 : 0);\n');
+    const elsewhere = join(data, '..', 'elsewhere');
+    mkdirSync(elsewhere);
+    const r = await runPolar(
+      ['eval', '--dataset', '../data/graded.jsonl', '--agent', 'gold', '--runtime', 'local', '--json', '-q'],
+      { cwd: elsewhere },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.counts.error, 0, r.stderr);
+    assert.equal(report.pass_at_1.mean, 1, 'check.mjs found beside the dataset, and run there');
+  });
+
   test('a repository that is there is kept; one without the rows’ commit is named with the fix', () => {
     const data = copyOfFixtures();
     const rows = miniRows().map((r) => ({
