@@ -76,10 +76,9 @@ describe('the quickstart (README, "The main job")', { skip: SKIP }, () => {
     assert.ok(curve[2]! >= 0.75 && curve[2]! >= curve[0]! + 0.4, `the reward rises: ${curve}`);
     const heldout = (n: number) =>
       JSON.parse(readFileSync(join(run, `step-${n}`, 'heldout', 'report.json'), 'utf8')).pass_at_1.mean;
-    assert.ok(
-      heldout(3) >= 0.75 && heldout(3) >= heldout(0) + 0.5,
-      `held-out ${heldout(0)} -> ${heldout(3)}`,
-    );
+    // 8 held-out samples: the starting policy's figure is noisy (0.12 to 0.62 over seeds 1000-4000), the
+    // last step's was 1.00 in every run
+    assert.ok(heldout(3) >= 0.75 && heldout(3) > heldout(0), `held-out ${heldout(0)} -> ${heldout(3)}`);
     // every reward came from the verifier: no sample errored
     for (const dir of ['step-0/heldout', 'step-1/eval', 'step-2/eval', 'step-3/eval', 'step-3/heldout'])
       assert.equal(JSON.parse(readFileSync(join(run, dir, 'report.json'), 'utf8')).counts.error, 0, dir);
