@@ -97,6 +97,8 @@ test("a step's rollout job: the loop's evaluation of the step's tasks on the clu
     );
     assert.equal(job.setup.runtime.kind, 'sandbox');
     assert.deepEqual([job.grader, job.gradeEmpty, job.resume], [{ kind: 'polar' }, true, false]);
+    // an interrupted step that polar loop --resume continues keeps its graded samples (issue 47 item 5)
+    assert.equal(stepJob(loopEvaluation(o), o, o.cluster, { ...run, resume: true }).resume, true);
     // a key read from the environment stays out of the job: the step's eval reads its own
     assert.equal(job.setup.agent.backend?.apiKey, undefined);
     // polar job - reads back what the loop wrote, field for field
