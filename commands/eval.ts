@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { EvalFlags } from '../src/eval/flags.ts';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
+import { readsConfig } from '../src/options/config.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { floatIn, list, oneOf, positiveInt, shard } from '../src/options/parsers.ts';
 import { AGENT_NAMES, BUILTIN_AGENTS } from '../src/rollout/agent-names.ts';
@@ -9,6 +10,7 @@ import {
   BACKEND_FLAGS,
   CLUSTER_FLAGS,
   CONCURRENCY_FLAG,
+  CONFIG_FLAG,
   GRADING_FLAGS,
   harnessFlag,
   JUDGE_FLAGS,
@@ -103,6 +105,8 @@ Examples:
   addFlags(cmd, CLUSTER_FLAGS);
   addFlags(cmd, JUDGE_FLAGS);
   addFlags(cmd, reportFlags("the report's figures (pass@1, pass@k, outcomes, rewards, time per sample)"));
+  cmd.addOption(toOption(CONFIG_FLAG));
+  readsConfig(cmd);
   cmd.action(async (flags: EvalFlags) => {
     const { evalCommand } = await import('../src/eval/command.ts');
     report(await evalCommand(flags));

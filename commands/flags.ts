@@ -472,5 +472,11 @@ export const FLAG_GROUPS = {
   judge: JUDGE_FLAGS,
 } as const;
 
+/** --config, on every command that reads one */
+export const CONFIG_FLAG: Flag = {
+  flags: '--config <file>',
+  help: 'the options in a YAML or JSON file, keys the long flag names (a run\'s loop.json or run.json repeats it); flags on the command line win (docs/cli.md, "Options in a file")',
+};
+
 /** Hands a command's exit code to `main` (src/cli.ts), which returns it: no command sets process.exitCode. */
 export type Report = (code: number) => void;

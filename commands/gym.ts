@@ -1,10 +1,12 @@
 import { type Command, Option } from 'commander';
 import type { GymFlags } from '../src/gym/command.ts';
+import { readsConfig } from '../src/options/config.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { bytes, port, positiveInt } from '../src/options/parsers.ts';
 import {
   addFlags,
   BACKEND_FLAGS,
+  CONFIG_FLAG,
   GRADER_FLAG,
   GRADING_FLAGS,
   harnessFlag,
@@ -112,6 +114,8 @@ Examples:
     only: ['--reject-test-tampering', '--no-reject-test-tampering'],
     change: TRAINING_TAMPERING,
   });
+  cmd.addOption(toOption(CONFIG_FLAG));
+  readsConfig(cmd);
   cmd.action(async (flags: GymFlags) => {
     const { gymCommand } = await import('../src/gym/command.ts');
     report(await gymCommand(flags));

@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { HARNESS_NAMES } from '../src/harnesses/types.ts';
 import type { LoopFlags } from '../src/loop/command.ts';
+import { readsConfig } from '../src/options/config.ts';
 import {
   DEFAULTS,
   OVERDUE_POLICIES,
@@ -15,6 +16,7 @@ import {
   BACKEND_FLAGS,
   CLUSTER_FLAGS,
   CONCURRENCY_FLAG,
+  CONFIG_FLAG,
   GRADING_FLAGS,
   harnessFlag,
   JUDGE_FLAGS,
@@ -182,7 +184,8 @@ Examples:
     ),
   });
   addFlags(cmd, JUDGE_FLAGS);
-  addFlags(cmd, CLUSTER_FLAGS).action(async (flags: LoopFlags) => {
+  addFlags(cmd, CLUSTER_FLAGS).addOption(toOption(CONFIG_FLAG));
+  readsConfig(cmd).action(async (flags: LoopFlags) => {
     const { loopCommand } = await import('../src/loop/command.ts');
     report(await loopCommand(flags));
   });

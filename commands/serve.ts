@@ -1,9 +1,10 @@
 import { type Command, Option } from 'commander';
+import { readsConfig } from '../src/options/config.ts';
 import { DEFAULTS, withDefault } from '../src/options/defaults.ts';
 import { port, positiveInt, seconds } from '../src/options/parsers.ts';
 import type { ServeFlags } from '../src/serve/command.ts';
 import { log } from '../src/util/log.ts';
-import { addFlags, BACKEND_FLAGS, QUIET_FLAG, type Report, toOption } from './flags.ts';
+import { addFlags, BACKEND_FLAGS, CONFIG_FLAG, QUIET_FLAG, type Report, toOption } from './flags.ts';
 
 export function defineServe(program: Command, report: Report): void {
   const cmd = program
@@ -70,7 +71,8 @@ Examples:
   polar serve --backend vllm --backend-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3.5-4B --out captures/
   curl -s -X POST localhost:8100/sessions -d '{"harness":"codex","task_id":"t1"}'`,
   );
-  addFlags(cmd, BACKEND_FLAGS).action(
+  addFlags(cmd, BACKEND_FLAGS).addOption(toOption(CONFIG_FLAG));
+  readsConfig(cmd).action(
     async (flags: Omit<ServeFlags, 'captures'> & { out: string; captures?: string }) => {
       // --captures, the old name of --out, still works for a release
       if (flags.captures !== undefined)

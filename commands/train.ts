@@ -1,8 +1,14 @@
 import { type Command, Option } from 'commander';
+import { readsConfig } from '../src/options/config.ts';
 import { hostPort, nonNegativeInt, positiveInt, repeatable } from '../src/options/parsers.ts';
 import type { TrainFlags } from '../src/train/config.ts';
-import { trainFlagOptions, trainOption } from '../src/train/options.ts';
+import { TRAIN_FLAG_KEYS, TRAIN_OPTIONS, trainFlagOptions, trainOption } from '../src/train/options.ts';
 import { addFlags, jsonFlag, PYTHON_FLAG, QUIET_FLAG, type Report, reportFlags, toOption } from './flags.ts';
+
+/** train.json's keys that have no flag, as a config file may spell them (kebab case) */
+const TRAIN_FILE_KEYS = Object.keys(TRAIN_OPTIONS)
+  .filter((k) => !(TRAIN_FLAG_KEYS as readonly string[]).includes(k))
+  .map((k) => k.replaceAll('_', '-'));
 
 /** the training options shown first, beside the flags of where the run happens */
 const PLACEMENT = ['device', 'gpus', 'nproc'] as const;
@@ -22,7 +28,10 @@ export function defineTrain(program: Command, report: Report): void {
       '--resume-from <dir>',
       'start from a checkpoint: model, optimiser, scheduler and data position (step-N, or a run --out)',
     )
-    .option('--config <file>', 'train.json with config keys (flags override it)');
+    .option(
+      '--config <file>',
+      'the options in a YAML or JSON file: train.json keys (lr, lora_r, ...) and the long flag names; flags on the command line win',
+    );
   for (const key of PLACEMENT) for (const option of trainOption(key)) cmd.addOption(option);
   cmd
     .addOption(
@@ -73,9 +82,10 @@ Examples:
   polar build runs/eval/captures | polar train - --model tiny:vocab=32 --device cpu --out runs/tiny
   polar train traj.jsonl --model Qwen/Qwen3-0.6B --out /shared/train --gpus 8 \\
     --nnodes 2 --node-rank 0 --rdzv-endpoint 10.0.0.1:29400 --local-addr 10.0.0.1   # and rank 1 on the other node`,
-    )
-    .action(async (trajectories: string, flags: TrainFlags) => {
-      const { trainCommand } = await import('../src/train/command.ts');
-      report(await trainCommand(trajectories, flags));
-    });
+    );
+  // train.json's keys without a flag come from the file as they always have (src/train/config.ts)
+  readsConfig(cmd, { ownKeys: TRAIN_FILE_KEYS }).action(async (trajectories: string, flags: TrainFlags) => {
+    const { trainCommand } = await import('../src/train/command.ts');
+    report(await trainCommand(trajectories, flags));
+  });
 }

@@ -1,6 +1,8 @@
 /** The flags of `polar eval` after parsing (commands/eval.ts), typed once for the command and its parts. */
+
 import type { HarnessName } from '../harnesses/types.ts';
 import type { BackendFlags } from '../options/backend.ts';
+import type { GivenOptions } from '../options/config.ts';
 import type { ReportFlags } from '../options/report.ts';
 import type { AgentName } from '../rollout/agent-names.ts';
 import type { ClusterFlags, RolloutFlags } from '../rollout/flags.ts';
@@ -10,6 +12,8 @@ import type { Grader } from '../rollout/verifier.ts';
 /** `polar eval` flags after parsing (commands/eval.ts): numbers are numbers, timeouts milliseconds. */
 export interface EvalFlags extends BackendFlags, RolloutFlags, ClusterFlags, JudgeFlags, ReportFlags {
   dataset: string;
+  /** the options given (command line and --config), by long flag name: what the run records for --config */
+  given?: GivenOptions;
   split: string;
   agent?: AgentName;
   /** --harness, the old name of --agent for a harness (deprecated) */

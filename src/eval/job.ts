@@ -5,6 +5,7 @@
  */
 import { InputError, UsageError } from '../errors.ts';
 import { backendOptions, backendUrls } from '../options/backend.ts';
+import { recordOf } from '../options/config.ts';
 import { DEFAULTS } from '../options/defaults.ts';
 import { type AgentName, agentOf, isHarness } from '../rollout/agent-names.ts';
 import { loadDataset, type SweInstance, selectInstances } from '../rollout/dataset.ts';
@@ -113,6 +114,8 @@ export function evalJob(
     resume: Boolean(f.resume),
     overwrite: Boolean(f.overwrite),
     settings,
+    // run.json's `config`: given back as --config, the run again (not its --resume, --overwrite, ...)
+    ...(f.given ? { config: recordOf(f.given, ['resume', 'overwrite', 'regrade', 'merge']) } : {}),
     executor: clusterExecutor(f),
   };
 }

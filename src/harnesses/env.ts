@@ -7,6 +7,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import { UsageError } from '../errors.ts';
+import { accumulating } from '../options/accumulate.ts';
 import type { HarnessProfile } from './types.ts';
 
 /** Names a harness process needs to run: search path, home, user, locale, terminal, temp dirs, proxies, CA. */
@@ -151,7 +152,10 @@ export function containerEnvNames(
 }
 
 /** `--pass-env NAME` (repeatable; commas separate too), parsed: a validated list of the names given so far. */
-export function passEnvArg(value: string, previous: string[] | undefined): string[] {
+export const passEnvArg = accumulating(function passEnvArg(
+  value: string,
+  previous: string[] | undefined,
+): string[] {
   try {
     return parsePassEnv([...(previous ?? []), value]);
   } catch (error) {
@@ -160,4 +164,4 @@ export function passEnvArg(value: string, previous: string[] | undefined): strin
       throw new InvalidArgumentError(error.message.replace(/^--pass-env \S+: /, ''));
     throw error;
   }
-}
+});

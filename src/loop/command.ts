@@ -5,6 +5,7 @@ import { EXIT, UsageError } from '../errors.ts';
 import { qwen3TokenizerDir, tokenizerVocabSize } from '../export/export.ts';
 import type { HarnessName } from '../harnesses/types.ts';
 import { type BackendFlags, backendOptions, backendUrls } from '../options/backend.ts';
+import { type GivenOptions, recordOf } from '../options/config.ts';
 import {
   DEFAULTS,
   type OverduePolicy,
@@ -31,6 +32,8 @@ import { type LoopOptions, runLoop } from './loop.ts';
 /** `polar loop` flags after parsing (commands/loop.ts). */
 export interface LoopFlags extends BackendFlags, RolloutFlags, ClusterFlags, JudgeFlags, ReportFlags {
   trainSet: string;
+  /** the options given (command line and --config), by long flag name: what the run records for --config */
+  given?: GivenOptions;
   evalSet?: string;
   /** --agent: the harness the rollouts run */
   agent?: HarnessName;
@@ -155,6 +158,8 @@ export function loopOptions(f: LoopFlags, warn: (message: string) => void = (m) 
     ...(f.reloadCmd ? { reloadCmd: f.reloadCmd } : {}),
     ...weightSyncOf(f),
     ...(f.trainConfig ? { trainConfig: f.trainConfig } : {}),
+    // loop.json's `config`: given back as --config, the run again (--resume is the command line's to give)
+    ...(f.given ? { config: recordOf(f.given, ['resume']) } : {}),
     ...(f.cluster ? { cluster: loopCluster({ ...f, cluster: f.cluster }) } : {}),
     ...(nodes ? { trainNodes: nodes } : {}),
     trainFlags: flagsToOptions({ device: f.device, lora: f.lora, lr: f.lr }),

@@ -76,6 +76,26 @@ async function readStep(dir: string): Promise<StepSummary | null> {
   );
 }
 
+/**
+ * loop.json: the run's resolved options, a record of the run (the backend's key and a URL's credentials
+ * stay out of it); its `config`, the options given by flag name, is what `polar loop --config` reads back.
+ */
+export function loopRecord(o: LoopOptions): Record<string, unknown> {
+  const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, signal: _s, ...recordable } = o;
+  const { apiKey: _k, ...shown } = o.backend;
+  if (shown.url) shown.url = redactUrl(shown.url);
+  const servers = recordable.weightSync?.servers;
+  if (servers) recordable.weightSync = { ...recordable.weightSync, servers: servers.map(redactUrl) };
+  if (recordable.rewards?.judge) {
+    const { apiKey: _j, rubric: _r, ...judge } = recordable.rewards.judge;
+    recordable.rewards = {
+      ...recordable.rewards,
+      judge: { ...judge, url: redactUrl(judge.url) } as typeof judge & { rubric: string },
+    };
+  }
+  return { ...recordable, backend: shown, out: resolve(o.out) };
+}
+
 export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   const out = resolve(o.out);
   await mkdirPrivate(out);
@@ -89,22 +109,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
   // the server's set-up checked before anything is written or any harness time spent (an injected
   // backend is the caller's to check)
   if (!o.backendInstance) await ensureBackendReady(o.backend, o.signal);
-  const { backendInstance: _b, exportOnnx: _e, crashAfter: _c, signal: _s, ...recordable } = o;
-  // (a record of the run: the backend's key and a URL's credentials stay out of it)
-  const { apiKey: _k, ...shown } = o.backend;
-  if (shown.url) shown.url = redactUrl(shown.url);
-  const servers = recordable.weightSync?.servers;
-  if (servers) recordable.weightSync = { ...recordable.weightSync, servers: servers.map(redactUrl) };
-  if (recordable.rewards?.judge) {
-    const { apiKey: _j, rubric: _r, ...judge } = recordable.rewards.judge;
-    recordable.rewards = {
-      ...recordable.rewards,
-      judge: { ...judge, url: redactUrl(judge.url) } as typeof judge & { rubric: string },
-    };
-  }
-  await writeFile(configPath, `${JSON.stringify({ ...recordable, backend: shown, out }, null, 2)}\n`, {
-    mode: PRIVATE_FILE,
-  });
+  await writeFile(configPath, `${JSON.stringify(loopRecord(o), null, 2)}\n`, { mode: PRIVATE_FILE });
 
   const rows = { verifier: Boolean(o.verifier) || o.rewards?.primary === 'judge' };
   const trainSet = await loadDataset(o.trainSet, rows);
@@ -145,7 +150,7 @@ export async function runLoop(o: LoopOptions): Promise<StepSummary[]> {
     // what publishing needs of the server, checked before any rollout; the served weights labelled
     // (version 0; a resumed run's are labelled by publishing them again)
     await publisher.prepare?.(first > 1 ? undefined : 0);
-    reporter = await openLoopReporter(o.report, { out, resume: o.resume, first, config: recordable });
+    reporter = await openLoopReporter(o.report, { out, resume: o.resume, first, config: loopRecord(o) });
     if (!published && (publisher.needsOnnx || first > 1))
       await publish(publisher, checkpoint, startOnnx, o, first - 1);
     // every call names the version that sampled it (strict loop too: src/backends/weight-updates.ts)

@@ -3,6 +3,7 @@
  * runs, shared by the strict loop (loop.ts), the asynchronous one (async-loop.ts) and their phases.
  */
 import type { Backend, BackendOptions } from '../backends/types.ts';
+import type { GivenOptions } from '../options/config.ts';
 import type { OverduePolicy, OverlongMode, PauseMode, WeightSyncChoice } from '../options/defaults.ts';
 import type { ReportSetup } from '../options/report.ts';
 import type { SweInstance } from '../rollout/dataset.ts';
@@ -73,6 +74,8 @@ export interface LoopOptions {
   /** train flags (device, lora, lr, ...) and an optional train.json */
   trainFlags: Record<string, unknown>;
   trainConfig?: string;
+  /** the options the run was given, by long flag name (src/options/config.ts): loop.json's `config` */
+  config?: GivenOptions;
   /** exports a checkpoint to ONNX (polar export); injected so the loop does not depend on how */
   exportOnnx?: (checkpoint: string, dir: string, signal?: AbortSignal) => Promise<void>;
   /** SIGINT / SIGTERM (src/util/interrupt.ts): no new phase starts, the running one is stopped */

@@ -6,6 +6,7 @@
  */
 import { resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
+import { accumulating } from './accumulate.ts';
 import { type Grader, type GroupBy, OVERLONG_MODES, type OverlongMode } from './defaults.ts';
 import { didYouMean } from './suggest.ts';
 
@@ -93,13 +94,13 @@ export const bytes: Parser<number> = (v) => {
 
 /** a repeatable flag (commas also separate, as NeMo Gym's launcher joins a list): every value parsed, in order */
 export function collect<T>(parse: Parser<T>): (value: string, previous: T[] | undefined) => T[] {
-  return (value, previous) => [
+  return accumulating((value: string, previous: T[] | undefined) => [
     ...(previous ?? []),
     ...value
       .split(',')
       .filter((v) => v.trim() !== '')
       .map((v) => parse(v.trim())),
-  ];
+  ]);
 }
 
 /** one of a fixed set of words; a near miss gets "did you mean" (src/options/suggest.ts) */
@@ -226,14 +227,19 @@ export function listOf<T>(item: Parser<T>): Parser<T[]> {
 }
 
 /** a repeatable flag: every use appends its value (`--sbatch-arg A --sbatch-arg B`) */
-export const repeatable = (value: string, previous: string[] = []): string[] => [...previous, value];
+export const repeatable = accumulating((value: string, previous: string[] = []): string[] => [
+  ...previous,
+  value,
+]);
 
 /** `key=value`, repeatable, into a record */
-export const keyValue = (v: string, previous: Record<string, string> = {}): Record<string, string> => {
-  const eq = v.indexOf('=');
-  if (eq <= 0) throw new InvalidArgumentError('expected key=value');
-  return { ...previous, [v.slice(0, eq)]: v.slice(eq + 1) };
-};
+export const keyValue = accumulating(
+  (v: string, previous: Record<string, string> = {}): Record<string, string> => {
+    const eq = v.indexOf('=');
+    if (eq <= 0) throw new InvalidArgumentError('expected key=value');
+    return { ...previous, [v.slice(0, eq)]: v.slice(eq + 1) };
+  },
+);
 
 /** `i/n`: the i-th of n shards, 1-based */
 export const shard: Parser<{ index: number; count: number }> = (v) => {
@@ -261,10 +267,10 @@ export const cluster: Parser<ClusterChoice> = (v) => {
 };
 
 /** URLs, comma-separated and/or repeated (each use appends): several inference servers */
-export const urlList = (value: string, previous: string[] = []): string[] => [
+export const urlList = accumulating((value: string, previous: string[] = []): string[] => [
   ...previous,
   ...listOf(url)(value),
-];
+]);
 
 /** HOST:PORT (a rendezvous endpoint, an address to forward) */
 export const hostPort: Parser<string> = (v) => {

@@ -5,7 +5,7 @@ import { EXIT, UsageError } from '../errors.ts';
 import { reportSetup } from '../options/report.ts';
 import { onStopSignals } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
-import { resumeDirectory, type TrainFlags } from './config.ts';
+import { checkUserConfig, resumeDirectory, type TrainFlags } from './config.ts';
 import type { NodeRole } from './launch.ts';
 import { runTrain } from './launch.ts';
 import { flagsToOptions } from './options.ts';
@@ -51,7 +51,8 @@ async function train(trajectories: string, flags: TrainFlags, signal: AbortSigna
       trajectories,
       out: flags.out,
       resume,
-      configFile: flags.config,
+      // --config's keys with a flag came as flags (src/options/config.ts); the others are train.json's
+      ...(flags.configKeys ? { config: checkUserConfig(flags.configKeys, flags.config ?? '--config') } : {}),
       flags: flagsToOptions(flags),
       python: flags.python,
       json: flags.json ?? false,

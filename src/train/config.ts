@@ -5,10 +5,10 @@
  * in src/train/options.ts. Keys are snake_case, the same as the worker's (polar_train/trainer.py).
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { InputError, UsageError } from '../errors.ts';
+import { readConfigFile } from '../options/config.ts';
 import type { ReportFlags } from '../options/report.ts';
 import { firstIssue } from '../util/zod.ts';
 import { TRAIN_DEFAULTS, type TrainOptionFlags, type TrainOptions, trainOptionsSchema } from './options.ts';
@@ -26,20 +26,17 @@ export interface ResolvedTrainConfig extends TrainOptions {
   bf16: boolean;
 }
 
+/**
+ * A train.json (or YAML) read against the options' strict schema: keys snake_case as the worker names them
+ * (kebab case, the flags' spelling, is read as the same key).
+ */
 export async function readUserConfig(file: string): Promise<UserTrainConfig> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new InputError(file, undefined, undefined, code === 'ENOENT' ? 'no such file' : String(error));
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new InputError(file, undefined, undefined, `not valid JSON (${(error as Error).message})`);
-  }
+  return checkUserConfig(readConfigFile(file), file);
+}
+
+/** Train options by key (either spelling) checked against the strict schema; `file` is named in an error. */
+export function checkUserConfig(options: Record<string, unknown>, file: string): UserTrainConfig {
+  const value = Object.fromEntries(Object.entries(options).map(([k, v]) => [k.replaceAll('-', '_'), v]));
   const parsed = userConfigSchema.safeParse(value);
   if (!parsed.success) {
     const { field, message } = firstIssue(parsed.error);
@@ -134,6 +131,8 @@ export interface TrainFlags extends TrainOptionFlags, ReportFlags {
   /** --resume-from DIR: start from a checkpoint (a step-N directory or another run's --out) */
   resumeFrom?: string;
   config?: string;
+  /** the --config file's train.json keys that have no flag (lora_r, adam_betas, ...): src/options/config.ts */
+  configKeys?: Record<string, unknown>;
   python?: string;
   json?: boolean;
   /** a run across nodes (torchrun): nodes, this node's rank, node 0's rendezvous HOST:PORT */

@@ -12,7 +12,12 @@ import { InputError, UsageError, unreadableInput } from '../errors.ts';
 import { InterruptedError, stopSignalOf } from '../util/interrupt.ts';
 import { log } from '../util/log.ts';
 import { plural } from '../util/plural.ts';
-import { type ResolvedTrainConfig, readUserConfig, resolveTrainConfig } from './config.ts';
+import {
+  type ResolvedTrainConfig,
+  readUserConfig,
+  resolveTrainConfig,
+  type UserTrainConfig,
+} from './config.ts';
 import {
   checkDevice,
   checkPackages,
@@ -130,6 +135,8 @@ export interface TrainRequest {
   out: string;
   resume?: string | undefined;
   configFile?: string | undefined;
+  /** train.json keys already read (polar train --config: the keys without a flag), when no configFile */
+  config?: UserTrainConfig | undefined;
   flags: Partial<Record<keyof TrainOptions, unknown>>;
   python?: string | undefined;
   json?: boolean;
@@ -204,7 +211,7 @@ async function spoolStdin(req: TrainRequest, deps: TrainDeps): Promise<string> {
 
 export async function runTrain(req: TrainRequest, deps: TrainDeps = {}): Promise<TrainResult> {
   if (req.trajectories === '-') req = { ...req, trajectories: await spoolStdin(req, deps) };
-  const file = req.configFile ? await readUserConfig(req.configFile) : undefined;
+  const file = req.configFile ? await readUserConfig(req.configFile) : req.config;
   const resume = req.resume ? resolve(req.resume) : undefined;
   // one run per --out: a new run would overwrite its checkpoints and append to its metrics
   if (!resume && existsSync(join(resolve(req.out), CHECKPOINT_FILES.latest)))

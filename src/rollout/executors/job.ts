@@ -143,6 +143,8 @@ export const rolloutJobSchema = z.strictObject({
   overwrite: z.boolean(),
   /** the settings that decide the results, by flag (src/eval/settings.ts): run.json, checked on resume */
   settings: z.record(z.string(), z.unknown()).optional(),
+  /** the options the run was given, by long flag name (src/options/config.ts): run.json's `config` */
+  config: z.record(z.string(), z.unknown()).optional(),
   /** more session meta for every capture (polar loop: the policy's step) */
   meta: z.record(z.string(), z.string()).optional(),
   /** the one inference server of this job's samples, over the setup's (the Ray driver's pick) */

@@ -50,6 +50,7 @@ export async function runLocal(
       progress: !log.quiet,
       signal,
       ...(job.settings ? { settings: job.settings } : {}),
+      ...(job.config ? { config: job.config } : {}),
       ...(rewards ? { rewards } : {}),
     });
     if (job.grader.kind !== 'swebench' || outcome.interrupted) return outcome;

@@ -249,6 +249,7 @@ export async function runOnRay(
       agent: context.label,
       runtime: { kind: job.setup.runtime.kind },
       ...(job.settings ? { settings: job.settings } : {}),
+      ...(job.config ? { config: job.config } : {}),
     },
     execute,
   );

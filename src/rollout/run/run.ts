@@ -196,10 +196,7 @@ async function runSample(
 }
 
 /** One (instance, sample) of a run. */
-export interface SampleJob {
-  instance: SweInstance;
-  sample: number;
-}
+export type SampleJob = { instance: SweInstance; sample: number };
 
 /** The run folder's sample folders (absolute). */
 export interface EvalDirs {
@@ -234,8 +231,9 @@ export interface EvalPlan {
   runtime: Pick<Runtime, 'kind'>;
   /** run only this sample index of each instance (a Ray task's one sample: the rollout job's sampleIndex) */
   sampleIndex?: number;
-  /** the settings that decide the results (polar eval): recorded, and checked on --resume */
+  /** polar eval's settings that decide the results (checked on --resume) and options given: run.json */
   settings?: RunSettings;
+  config?: Record<string, unknown>;
   /** stops the judge's calls too */
   signal?: AbortSignal;
   /** the judge and the --reward expression (src/rollout/judge/setup.ts): each line's reward made final as it is recorded */
@@ -293,7 +291,7 @@ export async function runEval(options: EvalOptions): Promise<EvalOutcome> {
 export async function runEvalWith(plan: EvalPlan, execute: SampleExecutor): Promise<EvalOutcome> {
   const out = resolve(plan.out);
   await prepareOut(out, plan);
-  if (plan.settings) await recordSettings(out, plan.settings, plan.resume);
+  if (plan.settings) await recordSettings(out, plan.settings, plan.resume, plan.config);
   const dirs: EvalDirs = {
     captures: join(out, EVAL_FILES.captures),
     patches: join(out, EVAL_FILES.patches),

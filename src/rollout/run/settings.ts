@@ -47,11 +47,17 @@ export function checkSettings(out: string, settings: RunSettings, resume: boolea
 }
 
 /** When the evaluation starts: checked as above, then recorded in run.json for the next --resume. */
-export async function recordSettings(out: string, settings: RunSettings, resume: boolean): Promise<void> {
+export async function recordSettings(
+  out: string,
+  settings: RunSettings,
+  resume: boolean,
+  config?: Record<string, unknown>,
+): Promise<void> {
   checkSettings(out, settings, resume);
   const file = join(out, EVAL_FILES.run);
   if (resume && existsSync(file)) return;
   if (resume && existsSync(join(out, EVAL_FILES.results)))
     log.warn(`${out} has no ${EVAL_FILES.run} (a run from an older polar): its settings cannot be checked`);
-  await writeAtomic(file, `${JSON.stringify({ settings }, null, 2)}\n`);
+  // `config`: the options the run was given, which `polar eval --config run.json` reads back
+  await writeAtomic(file, `${JSON.stringify({ settings, ...(config ? { config } : {}) }, null, 2)}\n`);
 }
