@@ -91,7 +91,7 @@ describe('one set of conventions', () => {
     assert.match(help('eval'), /--dataset <path\|hub-id> .* \(required\)/);
     assert.match(
       help('loop'),
-      /--harness <name> codex \| claude \| pi \| qwen \| gemini \| opencode \| generic \(required\)/,
+      /--agent <name> the harness the rollouts run under polar capture: codex \| claude \| pi \| qwen \| gemini \| opencode \| generic \(required\)/,
     );
     assert.match(help('train'), /--out <dir> .* \(required\)/);
     assert.match(help('export'), /--out <dir> .* \(required\)/);
