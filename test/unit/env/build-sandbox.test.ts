@@ -125,9 +125,12 @@ test('a step writes only its folder, reads pip.conf but nothing else of the home
     NET,
   ].join('\n');
   const hostNet = (await execTree('sh', ['-c', NET])).output.trim();
+  // (the suite passes the user's pip configuration by path and sets XDG_CONFIG_HOME, scripts/test-home.mjs:
+  // this test's pip.conf is the one in its own HOME, so both point there)
+  const own = { HOME: home, PIP_CONFIG_FILE: '', XDG_CONFIG_HOME: join(home, '.config') };
   for (const [name, env, network] of [
-    ['local sources only', { HOME: home, PIP_NO_INDEX: '1', PIP_FIND_LINKS: links }, 'net: lo'],
-    ['PyPI (no-index unset)', { HOME: home, PIP_FIND_LINKS: links }, hostNet],
+    ['local sources only', { ...own, PIP_NO_INDEX: '1', PIP_FIND_LINKS: links }, 'net: lo'],
+    ['PyPI (no-index unset)', { ...own, PIP_FIND_LINKS: links }, hostNet],
   ] as const) {
     const target = join(dir, `step-${name.replace(/\W+/g, '-')}`);
     const sandbox = await openBuildSandbox(target, python, env);

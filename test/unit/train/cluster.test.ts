@@ -19,11 +19,16 @@ import { tempDir } from '../../support/temp.ts';
 
 const COIN = join(ROOT, 'fixtures/loop/coin.jsonl');
 
+// polar train reads its --config while it parses (docs/cli.md, "Options in a file"): a real train.json,
+// as the node has the loop's
+const CONFIG = join(tempDir('polar-train-words-'), 'train.json');
+writeFileSync(CONFIG, '{}\n');
+
 const REQUEST = {
   trajectories: '/runs/l/step-2/traj.jsonl',
   out: '/runs/l/step-2/train',
   resume: '/runs/l/step-1/train',
-  configFile: '/cfg/train.json',
+  configFile: CONFIG,
   allowZeroAdvantage: true,
   sampledBy: ['policy'],
   flags: { device: 'cpu', lora: undefined, lr: 0.001, batch_rollouts: 4, epochs: 1 },
@@ -38,7 +43,7 @@ test("a node's polar train words: the step's request, parsed back by polar train
     '--resume-from',
     '/runs/l/step-1/train',
     '--config',
-    '/cfg/train.json',
+    CONFIG,
     '--device',
     'cpu',
     '--lr',
