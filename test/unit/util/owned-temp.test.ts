@@ -84,7 +84,8 @@ test('a polar killed with SIGKILL mid-sample: its reaper removes its folders; wh
   // a polar stand-in: a sandbox root and a local environment's root (reaped), a spool (only named), and a
   // grading command that runs for 5 minutes; killed mid-command (the history repositories are in polar's
   // cache since issue 46, not in temporary folders)
-  const script = `import { writeFileSync } from 'node:fs';
+  // (the record is written beside and renamed in: a reader that sees the file sees it whole)
+  const script = `import { renameSync, writeFileSync } from 'node:fs';
 import { makeTempDir } from ${src('src/rollout/temp-dirs.ts')};
 import { ownedTempDir } from ${src('src/util/owned-temp.ts')};
 import { execTree } from ${src('src/rollout/exec.ts')};
@@ -94,7 +95,8 @@ writeFileSync(sandbox + '/test_patch.diff', 'the hidden tests');
 const local = await makeTempDir(parent, 'eval');
 const spool = await ownedTempDir(parent, 'build');
 const run = execTree('sleep', ['300'], { timeoutMs: 600000 });
-writeFileSync(${JSON.stringify(out)}, JSON.stringify({ reaped: [sandbox, local], spool }));
+writeFileSync(${JSON.stringify(`${out}.part`)}, JSON.stringify({ reaped: [sandbox, local], spool }));
+renameSync(${JSON.stringify(`${out}.part`)}, ${JSON.stringify(out)});
 await run;`;
   const polar = () =>
     spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
