@@ -74,7 +74,7 @@ describe('polar train (CPU, end to end)', { skip: probe ? false : NO_TORCH }, ()
     ]);
     assert.equal(r.exitCode, 0, r.stderr);
     assert.match(r.stderr, /step 1\/2 {2}reward [\d.]+±[\d.]+ {2}\|adv\| [\d.]+ {2}resp \d+ {2}loss/);
-    assert.match(r.stderr, /step 2\/2 {2}loss .* kl .* clip .* ent .* gnorm .* tok\/s .* mem/);
+    assert.match(r.stderr, /step 2\/2 {2}reward .* loss .* kl .* clip .* ent .* gnorm .* tok\/s .* mem/);
     const resolved = JSON.parse(await readFile(join(out, 'config.json'), 'utf8'));
     assert.equal(resolved.device, 'cpu');
     assert.equal(resolved.tis, true);
