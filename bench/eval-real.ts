@@ -14,7 +14,9 @@
  * Everything lives in a fresh temporary cache (environments, history repositories), so the first run is
  * cold: the environment built, the build requirements fetched, the history fetched, the environment
  * validated. Then, alternated, warm runs (every cache kept) against runs whose history cache is new each
- * time (what polar did before issue 46: a history fetched again in every run). Each run is one sample at
+ * time (what polar did before issue 46: a history fetched again in every run), and (sandbox) warm runs whose
+ * install runs in every sample (SandboxRuntime installMemo false: before the install memo,
+ * src/rollout/env/install-memo.ts). Each run is one sample at
  * concurrency 1 through runEval; the runtime is wrapped to time every prepare and dispose by purpose.
  * Overhead = total - agent - tests (results.jsonl's definition); its phases: the agent's environment
  * (prepare, dispose), grading's (prepare, apply, install, parse, dispose), and the rest (patch
@@ -156,14 +158,14 @@ export async function benchEvalReal(): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'polar-bench-eval-real-'));
   const environments = new Environments({ cacheDir: join(tmp, 'envs'), reposDir: repos });
   const cached = new HistoryStore({ cacheDir: join(tmp, 'history') });
-  const runtimeWith = (history: HistoryStore): Runtime =>
+  const runtimeWith = (history: HistoryStore, installMemo = true): Runtime =>
     kind === 'local'
       ? new LocalRuntime({ reposDir: repos, environments, history })
-      : new SandboxRuntime({ reposDir: repos, environments, history });
+      : new SandboxRuntime({ reposDir: repos, environments, history, installMemo });
   const rows: Array<{ mode: string; phases: Phases }> = [];
-  const one = async (mode: string, history: HistoryStore) => {
+  const one = async (mode: string, history: HistoryStore, installMemo = true) => {
     const phases: Phases = {};
-    const runtime = timed(runtimeWith(history), phases);
+    const runtime = timed(runtimeWith(history, installMemo), phases);
     await runtime.check([instance]);
     const out = join(tmp, `out-${rows.length}`);
     const { results } = await runEval({
@@ -202,6 +204,7 @@ export async function benchEvalReal(): Promise<void> {
     await one('cold', cached);
     for (let i = 0; i < runs; i++) {
       await one('warm', cached);
+      if (kind === 'sandbox') await one('install every run', cached, false);
       await one('history per run', new HistoryStore({ cacheDir: join(tmp, `history-${i}`) }));
     }
     const cols = ['total', 'tests', 'overhead', ...PHASES, 'other'];
@@ -221,8 +224,9 @@ export async function benchEvalReal(): Promise<void> {
       mean('warm', 'tests'),
       mean('history per run', 'overhead'),
     ];
+    const installing = kind === 'sandbox' ? mean('install every run', 'overhead') : null;
     console.log(
-      `warm overhead ${ms(overhead)} ms a sample (${(overhead / tests).toFixed(2)}x the tests' ${ms(tests)} ms; goal <= 3000 ms and <= 0.5x) | with the history fetched every run ${ms(before)} ms (${(before / overhead).toFixed(1)}x) | cold ${ms(rows[0]?.phases.overhead)} ms (environment built, build requirements fetched, history fetched, validated)`,
+      `warm overhead ${ms(overhead)} ms a sample (${(overhead / tests).toFixed(2)}x the tests' ${ms(tests)} ms; goal <= 3000 ms and <= 0.5x)${installing === null ? '' : ` | with the install run every sample (no install memo) ${ms(installing)} ms (${(installing / overhead).toFixed(1)}x)`} | with the history fetched every run ${ms(before)} ms (${(before / overhead).toFixed(1)}x) | cold ${ms(rows[0]?.phases.overhead)} ms (environment built, build requirements fetched, history fetched, validated)`,
     );
   } finally {
     rmSync(tmp, { recursive: true, force: true });

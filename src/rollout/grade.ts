@@ -143,11 +143,12 @@ async function installSample(
   runtime: Runtime,
   instance: SweInstance,
   env: InstanceEnv,
+  patch: string,
   durations: Durations,
 ): Promise<string | GradeResult> {
   const environment = env.environment;
   if (!environment) return '';
-  const installed = await environment.install();
+  const installed = await environment.install({ patch });
   durations.install = installed.durationMs;
   if (installed.ok) return installed.output;
   const patchBroke = await baseInstallWorks(runtime, instance, environment.cached.key);
@@ -238,6 +239,9 @@ async function gradeTests(
   const environment = env.environment?.cached.name ?? null;
   try {
     if (options.signal?.aborted) return none(cancelled(durations, environment));
+    // the install of the unpatched tree, kept as the memo later samples replay (before the patch: no
+    // code of the agent's has run in this environment yet); nothing where there is one
+    await env.environment?.prime();
     const t1 = performance.now();
     const applied: ApplyResult = empty
       ? { applied: true, method: null, output: '' }
@@ -255,7 +259,7 @@ async function gradeTests(
       );
     }
     if (options.signal?.aborted) return none(cancelled(durations, environment));
-    const installed = await installSample(runtime, instance, env, durations);
+    const installed = await installSample(runtime, instance, env, patch, durations);
     if (typeof installed !== 'string') return none(installed);
     const base = { apply_method: applied.method, durations_ms: durations, environment };
     const testCmd = (spec as Spec | null)?.testCmd ?? null;

@@ -87,8 +87,19 @@ export interface SampleEnvironment {
   readonly cached: CachedEnv;
   /** the layer's folder, as the sample's commands see it */
   readonly layer: string;
-  /** makes the layer and runs pre_install and install against the tree as it is now */
-  install(): Promise<InstallOutcome>;
+  /**
+   * makes the layer and runs pre_install and install against the tree as it is now, or replays the
+   * install of the unpatched tree where the runtime keeps an install memo (install-memo.ts) and `patch`,
+   * what was applied to the tree at base_commit (none: the tree is at base_commit), touches nothing that
+   * install read
+   */
+  install(request?: { patch?: string }): Promise<InstallOutcome>;
+  /**
+   * where the runtime keeps an install memo and there is none yet: installs the tree, which must be at
+   * base_commit with no code of the agent's run yet, and keeps the memo (its time counts in the next
+   * install's); otherwise nothing
+   */
+  prime(): Promise<void>;
   /** variables that turn the import guard on for the test run */
   guardEnv(): Record<string, string>;
   /**

@@ -82,6 +82,11 @@ export interface SandboxRuntimeOptions {
   cgroupParent?: string;
   /** the bwrap binary (default: bwrap on PATH) */
   bwrap?: string;
+  /**
+   * replay the install of the unpatched tree where a patch touches nothing it read (env/install-memo.ts;
+   * default true): false runs every sample's install (the benchmark's baseline)
+   */
+  installMemo?: boolean;
 }
 
 /** root mode gives every environment a uid of its own: RLIMIT_NPROC counts per uid, and root is exempt */
@@ -166,7 +171,19 @@ export class SandboxRuntime implements Runtime {
           'polar doctor --runtime sandbox checks the sandbox',
         );
       }
-      if (cached) env.environment = sampleEnvironment(cached, env);
+      if (cached)
+        env.environment = sampleEnvironment(cached, env, {
+          // the same paths in every sample: the install of the unpatched tree replays (install-memo.ts)
+          memo: this.options.installMemo === false ? undefined : {
+            place: {
+              repo: instance.repo,
+              baseCommit: instance.base_commit,
+              tree: SANDBOX_TESTBED,
+              layer: layerDir(SANDBOX_SCRATCH),
+            },
+            host: { tree: join(root, 'repo'), scratch: join(root, 'scratch') },
+          },
+        });
       return env;
     } catch (error) {
       lease.release();

@@ -100,9 +100,14 @@ test(
       Object.values(record.sets).map((s) => (s as { requirements: string[] }).requirements),
       [['polar-fixture-backend==1.0']],
     );
-    // pip in the sandbox looked nowhere but the wheelhouse
+    // pip in the sandbox looked nowhere but the wheelhouse: in the sample's log, or in the log of the
+    // install the sample replayed (the validation's, made in the sandbox too; install-memo.ts)
     const log = readFileSync(join(tmp, 'bp-gold', 'logs', `${BLUEPRINTS}__s0.test.log`), 'utf8');
-    assert.match(log, new RegExp(`Looking in links: ${wheelhouse.replaceAll('.', '\\.')}`));
+    const replayed = /\(replayed: .*, its log (\S+\/install\.log)\)/.exec(log);
+    assert.match(
+      replayed ? readFileSync(replayed[1]!, 'utf8') : log,
+      new RegExp(`Looking in links: ${wheelhouse.replaceAll('.', '\\.')}`),
+    );
     // the environment was validated with the same gold patch, and said so
     const verdicts = JSON.parse(readFileSync(join(env, 'polar-validation.json'), 'utf8'));
     assert.deepEqual(
@@ -135,6 +140,8 @@ test(
     const first = evalRun(SHAPES, 'gold', 'bp-gold-2', ['--instances', BLUEPRINTS]);
     const wheelhouse = join(cache, String(first.lines[0]?.environment), 'wheelhouse');
     rmSync(join(wheelhouse, 'polar_fixture_backend-1.0-py3-none-any.whl'));
+    // and the install kept from when it was there (install-memo.ts), which would be replayed without it
+    rmSync(join(wheelhouse, '..', 'install-memo'), { recursive: true, force: true });
     try {
       const r = evalRun(SHAPES, 'empty', 'bp-missing', ['--instances', BLUEPRINTS]);
       assert.equal(r.lines[0]?.status, 'error');
