@@ -3,6 +3,7 @@
  * (src/rollout/validate.ts). Each is an `error` line marked `excluded: invalid_environment`, with no agent
  * run and no grade; the report counts them apart (report.ts).
  */
+import { errorMessage, PolarError, RuntimeError } from '../../errors.ts';
 import type { SweInstance } from '../dataset.ts';
 import { EnvValidation } from '../validate.ts';
 import type { EvalOptions } from './run.ts';
@@ -13,7 +14,8 @@ export class ExcludedSample extends Error {}
 /**
  * The validation of the instance's environment (default: on the runtime's environments, when polar
  * grades the row itself): why its samples are excluded, or null. A build that fails is not decided
- * here: the sample reports it as it always did.
+ * here: the sample reports it as it always did. A validation that cannot finish for another reason
+ * throws: the sample is an error (retried by --resume), not scored unvalidated.
  */
 export async function invalidEnvironment(
   options: EvalOptions,
@@ -28,7 +30,14 @@ export async function invalidEnvironment(
   )
     return null;
   if (options.rewards?.primary === 'judge') return null;
-  return validation.problem(instance).catch(() => null);
+  return validation.problem(instance).catch((error: unknown) => {
+    // a build or set-up that fails (a PolarError: a failed step, a missing interpreter) is the sample's
+    // to report, as it always did: its own prepare meets it again
+    if (error instanceof PolarError) return null;
+    // anything else (the verdict could not be read or written) left the environment unchecked: the
+    // sample is an error, never a score from an environment nobody showed to work
+    throw new RuntimeError(`environment validation could not finish: ${errorMessage(error)}`);
+  });
 }
 
 const validations = new WeakMap<EvalOptions, EnvValidation | null>();
