@@ -87,12 +87,21 @@ def _polar_trace():
                 p = path(args[0]) if args and args[0] is not None else os.getcwd()
                 if p is not None:
                     emit("list", p)
-            elif event in ("os.rename", "os.replace", "shutil.move", "shutil.copyfile", "shutil.copytree", "os.link", "os.symlink"):
-                emit("copy" if event.startswith("shutil.copy") else "move", path(args[0]), path(args[1]))
-            elif event in ("os.remove", "os.rmdir", "shutil.rmtree", "os.truncate"):
+            elif event in ("os.rename", "os.replace", "shutil.move"):
+                emit("move", path(args[0]), path(args[1]))
+            elif event in ("shutil.copyfile", "shutil.copytree", "os.link", "os.symlink"):
+                emit("copy", path(args[0]), path(args[1]))
+            elif event in ("os.remove", "os.rmdir"):
+                # a name relative to a folder's descriptor (shutil.rmtree's walk; -1: none) is not the cwd's: the
+                # shutil.rmtree event before it names the folder
+                if len(args) < 2 or not isinstance(args[1], int) or args[1] < 0:
+                    emit("delete", path(args[0]))
+            elif event in ("shutil.rmtree", "os.truncate"):
                 emit("delete" if event != "os.truncate" else "write", path(args[0]))
             elif event in ("os.mkdir", "os.chmod", "os.utime", "os.chown"):
-                emit("touch", path(args[0]))
+                fd = args[2] if event in ("os.mkdir", "os.chmod") else args[3]
+                if not isinstance(fd, int) or fd < 0:
+                    emit("touch", path(args[0]))
             elif event == "subprocess.Popen":
                 argv = args[1]
                 if isinstance(argv, (str, bytes)):

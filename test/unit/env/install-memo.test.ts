@@ -7,7 +7,8 @@
  * those of the install; a patch that changes what the install reads runs it; no sample can change a memo.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { loadDataset, type SweInstance } from '../../../src/rollout/dataset.ts';
@@ -17,6 +18,8 @@ import {
   MEMO_DIR,
   memoMisses,
   patchPaths,
+  TRACE_MODULE,
+  TRACE_SOURCE,
   traceableInstall,
 } from '../../../src/rollout/env/install-memo.ts';
 import { gradePatch } from '../../../src/rollout/grade.ts';
@@ -112,6 +115,47 @@ test("judgeTrace: the tree's files read or written and folders listed; pip's pro
   });
   assert.equal(judgeTrace(`${rec('start', py, [])}\nnot json`, place).ok, false);
   assert.equal(judgeTrace([rec('start', py, []), rec('error', 'open')].join('\n'), place).ok, false);
+});
+
+test('the hook, run by Python: what a build does is recorded as judgeTrace reads it; a link is a copy; a walk by descriptor is not read as the cwd', () => {
+  const dir = tempDir('polar-trace-hook-');
+  const tree = join(dir, 'tree');
+  mkdirSync(join(tree, 'pkg'), { recursive: true });
+  writeFileSync(join(tree, 'setup.py'), 'x');
+  writeFileSync(join(tree, 'LICENSE'), 'x');
+  writeFileSync(join(dir, `${TRACE_MODULE}.py`), TRACE_SOURCE);
+  const run = (code: string) => {
+    const log = join(dir, `trace-${Math.random()}.log`);
+    const r = spawnSync(
+      'python3',
+      ['-c', `import sys; sys.path.insert(0, ${JSON.stringify(dir)}); import ${TRACE_MODULE}\n${code}`],
+      {
+        cwd: tree,
+        encoding: 'utf8',
+        env: { ...process.env, POLAR_INSTALL_TRACE: log },
+      },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    return judgeTrace(readFileSync(log, 'utf8'), { tree, layer: join(dir, 'layer') });
+  };
+  const built = run(
+    [
+      'import os, shutil, tempfile',
+      "open('setup.py').read()",
+      "os.listdir('pkg')",
+      "os.makedirs('pkg.egg-info', exist_ok=True)",
+      "open('pkg.egg-info/PKG-INFO', 'w').write('x')",
+      "os.link('LICENSE', os.path.join(tempfile.mkdtemp(), 'LICENSE'))",
+      "t = tempfile.mkdtemp(); open(os.path.join(t, 'a'), 'w').write('x'); shutil.rmtree(t)",
+    ].join('\n'),
+  );
+  assert.ok(built.ok, JSON.stringify(built));
+  assert.deepEqual(built.files, ['LICENSE', 'pkg.egg-info', 'pkg.egg-info/PKG-INFO', 'setup.py']);
+  assert.deepEqual(built.listed, ['pkg']);
+  assert.deepEqual(built.wrote, ['pkg.egg-info', 'pkg.egg-info/PKG-INFO']);
+  assert.deepEqual(built.deleted, []);
+  const compiled = run("import subprocess; subprocess.run(['true'])");
+  assert.deepEqual(compiled, { ok: false, why: 'it runs true, which the trace cannot see into' });
 });
 
 test('patchPaths and memoMisses: a change to a file the install read, or a new file in a folder it listed, misses; other changes replay', () => {
