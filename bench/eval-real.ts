@@ -199,7 +199,7 @@ export async function benchEvalReal(): Promise<void> {
   };
   try {
     console.log(
-      `eval on a real repository: ${id} at ${instance.base_commit.slice(0, 12)}, gold, ${kind}, concurrency 1`,
+      `eval on a real repository: ${id} at ${instance.base_commit.slice(0, 12)}, gold, ${kind}, concurrency 1, sample folders under ${tmpdir()} (TMPDIR)`,
     );
     await one('cold', cached);
     for (let i = 0; i < runs; i++) {

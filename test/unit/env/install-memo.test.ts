@@ -18,10 +18,13 @@ import {
   MEMO_DIR,
   memoMisses,
   patchPaths,
+  readMemo,
+  saveMemo,
   TRACE_MODULE,
   TRACE_SOURCE,
   traceableInstall,
 } from '../../../src/rollout/env/install-memo.ts';
+import type { CachedEnv } from '../../../src/rollout/env/types.ts';
 import { gradePatch } from '../../../src/rollout/grade.ts';
 import { probeSandbox } from '../../../src/rollout/runtime/probe.ts';
 import { SandboxRuntime } from '../../../src/rollout/runtime/sandbox.ts';
@@ -206,6 +209,55 @@ test('patchPaths and memoMisses: a change to a file the install read, or a new f
     memoMisses(memo, 'diff --git "a/x y" "b/x y"\n'),
     'the patch names a path polar cannot read plainly',
   );
+});
+
+test('saveMemo and readMemo: a memo and an unmemoizable verdict round-trip; the first memo written is kept; a memo that does not parse is none', async () => {
+  const dir = tempDir('polar-memo-store-');
+  const cached = {
+    key: 'k',
+    name: 'e',
+    dir: join(dir, 'env'),
+    sitePackages: join(dir, 'env/lib/python3.11/site-packages'),
+  } as CachedEnv;
+  const layer = join(dir, 'layer');
+  const tree = join(dir, 'tree');
+  mkdirSync(join(layer, 'lib/python3.11/site-packages'), { recursive: true });
+  writeFileSync(join(layer, 'lib/python3.11/site-packages/easy-install.pth'), '/testbed\n');
+  writeFileSync(join(layer, `lib/python3.11/site-packages/${TRACE_MODULE}.py`), 'hook');
+  mkdirSync(join(tree, 'pkg.egg-info'), { recursive: true });
+  writeFileSync(join(tree, 'pkg.egg-info/PKG-INFO'), 'Name: pkg\n');
+  const verdict = {
+    ok: true as const,
+    files: ['setup.py', 'pkg.egg-info/PKG-INFO'],
+    listed: [''],
+    wrote: ['pkg.egg-info/PKG-INFO'],
+    deleted: [],
+  };
+  const saved = await saveMemo(cached, 'a1', verdict, { layer, tree }, 'pip said\n');
+  assert.ok('files' in saved);
+  const read = await readMemo(cached, 'a1');
+  assert.deepEqual(read, saved);
+  const memo = join(cached.dir, MEMO_DIR, 'a1');
+  assert.equal(
+    readFileSync(join(memo, 'layer/lib/python3.11/site-packages/easy-install.pth'), 'utf8'),
+    '/testbed\n',
+  );
+  assert.equal(existsSync(join(memo, `layer/lib/python3.11/site-packages/${TRACE_MODULE}.py`)), false);
+  assert.equal(readFileSync(join(memo, 'tree/pkg.egg-info/PKG-INFO'), 'utf8'), 'Name: pkg\n');
+  assert.equal(readFileSync(join(memo, 'install.log'), 'utf8'), 'pip said\n');
+  // a second writer of the same key keeps the first's
+  const again = await saveMemo(cached, 'a1', { ok: false, why: 'late' }, { layer, tree }, '');
+  assert.deepEqual(again, saved);
+  assert.deepEqual(readdirSync(join(cached.dir, MEMO_DIR)), ['a1']);
+  // an unmemoizable verdict is kept, so the trace runs once
+  assert.deepEqual(await saveMemo(cached, 'b2', { ok: false, why: 'it runs gcc' }, { layer, tree }, ''), {
+    unmemoizable: 'it runs gcc',
+  });
+  assert.deepEqual(await readMemo(cached, 'b2'), { unmemoizable: 'it runs gcc' });
+  // torn or foreign: none (the install runs, and a new trace writes beside it)
+  writeFileSync(join(cached.dir, MEMO_DIR, 'b2', 'memo.json'), '{"version":1,');
+  assert.equal(await readMemo(cached, 'b2'), null);
+  assert.equal(await readMemo(cached, 'zz'), null);
 });
 
 // the real thing, in the sandbox, on the minitest fixture
