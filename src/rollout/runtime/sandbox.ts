@@ -174,15 +174,18 @@ export class SandboxRuntime implements Runtime {
       if (cached)
         env.environment = sampleEnvironment(cached, env, {
           // the same paths in every sample: the install of the unpatched tree replays (install-memo.ts)
-          memo: this.options.installMemo === false ? undefined : {
-            place: {
-              repo: instance.repo,
-              baseCommit: instance.base_commit,
-              tree: SANDBOX_TESTBED,
-              layer: layerDir(SANDBOX_SCRATCH),
-            },
-            host: { tree: join(root, 'repo'), scratch: join(root, 'scratch') },
-          },
+          memo:
+            this.options.installMemo === false
+              ? undefined
+              : {
+                  place: {
+                    repo: instance.repo,
+                    baseCommit: instance.base_commit,
+                    tree: SANDBOX_TESTBED,
+                    layer: layerDir(SANDBOX_SCRATCH),
+                  },
+                  host: { tree: join(root, 'repo'), scratch: join(root, 'scratch') },
+                },
         });
       return env;
     } catch (error) {
