@@ -18,12 +18,7 @@ import { pipEnv, pipFailure } from './build.ts';
 import { guardReport, judgeGuard, testProgram } from './guard.ts';
 import type { MemoPlace } from './install-memo.ts';
 import { type InstallStep, SampleInstall } from './sample-install.ts';
-import {
-  type CachedEnv,
-  EnvBuildError,
-  type EnvironmentView,
-  type SampleEnvironment,
-} from './types.ts';
+import { type CachedEnv, EnvBuildError, type EnvironmentView, type SampleEnvironment } from './types.ts';
 import { wheelhouseOf, wheelhouseRequirements } from './wheelhouse.ts';
 
 /** The layer's folder inside a sample's scratch folder. */
