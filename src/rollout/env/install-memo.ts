@@ -173,6 +173,10 @@ export function memoKey(cached: CachedEnv, place: MemoPlace): string {
       JSON.stringify([
         MEMO_VERSION,
         cached.key,
+        // a replayed layer names them (its .pth, pyvenv.cfg): a cache seen at another path, or with
+        // another interpreter path, is another memo
+        cached.dir,
+        cached.python.executable,
         place.repo,
         place.baseCommit,
         place.tree,

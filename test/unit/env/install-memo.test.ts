@@ -16,6 +16,7 @@ import { Environments } from '../../../src/rollout/env/build.ts';
 import {
   judgeTrace,
   MEMO_DIR,
+  memoKey,
   memoMisses,
   patchPaths,
   readMemo,
@@ -258,6 +259,30 @@ test('saveMemo and readMemo: a memo and an unmemoizable verdict round-trip; the 
   writeFileSync(join(cached.dir, MEMO_DIR, 'b2', 'memo.json'), '{"version":1,');
   assert.equal(await readMemo(cached, 'b2'), null);
   assert.equal(await readMemo(cached, 'zz'), null);
+});
+
+test('memoKey: another base commit, tree path, install step, or the same environment seen at another path is another memo', () => {
+  const cached = {
+    key: 'k',
+    dir: '/cache/env',
+    python: { executable: '/usr/bin/python3.11' },
+    recipe: { preInstall: [], install: 'python -m pip install -e .' },
+  } as unknown as CachedEnv;
+  const place = { repo: 'o/r', baseCommit: 'abc', tree: '/testbed', layer: '/polar/scratch/polar-env' };
+  const key = memoKey(cached, place);
+  assert.match(key, /^[0-9a-f]{24}$/);
+  assert.equal(memoKey({ ...cached }, { ...place }), key);
+  for (const other of [
+    memoKey(cached, { ...place, baseCommit: 'abd' }),
+    memoKey(cached, { ...place, tree: '/work' }),
+    memoKey({ ...cached, dir: '/mnt/cache/env' }, place),
+    memoKey({ ...cached, python: { executable: '/opt/python3.11' } } as unknown as CachedEnv, place),
+    memoKey(
+      { ...cached, recipe: { preInstall: [], install: 'pip install -e .' } } as unknown as CachedEnv,
+      place,
+    ),
+  ])
+    assert.notEqual(other, key);
 });
 
 // the real thing, in the sandbox, on the minitest fixture
