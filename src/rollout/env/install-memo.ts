@@ -229,6 +229,14 @@ export function judgeTrace(text: string, place: { tree: string; layer: string })
   const written = new Set<string>();
   const listed = new Set<string>();
   const deleted = new Set<string>();
+  /** the records that name one path of the tree, by the set they add it to */
+  const sets = new Map([
+    ['read', read],
+    ['write', written],
+    ['touch', written],
+    ['list', listed],
+    ['delete', deleted],
+  ]);
   let starts = 0;
   let pythons = 0;
   for (const line of text.split('\n')) {
@@ -242,31 +250,16 @@ export function judgeTrace(text: string, place: { tree: string; layer: string })
     if (!Array.isArray(record) || typeof record[1] !== 'string')
       return { ok: false, why: 'its trace has a record polar does not know' };
     const [, kind, a, b] = record as [number, string, unknown, unknown];
+    const into = sets.get(kind);
+    if (into) {
+      const p = inTree(a);
+      if (p !== null) into.add(p);
+      continue;
+    }
     switch (kind) {
       case 'start':
         starts++;
         break;
-      case 'read': {
-        const p = inTree(a);
-        if (p !== null) read.add(p);
-        break;
-      }
-      case 'write':
-      case 'touch': {
-        const p = inTree(a);
-        if (p !== null) written.add(p);
-        break;
-      }
-      case 'list': {
-        const p = inTree(a);
-        if (p !== null) listed.add(p);
-        break;
-      }
-      case 'delete': {
-        const p = inTree(a);
-        if (p !== null) deleted.add(p);
-        break;
-      }
       case 'move':
       case 'copy': {
         const from = inTree(a);
@@ -402,17 +395,12 @@ export async function saveMemo(
 ): Promise<MemoState> {
   const dir = memoDir(cached, key);
   const part = `${dir}.part-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const made = new Date().toISOString();
+  const head = { version: MEMO_VERSION, key, made: new Date().toISOString() };
+  const record = verdict.ok
+    ? { ...head, files: verdict.files, listed: verdict.listed, wrote: verdict.wrote }
+    : { ...head, unmemoizable: verdict.why };
   const state: MemoState = verdict.ok
-    ? {
-        version: MEMO_VERSION,
-        key,
-        made,
-        files: verdict.files,
-        listed: verdict.listed,
-        wrote: verdict.wrote,
-        dir,
-      }
+    ? { ...(record as Omit<InstallMemo, 'dir'>), dir }
     : { unmemoizable: verdict.why };
   try {
     await mkdir(part, { recursive: true });
@@ -427,11 +415,9 @@ export async function saveMemo(
         await cp(from, join(part, 'tree', rel), { recursive: true, verbatimSymlinks: true });
       }
     }
-    const { dir: _dir, ...record } = state as InstallMemo;
-    const json = verdict.ok ? record : { version: MEMO_VERSION, key, made, unmemoizable: verdict.why };
     // what the install said, for the samples that replay it
     await writeFile(join(part, MEMO_LOG), log, { mode: 0o644 });
-    await writeFile(join(part, 'memo.json'), `${JSON.stringify(json)}\n`, { mode: 0o644 });
+    await writeFile(join(part, 'memo.json'), `${JSON.stringify(record)}\n`, { mode: 0o644 });
     await rename(part, dir).catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error;
     });

@@ -16,8 +16,7 @@ import { shellQuote } from '../patch.ts';
 import type { InstanceEnv } from '../runtime/types.ts';
 import { pipEnv, pipFailure } from './build.ts';
 import { guardReport, judgeGuard, testProgram } from './guard.ts';
-import type { MemoPlace } from './install-memo.ts';
-import { type InstallStep, SampleInstall } from './sample-install.ts';
+import { type InstallStep, SampleInstall, type SampleInstallOptions } from './sample-install.ts';
 import { type CachedEnv, EnvBuildError, type EnvironmentView, type SampleEnvironment } from './types.ts';
 import { wheelhouseOf, wheelhouseRequirements } from './wheelhouse.ts';
 
@@ -110,7 +109,7 @@ export interface SampleEnvironmentOptions {
    * the install memo (install-memo.ts), where the runtime gives every sample the same paths (the
    * sandbox): where the sample is and where its tree and scratch folder are on this host
    */
-  memo?: { place: MemoPlace; host: { tree: string; scratch: string } };
+  memo?: SampleInstallOptions['memo'];
 }
 
 /** the layer, pre_install and install as the steps of one script each */
